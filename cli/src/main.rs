@@ -1,0 +1,77 @@
+//! `zmem`: compressed memory for Linux.
+//!
+//! This crate is argument parsing and output formatting only; every command
+//! calls into a library crate (codec, zram, zswap, nbd, lab, kernel).
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod output;
+
+/// Compressed memory for Linux: a zram/zswap engine you can embed or serve,
+/// a lab that measures every algorithm on your own memory (beside the kernel's
+/// zram), and ops tools for the kernel's own zram and zswap.
+#[derive(Parser, Debug)]
+#[command(name = "zmem", version, about, long_about = None, propagate_version = true)]
+#[command(after_help = "Start with `zmem bench` (all algorithms on a corpus built from this machine's memory) \
+or `zmem status` (what the kernel's zram and zswap are doing now).")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Benchmark algorithms on a corpus through the engine (and kernel zram where present)
+    Bench(cmd::bench::Args),
+    /// List every compression algorithm with its parameters and defaults
+    Codecs(cmd::codecs::Args),
+    /// Capture a corpus of 4 KiB pages from process memory or a zram device
+    Capture(cmd::capture::Args),
+    /// Make or inspect corpora (synthetic page files)
+    Corpus(cmd::corpus::Args),
+    /// Train a zstd dictionary for pages
+    Dict(cmd::dict::Args),
+    /// Recommend a zram/zswap configuration for a corpus, with reasons
+    Recommend(cmd::recommend::Args),
+    /// Run a workload under real memory pressure against swap configurations
+    Trial(cmd::trial::Args),
+    /// Serve a zmem device over NBD (qemu, nbdcopy, fio, nbdfuse, nbd-client)
+    Serve(cmd::serve::Args),
+    /// Read or write attributes of a zram device or a `zmem serve` device
+    Ctl(cmd::ctl::Args),
+    /// Show what the kernel's zram devices and zswap are doing
+    Status(cmd::status::Args),
+    /// Apply a zram-generator.conf (plus zmem extensions) to the running kernel
+    Apply(cmd::apply::Args),
+    /// Write files that make a configuration survive a reboot
+    Persist(cmd::persist::Args),
+    /// Serve Prometheus metrics for zram, zswap and zmem serve devices
+    Exporter(cmd::exporter::Args),
+    /// Run idle marking, recompression and writeback on a policy
+    Policy(cmd::policy::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Codecs(a) => cmd::codecs::run(a),
+        Command::Capture(a) => cmd::capture::run(a),
+        Command::Corpus(a) => cmd::corpus::run(a),
+        Command::Dict(a) => cmd::dict::run(a),
+        Command::Recommend(a) => cmd::recommend::run(a),
+        Command::Trial(a) => cmd::trial::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Ctl(a) => cmd::ctl::run(a),
+        Command::Status(a) => cmd::status::run(a),
+        Command::Apply(a) => cmd::apply::run(a),
+        Command::Persist(a) => cmd::persist::run(a),
+        Command::Exporter(a) => cmd::exporter::run(a),
+        Command::Policy(a) => cmd::policy::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("zmem: error: {e:#}");
+        std::process::exit(1);
+    }
+}

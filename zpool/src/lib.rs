@@ -1,0 +1,95 @@
+//! Allocators for compressed objects, behind one interface (the kernel's zpool).
+//!
+//! * `zsmalloc`: size classes, multi-page zspages, objects spanning pages,
+//!   fullness groups and compaction, accounted exactly as `mm/zsmalloc.c`.
+//! * `zbud`: two buddies per page in 64-byte chunks.
+//! * `z3fold`: up to three objects per page, plus headless pages.
+//!
+//! Objects live in 4 KiB pages the allocator owns; a [`Handle`] maps to the
+//! object's bytes. A stale or foreign handle is an error, never access to
+//! another object's bytes.
+
+use thiserror::Error;
+
+/// Page size of the pools.
+pub const PAGE_SIZE: usize = 4096;
+
+/// An opaque, non-zero reference to one allocated object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Handle(pub std::num::NonZeroU64);
+
+/// Allocator errors.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ZpoolError {
+    /// Size 0 (the kernel's -EINVAL).
+    #[error("object size 0 is invalid")]
+    ZeroSize,
+    /// Larger than the allocator can hold (the kernel's -ENOSPC).
+    #[error("object of {size} bytes is larger than the maximum {max}")]
+    TooLarge { size: usize, max: usize },
+    /// No memory for a new page.
+    #[error("out of memory")]
+    NoMemory,
+    /// The handle is not a live object of this pool.
+    #[error("invalid or freed handle {0:#x}")]
+    BadHandle(u64),
+    /// A write whose length differs from the object's size.
+    #[error("write of {got} bytes to an object of {size} bytes")]
+    SizeMismatch { size: usize, got: usize },
+    /// Unknown allocator name; lists the valid ones.
+    #[error("unknown allocator '{0}'; valid allocators: zsmalloc, zbud, z3fold")]
+    UnknownAllocator(String),
+}
+
+/// Accounting every allocator reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Live objects.
+    pub objects: u64,
+    /// Pages currently owned (the basis of mem_used_total / pool_total_size).
+    pub pages: u64,
+    /// Sum of the requested object sizes.
+    pub bytes_stored: u64,
+    /// Bytes allocated to objects beyond what they asked for (class rounding,
+    /// chunk rounding, headers), i.e. internal fragmentation.
+    pub internal_frag: u64,
+    /// Cumulative pages released by compaction.
+    pub pages_compacted: u64,
+}
+
+/// The one allocator interface the zram and zswap engines use.
+///
+/// All methods take `&self`; implementations are internally synchronised so
+/// that different objects can be used from different threads.
+pub trait Zpool: Send + Sync {
+    /// `zsmalloc`, `zbud` or `z3fold`.
+    fn name(&self) -> &'static str;
+    /// Allocate an object of `size` bytes (1..=max_alloc()).
+    fn malloc(&self, size: usize) -> Result<Handle, ZpoolError>;
+    /// Free an object. A stale or foreign handle is an error.
+    fn free(&self, handle: Handle) -> Result<(), ZpoolError>;
+    /// Write the object's bytes; `src.len()` must equal its size.
+    fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError>;
+    /// Give the object's bytes to `f`. Contiguous objects are passed in place;
+    /// an object spanning two pages is linearised into a per-thread buffer, with
+    /// no heap allocation per call.
+    fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError>;
+    /// Size the object was allocated with.
+    fn obj_size(&self, handle: Handle) -> Result<usize, ZpoolError>;
+    /// Pages currently owned by the pool (`zs_get_total_pages`).
+    fn total_pages(&self) -> u64;
+    /// Compact; returns the pages released by this call.
+    fn compact(&self) -> u64;
+    /// Current accounting.
+    fn stats(&self) -> PoolStats;
+    /// Largest object size accepted.
+    fn max_alloc(&self) -> usize;
+    /// zsmalloc's `huge_class_size` (objects at least this big are stored raw
+    /// by zram); allocators without classes return their own cut-off.
+    fn huge_class_size(&self) -> usize;
+    /// `zs_lookup_class_index(size)`: the (merged) class a raw size lands in.
+    fn class_index(&self, size: usize) -> usize;
+}
+
+/// Allocator names, for help and error messages.
+pub const NAMES: [&str; 3] = ["zsmalloc", "zbud", "z3fold"];

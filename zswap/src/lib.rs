@@ -1,0 +1,1 @@
+//! zmem-zswap
