@@ -1,1 +1,5 @@
-//! zmem-zram
+//! zram as a library.
+
+pub mod blockdev;
+
+pub use blockdev::{AttrError, BlockDevice, Errno, IoError};
