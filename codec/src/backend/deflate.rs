@@ -1,13 +1,122 @@
-//! PLACEHOLDER: not implemented yet; replaced by the real backend.
+//! `deflate`: as `backend_deflate.c` writes it: zlib's deflate at level 6
+//! (`Z_DEFAULT_COMPRESSION`) with window bits -11 (`DEFLATE_DEF_WINBITS`), i.e.
+//! raw deflate (RFC 1951) with a 2 KiB window. `deflate.winbits=W` is passed
+//! as the kernel passes it to zlib: -15..=-9 raw deflate with a 2^|W| window,
+//! 9..=15 a zlib (RFC 1950) wrapper.
+//!
+//! Bound to zlib-rs through `flate2` (libdeflate is faster but has no window
+//! size, so its output differs from the kernel's; see docs/codecs.md). Each
+//! stream owns one deflate and one inflate state, reset per page as the
+//! kernel does. The decoder accepts any window up to 32 KiB.
+
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+
+use super::check_page;
 use crate::{Backend, CodecError, ParamInfo, Params, Stream};
-pub struct Placeholder(&'static str, bool);
-pub static DEFLATE: Placeholder = Placeholder("deflate", true);
-impl Backend for Placeholder {
-    fn name(&self) -> &'static str { self.0 }
-    fn description(&self) -> &'static str { "not implemented yet" }
-    fn params(&self) -> &'static [ParamInfo] { &[] }
-    fn in_kernel(&self) -> bool { self.1 }
-    fn new_stream(&self, _p: &Params) -> Result<Box<dyn Stream>, CodecError> {
-        Err(CodecError::invalid_param(self.0, "not implemented yet"))
+
+const NAME: &str = "deflate";
+/// `Z_DEFAULT_COMPRESSION` as zlib maps it.
+pub const DEFAULT_LEVEL: i32 = 6;
+/// `DEFLATE_DEF_WINBITS` in `backend_deflate.c` (negative: raw deflate).
+pub const DEFAULT_WINBITS: i32 = -11;
+
+/// The `deflate` backend.
+pub struct DeflateBackend;
+/// The `deflate` backend (registry entry).
+pub static DEFLATE: DeflateBackend = DeflateBackend;
+
+static PARAMS: [ParamInfo; 2] = [
+    ParamInfo {
+        key: "level",
+        default: "6",
+        range: "-1..=9",
+        help: "zlib level; -1 is zlib's default (6), 0 stores",
+    },
+    ParamInfo {
+        key: "deflate.winbits",
+        default: "-11",
+        range: "-15..=-9 | 9..=15",
+        help: "window bits as zlib takes them: negative = raw deflate, positive = zlib wrapper",
+    },
+];
+
+impl Backend for DeflateBackend {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn description(&self) -> &'static str {
+        "raw deflate (RFC 1951), 2 KiB window by default, as zram writes it; zlib-rs via flate2"
+    }
+    fn params(&self) -> &'static [ParamInfo] {
+        &PARAMS
+    }
+    fn in_kernel(&self) -> bool {
+        true
+    }
+    fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
+        params.reject_dict(NAME)?;
+        let level = match params.level_in(NAME, DEFAULT_LEVEL, -1, 9)? {
+            -1 => DEFAULT_LEVEL,
+            l => l,
+        };
+        let winbits = params.deflate_winbits.unwrap_or(DEFAULT_WINBITS);
+        if !(9..=15).contains(&winbits.abs()) {
+            return Err(CodecError::invalid_param(
+                NAME,
+                format!(
+                    "deflate.winbits={winbits} is out of range; valid: deflate.winbits=-15..=-9 \
+                     (raw deflate) or 9..=15 (zlib wrapper) (default {DEFAULT_WINBITS})"
+                ),
+            ));
+        }
+        let zlib_header = winbits > 0;
+        let bits = winbits.unsigned_abs() as u8;
+        Ok(Box::new(DeflateStream {
+            comp: Compress::new_with_window_bits(Compression::new(level as u32), zlib_header, bits),
+            decomp: Decompress::new_with_window_bits(zlib_header, 15),
+            zlib_header,
+        }))
+    }
+}
+
+struct DeflateStream {
+    comp: Compress,
+    decomp: Decompress,
+    zlib_header: bool,
+}
+
+impl Stream for DeflateStream {
+    fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
+        check_page(NAME, src)?;
+        self.comp.reset();
+        match self.comp.compress(src, dst, FlushCompress::Finish) {
+            Ok(Status::StreamEnd) => Ok(self.comp.total_out() as usize),
+            Ok(_) => Err(CodecError::DstTooSmall { capacity: dst.len() }),
+            Err(e) => Err(CodecError::Library { algo: NAME, reason: e.to_string() }),
+        }
+    }
+
+    fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
+        self.decomp.reset(self.zlib_header);
+        let status = self
+            .decomp
+            .decompress(src, dst, FlushDecompress::Finish)
+            .map_err(|e| CodecError::corrupt(NAME, e.to_string()))?;
+        let (read, written) = (self.decomp.total_in() as usize, self.decomp.total_out() as usize);
+        match status {
+            Status::StreamEnd if written == dst.len() && read == src.len() => Ok(()),
+            Status::StreamEnd if written != dst.len() => Err(CodecError::corrupt(
+                NAME,
+                format!("decodes to {written} bytes, expected {}", dst.len()),
+            )),
+            Status::StreamEnd => Err(CodecError::corrupt(
+                NAME,
+                format!("{} trailing bytes after the end of the stream", src.len() - read),
+            )),
+            _ if written == dst.len() => {
+                Err(CodecError::corrupt(NAME, format!("decodes to more than {written} bytes")))
+            }
+            _ => Err(CodecError::corrupt(NAME, format!("truncated after {written} bytes"))),
+        }
     }
 }
