@@ -3,4 +3,13 @@
 
 pub mod hotdev;
 
+// Ops for the kernel's zram and zswap (issue 11).
+pub mod attr;
+pub mod config;
+pub mod json;
+pub mod sys;
+pub mod units;
+pub mod zram;
+pub mod zswap;
+
 pub use hotdev::{HotDevice, KernelZramUnavailable};
