@@ -9,7 +9,14 @@
 //! object's bytes. A stale or foreign handle is an error, never access to
 //! another object's bytes.
 
+use std::sync::Arc;
 use thiserror::Error;
+
+mod handle;
+mod page;
+pub mod zsmalloc;
+
+pub use zsmalloc::ZsPool;
 
 /// Page size of the pools.
 pub const PAGE_SIZE: usize = 4096;
@@ -39,6 +46,9 @@ pub enum ZpoolError {
     /// Unknown allocator name; lists the valid ones.
     #[error("unknown allocator '{0}'; valid allocators: zsmalloc, zbud, z3fold")]
     UnknownAllocator(String),
+    /// A pool option out of range (e.g. a zsmalloc chain size outside 4..=16).
+    #[error("invalid pool option: {0}")]
+    InvalidOption(String),
 }
 
 /// Accounting every allocator reports.
@@ -93,3 +103,38 @@ pub trait Zpool: Send + Sync {
 
 /// Allocator names, for help and error messages.
 pub const NAMES: [&str; 3] = ["zsmalloc", "zbud", "z3fold"];
+
+/// Options of [`create`]. A bare `usize` converts into the zsmalloc chain size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// zsmalloc's `CONFIG_ZSMALLOC_CHAIN_SIZE` (4..=16, default 8); ignored by
+    /// zbud and z3fold.
+    pub chain_size: usize,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions { chain_size: zsmalloc::class::DEFAULT_CHAIN_SIZE }
+    }
+}
+
+impl From<usize> for PoolOptions {
+    fn from(chain_size: usize) -> Self {
+        PoolOptions { chain_size }
+    }
+}
+
+/// Create an allocator by name (`zsmalloc`, `zbud`, `z3fold`).
+pub fn create(name: &str, opts: impl Into<PoolOptions>) -> Result<Box<dyn Zpool>, ZpoolError> {
+    let opts = opts.into();
+    match name {
+        "zsmalloc" => Ok(Box::new(ZsPool::new(opts.chain_size)?)),
+        "zbud" | "z3fold" => Err(ZpoolError::InvalidOption(format!("{name} is not built yet"))),
+        other => Err(ZpoolError::UnknownAllocator(other.to_string())),
+    }
+}
+
+/// [`create`], shared between threads.
+pub fn create_shared(name: &str, opts: impl Into<PoolOptions>) -> Result<Arc<dyn Zpool>, ZpoolError> {
+    create(name, opts).map(Arc::from)
+}

@@ -1,0 +1,279 @@
+//! zsmalloc: size classes, multi-page zspages, objects spanning pages,
+//! fullness groups and compaction, with the accounting of `mm/zsmalloc.c`
+//! (6.3+ rules, `CONFIG_ZSMALLOC_CHAIN_SIZE` configurable 4..=16).
+//!
+//! Locking follows the kernel's per-class model: each distinct size class has
+//! its own `RwLock` holding its zspages, fullness lists and handle table, so
+//! objects of different classes never contend. Reads take the class lock
+//! shared; allocation, free, writes and compaction take it exclusively.
+//! Pool-wide counters are atomics.
+
+pub mod class;
+mod compact;
+mod state;
+mod zspage;
+
+use crate::handle::HandleCodec;
+use crate::page::with_local_copy;
+use crate::{Handle, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
+use class::{ClassTable, CHAIN_SIZE_RANGE, ZS_MAX_ALLOC_SIZE};
+use state::{ClassState, ObjLoc};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use zspage::NIL;
+
+/// Per-class figures, as `/sys/kernel/debug/zsmalloc/<pool>/classes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassStat {
+    /// Raw class index (the largest index merged into the class).
+    pub index: usize,
+    pub size: usize,
+    pub pages_per_zspage: usize,
+    pub objs_per_zspage: usize,
+    /// Existing zspages.
+    pub zspages: u64,
+    /// Chunks in existing zspages.
+    pub obj_allocated: u64,
+    /// Allocated objects.
+    pub obj_used: u64,
+    /// `zspages × pages_per_zspage`.
+    pub pages_used: u64,
+    /// `zs_can_compact`: pages compaction could free now.
+    pub freeable: u64,
+    /// Zspages per fullness group: 0 %, 0–9 %, 10–19 %, …, 90–99 %, 100 %.
+    pub fullness: [u64; 12],
+}
+
+/// A zsmalloc pool.
+pub struct ZsPool {
+    table: ClassTable,
+    classes: Box<[RwLock<ClassState>]>,
+    codec: HandleCodec,
+    pages_allocated: AtomicU64,
+    objects: AtomicU64,
+    bytes_stored: AtomicU64,
+    internal_frag: AtomicU64,
+    pages_compacted: AtomicU64,
+    compaction_in_progress: AtomicBool,
+}
+
+fn write_lock(l: &RwLock<ClassState>) -> RwLockWriteGuard<'_, ClassState> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read_lock(l: &RwLock<ClassState>) -> RwLockReadGuard<'_, ClassState> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ZsPool {
+    /// A pool with `chain_size` = `CONFIG_ZSMALLOC_CHAIN_SIZE` (4..=16).
+    pub fn new(chain_size: usize) -> Result<Self, ZpoolError> {
+        if !CHAIN_SIZE_RANGE.contains(&chain_size) {
+            return Err(ZpoolError::InvalidOption(format!(
+                "zsmalloc chain size {chain_size} is outside {}..={}",
+                CHAIN_SIZE_RANGE.start(),
+                CHAIN_SIZE_RANGE.end()
+            )));
+        }
+        let table = ClassTable::new(chain_size);
+        let classes = (0..table.classes.len()).map(|_| RwLock::new(ClassState::new())).collect();
+        Ok(ZsPool {
+            table,
+            classes,
+            codec: HandleCodec::new(),
+            pages_allocated: AtomicU64::new(0),
+            objects: AtomicU64::new(0),
+            bytes_stored: AtomicU64::new(0),
+            internal_frag: AtomicU64::new(0),
+            pages_compacted: AtomicU64::new(0),
+            compaction_in_progress: AtomicBool::new(false),
+        })
+    }
+
+    /// The class table (geometry, merging, huge_class_size).
+    pub fn class_table(&self) -> &ClassTable {
+        &self.table
+    }
+
+    /// Per-class figures for every distinct class, ascending size.
+    pub fn class_stats(&self) -> Vec<ClassStat> {
+        self.table
+            .classes
+            .iter()
+            .zip(self.classes.iter())
+            .map(|(c, l)| {
+                let st = read_lock(l);
+                ClassStat {
+                    index: c.index,
+                    size: c.size,
+                    pages_per_zspage: c.pages_per_zspage,
+                    objs_per_zspage: c.objs_per_zspage,
+                    zspages: st.nr_zspages,
+                    obj_allocated: st.objs_allocated,
+                    obj_used: st.objs_inuse,
+                    pages_used: st.nr_zspages * c.pages_per_zspage as u64,
+                    freeable: st.can_compact(c),
+                    fullness: st.fullness_histogram(),
+                }
+            })
+            .collect()
+    }
+
+    /// Σ over classes of `zs_can_compact` (the shrinker's count).
+    pub fn compactable_pages(&self) -> u64 {
+        self.table.classes.iter().zip(self.classes.iter()).map(|(c, l)| read_lock(l).can_compact(c)).sum()
+    }
+
+    fn locate(&self, h: Handle) -> Result<(usize, u32, u32), ZpoolError> {
+        let p = self.codec.decode(h)?;
+        if p.shard >= self.classes.len() {
+            return Err(ZpoolError::BadHandle(h.0.get()));
+        }
+        Ok((p.shard, p.slot, p.gen))
+    }
+}
+
+impl Zpool for ZsPool {
+    fn name(&self) -> &'static str {
+        "zsmalloc"
+    }
+
+    fn malloc(&self, size: usize) -> Result<Handle, ZpoolError> {
+        if size == 0 {
+            return Err(ZpoolError::ZeroSize);
+        }
+        if size > ZS_MAX_ALLOC_SIZE {
+            return Err(ZpoolError::TooLarge { size, max: ZS_MAX_ALLOC_SIZE });
+        }
+        let ci = self.table.class_for_alloc(size);
+        let class = &self.table.classes[ci];
+        let mut st = write_lock(&self.classes[ci]);
+        let (slot, gen) = st.handles.insert(ObjLoc { zspage: NIL, idx: 0, size: size as u32 })?;
+        let id = match st.find_get_zspage() {
+            Some(id) => id,
+            None => match st.alloc_zspage(class) {
+                Ok(id) => {
+                    self.pages_allocated.fetch_add(class.pages_per_zspage as u64, Relaxed);
+                    id
+                }
+                Err(e) => {
+                    st.handles.remove(slot, gen);
+                    return Err(e);
+                }
+            },
+        };
+        let idx = st.zspage_mut(id).obj_malloc(class, slot);
+        st.objs_inuse += 1;
+        st.fix_fullness(class, id);
+        let loc = st.handles.get_mut(slot, gen).expect("just inserted");
+        loc.zspage = id;
+        loc.idx = idx;
+        drop(st);
+        self.objects.fetch_add(1, Relaxed);
+        self.bytes_stored.fetch_add(size as u64, Relaxed);
+        self.internal_frag.fetch_add((class.size - size) as u64, Relaxed);
+        Ok(self.codec.encode(ci, slot, gen))
+    }
+
+    fn free(&self, handle: Handle) -> Result<(), ZpoolError> {
+        let (ci, slot, gen) = self.locate(handle)?;
+        let class = &self.table.classes[ci];
+        let mut st = write_lock(&self.classes[ci]);
+        let loc = st.handles.remove(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        st.zspage_mut(loc.zspage).obj_free(class, loc.idx);
+        st.objs_inuse -= 1;
+        if st.fix_fullness(class, loc.zspage) == 0 {
+            st.free_zspage(class, loc.zspage);
+            self.pages_allocated.fetch_sub(class.pages_per_zspage as u64, Relaxed);
+        }
+        drop(st);
+        let size = loc.size as usize;
+        self.objects.fetch_sub(1, Relaxed);
+        self.bytes_stored.fetch_sub(size as u64, Relaxed);
+        self.internal_frag.fetch_sub((class.size - size) as u64, Relaxed);
+        Ok(())
+    }
+
+    fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError> {
+        let (ci, slot, gen) = self.locate(handle)?;
+        let class = &self.table.classes[ci];
+        let mut st = write_lock(&self.classes[ci]);
+        let loc = *st.handles.get(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        if src.len() != loc.size as usize {
+            return Err(ZpoolError::SizeMismatch { size: loc.size as usize, got: src.len() });
+        }
+        st.zspage_mut(loc.zspage).write_obj(class, loc.idx, src);
+        Ok(())
+    }
+
+    fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError> {
+        let (ci, slot, gen) = self.locate(handle)?;
+        let class = &self.table.classes[ci];
+        let st = read_lock(&self.classes[ci]);
+        let loc = *st.handles.get(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let z = st.zspage(loc.zspage);
+        let len = loc.size as usize;
+        match z.contiguous(class, loc.idx, len) {
+            Some(bytes) => f(bytes),
+            None => with_local_copy(|buf| {
+                z.read_obj(class, loc.idx, &mut buf[..len]);
+                f(&buf[..len]);
+            }),
+        }
+        Ok(())
+    }
+
+    fn obj_size(&self, handle: Handle) -> Result<usize, ZpoolError> {
+        let (ci, slot, gen) = self.locate(handle)?;
+        let st = read_lock(&self.classes[ci]);
+        st.handles.get(slot, gen).map(|l| l.size as usize).ok_or(ZpoolError::BadHandle(handle.0.get()))
+    }
+
+    fn total_pages(&self) -> u64 {
+        self.pages_allocated.load(Relaxed)
+    }
+
+    /// `zs_compact`: classes from the largest down; a concurrent caller
+    /// returns 0 at once.
+    fn compact(&self) -> u64 {
+        if self.compaction_in_progress.swap(true, Relaxed) {
+            return 0;
+        }
+        let mut freed = 0;
+        for (class, lock) in self.table.classes.iter().zip(self.classes.iter()).rev() {
+            let mut st = write_lock(lock);
+            let n = compact::compact_class(&mut st, class);
+            if n > 0 {
+                self.pages_allocated.fetch_sub(n, Relaxed);
+            }
+            freed += n;
+        }
+        self.pages_compacted.fetch_add(freed, Relaxed);
+        self.compaction_in_progress.store(false, Relaxed);
+        freed
+    }
+
+    fn stats(&self) -> PoolStats {
+        PoolStats {
+            objects: self.objects.load(Relaxed),
+            pages: self.pages_allocated.load(Relaxed),
+            bytes_stored: self.bytes_stored.load(Relaxed),
+            internal_frag: self.internal_frag.load(Relaxed),
+            pages_compacted: self.pages_compacted.load(Relaxed),
+        }
+    }
+
+    fn max_alloc(&self) -> usize {
+        ZS_MAX_ALLOC_SIZE
+    }
+
+    fn huge_class_size(&self) -> usize {
+        self.table.huge_class_size
+    }
+
+    fn class_index(&self, size: usize) -> usize {
+        self.table.lookup_class_index(size)
+    }
+}
+
+const _: () = assert!(ZS_MAX_ALLOC_SIZE == PAGE_SIZE);
