@@ -2,6 +2,7 @@
 //! the VM sysctls and cgroups. This crate never depends on zmem's engine.
 
 pub mod hotdev;
+pub mod trial;
 
 // Ops for the kernel's zram and zswap (issue 11).
 pub mod attr;

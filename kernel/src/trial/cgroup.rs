@@ -1,0 +1,337 @@
+//! The memory-limited cgroup a workload runs in: cgroup v2 where the unified
+//! hierarchy has the memory controller, otherwise cgroup v1's memory
+//! controller. One cgroup per run, created empty, removed after (whatever is
+//! still in it is killed first).
+//!
+//! Swap stays allowed: v1 `memory.memsw.limit_in_bytes` and v2
+//! `memory.swap.max` are left unlimited, only the RAM limit is set.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::guard::Host;
+
+/// Which cgroup interface holds the memory controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+/// Where trial cgroups are created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryHierarchy {
+    pub version: CgroupVersion,
+    /// The parent directory new cgroups go into.
+    pub parent: PathBuf,
+}
+
+/// A mount from /proc/self/mountinfo: (mount root, mount point, fstype, super options).
+fn mounts(text: &str) -> Vec<(String, String, String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((pre, post)) = line.split_once(" - ") else { continue };
+        let pre: Vec<&str> = pre.split(' ').collect();
+        let post: Vec<&str> = post.split(' ').collect();
+        if pre.len() < 5 || post.len() < 3 {
+            continue;
+        }
+        out.push((unescape(pre[3]), unescape(pre[4]), post[0].to_string(), post[2].to_string()));
+    }
+    out
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// This process's cgroup path in the v1 hierarchy with `controller`, or in v2 (`None`).
+fn own_cgroup(proc_self_cgroup: &str, controller: Option<&str>) -> Option<String> {
+    for line in proc_self_cgroup.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_id, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+        match controller {
+            None if ctrls.is_empty() => return Some(path.to_string()),
+            Some(c) if ctrls.split(',').any(|x| x == c) => return Some(path.to_string()),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn controllers(path: &Path) -> Vec<String> {
+    fs::read_to_string(path).map(|s| s.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
+}
+
+/// Find where to create memory-limited cgroups, or say exactly why we cannot.
+///
+/// * v2 (preferred when it has the memory controller): new cgroups go directly
+///   below the cgroup2 mount, which needs `memory` in the mount's
+///   `cgroup.subtree_control` (zmem does not change that file).
+/// * v1: new cgroups go below this process's own memory cgroup, so the
+///   workload stays inside whatever limits zmem itself runs under.
+pub fn detect(host: &Host) -> Result<MemoryHierarchy, String> {
+    let info = fs::read_to_string(host.path("/proc/self/mountinfo"))
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    let own = fs::read_to_string(host.path("/proc/self/cgroup")).unwrap_or_default();
+    let ms = mounts(&info);
+    let mut why = Vec::new();
+    for (_root, point, fstype, _opts) in ms.iter().filter(|m| m.2 == "cgroup2") {
+        let _ = fstype;
+        let mp = host.path(point);
+        if controllers(&mp.join("cgroup.controllers")).iter().any(|c| c == "memory") {
+            if controllers(&mp.join("cgroup.subtree_control")).iter().any(|c| c == "memory") {
+                return Ok(MemoryHierarchy { version: CgroupVersion::V2, parent: mp });
+            }
+            why.push(format!("cgroup v2 at {point} has the memory controller but not in cgroup.subtree_control"));
+        } else {
+            why.push(format!("cgroup v2 at {point} has no memory controller"));
+        }
+    }
+    for (root, point, _fstype, opts) in ms.iter().filter(|m| m.2 == "cgroup") {
+        if !opts.split(',').any(|o| o == "memory") {
+            continue;
+        }
+        let mp = host.path(point);
+        let mut parent = mp.clone();
+        if let Some(p) = own_cgroup(&own, Some("memory")) {
+            // The path in /proc/self/cgroup is relative to the hierarchy's root;
+            // the mount may show a sub-tree of it (mount root `root`).
+            let rel = p.strip_prefix(root.as_str()).unwrap_or(&p);
+            let cand = mp.join(rel.trim_start_matches('/'));
+            if cand.is_dir() {
+                parent = cand;
+            }
+        }
+        if !parent.join("memory.limit_in_bytes").exists() {
+            why.push(format!("cgroup v1 memory at {} has no memory.limit_in_bytes", parent.display()));
+            continue;
+        }
+        return Ok(MemoryHierarchy { version: CgroupVersion::V1, parent });
+    }
+    if why.is_empty() {
+        why.push("no cgroup v1 memory controller and no cgroup v2 mount in /proc/self/mountinfo".into());
+    }
+    Err(format!("no usable memory cgroup: {}", why.join("; ")))
+}
+
+/// A cgroup zmem created for one run.
+#[derive(Debug)]
+pub struct Cgroup {
+    path: PathBuf,
+    version: CgroupVersion,
+    removed: bool,
+}
+
+impl Cgroup {
+    /// Create `name` below the hierarchy's parent with a RAM limit of `limit`
+    /// bytes. `swappiness` sets v1's per-cgroup memory.swappiness (v2 has none;
+    /// it uses vm.swappiness).
+    pub fn create(h: &MemoryHierarchy, name: &str, limit: u64, swappiness: Option<u32>) -> io::Result<Self> {
+        let path = h.parent.join(name);
+        fs::create_dir(&path).map_err(|e| io::Error::new(e.kind(), format!("mkdir {}: {e}", path.display())))?;
+        let cg = Cgroup { path, version: h.version, removed: false };
+        let setup = || -> io::Result<()> {
+            match cg.version {
+                CgroupVersion::V1 => {
+                    cg.write("memory.limit_in_bytes", &limit.to_string())?;
+                    if let Some(s) = swappiness {
+                        cg.write("memory.swappiness", &s.to_string())?;
+                    }
+                }
+                CgroupVersion::V2 => {
+                    cg.write("memory.max", &limit.to_string())?;
+                    // Kill the whole workload on OOM, not one random process of it.
+                    if cg.path.join("memory.oom.group").exists() {
+                        cg.write("memory.oom.group", "1")?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        setup()?; // on error, dropping `cg` removes it again
+        Ok(cg)
+    }
+
+    fn write(&self, file: &str, v: &str) -> io::Result<()> {
+        let p = self.path.join(file);
+        fs::write(&p, v).map_err(|e| io::Error::new(e.kind(), format!("writing {v} to {}: {e}", p.display())))
+    }
+
+    fn read(&self, file: &str) -> Option<String> {
+        fs::read_to_string(self.path.join(file)).ok()
+    }
+
+    /// The cgroup's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Which interface it is.
+    pub fn version(&self) -> CgroupVersion {
+        self.version
+    }
+
+    /// `cgroup.procs` (a process joins by writing its pid, or `0` for itself).
+    pub fn procs_file(&self) -> PathBuf {
+        self.path.join("cgroup.procs")
+    }
+
+    /// Peak RAM usage in bytes (v1 memory.max_usage_in_bytes, v2 memory.peak).
+    pub fn peak(&self) -> Option<u64> {
+        let f = match self.version {
+            CgroupVersion::V1 => "memory.max_usage_in_bytes",
+            CgroupVersion::V2 => "memory.peak",
+        };
+        self.read(f)?.trim().parse().ok()
+    }
+
+    /// How many processes the OOM killer killed in this cgroup.
+    pub fn oom_kills(&self) -> u64 {
+        let f = match self.version {
+            CgroupVersion::V1 => "memory.oom_control",
+            CgroupVersion::V2 => "memory.events",
+        };
+        self.read(f)
+            .and_then(|s| {
+                s.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok()))
+            })
+            .unwrap_or(0)
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        self.read("cgroup.procs")
+            .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Kill everything left in the cgroup and remove it (dropping does the
+    /// same, without reporting errors).
+    pub fn remove(mut self) -> io::Result<()> {
+        self.removed = true;
+        self.remove_inner()
+    }
+
+    fn remove_inner(&self) -> io::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let pids = self.pids();
+            for &p in &pids {
+                // SAFETY: kill has no memory-safety preconditions; the pids were
+                // read from the cgroup zmem created for this workload.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+            match fs::remove_dir(&self.path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("rmdir {}: {e} (processes left: {:?})", self.path.display(), self.pids()),
+                    ))
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        if !self.removed {
+            self.removed = true;
+            if let Err(e) = self.remove_inner() {
+                eprintln!("zmem trial: cleanup failed: {e} — remove it by hand");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+
+    #[test]
+    fn parses_mountinfo_and_own_cgroup() {
+        let m = mounts(MOUNTINFO);
+        assert_eq!(m.len(), 4);
+        assert_eq!(m[2], ("/".into(), "/sys/fs/cgroup/memory".into(), "cgroup".into(), "rw,memory".into()));
+        assert_eq!(m[3].2, "cgroup2");
+        let own = "9:name=systemd:/\n4:memory:/process_api/abc\n2:cpu,cpuacct:/\n0::/\n";
+        assert_eq!(own_cgroup(own, Some("memory")).as_deref(), Some("/process_api/abc"));
+        assert_eq!(own_cgroup(own, Some("cpuacct")).as_deref(), Some("/"));
+        assert_eq!(own_cgroup(own, None).as_deref(), Some("/"));
+        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
+    }
+
+    fn fake(v2_memory: bool) -> (PathBuf, Host) {
+        let root = std::env::temp_dir().join(format!("zmem-cg-test.{}.{}", std::process::id(), v2_memory));
+        let _ = fs::remove_dir_all(&root);
+        let h = Host::at(&root);
+        fs::create_dir_all(h.path("/proc/self")).unwrap();
+        fs::write(h.path("/proc/self/mountinfo"), MOUNTINFO).unwrap();
+        fs::write(h.path("/proc/self/cgroup"), "4:memory:/process_api/abc\n0::/\n").unwrap();
+        let v1 = h.path("/sys/fs/cgroup/memory/process_api/abc");
+        fs::create_dir_all(&v1).unwrap();
+        fs::write(v1.join("memory.limit_in_bytes"), "9223372036854771712\n").unwrap();
+        let v2 = h.path("/sys/fs/cgroup/unified");
+        fs::create_dir_all(&v2).unwrap();
+        let c = if v2_memory { "cpu memory pids\n" } else { "\n" };
+        fs::write(v2.join("cgroup.controllers"), c).unwrap();
+        fs::write(v2.join("cgroup.subtree_control"), c).unwrap();
+        (root, h)
+    }
+
+    #[test]
+    fn detects_v1_below_own_cgroup_when_v2_has_no_memory() {
+        let (root, h) = fake(false);
+        let m = detect(&h).unwrap();
+        assert_eq!(m.version, CgroupVersion::V1);
+        assert_eq!(m.parent, h.path("/sys/fs/cgroup/memory/process_api/abc"));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn prefers_v2_with_memory() {
+        let (root, h) = fake(true);
+        let m = detect(&h).unwrap();
+        assert_eq!(m.version, CgroupVersion::V2);
+        assert_eq!(m.parent, h.path("/sys/fs/cgroup/unified"));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn says_why_when_nothing_is_usable() {
+        let root = std::env::temp_dir().join(format!("zmem-cg-test-none.{}", std::process::id()));
+        let h = Host::at(&root);
+        fs::create_dir_all(h.path("/proc/self")).unwrap();
+        fs::write(h.path("/proc/self/mountinfo"), "41 31 0:38 / /cg rw - cgroup2 cgroup2 rw\n").unwrap();
+        let e = detect(&h).unwrap_err();
+        assert!(e.contains("/cg has no memory controller"), "{e}");
+        fs::remove_dir_all(root).unwrap();
+    }
+}

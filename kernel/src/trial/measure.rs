@@ -1,0 +1,417 @@
+//! Running one workload and measuring it: wall/user/sys time and major faults
+//! of the process tree (wait4's rusage), the exit status (or the signal, or an
+//! OOM kill seen in the cgroup's counters), the swap counters from
+//! /proc/vmstat as deltas over the run, the cgroup's peak memory, and what the
+//! compressed tier held at its fullest (zram mm_stat, zswap's pool from
+//! /proc/meminfo), sampled while the workload runs because everything is freed
+//! when it exits.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::cgroup::Cgroup;
+use super::guard::Host;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Exited by itself with this code.
+    Exited { code: i32 },
+    /// Killed by a signal (not the OOM killer).
+    Signaled { signal: i32 },
+    /// The cgroup's OOM killer killed (part of) it.
+    OomKilled { kills: u64 },
+    /// The swap configuration could not be set up; the workload did not run.
+    SetupFailed { error: String },
+    /// Stopped by Ctrl-C/SIGTERM.
+    Interrupted,
+}
+
+impl Outcome {
+    /// Exited with 0.
+    pub fn ok(&self) -> bool {
+        matches!(self, Outcome::Exited { code: 0 })
+    }
+
+    /// Short text for tables.
+    pub fn short(&self) -> String {
+        match self {
+            Outcome::Exited { code } => format!("exit {code}"),
+            Outcome::Signaled { signal } => format!("signal {signal}"),
+            Outcome::OomKilled { .. } => "oom-killed".into(),
+            Outcome::SetupFailed { error } => format!("setup failed: {error}"),
+            Outcome::Interrupted => "interrupted".into(),
+        }
+    }
+}
+
+/// Swap activity over a run, from /proc/vmstat (system-wide counters, in pages).
+/// zswap counters are `None` on kernels without zswap.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct VmCounters {
+    pub pswpin: u64,
+    pub pswpout: u64,
+    pub zswpin: Option<u64>,
+    pub zswpout: Option<u64>,
+    pub zswpwb: Option<u64>,
+}
+
+/// /proc/vmstat as name → value.
+pub fn parse_vmstat(text: &str) -> HashMap<String, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+impl VmCounters {
+    /// Counters `after − before`.
+    pub fn delta(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> Self {
+        let d = |k: &str| Some(after.get(k)?.saturating_sub(*before.get(k)?));
+        VmCounters {
+            pswpin: d("pswpin").unwrap_or(0),
+            pswpout: d("pswpout").unwrap_or(0),
+            zswpin: d("zswpin"),
+            zswpout: d("zswpout"),
+            zswpwb: d("zswpwb"),
+        }
+    }
+}
+
+/// zram at the end of the run, and at its fullest during it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ZramStats {
+    /// mm_stat after the workload exited (mem_used_max keeps the peak).
+    pub mm_stat_end: [u64; 9],
+    /// mm_stat sampled when orig_data_size was largest.
+    pub mm_stat_fullest: [u64; 9],
+}
+
+/// zswap's pool at its fullest during the run (from /proc/meminfo).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ZswapStats {
+    /// `Zswap:` (compressed pool size) in bytes when `Zswapped:` was largest.
+    pub pool_bytes_fullest: u64,
+    /// `Zswapped:` (original bytes stored) at its largest.
+    pub stored_bytes_fullest: u64,
+    /// `Zswap:` / `Zswapped:` after the workload exited.
+    pub pool_bytes_end: u64,
+    pub stored_bytes_end: u64,
+}
+
+/// One run's measurements.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunRecord {
+    /// Configuration name (`zram:lz4`, …).
+    pub config: String,
+    /// Round, from 1.
+    pub round: u32,
+    pub outcome: Outcome,
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// Major page faults of the workload (rusage ru_majflt; swap-ins count here).
+    pub major_faults: u64,
+    pub vm: VmCounters,
+    /// Peak RAM of the cgroup (bytes).
+    pub cgroup_peak_bytes: Option<u64>,
+    pub zram: Option<ZramStats>,
+    pub zswap: Option<ZswapStats>,
+}
+
+impl RunRecord {
+    /// A record for a run that never started.
+    pub fn not_run(config: String, round: u32, outcome: Outcome) -> Self {
+        RunRecord {
+            config,
+            round,
+            outcome,
+            wall_s: 0.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            major_faults: 0,
+            vm: VmCounters::default(),
+            cgroup_peak_bytes: None,
+            zram: None,
+            zswap: None,
+        }
+    }
+}
+
+fn meminfo_kib(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+fn read_mm_stat(sys: &Path) -> Option<[u64; 9]> {
+    let s = fs::read_to_string(sys.join("mm_stat")).ok()?;
+    let v: Vec<u64> = s.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+    v.try_into().ok()
+}
+
+/// Reads the compressed tier during a run and keeps its fullest state.
+struct Sampler<'a> {
+    host: &'a Host,
+    zram_sys: Option<&'a Path>,
+    zswap: bool,
+    zram_fullest: Option<[u64; 9]>,
+    zswap_fullest: Option<(u64, u64)>,
+}
+
+impl Sampler<'_> {
+    fn sample(&mut self) {
+        if let Some(sys) = self.zram_sys {
+            if let Some(m) = read_mm_stat(sys) {
+                if self.zram_fullest.is_none_or(|f| m[0] > f[0]) {
+                    self.zram_fullest = Some(m);
+                }
+            }
+        }
+        if self.zswap {
+            if let Some((pool, stored)) = self.read_zswap() {
+                if self.zswap_fullest.is_none_or(|f| stored > f.1) {
+                    self.zswap_fullest = Some((pool, stored));
+                }
+            }
+        }
+    }
+
+    fn read_zswap(&self) -> Option<(u64, u64)> {
+        let t = fs::read_to_string(self.host.path("/proc/meminfo")).ok()?;
+        Some((meminfo_kib(&t, "Zswap")? * 1024, meminfo_kib(&t, "Zswapped")? * 1024))
+    }
+}
+
+/// What the run environment looks like for one workload.
+pub struct RunEnv<'a> {
+    pub host: &'a Host,
+    pub cgroup: &'a Cgroup,
+    pub zram_sys: Option<&'a Path>,
+    pub zswap: bool,
+    /// Raised by a signal: kill the workload and return.
+    pub stop: &'a AtomicBool,
+}
+
+/// A started workload; killed (whole process group) and reaped if dropped
+/// before it was waited for, e.g. on panic.
+struct Running {
+    pid: i32,
+    reaped: bool,
+}
+
+impl Running {
+    fn kill(&self) {
+        if !self.reaped {
+            // SAFETY: kill has no memory-safety preconditions; the negative pid
+            // is the process group of our not-yet-reaped child (its leader is
+            // still a zombie at worst, so the group id cannot have been reused).
+            unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+        }
+    }
+
+    /// wait4 on the child; `block` waits, else returns None while it runs.
+    fn wait(&mut self, block: bool) -> io::Result<Option<(i32, libc::rusage)>> {
+        let mut status = 0;
+        // SAFETY: rusage is plain old data, all-zero is a valid value.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: status and ru are valid, writable and live across the call.
+            let r = unsafe { libc::wait4(self.pid, &mut status, if block { 0 } else { libc::WNOHANG }, &mut ru) };
+            if r == self.pid {
+                self.reaped = true;
+                return Ok(Some((status, ru)));
+            }
+            if r == 0 {
+                return Ok(None);
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill();
+            let _ = self.wait(true);
+        }
+    }
+}
+
+fn pidfd_open(pid: i32) -> Option<i32> {
+    // SAFETY: pidfd_open takes two integers and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd >= 0 {
+        Some(fd as i32)
+    } else {
+        None
+    }
+}
+
+/// Wait up to `ms` for the pidfd to become readable (the process exited).
+fn poll_pidfd(fd: Option<i32>, ms: i32) {
+    match fd {
+        Some(fd) => {
+            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: `p` is one valid pollfd that lives across the call.
+            unsafe { libc::poll(&mut p, 1, ms) };
+        }
+        None => std::thread::sleep(Duration::from_millis(ms.min(5) as u64)),
+    }
+}
+
+fn tv(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 / 1e6
+}
+
+/// Run `command` inside `env.cgroup` and measure it. Returns the record (with
+/// `Outcome::Interrupted` if the stop flag was raised).
+pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'_>) -> io::Result<RunRecord> {
+    let Some((prog, args)) = command.split_first() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+    };
+    let procs = CString::new(env.cgroup.procs_file().as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "cgroup path has a NUL byte"))?;
+    let mut cmd = Command::new(prog);
+    cmd.args(args).stdin(Stdio::null()).process_group(0);
+    // The workload's stdout goes to our stderr: our stdout is the report.
+    if let Ok(fd) = std::os::fd::AsFd::as_fd(&io::stderr()).try_clone_to_owned() {
+        cmd.stdout(Stdio::from(fd));
+    }
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (open, write, close) on memory prepared
+    // before the fork; it joins the cgroup ("0" = the writing process) so that
+    // everything the workload allocates is charged there.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+            let e = io::Error::last_os_error();
+            libc::close(fd);
+            if r != 1 {
+                return Err(e);
+            }
+            Ok(())
+        });
+    }
+
+    let vm_before = parse_vmstat(&fs::read_to_string(env.host.path("/proc/vmstat"))?);
+    let oom_before = env.cgroup.oom_kills();
+    let mut sampler =
+        Sampler { host: env.host, zram_sys: env.zram_sys, zswap: env.zswap, zram_fullest: None, zswap_fullest: None };
+    let start = Instant::now();
+    let child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting {prog}: {e}")))?;
+    let mut running = Running { pid: child.id() as i32, reaped: false };
+    drop(child); // std's handle neither waits nor kills; `running` owns the process now.
+    let pidfd = pidfd_open(running.pid);
+    let mut interrupted = false;
+    let (status, ru) = loop {
+        if let Some(r) = running.wait(false)? {
+            break r;
+        }
+        if env.stop.load(Ordering::SeqCst) && !interrupted {
+            interrupted = true;
+            running.kill();
+        }
+        sampler.sample();
+        poll_pidfd(pidfd, 50);
+    };
+    let wall = start.elapsed().as_secs_f64();
+    if let Some(fd) = pidfd {
+        // SAFETY: fd came from pidfd_open above and is closed once.
+        unsafe { libc::close(fd) };
+    }
+    let vm_after = parse_vmstat(&fs::read_to_string(env.host.path("/proc/vmstat"))?);
+    let kills = env.cgroup.oom_kills().saturating_sub(oom_before);
+    let outcome = if interrupted {
+        Outcome::Interrupted
+    } else if kills > 0 {
+        Outcome::OomKilled { kills }
+    } else if libc::WIFEXITED(status) {
+        Outcome::Exited { code: libc::WEXITSTATUS(status) }
+    } else {
+        Outcome::Signaled { signal: libc::WTERMSIG(status) }
+    };
+    let zram = env.zram_sys.and_then(|sys| {
+        let end = read_mm_stat(sys)?;
+        Some(ZramStats { mm_stat_end: end, mm_stat_fullest: sampler.zram_fullest.unwrap_or(end) })
+    });
+    let zswap = if env.zswap {
+        let end = sampler.read_zswap().unwrap_or((0, 0));
+        let full = sampler.zswap_fullest.unwrap_or(end);
+        Some(ZswapStats {
+            pool_bytes_fullest: full.0,
+            stored_bytes_fullest: full.1,
+            pool_bytes_end: end.0,
+            stored_bytes_end: end.1,
+        })
+    } else {
+        None
+    };
+    Ok(RunRecord {
+        config: config.to_string(),
+        round,
+        outcome,
+        wall_s: wall,
+        user_s: tv(ru.ru_utime),
+        sys_s: tv(ru.ru_stime),
+        major_faults: ru.ru_majflt as u64,
+        vm: VmCounters::delta(&vm_before, &vm_after),
+        cgroup_peak_bytes: env.cgroup.peak(),
+        zram,
+        zswap,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vmstat_deltas() {
+        let a = parse_vmstat("pswpin 10\npswpout 20\nzswpin 1\nzswpout 5\nzswpwb 0\nnr_free_pages 3\n");
+        let b = parse_vmstat("pswpin 15\npswpout 120\nzswpin 4\nzswpout 50\nzswpwb 2\nnr_free_pages 1\n");
+        let d = VmCounters::delta(&a, &b);
+        assert_eq!(d, VmCounters { pswpin: 5, pswpout: 100, zswpin: Some(3), zswpout: Some(45), zswpwb: Some(2) });
+        let no_zswap = parse_vmstat("pswpin 1\npswpout 2\n");
+        let d = VmCounters::delta(&no_zswap, &no_zswap);
+        assert_eq!(d.zswpout, None);
+        assert_eq!(d.pswpout, 0);
+    }
+
+    #[test]
+    fn meminfo_fields() {
+        let t = "MemTotal:       24683968 kB\nZswap:              1234 kB\nZswapped:          5678 kB\n";
+        assert_eq!(meminfo_kib(t, "Zswap"), Some(1234));
+        assert_eq!(meminfo_kib(t, "Zswapped"), Some(5678));
+        assert_eq!(meminfo_kib(t, "Nope"), None);
+    }
+
+    #[test]
+    fn outcome_text() {
+        assert!(Outcome::Exited { code: 0 }.ok());
+        assert!(!Outcome::OomKilled { kills: 1 }.ok());
+        assert_eq!(Outcome::OomKilled { kills: 1 }.short(), "oom-killed");
+        assert_eq!(Outcome::Exited { code: 3 }.short(), "exit 3");
+    }
+}

@@ -1,0 +1,422 @@
+//! The trial's results: every run, a summary per configuration (median, min
+//! and max over the runs that exited 0, plus the ratio of median wall time to
+//! the baseline's), and the table and CSV renderings. Everything serialises
+//! with serde so the lab's report can chart it.
+
+use std::fmt::Write as _;
+
+use super::cgroup::CgroupVersion;
+use super::measure::RunRecord;
+
+/// Median, minimum and maximum of a set of measurements.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stats {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Stats {
+    /// `None` for no values (NaNs are ignored). The median of an even count is
+    /// the mean of the two middle values.
+    pub fn of(values: &[f64]) -> Option<Stats> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+        Some(Stats { median, min: v[0], max: v[n - 1] })
+    }
+}
+
+/// One configuration's runs summarised.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ConfigSummary {
+    pub config: String,
+    pub runs: u32,
+    /// Runs that exited 0 (the statistics are over these).
+    pub ok: u32,
+    /// Outcomes of the other runs, e.g. `2× oom-killed`.
+    pub failures: Vec<String>,
+    pub wall_s: Option<Stats>,
+    /// Median wall time divided by the baseline's median wall time.
+    pub wall_vs_baseline: Option<f64>,
+    pub user_s: Option<Stats>,
+    pub sys_s: Option<Stats>,
+    pub major_faults: Option<Stats>,
+    pub pswpin: Option<Stats>,
+    pub pswpout: Option<Stats>,
+    pub zswpin: Option<Stats>,
+    pub zswpout: Option<Stats>,
+    pub zswpwb: Option<Stats>,
+    pub cgroup_peak_bytes: Option<Stats>,
+    /// Original bytes / compressed bytes at the compressed tier's fullest
+    /// (zram: orig_data_size / compr_data_size; zswap: Zswapped / Zswap).
+    pub compression_ratio: Option<Stats>,
+}
+
+/// Everything a trial produced.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrialReport {
+    /// `uname -r`.
+    pub kernel: String,
+    pub cgroup: CgroupVersion,
+    /// RAM limit of the workload's cgroup (bytes).
+    pub memory_limit: u64,
+    /// Size of the disk swap file and default zram size (bytes).
+    pub swap_size: u64,
+    pub swappiness: Option<u32>,
+    pub page_cluster: Option<u32>,
+    /// The workload as run.
+    pub command: Vec<String>,
+    /// A short name for the workload (`memalloc 384M`, or the command).
+    pub workload: String,
+    pub repeat: u32,
+    pub baseline: String,
+    /// Configuration names in run order (each round runs them in this order).
+    pub configs: Vec<String>,
+    /// `--force` was given over these objections.
+    pub forced_over: Vec<String>,
+    /// Stopped early by a signal; `runs` holds what completed.
+    pub interrupted: bool,
+    pub runs: Vec<RunRecord>,
+    pub summaries: Vec<ConfigSummary>,
+}
+
+fn ratio(orig: u64, compr: u64) -> Option<f64> {
+    (orig > 0 && compr > 0).then(|| orig as f64 / compr as f64)
+}
+
+/// Summarise `runs` per configuration, in `configs` order.
+pub fn summarise(configs: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<ConfigSummary> {
+    let mut out: Vec<ConfigSummary> = configs
+        .iter()
+        .map(|c| {
+            let mine: Vec<&RunRecord> = runs.iter().filter(|r| &r.config == c).collect();
+            let ok: Vec<&RunRecord> = mine.iter().copied().filter(|r| r.outcome.ok()).collect();
+            let mut failures: Vec<(String, u32)> = Vec::new();
+            for r in mine.iter().filter(|r| !r.outcome.ok()) {
+                let s = r.outcome.short();
+                match failures.iter_mut().find(|f| f.0 == s) {
+                    Some(f) => f.1 += 1,
+                    None => failures.push((s, 1)),
+                }
+            }
+            let st = |f: &dyn Fn(&RunRecord) -> Option<f64>| Stats::of(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>());
+            ConfigSummary {
+                config: c.clone(),
+                runs: mine.len() as u32,
+                ok: ok.len() as u32,
+                failures: failures.into_iter().map(|(s, n)| format!("{n}× {s}")).collect(),
+                wall_s: st(&|r| Some(r.wall_s)),
+                wall_vs_baseline: None,
+                user_s: st(&|r| Some(r.user_s)),
+                sys_s: st(&|r| Some(r.sys_s)),
+                major_faults: st(&|r| Some(r.major_faults as f64)),
+                pswpin: st(&|r| Some(r.vm.pswpin as f64)),
+                pswpout: st(&|r| Some(r.vm.pswpout as f64)),
+                zswpin: st(&|r| r.vm.zswpin.map(|v| v as f64)),
+                zswpout: st(&|r| r.vm.zswpout.map(|v| v as f64)),
+                zswpwb: st(&|r| r.vm.zswpwb.map(|v| v as f64)),
+                cgroup_peak_bytes: st(&|r| r.cgroup_peak_bytes.map(|v| v as f64)),
+                compression_ratio: st(&|r| {
+                    if let Some(z) = &r.zram {
+                        ratio(z.mm_stat_fullest[0], z.mm_stat_fullest[1])
+                    } else if let Some(z) = &r.zswap {
+                        ratio(z.stored_bytes_fullest, z.pool_bytes_fullest)
+                    } else {
+                        None
+                    }
+                }),
+            }
+        })
+        .collect();
+    let base = out.iter().find(|s| s.config == baseline).and_then(|s| s.wall_s).map(|s| s.median);
+    if let Some(b) = base.filter(|b| *b > 0.0) {
+        for s in &mut out {
+            s.wall_vs_baseline = s.wall_s.map(|w| w.median / b);
+        }
+    }
+    out
+}
+
+const HEADERS: [&str; 17] = [
+    "config",
+    "ok",
+    "wall s",
+    "min",
+    "max",
+    "vs base",
+    "user s",
+    "sys s",
+    "maj faults",
+    "pswpin",
+    "pswpout",
+    "zswpin",
+    "zswpout",
+    "zswpwb",
+    "peak MiB",
+    "comp ratio",
+    "notes",
+];
+
+fn cells(s: &ConfigSummary, baseline: &str) -> Vec<String> {
+    let f2 = |v: Option<Stats>, pick: fn(&Stats) -> f64| v.map(|x| format!("{:.2}", pick(&x))).unwrap_or_else(|| "-".into());
+    let int = |v: Option<Stats>| v.map(|x| format!("{:.0}", x.median)).unwrap_or_else(|| "-".into());
+    let mut notes = s.failures.join(", ");
+    if s.config == baseline {
+        if !notes.is_empty() {
+            notes.push_str(", ");
+        }
+        notes.push_str("baseline");
+    }
+    vec![
+        s.config.clone(),
+        format!("{}/{}", s.ok, s.runs),
+        f2(s.wall_s, |x| x.median),
+        f2(s.wall_s, |x| x.min),
+        f2(s.wall_s, |x| x.max),
+        s.wall_vs_baseline.map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into()),
+        f2(s.user_s, |x| x.median),
+        f2(s.sys_s, |x| x.median),
+        int(s.major_faults),
+        int(s.pswpin),
+        int(s.pswpout),
+        int(s.zswpin),
+        int(s.zswpout),
+        int(s.zswpwb),
+        s.cgroup_peak_bytes.map(|x| format!("{:.0}", x.median / (1u64 << 20) as f64)).unwrap_or_else(|| "-".into()),
+        s.compression_ratio.map(|x| format!("{:.2}", x.median)).unwrap_or_else(|| "-".into()),
+        notes,
+    ]
+}
+
+/// The table for people: one row per configuration; times are medians with
+/// min and max over the runs that exited 0, counters are medians.
+pub fn render_table(r: &TrialReport) -> String {
+    let mut rows = vec![HEADERS.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    for s in &r.summaries {
+        rows.push(cells(s, &r.baseline));
+    }
+    let n = HEADERS.len();
+    let widths: Vec<usize> = (0..n).map(|i| rows.iter().map(|row| row[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "workload: {}   memory limit: {} MiB (cgroup {})   rounds: {}   baseline: {}",
+        r.workload,
+        r.memory_limit >> 20,
+        match r.cgroup {
+            CgroupVersion::V1 => "v1",
+            CgroupVersion::V2 => "v2",
+        },
+        r.repeat,
+        r.baseline
+    );
+    for row in &rows {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate() {
+            let pad = widths[i] - c.chars().count();
+            if i == 0 || i == n - 1 {
+                line.push_str(c);
+                if i != n - 1 {
+                    line.push_str(&" ".repeat(pad));
+                }
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(c);
+            }
+            if i != n - 1 {
+                line.push_str("  ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if r.interrupted {
+        out.push_str("(interrupted: only the runs that completed are shown)\n");
+    }
+    for f in &r.forced_over {
+        let _ = writeln!(out, "(--force: {f})");
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// CSV with a header row: one row per configuration, median/min/max columns
+/// for every measurement.
+pub fn render_csv(r: &TrialReport) -> String {
+    let stat_cols = [
+        "wall_s",
+        "user_s",
+        "sys_s",
+        "major_faults",
+        "pswpin",
+        "pswpout",
+        "zswpin",
+        "zswpout",
+        "zswpwb",
+        "cgroup_peak_bytes",
+        "compression_ratio",
+    ];
+    let mut out = String::from("config,runs,ok,wall_vs_baseline");
+    for c in stat_cols {
+        let _ = write!(out, ",{c}_median,{c}_min,{c}_max");
+    }
+    out.push_str(",failures\n");
+    for s in &r.summaries {
+        let _ = write!(out, "{},{},{},", csv_field(&s.config), s.runs, s.ok);
+        if let Some(v) = s.wall_vs_baseline {
+            let _ = write!(out, "{v:.4}");
+        }
+        for st in [
+            s.wall_s,
+            s.user_s,
+            s.sys_s,
+            s.major_faults,
+            s.pswpin,
+            s.pswpout,
+            s.zswpin,
+            s.zswpout,
+            s.zswpwb,
+            s.cgroup_peak_bytes,
+            s.compression_ratio,
+        ] {
+            match st {
+                Some(x) => {
+                    let _ = write!(out, ",{},{},{}", x.median, x.min, x.max);
+                }
+                None => out.push_str(",,,"),
+            }
+        }
+        let _ = writeln!(out, ",{}", csv_field(&s.failures.join("; ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::measure::{Outcome, VmCounters, ZramStats};
+    use super::*;
+
+    #[test]
+    fn stats() {
+        assert_eq!(Stats::of(&[]), None);
+        assert_eq!(Stats::of(&[2.0]), Some(Stats { median: 2.0, min: 2.0, max: 2.0 }));
+        assert_eq!(Stats::of(&[3.0, 1.0, 2.0]), Some(Stats { median: 2.0, min: 1.0, max: 3.0 }));
+        assert_eq!(Stats::of(&[4.0, 1.0, 3.0, 2.0]), Some(Stats { median: 2.5, min: 1.0, max: 4.0 }));
+        assert_eq!(Stats::of(&[f64::NAN, 5.0]), Some(Stats { median: 5.0, min: 5.0, max: 5.0 }));
+        assert_eq!(Stats::of(&[1.0, 1.0, 100.0]).unwrap().median, 1.0);
+    }
+
+    fn run(config: &str, round: u32, outcome: Outcome, wall: f64) -> RunRecord {
+        let mut r = RunRecord::not_run(config.into(), round, outcome);
+        r.wall_s = wall;
+        r.user_s = wall / 4.0;
+        r.vm = VmCounters { pswpin: 10 * round as u64, pswpout: 20, zswpin: Some(0), zswpout: Some(0), zswpwb: Some(0) };
+        r.cgroup_peak_bytes = Some(64 << 20);
+        r
+    }
+
+    fn sample() -> (Vec<String>, Vec<RunRecord>) {
+        let configs: Vec<String> = ["none", "disk", "zram:lz4"].iter().map(|s| s.to_string()).collect();
+        let mut runs = Vec::new();
+        for round in 1..=3 {
+            runs.push(run("none", round, Outcome::OomKilled { kills: 1 }, 0.5));
+            runs.push(run("disk", round, Outcome::Exited { code: 0 }, [6.0, 6.6, 7.0][round as usize - 1]));
+            let mut z = run("zram:lz4", round, Outcome::Exited { code: 0 }, [1.8, 2.0, 1.9][round as usize - 1]);
+            let mut m = [0u64; 9];
+            m[0] = 300 << 20;
+            m[1] = 120 << 20;
+            z.zram = Some(ZramStats { mm_stat_end: [0; 9], mm_stat_fullest: m });
+            runs.push(z);
+        }
+        (configs, runs)
+    }
+
+    #[test]
+    fn summaries_and_ratio() {
+        let (configs, runs) = sample();
+        let s = summarise(&configs, "disk", &runs);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0].config, "none");
+        assert_eq!((s[0].ok, s[0].runs), (0, 3));
+        assert_eq!(s[0].failures, vec!["3× oom-killed".to_string()]);
+        assert_eq!(s[0].wall_s, None);
+        assert_eq!(s[0].wall_vs_baseline, None);
+        assert_eq!(s[1].wall_s, Some(Stats { median: 6.6, min: 6.0, max: 7.0 }));
+        assert_eq!(s[1].wall_vs_baseline, Some(1.0));
+        assert_eq!(s[1].pswpin.unwrap().median, 20.0);
+        let zr = s[2].wall_vs_baseline.unwrap();
+        assert!((zr - 1.9 / 6.6).abs() < 1e-12, "{zr}");
+        assert!((s[2].compression_ratio.unwrap().median - 2.5).abs() < 1e-12);
+        assert_eq!(s[1].compression_ratio, None);
+    }
+
+    #[test]
+    fn baseline_without_successful_runs_gives_no_ratio() {
+        let (configs, runs) = sample();
+        let s = summarise(&configs, "none", &runs);
+        assert!(s.iter().all(|x| x.wall_vs_baseline.is_none()));
+    }
+
+    fn report() -> TrialReport {
+        let (configs, runs) = sample();
+        TrialReport {
+            kernel: "6.18".into(),
+            cgroup: CgroupVersion::V1,
+            memory_limit: 256 << 20,
+            swap_size: 1 << 30,
+            swappiness: None,
+            page_cluster: None,
+            command: vec!["zmem".into()],
+            workload: "memalloc 384M".into(),
+            repeat: 3,
+            baseline: "disk".into(),
+            summaries: summarise(&configs, "disk", &runs),
+            configs,
+            forced_over: vec![],
+            interrupted: false,
+            runs,
+        }
+    }
+
+    #[test]
+    fn table_has_a_row_per_config() {
+        let t = render_table(&report());
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].contains("memalloc 384M") && lines[0].contains("256 MiB"));
+        assert!(lines[1].starts_with("config"));
+        assert!(lines[2].starts_with("none") && lines[2].contains("0/3") && lines[2].contains("3× oom-killed"));
+        assert!(lines[3].starts_with("disk") && lines[3].contains("6.60") && lines[3].contains("1.00x"));
+        assert!(lines[4].starts_with("zram:lz4") && lines[4].contains("0.29x") && lines[4].contains("2.50"));
+        assert_eq!(lines.len(), 5);
+    }
+
+    #[test]
+    fn csv_is_rectangular() {
+        let c = render_csv(&report());
+        let rows: Vec<Vec<&str>> = c.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows.len(), 4);
+        assert!(rows.iter().all(|r| r.len() == rows[0].len()), "{c}");
+        assert_eq!(rows[2][0], "disk");
+        assert_eq!(rows[2][4], "6.6");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+    }
+
+    #[test]
+    fn report_round_trips_through_serde() {
+        // The lab's report reads this back; make sure the derive is complete.
+        fn assert_serde<T: serde::Serialize + for<'de> serde::Deserialize<'de>>() {}
+        assert_serde::<TrialReport>();
+    }
+}
