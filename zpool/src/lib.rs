@@ -13,9 +13,14 @@ use std::sync::Arc;
 use thiserror::Error;
 
 mod handle;
+mod list;
 mod page;
+pub mod z3fold;
+pub mod zbud;
 pub mod zsmalloc;
 
+pub use z3fold::Z3foldPool;
+pub use zbud::ZbudPool;
 pub use zsmalloc::ZsPool;
 
 /// Page size of the pools.
@@ -129,7 +134,8 @@ pub fn create(name: &str, opts: impl Into<PoolOptions>) -> Result<Box<dyn Zpool>
     let opts = opts.into();
     match name {
         "zsmalloc" => Ok(Box::new(ZsPool::new(opts.chain_size)?)),
-        "zbud" | "z3fold" => Err(ZpoolError::InvalidOption(format!("{name} is not built yet"))),
+        "zbud" => Ok(Box::new(ZbudPool::new())),
+        "z3fold" => Ok(Box::new(Z3foldPool::new())),
         other => Err(ZpoolError::UnknownAllocator(other.to_string())),
     }
 }

@@ -183,3 +183,52 @@ proptest! {
         run(pool.as_ref(), &ops, &|_, _, _| {})?;
     }
 }
+
+fn chunk_frag(size: usize) -> u64 {
+    (size.div_ceil(64) * 64 - size) as u64
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn zbud_model(ops in prop::collection::vec(op_strategy(), 1..300)) {
+        let pool = zmem_zpool::ZbudPool::new();
+        let check = |_: &dyn Zpool, m: &Model, st: &PoolStats| {
+            // 1 ≤ objects per page ≤ 2.
+            assert!(st.pages <= st.objects && st.objects <= 2 * st.pages);
+            assert_eq!(st.internal_frag, m.live.values().map(|v| chunk_frag(v.len())).sum::<u64>());
+            let (unbuddied, buddied) = pool.page_counts();
+            assert_eq!((unbuddied + buddied) as u64, st.pages);
+            assert_eq!(st.objects, unbuddied as u64 + 2 * buddied as u64);
+        };
+        run(&pool, &ops, &check)?;
+    }
+
+    #[test]
+    fn z3fold_model(ops in prop::collection::vec(op_strategy(), 1..300)) {
+        let pool = zmem_zpool::Z3foldPool::new();
+        let last = std::cell::Cell::new(0u64);
+        let check = |_: &dyn Zpool, m: &Model, st: &PoolStats| {
+            // 1 ≤ objects per page ≤ 3; headless pages hold one object.
+            assert!(st.pages <= st.objects && st.objects <= 3 * st.pages);
+            let frag: u64 = m.live.values().map(|v| if v.len() > 3968 { (4096 - v.len()) as u64 } else { chunk_frag(v.len()) }).sum();
+            assert_eq!(st.internal_frag, frag);
+            let h = pool.page_histogram();
+            assert_eq!(h.iter().sum::<u64>(), st.pages);
+            assert_eq!(h[0] + h[1] + 2 * h[2] + 3 * h[3], st.objects);
+            assert_eq!(h[0], m.live.values().filter(|v| v.len() > 3968).count() as u64);
+            assert!(st.pages_compacted >= last.get());
+            last.set(st.pages_compacted);
+        };
+        run(&pool, &ops, &check)?;
+    }
+
+    #[test]
+    fn by_name_models(ops in prop::collection::vec(op_strategy(), 1..150)) {
+        for name in ["zbud", "z3fold"] {
+            let pool = create(name, 8).unwrap();
+            run(pool.as_ref(), &ops, &|_, _, _| {})?;
+        }
+    }
+}

@@ -83,3 +83,13 @@ fn stress(name: &str) {
 fn zsmalloc_threads() {
     stress("zsmalloc");
 }
+
+#[test]
+fn zbud_threads() {
+    stress("zbud");
+}
+
+#[test]
+fn z3fold_threads() {
+    stress("z3fold");
+}
