@@ -13,6 +13,8 @@ use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+pub mod liblzo;
+
 pub const PAGE: usize = 4096;
 
 /// A named list of pages.
