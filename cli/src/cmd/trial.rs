@@ -1,9 +1,154 @@
-//! PLACEHOLDER: `zmem trial` is not implemented yet; its owner replaces this file.
+//! `zmem trial`: run a workload under real memory pressure against swap
+//! configurations on the kernel's own zram and zswap, and compare.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use zmem_kernel::trial::{self, parse_size, SignalWatch, SwapConfig, TrialError, TrialSpec};
+
+use crate::output::Format;
+
+/// Built-in workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Builtin {
+    /// Allocate SIZE of moderately compressible memory (about 2.2:1), then
+    /// re-read it verifying every byte
+    Memalloc,
+}
 
 /// Arguments of `zmem trial`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = "Configurations: none | disk | zram:ALGO[:SIZE] | zram:ALGO[:SIZE]+disk | zswap:COMPRESSOR[:POOL%]\n\
+Example: zmem trial --builtin memalloc --memory 256M --config none --config disk --config zram:lz4 --config zswap:lzo\n\
+Needs root. Refuses when swap is active or zswap is enabled (unless --force). Everything it sets up \
+(cgroups, swap file, zram devices, zswap parameters, sysctls) is removed or restored afterwards, also on Ctrl-C.")]
+pub struct Args {
+    /// RAM limit of the workload's cgroup (e.g. 256M)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, required_unless_present = "worker")]
+    pub memory: Option<u64>,
+    /// Swap configuration to run under (repeat the flag; runs in this order each round)
+    #[arg(long = "config", value_name = "NAME", value_parser = |s: &str| s.parse::<SwapConfig>())]
+    pub configs: Vec<SwapConfig>,
+    /// Rounds (every configuration runs once per round)
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Configuration the ratio column compares to [default: disk if given, else the first]
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Run even though active swap or enabled zswap would distort the results
+    #[arg(long)]
+    pub force: bool,
+    /// Run a built-in workload instead of COMMAND
+    #[arg(long, value_enum, conflicts_with = "command")]
+    pub builtin: Option<Builtin>,
+    /// Size for --builtin memalloc [default: 1.5 × --memory]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Directory for the disk swap file zmem creates (not tmpfs)
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    pub swap_dir: PathBuf,
+    /// Size of the disk swap file and of zram devices without a size [default: max(2 × --memory, memalloc size), or 4 × --memory for a COMMAND]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub swap_size: Option<u64>,
+    /// Set vm.swappiness during the trial (restored after)
+    #[arg(long, value_name = "N")]
+    pub swappiness: Option<u32>,
+    /// Set vm.page-cluster during the trial (restored after)
+    #[arg(long, value_name = "N")]
+    pub page_cluster: Option<u32>,
+    /// Internal: run a built-in workload in this process (what a trial starts in its cgroup)
+    #[arg(long, value_enum, hide = true)]
+    pub worker: Option<Builtin>,
+    /// Internal: content seed of the worker
+    #[arg(long, hide = true, default_value_t = 1)]
+    pub seed: u64,
+    /// The workload to run (after `--`)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`zmem trial` is not implemented yet")
+fn worker(kind: Builtin, size: Option<u64>, seed: u64) -> anyhow::Result<()> {
+    match kind {
+        Builtin::Memalloc => {
+            let Some(size) = size else { bail!("--worker memalloc needs --size") };
+            match trial::workload::memalloc(size, seed, 1) {
+                Ok(_) => Ok(()),
+                Err(m) => {
+                    eprintln!("zmem: {m}");
+                    std::process::exit(3);
+                }
+            }
+        }
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(kind) = args.worker {
+        return worker(kind, args.size, args.seed);
+    }
+    let memory = args.memory.context("--memory is required")?;
+    let (command, workload, builtin_size) = match (args.builtin, args.command.is_empty()) {
+        (Some(Builtin::Memalloc), true) => {
+            let size = args.size.unwrap_or(memory / 2 * 3);
+            let exe = std::env::current_exe().context("finding the zmem binary to run the built-in workload")?;
+            let cmd = vec![
+                exe.to_string_lossy().into_owned(),
+                "trial".into(),
+                "--worker".into(),
+                "memalloc".into(),
+                "--size".into(),
+                size.to_string(),
+            ];
+            (cmd, format!("memalloc {}", trial::format_size(size)), Some(size))
+        }
+        (None, false) => {
+            if args.size.is_some() {
+                bail!("--size is for --builtin memalloc");
+            }
+            (args.command.clone(), args.command.join(" "), None)
+        }
+        (None, true) => bail!("no workload: give --builtin memalloc or `-- COMMAND [ARGS]`"),
+        (Some(_), false) => bail!("give either --builtin or a COMMAND, not both"),
+    };
+    let swap_size = args.swap_size.unwrap_or_else(|| match builtin_size {
+        Some(s) => (2 * memory).max(s),
+        None => 4 * memory,
+    });
+    let spec = TrialSpec {
+        memory_limit: memory,
+        configs: args.configs,
+        repeat: args.repeat,
+        baseline: args.baseline,
+        command,
+        workload,
+        force: args.force,
+        swap_dir: args.swap_dir,
+        swap_size,
+        swappiness: args.swappiness,
+        page_cluster: args.page_cluster,
+    };
+    let signals = SignalWatch::install().context("installing signal handlers")?;
+    let result = trial::run(&spec, &signals, &mut |line| eprintln!("zmem trial: {line}"));
+    drop(signals);
+    match result {
+        Ok(report) => print_report(&report, args.format),
+        Err(TrialError::Interrupted(report)) => {
+            print_report(&report, args.format)?;
+            eprintln!("zmem: {}", TrialError::Interrupted(report));
+            std::process::exit(130);
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn print_report(report: &trial::TrialReport, format: Format) -> anyhow::Result<()> {
+    match format {
+        Format::Table => print!("{}", trial::report::render_table(report)),
+        Format::Csv => print!("{}", trial::report::render_csv(report)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(report)?),
+    }
+    Ok(())
 }

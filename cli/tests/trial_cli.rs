@@ -1,0 +1,325 @@
+//! `zmem trial` end to end on the kernel's own zram and zswap (root only):
+//! it runs, it leaves the machine exactly as it found it (also after a SIGINT
+//! in the middle of a run), and it refuses to run over active swap.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use zmem_kernel::trial::swap;
+
+/// The tests change machine-wide state (swap areas): one at a time.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+fn zmem() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+}
+
+fn is_root() -> bool {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
+
+fn zswap_enabled() -> bool {
+    fs::read_to_string("/sys/module/zswap/parameters/enabled").map(|s| s.trim() == "Y").unwrap_or(false)
+}
+
+fn active_swaps() -> Vec<String> {
+    fs::read_to_string("/proc/swaps")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// Why this machine cannot run the trial tests, if it cannot.
+fn skip_reason() -> Option<String> {
+    if !is_root() {
+        return Some("needs root".into());
+    }
+    if !Path::new("/sys/class/zram-control/hot_add").exists() {
+        return Some("kernel zram not loaded (/sys/class/zram-control/hot_add missing)".into());
+    }
+    if !Path::new("/sys/module/zswap/parameters/enabled").exists() {
+        return Some("kernel has no zswap".into());
+    }
+    if !fs::read_to_string("/proc/crypto").unwrap_or_default().lines().any(|l| l.starts_with("name") && l.ends_with(": lzo")) {
+        return Some("no lzo in /proc/crypto for zswap".into());
+    }
+    if !fs::read_to_string("/proc/self/mountinfo").unwrap_or_default().contains("cgroup") {
+        return Some("no cgroup mounts".into());
+    }
+    let swaps = active_swaps();
+    if !swaps.is_empty() {
+        return Some(format!("swap is already active ({}); the trial would refuse", swaps.join(", ")));
+    }
+    if zswap_enabled() {
+        return Some("zswap is already enabled; the trial would refuse".into());
+    }
+    None
+}
+
+macro_rules! skip_unless_ready {
+    ($name:expr) => {
+        if let Some(why) = skip_reason() {
+            println!("SKIP {}: {why}", $name);
+            return;
+        }
+    };
+}
+
+/// Directories trial cgroups can appear in: this process's v1 memory cgroup,
+/// and the cgroup2 mount roots.
+fn cgroup_parents() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    for line in fs::read_to_string("/proc/self/mountinfo").unwrap_or_default().lines() {
+        let Some((pre, post)) = line.split_once(" - ") else { continue };
+        let pre: Vec<&str> = pre.split(' ').collect();
+        let post: Vec<&str> = post.split(' ').collect();
+        if pre.len() < 5 || post.len() < 3 {
+            continue;
+        }
+        let mp = PathBuf::from(pre[4]);
+        if post[0] == "cgroup2" {
+            v.push(mp);
+        } else if post[0] == "cgroup" && post[2].split(',').any(|o| o == "memory") {
+            v.push(mp.clone());
+            if let Some(p) = own.lines().find_map(|l| {
+                let f: Vec<&str> = l.splitn(3, ':').collect();
+                (f.len() == 3 && f[1].split(',').any(|c| c == "memory")).then(|| f[2].to_string())
+            }) {
+                v.push(mp.join(p.trim_start_matches('/')));
+            }
+        }
+    }
+    v
+}
+
+fn subdirs(p: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(p)
+        .map(|it| it.filter_map(|e| e.ok()).filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Everything a trial may touch, as text.
+fn snapshot() -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    m.insert("/proc/swaps".into(), fs::read_to_string("/proc/swaps").unwrap_or_default());
+    let zram: Vec<String> = subdirs(Path::new("/sys/block")).into_iter().filter(|d| d.starts_with("zram")).collect();
+    m.insert("zram devices".into(), zram.join(" "));
+    for e in fs::read_dir("/sys/module/zswap/parameters").unwrap() {
+        let p = e.unwrap().path();
+        m.insert(p.display().to_string(), fs::read_to_string(&p).unwrap_or_default());
+    }
+    for k in ["/proc/sys/vm/swappiness", "/proc/sys/vm/page-cluster"] {
+        m.insert(k.into(), fs::read_to_string(k).unwrap_or_default());
+    }
+    for p in cgroup_parents() {
+        m.insert(format!("cgroups in {}", p.display()), subdirs(&p).join(" "));
+    }
+    let leftovers: Vec<String> = fs::read_dir("/var/tmp")
+        .map(|it| it.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("zmem-trial.")).collect())
+        .unwrap_or_default();
+    m.insert("swap files in /var/tmp".into(), leftovers.join(" "));
+    m
+}
+
+fn assert_same(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) {
+    for (k, v) in before {
+        assert_eq!(after.get(k), Some(v), "{k} changed");
+    }
+    assert_eq!(before.len(), after.len(), "set of snapshot keys changed");
+}
+
+#[test]
+fn trial_runs_every_configuration_and_restores_everything() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("trial_runs_every_configuration_and_restores_everything");
+    let before = snapshot();
+    let out = zmem()
+        .args(["trial", "--builtin", "memalloc", "--memory", "64M", "--size", "96M", "--repeat", "1"])
+        .args(["--config", "none", "--config", "disk", "--config", "zram:lz4", "--config", "zswap:lzo"])
+        // Change the sysctls too, so their restoration is tested.
+        .args(["--swappiness", "133", "--page-cluster", "0", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "zmem trial failed: {stderr}");
+    let after = snapshot();
+    assert_same(&before, &after);
+
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "{r}");
+    let run = |name: &str| runs.iter().find(|x| x["config"] == name).unwrap_or_else(|| panic!("no run {name}"));
+    // 96M of data under a 64M limit without swap cannot fit.
+    assert_ne!(run("none")["outcome"]["status"], "exited", "{}", run("none"));
+    for c in ["disk", "zram:lz4", "zswap:lzo"] {
+        assert_eq!(run(c)["outcome"], serde_json::json!({"status": "exited", "code": 0}), "{c}: {}", run(c));
+        assert!(run(c)["cgroup_peak_bytes"].as_u64().unwrap() <= 64 << 20, "{c}");
+    }
+    // Pages went where the configuration says.
+    assert!(run("disk")["vm"]["pswpout"].as_u64().unwrap() > 0);
+    let zram = &run("zram:lz4")["zram"]["mm_stat_fullest"];
+    assert!(zram[0].as_u64().unwrap() > 0 && zram[1].as_u64().unwrap() < zram[0].as_u64().unwrap(), "{zram}");
+    assert!(run("zswap:lzo")["vm"]["zswpout"].as_u64().unwrap() > 0);
+    let s = r["summaries"].as_array().unwrap();
+    assert_eq!(s.len(), 4);
+    assert_eq!(r["baseline"], "disk");
+    assert_eq!(s[1]["wall_vs_baseline"], 1.0);
+}
+
+#[test]
+fn sigint_in_the_middle_of_a_run_restores_everything() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("sigint_in_the_middle_of_a_run_restores_everything");
+    let before = snapshot();
+    let parents = cgroup_parents();
+    let mut child = zmem()
+        .args(["trial", "--builtin", "memalloc", "--memory", "64M", "--size", "160M", "--repeat", "2"])
+        .args(["--config", "disk", "--config", "zswap:lzo", "--config", "zram:lz4"])
+        .args(["--swappiness", "150", "--page-cluster", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Wait until the second configuration (zswap in front of the swap file) has
+    // its workload running inside a trial cgroup, then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen_zswap = false;
+    let mut hit = false;
+    while Instant::now() < deadline && !hit {
+        while let Ok(l) = rx.try_recv() {
+            if l.ends_with("round 1/2: zswap:lzo") {
+                seen_zswap = true;
+            }
+        }
+        if seen_zswap {
+            hit = parents.iter().any(|p| {
+                subdirs(p).iter().filter(|d| d.starts_with("zmem-trial.")).any(|d| {
+                    fs::read_to_string(p.join(d).join("cgroup.procs")).map(|s| !s.trim().is_empty()).unwrap_or(false)
+                })
+            }) && zswap_enabled();
+        }
+        if !hit {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    assert!(hit, "never saw the zswap run's workload in a trial cgroup");
+    // The machine is visibly changed right now.
+    assert_ne!(snapshot(), before);
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    let log = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{log}");
+    assert!(log.contains("interrupted"), "{log}");
+    let after = snapshot();
+    assert_same(&before, &after);
+}
+
+/// A swap file this test activates itself, removed again on drop.
+struct OwnSwap(PathBuf);
+
+impl Drop for OwnSwap {
+    fn drop(&mut self) {
+        let _ = swap::swapoff(&self.0);
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn refuses_to_run_over_active_swap_without_force() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("refuses_to_run_over_active_swap_without_force");
+    let path = PathBuf::from(format!("/var/tmp/zmem-trial-test-own.{}.swap", std::process::id()));
+    let _ = fs::remove_file(&path);
+    swap::create_swap_file(&path, 16 << 20).unwrap();
+    let own = OwnSwap(path.clone());
+    swap::swapon(&path, 5).unwrap();
+    let before = snapshot();
+    let out = zmem()
+        .args(["trial", "--builtin", "memalloc", "--memory", "64M", "--repeat", "1", "--config", "disk", "--config", "zram:lz4"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("would distort") && stderr.contains("--force"), "{stderr}");
+    assert!(stderr.contains(&format!("swap is active on {}", path.display())), "{stderr}");
+    // Nothing was touched: our swap is still on, nothing new exists.
+    assert_same(&before, &snapshot());
+    assert!(active_swaps().contains(&path.display().to_string()));
+    drop(own);
+    assert!(!active_swaps().contains(&path.display().to_string()));
+}
+
+#[test]
+fn refuses_without_root() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let name = "refuses_without_root";
+    // As root, drop to nobody with setpriv (util-linux) to see the refusal.
+    let mut cmd = if is_root() {
+        if Command::new("setpriv").arg("--version").output().is_err() {
+            println!("SKIP {name}: running as root and setpriv is not installed");
+            return;
+        }
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_zmem")]);
+        c
+    } else {
+        zmem()
+    };
+    let out = cmd.args(["trial", "--builtin", "memalloc", "--memory", "64M", "--config", "disk"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("Permission denied") && stderr.contains("setpriv") {
+        println!("SKIP {name}: nobody cannot execute the test binary here: {stderr}");
+        return;
+    }
+    assert!(!out.status.success());
+    assert!(stderr.contains("not running as root"), "{stderr}");
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    for (args, want) in [
+        (vec!["--memory", "64M", "--config", "tmpfs", "--builtin", "memalloc"], "unknown swap configuration"),
+        (vec!["--memory", "64Q", "--config", "disk", "--builtin", "memalloc"], "not a size"),
+        (vec!["--memory", "64M", "--config", "disk"], "no workload"),
+        (vec!["--memory", "64M", "--builtin", "memalloc"], "at least one --config"),
+        (vec!["--memory", "64M", "--config", "disk", "--config", "disk", "--builtin", "memalloc"], "twice"),
+        (vec!["--memory", "64M", "--config", "disk", "--baseline", "zram:lz4", "--builtin", "memalloc"], "--baseline"),
+    ] {
+        let out = zmem().arg("trial").args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn worker_verifies_memory() {
+    let out = zmem().args(["trial", "--worker", "memalloc", "--size", "8M"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = zmem().args(["trial", "--worker", "memalloc"]).output().unwrap();
+    assert!(!out.status.success());
+}
