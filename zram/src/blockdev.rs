@@ -12,6 +12,7 @@ pub enum Errno {
     ENOENT,
     EIO,
     E2BIG,
+    EACCES,
     EAGAIN,
     ENOMEM,
     ENOTBLK,
@@ -31,6 +32,7 @@ impl Errno {
             Errno::ENOENT => 2,
             Errno::EIO => 5,
             Errno::E2BIG => 7,
+            Errno::EACCES => 13,
             Errno::EAGAIN => 11,
             Errno::ENOMEM => 12,
             Errno::ENOTBLK => 15,
@@ -50,6 +52,7 @@ impl Errno {
             Errno::ENOENT => "ENOENT",
             Errno::EIO => "EIO",
             Errno::E2BIG => "E2BIG",
+            Errno::EACCES => "EACCES",
             Errno::EAGAIN => "EAGAIN",
             Errno::ENOMEM => "ENOMEM",
             Errno::ENOTBLK => "ENOTBLK",
@@ -65,7 +68,7 @@ impl Errno {
     /// Map a positive errno number back (for the control-socket client).
     pub fn from_code(code: i32) -> Option<Errno> {
         [
-            Errno::EPERM, Errno::ENOENT, Errno::EIO, Errno::E2BIG, Errno::EAGAIN, Errno::ENOMEM,
+            Errno::EPERM, Errno::ENOENT, Errno::EIO, Errno::E2BIG, Errno::EACCES, Errno::EAGAIN, Errno::ENOMEM,
             Errno::ENOTBLK, Errno::EBUSY, Errno::ENODEV, Errno::EINVAL, Errno::ENOSPC, Errno::ERANGE,
             Errno::EOPNOTSUPP,
         ]

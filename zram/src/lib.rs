@@ -1,5 +1,43 @@
-//! zram as a library.
+//! zram as a library: a compressed page store that behaves like the kernel's
+//! zram — slot table with same-filled/huge/idle rules, mem_limit, attributes
+//! by their sysfs names with the kernel's syntax, errors and statistics — and
+//! runs in process with per-slot locks and one compression stream per thread.
+//!
+//! One file per concern, as the kernel's driver:
+//! * [`device`]: configuration, init/reset, the builder, the init lock;
+//! * [`slot`]: the slot table entry, flags and per-slot lock;
+//! * `write`, `read`, `discard`, `idle`: the page paths;
+//! * `io`: byte-range block I/O and the [`BlockDevice`] implementation;
+//! * `attrs` + [`parse`]: attributes and the kernel's parsers;
+//! * [`stats`]: counters and their exact rendering;
+//! * [`streams`], [`pool`]: compressors and allocators.
+//!
+//! ```no_run
+//! use zmem_zram::{Zram, BlockDevice};
+//! let dev = Zram::new();
+//! dev.attr_write("comp_algorithm", "lz4").unwrap();
+//! dev.attr_write("disksize", "64M").unwrap();
+//! dev.write_at(0, &[7u8; 4096]).unwrap();
+//! print!("{}", dev.attr_read("mm_stat").unwrap());
+//! ```
 
+pub mod attrs;
 pub mod blockdev;
+pub mod device;
+mod discard;
+pub mod idle;
+mod io;
+pub mod parse;
+pub mod pool;
+mod read;
+pub mod slot;
+pub mod stats;
+pub mod streams;
+mod write;
 
 pub use blockdev::{AttrError, BlockDevice, Errno, IoError};
+pub use device::{Config, OpenGuard, Zram, ZramBuilder};
+pub use pool::PoolFactory;
+pub use slot::SlotInfo;
+pub use stats::{IoStat, MmStat};
+pub use zmem_codec::PAGE_SIZE;

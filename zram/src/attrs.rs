@@ -1,0 +1,245 @@
+//! Attributes by their /sys/block/zramN names, with the kernel's syntax,
+//! ordering rules and errors (spec §1.3).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use zmem_codec::{Params, PAGE_SIZE};
+
+use crate::blockdev::{AttrError, Errno};
+use crate::device::Zram;
+use crate::idle::now_ns;
+use crate::parse::{kstrtoint, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq};
+use crate::stats::render_debug_stat;
+use crate::streams::{MAX_COMPS, PRIMARY};
+
+/// Attributes that can be read.
+pub const READABLE: &[&str] =
+    &["disksize", "initstate", "comp_algorithm", "mm_stat", "io_stat", "debug_stat", "allocator"];
+/// Attributes that can be written.
+pub const WRITABLE: &[&str] = &[
+    "disksize",
+    "reset",
+    "comp_algorithm",
+    "algorithm_params",
+    "mem_limit",
+    "mem_used_max",
+    "compact",
+    "idle",
+    "allocator",
+];
+
+fn no_attr(name: &str) -> AttrError {
+    AttrError::new(Errno::ENOENT, format!("no attribute '{name}'"))
+}
+
+/// The largest dictionary the kernel reads (INT_MAX bytes).
+const MAX_DICT: u64 = i32::MAX as u64;
+
+impl Zram {
+    /// Read an attribute; the text is what the kernel prints.
+    pub fn show(&self, name: &str) -> Result<String, AttrError> {
+        match name {
+            "disksize" => Ok(format!("{}\n", self.disksize())),
+            "initstate" => Ok(format!("{}\n", self.is_initialized() as u32)),
+            "comp_algorithm" => {
+                let cfg = self.lock_config();
+                Ok(self.backends().available_show(cfg.comp_algs[PRIMARY].as_deref()))
+            }
+            "mm_stat" => Ok(self.mm_stat().render()),
+            "io_stat" => Ok(self.io_stat().render()),
+            "debug_stat" => Ok(render_debug_stat(self.miss_free())),
+            "allocator" => Ok(format!("{}\n", self.lock_config().allocator)),
+            n if WRITABLE.contains(&n) => {
+                Err(AttrError::new(Errno::EACCES, format!("attribute '{n}' is write-only")))
+            }
+            n => Err(no_attr(n)),
+        }
+    }
+
+    /// Write an attribute, with the kernel's syntax and errors.
+    pub fn store(&self, name: &str, value: &str) -> Result<(), AttrError> {
+        match name {
+            "disksize" => self.disksize_store(value),
+            "reset" => self.reset_store(value),
+            "comp_algorithm" => self.comp_algorithm_store(PRIMARY, value),
+            "algorithm_params" => self.algorithm_params_store(value),
+            "mem_limit" => self.mem_limit_store(value),
+            "mem_used_max" => self.mem_used_max_store(value),
+            "compact" => self.compact_store(),
+            "idle" => self.idle_store(value),
+            "allocator" => self.allocator_store(value),
+            n if READABLE.contains(&n) => {
+                Err(AttrError::new(Errno::EACCES, format!("attribute '{n}' is read-only")))
+            }
+            n => Err(no_attr(n)),
+        }
+    }
+
+    /// `disksize`: memparse; 0 or nothing parsed → EINVAL; initialised → EBUSY.
+    fn disksize_store(&self, buf: &str) -> Result<(), AttrError> {
+        let (size, _) = memparse(buf);
+        if size == 0 {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("disksize {:?} is 0 or not a size (bytes, with optional K/M/G/T/P/E)", buf.trim_end()),
+            ));
+        }
+        self.init(size)
+    }
+
+    /// `reset`: a non-zero decimal u16.
+    fn reset_store(&self, buf: &str) -> Result<(), AttrError> {
+        let v = kstrtou16(buf, 10)?;
+        if v == 0 {
+            return Err(AttrError::new(Errno::EINVAL, "reset needs a non-zero value"));
+        }
+        self.reset()
+    }
+
+    /// `comp_algorithm` (prio 0) and, later, `recomp_algorithm` (prio 1..3).
+    pub(crate) fn comp_algorithm_store(&self, prio: usize, buf: &str) -> Result<(), AttrError> {
+        let name = self.check_algorithm_name(buf)?;
+        let mut cfg = self.lock_config();
+        if self.is_initialized() {
+            return Err(AttrError::new(Errno::EBUSY, "cannot change the algorithm of an initialized device"));
+        }
+        cfg.comp_algs[prio] = Some(name);
+        Ok(())
+    }
+
+    /// `algorithm_params`: `priority= algo= level= dict= deflate.winbits=`;
+    /// unknown keys are ignored, a token without a value is EINVAL.
+    fn algorithm_params_store(&self, buf: &str) -> Result<(), AttrError> {
+        let mut prio: i32 = PRIMARY as i32;
+        let mut level = None;
+        let mut winbits = None;
+        let mut algo = None;
+        let mut dict_path = None;
+        for (key, val) in next_args(buf) {
+            let val = match val {
+                Some(v) if !v.is_empty() => v,
+                _ => return Err(AttrError::new(Errno::EINVAL, format!("'{key}' needs a value (key=value)"))),
+            };
+            match key.as_str() {
+                "priority" => prio = kstrtoint(&val, 10)?,
+                "level" => level = Some(kstrtoint(&val, 10)?),
+                "algo" => algo = Some(val),
+                "dict" => dict_path = Some(val),
+                "deflate.winbits" => winbits = Some(kstrtoint(&val, 10)?),
+                _ => {}
+            }
+        }
+        let mut cfg = self.lock_config();
+        if let Some(a) = &algo {
+            prio = cfg
+                .comp_algs
+                .iter()
+                .position(|c| c.as_deref() == Some(a.as_str()))
+                .map(|p| p as i32)
+                .ok_or_else(|| {
+                    AttrError::new(Errno::EINVAL, format!("algorithm '{a}' is not configured on this device"))
+                })?;
+        }
+        if prio < 0 || prio as usize >= MAX_COMPS {
+            return Err(AttrError::new(Errno::EINVAL, format!("priority {prio} is not in 0..{}", MAX_COMPS - 1)));
+        }
+        // The params of that priority are reset first (old dictionary dropped).
+        let p = &mut cfg.params[prio as usize];
+        *p = Params::default();
+        if let Some(path) = dict_path {
+            let dict = read_dict(&path)?;
+            p.dict = Some(Arc::new(dict));
+        }
+        p.level = level;
+        p.deflate_winbits = winbits;
+        Ok(())
+    }
+
+    /// `mem_limit`: memparse; nothing parsed → EINVAL; stored in pages (rounded up).
+    fn mem_limit_store(&self, buf: &str) -> Result<(), AttrError> {
+        let (limit, used) = memparse(buf);
+        if used == 0 {
+            return Err(AttrError::new(Errno::EINVAL, format!("mem_limit {:?} is not a size", buf.trim_end())));
+        }
+        let _cfg = self.lock_config();
+        let pages = limit.div_ceil(PAGE_SIZE as u64);
+        self.limit_pages.store(pages, Relaxed);
+        Ok(())
+    }
+
+    /// `mem_used_max`: only "0"; resets the peak to the current pool total.
+    fn mem_used_max_store(&self, buf: &str) -> Result<(), AttrError> {
+        match kstrtoul(buf, 10) {
+            Ok(0) => {}
+            _ => return Err(AttrError::new(Errno::EINVAL, "mem_used_max only accepts 0 (reset the peak)")),
+        }
+        if let Some(m) = self.meta().as_deref() {
+            m.stats.max_used_pages.store(m.pool.total_pages(), Relaxed);
+        }
+        Ok(())
+    }
+
+    /// `compact`: any input; runs the allocator's compaction.
+    fn compact_store(&self) -> Result<(), AttrError> {
+        let g = self.meta();
+        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        m.pool.compact();
+        Ok(())
+    }
+
+    /// `idle`: `all`, or an age in seconds (base 0) when access times are tracked.
+    fn idle_store(&self, buf: &str) -> Result<(), AttrError> {
+        let cutoff = if sysfs_streq(buf, "all") {
+            None
+        } else {
+            if !self.tracks_access_time() {
+                return Err(AttrError::new(
+                    Errno::EINVAL,
+                    "idle takes 'all' (age in seconds needs access-time tracking, off on this device)",
+                ));
+            }
+            let age = kstrtoull(buf, 0).map_err(|_| {
+                AttrError::new(Errno::EINVAL, format!("idle takes 'all' or an age in seconds, not {:?}", buf.trim_end()))
+            })?;
+            let c = now_ns() as i128 - (age.wrapping_mul(1_000_000_000)) as i128;
+            // A cutoff of 0 means "all", as in the kernel.
+            (c != 0).then_some(c)
+        };
+        let g = self.meta();
+        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        m.mark_idle(cutoff);
+        Ok(())
+    }
+
+    /// `allocator` (zmem extension): zsmalloc, zbud or z3fold, before disksize.
+    fn allocator_store(&self, buf: &str) -> Result<(), AttrError> {
+        let name = buf.strip_suffix('\n').unwrap_or(buf);
+        if !zmem_zpool::NAMES.contains(&name) {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("unknown allocator '{name}'; valid allocators: {}", zmem_zpool::NAMES.join(" ")),
+            ));
+        }
+        let mut cfg = self.lock_config();
+        if self.is_initialized() {
+            return Err(AttrError::new(Errno::EBUSY, "cannot change the allocator of an initialized device"));
+        }
+        cfg.allocator = name.to_string();
+        Ok(())
+    }
+}
+
+/// `kernel_read_file_from_path(..., INT_MAX)`: the whole file; unreadable,
+/// empty or too large → EINVAL.
+fn read_dict(path: &str) -> Result<Vec<u8>, AttrError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| AttrError::new(Errno::EINVAL, format!("cannot read dictionary {path}: {e}")))?;
+    if meta.len() == 0 || meta.len() > MAX_DICT {
+        return Err(AttrError::new(
+            Errno::EINVAL,
+            format!("dictionary {path} has {} bytes (must be 1..={MAX_DICT})", meta.len()),
+        ));
+    }
+    std::fs::read(path).map_err(|e| AttrError::new(Errno::EINVAL, format!("cannot read dictionary {path}: {e}")))
+}

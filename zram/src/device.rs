@@ -1,0 +1,472 @@
+//! The device: configuration before `disksize`, the initialised state
+//! ([`Meta`]: slot table, allocator, compressors, stats), the init lock, and
+//! the builder for embedding.
+//!
+//! The init lock is the kernel's `init_lock` rwsem, striped: each thread takes
+//! the read side of its own cache-line-padded stripe, so I/O threads never
+//! write a shared cache line; `disksize` and `reset` take every stripe's write
+//! side. Configuration changes are serialised by the config mutex.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use zmem_codec::{Backend, Params, PAGE_SIZE};
+use zmem_zpool::{Handle, Zpool};
+
+use crate::blockdev::{AttrError, Errno};
+use crate::pool::{self, PoolFactory, DEFAULT_ALLOCATOR};
+use crate::slot::{self, Slot, SlotInfo};
+use crate::stats::{IoStat, MmStat, Stats};
+use crate::streams::{self, Backends, Comp, DEFAULT_ALGORITHM, MAX_COMPS, PRIMARY};
+
+/// Configuration that takes effect at the next `disksize` (and is cleared by `reset`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Algorithm per priority; priority 0 is always set.
+    pub comp_algs: [Option<String>; MAX_COMPS],
+    /// `algorithm_params` per priority.
+    pub params: [Params; MAX_COMPS],
+    /// Allocator name (zmem extension; the kernel always uses zsmalloc).
+    pub allocator: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            comp_algs: [Some(DEFAULT_ALGORITHM.to_string()), None, None, None],
+            params: Default::default(),
+            allocator: DEFAULT_ALLOCATOR.to_string(),
+        }
+    }
+}
+
+/// The state of an initialised device (what `disksize` creates and `reset` destroys).
+pub struct Meta {
+    pub disksize: u64,
+    pub table: Box<[Slot]>,
+    pub pool: Box<dyn Zpool>,
+    pub comps: [Option<Comp>; MAX_COMPS],
+    /// Number of compressors created (`num_active_comps`).
+    pub num_active_comps: usize,
+    /// Objects of at least this many bytes are stored raw (HUGE).
+    pub huge_class_size: usize,
+    pub stats: Stats,
+    /// Whether ac_time is kept (CONFIG_ZRAM_TRACK_ENTRY_ACTIME).
+    pub track_actime: bool,
+}
+
+impl Meta {
+    /// Number of slots (pages).
+    pub fn nr_pages(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The allocator handle stored in a slot's handle word.
+    #[inline]
+    pub(crate) fn handle_of(raw: u64) -> Option<Handle> {
+        std::num::NonZeroU64::new(raw).map(Handle)
+    }
+}
+
+#[repr(align(128))]
+struct Stripe(RwLock<Option<Arc<Meta>>>);
+
+const STRIPES: usize = 16;
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static MY_STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+fn my_stripe() -> usize {
+    MY_STRIPE.with(|c| {
+        let mut v = c.get();
+        if v == usize::MAX {
+            v = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+            c.set(v);
+        }
+        v
+    })
+}
+
+struct InitLock {
+    stripes: Box<[Stripe]>,
+}
+
+impl InitLock {
+    fn new() -> Self {
+        InitLock { stripes: (0..STRIPES).map(|_| Stripe(RwLock::new(None))).collect() }
+    }
+    #[inline]
+    fn read(&self) -> RwLockReadGuard<'_, Option<Arc<Meta>>> {
+        self.stripes[my_stripe()].0.read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn write(&self) -> Vec<RwLockWriteGuard<'_, Option<Arc<Meta>>>> {
+        self.stripes.iter().map(|s| s.0.write().unwrap_or_else(|e| e.into_inner())).collect()
+    }
+}
+
+/// A zram device.
+pub struct Zram {
+    name: String,
+    backends: Backends,
+    pool_factory: PoolFactory,
+    track_actime: bool,
+    pub(crate) config: Mutex<Config>,
+    pub(crate) limit_pages: AtomicU64,
+    state: InitLock,
+    openers: AtomicUsize,
+    claim: AtomicBool,
+}
+
+impl std::fmt::Debug for Zram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zram").field("name", &self.name).field("disksize", &self.disksize()).finish()
+    }
+}
+
+/// Keeps a device "open" (as an opened block device): `reset` refuses with EBUSY.
+#[derive(Debug)]
+pub struct OpenGuard<'a> {
+    dev: &'a Zram,
+}
+
+impl Drop for OpenGuard<'_> {
+    fn drop(&mut self) {
+        self.dev.openers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Default for Zram {
+    fn default() -> Self {
+        Zram::new()
+    }
+}
+
+impl Zram {
+    /// An uninitialised device with the kernel's defaults (lzo-rle,
+    /// zsmalloc, no mem_limit, access-time tracking on). Configure it through
+    /// attributes, then write `disksize`.
+    pub fn new() -> Self {
+        ZramBuilder::new().build_uninit()
+    }
+
+    /// A builder for embedding.
+    pub fn builder() -> ZramBuilder {
+        ZramBuilder::new()
+    }
+
+    /// The device name (e.g. `zram0`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The algorithms this device offers.
+    pub fn backends(&self) -> &Backends {
+        &self.backends
+    }
+
+    pub(crate) fn lock_config(&self) -> MutexGuard<'_, Config> {
+        self.config.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The initialised state for I/O (the read side of the init lock).
+    #[inline]
+    pub(crate) fn meta(&self) -> RwLockReadGuard<'_, Option<Arc<Meta>>> {
+        self.state.read()
+    }
+
+    /// Whether `disksize` has been set (`initstate`).
+    pub fn is_initialized(&self) -> bool {
+        self.meta().is_some()
+    }
+
+    /// Device size in bytes (0 while uninitialised).
+    pub fn disksize(&self) -> u64 {
+        self.meta().as_ref().map_or(0, |m| m.disksize)
+    }
+
+    /// Mark the device open: `reset` fails with EBUSY while any guard lives.
+    pub fn open(&self) -> OpenGuard<'_> {
+        self.openers.fetch_add(1, Ordering::AcqRel);
+        OpenGuard { dev: self }
+    }
+
+    /// Initialise with `disksize` bytes (rounded up to a page): the kernel's
+    /// `disksize_store` after parsing.
+    pub fn init(&self, disksize: u64) -> Result<(), AttrError> {
+        if disksize == 0 {
+            return Err(AttrError::new(Errno::EINVAL, "disksize must be greater than 0"));
+        }
+        let cfg = self.lock_config();
+        if self.is_initialized() {
+            return Err(AttrError::new(Errno::EBUSY, "cannot change disksize for an initialized device"));
+        }
+        let disksize = disksize
+            .checked_add(PAGE_SIZE as u64 - 1)
+            .map(|d| d & !(PAGE_SIZE as u64 - 1))
+            .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
+        let nr_pages = usize::try_from(disksize / PAGE_SIZE as u64)
+            .ok()
+            .filter(|&n| n <= (1usize << 40))
+            .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
+        let table = slot::new_table(nr_pages).ok_or_else(|| {
+            AttrError::new(Errno::ENOMEM, format!("cannot allocate a slot table of {nr_pages} entries"))
+        })?;
+        let pool = (self.pool_factory)(&cfg.allocator).map_err(|e| AttrError::new(Errno::ENOMEM, e))?;
+        let huge_class_size = pool.huge_class_size();
+        let mut comps: [Option<Comp>; MAX_COMPS] = Default::default();
+        let mut num_active_comps = 0;
+        for prio in 0..MAX_COMPS {
+            let Some(name) = cfg.comp_algs[prio].as_deref() else { continue };
+            let backend = self
+                .backends
+                .find(name)
+                .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'")))?;
+            comps[prio] = Some(streams::create(backend, &cfg.params[prio])?);
+            num_active_comps += 1;
+        }
+        let meta = Arc::new(Meta {
+            disksize,
+            table,
+            pool,
+            comps,
+            num_active_comps,
+            huge_class_size,
+            stats: Stats::default(),
+            track_actime: self.track_actime,
+        });
+        for mut g in self.state.write() {
+            *g = Some(meta.clone());
+        }
+        drop(cfg);
+        Ok(())
+    }
+
+    /// `reset`: refuse while open, then free every slot, destroy the pool and
+    /// compressors, zero the stats and the limit, and restore the default
+    /// algorithm and parameters.
+    pub fn reset(&self) -> Result<(), AttrError> {
+        if self.openers.load(Ordering::Acquire) != 0 {
+            return Err(AttrError::new(Errno::EBUSY, "device is open"));
+        }
+        if self.claim.swap(true, Ordering::AcqRel) {
+            return Err(AttrError::new(Errno::EBUSY, "device is already being reset"));
+        }
+        let mut cfg = self.lock_config();
+        let meta = {
+            let mut guards = self.state.write();
+            let mut m = None;
+            for g in guards.iter_mut() {
+                m = g.take();
+            }
+            m
+        };
+        self.limit_pages.store(0, Ordering::Relaxed);
+        if let Some(meta) = meta {
+            // Free every slot (zram_meta_free) so the allocator sees the frees.
+            for s in meta.table.iter() {
+                let mut g = s.lock();
+                meta.free_slot(&mut g);
+            }
+        }
+        let allocator = std::mem::take(&mut cfg.allocator);
+        *cfg = Config { allocator, ..Config::default() };
+        drop(cfg);
+        self.claim.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// mm_stat as numbers.
+    pub fn mm_stat(&self) -> MmStat {
+        let limit = self.limit_pages.load(Ordering::Relaxed);
+        match self.meta().as_deref() {
+            Some(m) => {
+                let ps = m.pool.stats();
+                m.stats.mm_stat(m.pool.total_pages(), ps.pages_compacted, limit)
+            }
+            None => MmStat { mem_limit: limit * PAGE_SIZE as u64, ..MmStat::default() },
+        }
+    }
+
+    /// io_stat as numbers.
+    pub fn io_stat(&self) -> IoStat {
+        self.meta().as_deref().map(|m| m.stats.io_stat()).unwrap_or_default()
+    }
+
+    /// miss_free (debug_stat).
+    pub fn miss_free(&self) -> u64 {
+        self.meta().as_deref().map_or(0, |m| m.stats.miss_free.load(Ordering::Relaxed))
+    }
+
+    /// `huge_class_size` of the device's allocator (0 while uninitialised).
+    pub fn huge_class_size(&self) -> usize {
+        self.meta().as_deref().map_or(0, |m| m.huge_class_size)
+    }
+
+    /// Snapshot of one slot (None when out of range or uninitialised).
+    pub fn slot_info(&self, index: usize) -> Option<SlotInfo> {
+        let g = self.meta();
+        let m = g.as_deref()?;
+        let s = m.table.get(index)?;
+        let lock = s.lock();
+        Some(SlotInfo::of(index, &lock))
+    }
+
+    /// The allocated slots, like debugfs `block_state`.
+    pub fn block_state(&self) -> Vec<SlotInfo> {
+        let g = self.meta();
+        let Some(m) = g.as_deref() else { return Vec::new() };
+        m.table
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let lock = s.lock();
+                lock.allocated().then(|| SlotInfo::of(i, &lock))
+            })
+            .collect()
+    }
+
+    /// Current configuration (algorithms, params, allocator).
+    pub fn config(&self) -> Config {
+        self.lock_config().clone()
+    }
+
+    /// Whether access times are tracked (idle by age available).
+    pub fn tracks_access_time(&self) -> bool {
+        self.track_actime
+    }
+}
+
+/// Builds a device for embedding; `build` initialises it when a disksize was given.
+pub struct ZramBuilder {
+    name: String,
+    disksize: Option<u64>,
+    algorithms: Vec<(usize, String, Params)>,
+    allocator: String,
+    mem_limit: u64,
+    track_actime: bool,
+    extra: Vec<&'static dyn Backend>,
+    pool_factory: Option<PoolFactory>,
+}
+
+impl Default for ZramBuilder {
+    fn default() -> Self {
+        ZramBuilder::new()
+    }
+}
+
+impl ZramBuilder {
+    pub fn new() -> Self {
+        ZramBuilder {
+            name: "zram".into(),
+            disksize: None,
+            algorithms: Vec::new(),
+            allocator: DEFAULT_ALLOCATOR.into(),
+            mem_limit: 0,
+            track_actime: true,
+            extra: Vec::new(),
+            pool_factory: None,
+        }
+    }
+    /// Device name, e.g. `zram0`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+    /// Size in bytes (rounded up to a page). Without it the device stays uninitialised.
+    pub fn disksize(mut self, bytes: u64) -> Self {
+        self.disksize = Some(bytes);
+        self
+    }
+    /// The primary algorithm (kernel name) and its parameters.
+    pub fn algorithm(self, name: impl Into<String>, params: Params) -> Self {
+        self.secondary(PRIMARY, name, params)
+    }
+    /// The algorithm of priority `prio` (0 = primary, 1..3 = secondary).
+    pub fn secondary(mut self, prio: usize, name: impl Into<String>, params: Params) -> Self {
+        self.algorithms.push((prio, name.into(), params));
+        self
+    }
+    /// Allocator: zsmalloc (default), zbud or z3fold.
+    pub fn allocator(mut self, name: impl Into<String>) -> Self {
+        self.allocator = name.into();
+        self
+    }
+    /// mem_limit in bytes (0 = unlimited).
+    pub fn mem_limit(mut self, bytes: u64) -> Self {
+        self.mem_limit = bytes;
+        self
+    }
+    /// Keep per-slot access times (needed for `idle <seconds>`); on by default.
+    pub fn track_access_time(mut self, on: bool) -> Self {
+        self.track_actime = on;
+        self
+    }
+    /// Offer an extra compression back-end beyond the codec registry.
+    pub fn backend(mut self, b: &'static dyn Backend) -> Self {
+        self.extra.push(b);
+        self
+    }
+    /// Use a custom allocator factory (for embedding and tests).
+    pub fn pool_factory(mut self, f: PoolFactory) -> Self {
+        self.pool_factory = Some(f);
+        self
+    }
+
+    fn build_uninit(&mut self) -> Zram {
+        Zram {
+            name: std::mem::take(&mut self.name),
+            backends: Backends::with_extra(std::mem::take(&mut self.extra)),
+            pool_factory: self.pool_factory.take().unwrap_or_else(pool::default_factory),
+            track_actime: self.track_actime,
+            config: Mutex::new(Config { allocator: self.allocator.clone(), ..Config::default() }),
+            limit_pages: AtomicU64::new(self.mem_limit.div_ceil(PAGE_SIZE as u64)),
+            state: InitLock::new(),
+            openers: AtomicUsize::new(0),
+            claim: AtomicBool::new(false),
+        }
+    }
+
+    /// Create the device, with the same checks and errors as the attribute
+    /// path (comp_algorithm, algorithm_params, then disksize).
+    pub fn build(mut self) -> Result<Zram, AttrError> {
+        let dev = self.build_uninit();
+        {
+            let mut cfg = dev.lock_config();
+            for (prio, name, params) in std::mem::take(&mut self.algorithms) {
+                if prio >= MAX_COMPS {
+                    return Err(AttrError::new(Errno::EINVAL, format!("priority {prio} is not in 0..{MAX_COMPS}")));
+                }
+                let n = dev.check_algorithm_name(&name)?;
+                cfg.comp_algs[prio] = Some(n);
+                cfg.params[prio] = params;
+            }
+        }
+        if let Some(d) = self.disksize {
+            dev.init(d)?;
+        }
+        Ok(dev)
+    }
+}
+
+impl Zram {
+    /// `__comp_algorithm_store`'s name checks: length (E2BIG), one trailing
+    /// newline stripped, known name (EINVAL).
+    pub(crate) fn check_algorithm_name(&self, buf: &str) -> Result<String, AttrError> {
+        if buf.len() >= streams::MAX_ALG_NAME {
+            return Err(AttrError::new(
+                Errno::E2BIG,
+                format!("algorithm name is {} bytes; the limit is {}", buf.len(), streams::MAX_ALG_NAME - 1),
+            ));
+        }
+        let name = buf.strip_suffix('\n').unwrap_or(buf);
+        if self.backends.find(name).is_none() {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("unknown algorithm '{name}'; valid algorithms: {}", self.backends.names().join(" ")),
+            ));
+        }
+        Ok(name.to_string())
+    }
+}

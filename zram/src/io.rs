@@ -1,0 +1,185 @@
+//! Block I/O in bytes (512-byte sectors, as a block device sees them) on top
+//! of the page paths, with read-modify-write of partial pages, and the
+//! [`BlockDevice`] implementation.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use zmem_codec::PAGE_SIZE;
+
+use crate::blockdev::{AttrError, BlockDevice, IoError};
+use crate::device::{Meta, Zram};
+
+const SECTOR: u64 = 512;
+
+fn check(meta: Option<&Meta>, offset: u64, len: u64) -> Result<&Meta, IoError> {
+    if offset % SECTOR != 0 || len % SECTOR != 0 {
+        return Err(IoError::Unaligned { offset, len });
+    }
+    let size = meta.map_or(0, |m| m.disksize);
+    match meta {
+        Some(m) if offset.checked_add(len).is_some_and(|end| end <= size) => Ok(m),
+        _ => Err(IoError::OutOfRange { offset, len, size }),
+    }
+}
+
+impl Meta {
+    fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        let p = PAGE_SIZE as u64;
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset + done as u64;
+            let index = (pos / p) as usize;
+            let off = (pos % p) as usize;
+            let n = (PAGE_SIZE - off).min(buf.len() - done);
+            if n == PAGE_SIZE {
+                self.read_page(index, &mut buf[done..done + PAGE_SIZE])?;
+            } else {
+                let mut bounce = [0u8; PAGE_SIZE];
+                self.read_page(index, &mut bounce)?;
+                buf[done..done + n].copy_from_slice(&bounce[off..off + n]);
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn write_bytes(&self, offset: u64, data: &[u8], dev: &Zram) -> Result<(), IoError> {
+        let p = PAGE_SIZE as u64;
+        let mut done = 0usize;
+        while done < data.len() {
+            let pos = offset + done as u64;
+            let index = (pos / p) as usize;
+            let off = (pos % p) as usize;
+            let n = (PAGE_SIZE - off).min(data.len() - done);
+            if n == PAGE_SIZE {
+                self.write_page(index, &data[done..done + PAGE_SIZE], &dev.limit_pages)?;
+            } else {
+                // Partial I/O: read the whole page, modify, write it back.
+                let mut page = [0u8; PAGE_SIZE];
+                self.read_page(index, &mut page)?;
+                page[off..off + n].copy_from_slice(&data[done..done + n]);
+                self.write_page(index, &page, &dev.limit_pages)?;
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+impl Zram {
+    /// Read one page by index (the in-process fast path).
+    pub fn read_page(&self, index: usize, dst: &mut [u8]) -> Result<(), IoError> {
+        let g = self.meta();
+        let m = check(g.as_deref(), index as u64 * PAGE_SIZE as u64, PAGE_SIZE as u64)?;
+        if dst.len() != PAGE_SIZE {
+            return Err(IoError::Unaligned { offset: index as u64 * PAGE_SIZE as u64, len: dst.len() as u64 });
+        }
+        m.read_page(index, dst).inspect_err(|_| {
+            m.stats.failed_reads.fetch_add(1, Relaxed);
+        })
+    }
+
+    /// Write one page by index.
+    pub fn write_page(&self, index: usize, page: &[u8]) -> Result<(), IoError> {
+        let g = self.meta();
+        let m = check(g.as_deref(), index as u64 * PAGE_SIZE as u64, PAGE_SIZE as u64)?;
+        if page.len() != PAGE_SIZE {
+            return Err(IoError::Unaligned { offset: index as u64 * PAGE_SIZE as u64, len: page.len() as u64 });
+        }
+        m.write_page(index, page, &self.limit_pages).inspect_err(|_| {
+            m.stats.failed_writes.fetch_add(1, Relaxed);
+        })
+    }
+
+    /// Swap slot-free notification for page `index`; false if the slot was
+    /// busy (miss_free) or out of range.
+    pub fn slot_free_notify(&self, index: usize) -> bool {
+        let g = self.meta();
+        match g.as_deref() {
+            Some(m) if index < m.nr_pages() => m.slot_free_notify(index),
+            _ => false,
+        }
+    }
+}
+
+impl BlockDevice for Zram {
+    fn size(&self) -> u64 {
+        self.disksize()
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        let g = self.meta();
+        let m = check(g.as_deref(), offset, buf.len() as u64)?;
+        m.read_bytes(offset, buf).inspect_err(|_| {
+            m.stats.failed_reads.fetch_add(1, Relaxed);
+        })
+    }
+
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<(), IoError> {
+        let g = self.meta();
+        let m = check(g.as_deref(), offset, data.len() as u64)?;
+        m.write_bytes(offset, data, self).inspect_err(|_| {
+            m.stats.failed_writes.fetch_add(1, Relaxed);
+        })
+    }
+
+    fn discard(&self, offset: u64, len: u64) -> Result<(), IoError> {
+        let g = self.meta();
+        let m = check(g.as_deref(), offset, len)?;
+        m.discard(offset, len);
+        Ok(())
+    }
+
+    /// The kernel handles WRITE_ZEROES like DISCARD (whole pages freed). Its
+    /// requests are page-aligned; ours may be 512-aligned, so partial pages at
+    /// either end are zeroed by read-modify-write, keeping the promise that
+    /// the whole range reads back as zeros.
+    fn write_zeroes(&self, offset: u64, len: u64) -> Result<(), IoError> {
+        let g = self.meta();
+        let m = check(g.as_deref(), offset, len)?;
+        let p = PAGE_SIZE as u64;
+        let end = offset + len;
+        let first_full = offset.div_ceil(p) * p;
+        let last_full = end / p * p;
+        let zeros = [0u8; PAGE_SIZE];
+        let r = (|| {
+            if first_full >= last_full {
+                // No whole page inside: zero the bytes in place.
+                let mut pos = offset;
+                while pos < end {
+                    let n = (p - pos % p).min(end - pos);
+                    m.write_bytes(pos, &zeros[..n as usize], self)?;
+                    pos += n;
+                }
+                return Ok(());
+            }
+            if offset < first_full {
+                m.write_bytes(offset, &zeros[..(first_full - offset) as usize], self)?;
+            }
+            m.discard(first_full, last_full - first_full);
+            if last_full < end {
+                m.write_bytes(last_full, &zeros[..(end - last_full) as usize], self)?;
+            }
+            Ok(())
+        })();
+        r.inspect_err(|_| {
+            m.stats.failed_writes.fetch_add(1, Relaxed);
+        })
+    }
+
+    fn flush(&self) -> Result<(), IoError> {
+        Ok(())
+    }
+
+    fn attr_read(&self, name: &str) -> Result<String, AttrError> {
+        self.show(name)
+    }
+
+    fn attr_write(&self, name: &str, value: &str) -> Result<(), AttrError> {
+        self.store(name, value)
+    }
+
+    fn attr_names(&self) -> Vec<&'static str> {
+        crate::attrs::READABLE.to_vec()
+    }
+}

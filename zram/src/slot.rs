@@ -1,0 +1,250 @@
+//! The slot table: one entry per page of disksize, as `zram->table`.
+//!
+//! An entry is a handle word, a flags word and an access time. The flags word
+//! follows the kernel's 6.15–6.18 layout: the low [`FLAG_SHIFT`] bits hold the
+//! object size, the bits above hold the flags in the kernel's order, with the
+//! per-slot lock as a flag bit (`ZRAM_ENTRY_LOCK`). Every field is changed only
+//! under the slot lock; the lock is a spin-then-yield bit lock, so slots are
+//! independent and there is no table-wide lock.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use zmem_codec::PAGE_SIZE;
+
+/// `ZRAM_FLAG_SHIFT = PAGE_SHIFT + 1`: bits below hold the object size.
+pub const FLAG_SHIFT: u32 = 13;
+const SIZE_MASK: u64 = (1 << FLAG_SHIFT) - 1;
+
+/// Slot flags, by the kernel's names and order (bit = FLAG_SHIFT + ordinal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Flag {
+    /// Page is one repeated machine word, kept in the handle; nothing allocated.
+    Same = 0,
+    /// The per-slot lock (never visible through a guard).
+    EntryLock = 1,
+    /// Data lives on the backing device; handle = block index.
+    Wb = 2,
+    /// Selected into a post-processing bucket (writeback/recompress).
+    PpSlot = 3,
+    /// Stored uncompressed.
+    Huge = 4,
+    /// Not accessed since the last idle marking.
+    Idle = 5,
+    /// Recompression with the last secondary algorithm made no progress.
+    Incompressible = 6,
+}
+
+impl Flag {
+    #[inline]
+    const fn bit(self) -> u64 {
+        1 << (FLAG_SHIFT + self as u32)
+    }
+}
+
+const LOCK: u64 = Flag::EntryLock.bit();
+const PRIO_SHIFT: u32 = FLAG_SHIFT + 7;
+const PRIO_MASK: u64 = 0b11 << PRIO_SHIFT;
+
+/// One slot table entry (24 bytes: handle, flags, ac_time).
+#[derive(Debug, Default)]
+pub struct Slot {
+    handle: AtomicU64,
+    flags: AtomicU64,
+    /// Access time in ns of the device clock; 0 = never / freed.
+    ac_time: AtomicU64,
+}
+
+impl Slot {
+    /// Take the slot lock (spins briefly, then yields).
+    #[inline]
+    pub fn lock(&self) -> SlotGuard<'_> {
+        let mut spins = 0u32;
+        loop {
+            let f = self.flags.load(Ordering::Relaxed);
+            if f & LOCK == 0
+                && self
+                    .flags
+                    .compare_exchange_weak(f, f | LOCK, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return SlotGuard { slot: self, flags: f };
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Take the lock only if it is free (`zram_slot_trylock`).
+    #[inline]
+    pub fn try_lock(&self) -> Option<SlotGuard<'_>> {
+        let f = self.flags.load(Ordering::Relaxed);
+        if f & LOCK != 0 {
+            return None;
+        }
+        self.flags
+            .compare_exchange(f, f | LOCK, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| SlotGuard { slot: self, flags: f })
+    }
+}
+
+/// A locked slot. Field changes are written back when the guard drops
+/// (which releases the lock).
+pub struct SlotGuard<'a> {
+    slot: &'a Slot,
+    /// The flags word without the lock bit.
+    flags: u64,
+}
+
+impl Drop for SlotGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.slot.flags.store(self.flags & !LOCK, Ordering::Release);
+    }
+}
+
+impl SlotGuard<'_> {
+    #[inline]
+    pub fn handle(&self) -> u64 {
+        self.slot.handle.load(Ordering::Relaxed)
+    }
+    #[inline]
+    pub fn set_handle(&mut self, h: u64) {
+        self.slot.handle.store(h, Ordering::Relaxed)
+    }
+    /// Object size in bytes (0 for empty and same-filled slots).
+    #[inline]
+    pub fn size(&self) -> usize {
+        (self.flags & SIZE_MASK) as usize
+    }
+    #[inline]
+    pub fn set_size(&mut self, size: usize) {
+        debug_assert!(size <= PAGE_SIZE);
+        self.flags = (self.flags & !SIZE_MASK) | (size as u64 & SIZE_MASK);
+    }
+    #[inline]
+    pub fn test(&self, f: Flag) -> bool {
+        self.flags & f.bit() != 0
+    }
+    #[inline]
+    pub fn set(&mut self, f: Flag) {
+        debug_assert!(f != Flag::EntryLock);
+        self.flags |= f.bit();
+    }
+    #[inline]
+    pub fn clear(&mut self, f: Flag) {
+        debug_assert!(f != Flag::EntryLock);
+        self.flags &= !f.bit();
+    }
+    /// Index (0..3) of the algorithm that compressed this slot.
+    #[inline]
+    pub fn priority(&self) -> u8 {
+        ((self.flags & PRIO_MASK) >> PRIO_SHIFT) as u8
+    }
+    #[inline]
+    pub fn set_priority(&mut self, prio: u8) {
+        self.flags = (self.flags & !PRIO_MASK) | (((prio & 0b11) as u64) << PRIO_SHIFT);
+    }
+    #[inline]
+    pub fn ac_time(&self) -> u64 {
+        self.slot.ac_time.load(Ordering::Relaxed)
+    }
+    #[inline]
+    pub fn set_ac_time(&mut self, t: u64) {
+        self.slot.ac_time.store(t, Ordering::Relaxed)
+    }
+    /// `zram_allocated`: size != 0 || SAME || WB.
+    #[inline]
+    pub fn allocated(&self) -> bool {
+        self.size() != 0 || self.test(Flag::Same) || self.test(Flag::Wb)
+    }
+    /// Raw flag bits above the size field (for debugging / block_state).
+    pub fn flag_bits(&self) -> u64 {
+        self.flags >> FLAG_SHIFT
+    }
+}
+
+/// A snapshot of one slot, for tests and `block_state`-like listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotInfo {
+    pub index: usize,
+    pub size: usize,
+    pub same: bool,
+    pub wb: bool,
+    pub huge: bool,
+    pub idle: bool,
+    pub incompressible: bool,
+    pub pp_slot: bool,
+    pub priority: u8,
+    pub ac_time_ns: u64,
+}
+
+impl SlotInfo {
+    pub(crate) fn of(index: usize, g: &SlotGuard<'_>) -> Self {
+        SlotInfo {
+            index,
+            size: g.size(),
+            same: g.test(Flag::Same),
+            wb: g.test(Flag::Wb),
+            huge: g.test(Flag::Huge),
+            idle: g.test(Flag::Idle),
+            incompressible: g.test(Flag::Incompressible),
+            pp_slot: g.test(Flag::PpSlot),
+            priority: g.priority(),
+            ac_time_ns: g.ac_time(),
+        }
+    }
+
+    /// The six `block_state` flag characters: s w h i r n.
+    pub fn flag_chars(&self) -> String {
+        let c = |b: bool, ch: char| if b { ch } else { '.' };
+        [
+            c(self.same, 's'),
+            c(self.wb, 'w'),
+            c(self.huge, 'h'),
+            c(self.idle, 'i'),
+            c(self.priority != 0, 'r'),
+            c(self.incompressible, 'n'),
+        ]
+        .iter()
+        .collect()
+    }
+}
+
+/// Allocate a zeroed table of `n` slots; `None` when memory cannot be reserved.
+pub fn new_table(n: usize) -> Option<Box<[Slot]>> {
+    let mut v: Vec<Slot> = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.resize_with(n, Slot::default);
+    Some(v.into_boxed_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_do_not_overlap() {
+        let s = Slot::default();
+        let mut g = s.lock();
+        g.set_size(4096);
+        g.set(Flag::Huge);
+        g.set_priority(3);
+        g.set(Flag::Idle);
+        assert_eq!(g.size(), 4096);
+        assert_eq!(g.priority(), 3);
+        assert!(g.test(Flag::Huge) && g.test(Flag::Idle) && !g.test(Flag::Same));
+        assert!(s.try_lock().is_none(), "locked slot refuses try_lock");
+        g.set_priority(1);
+        g.clear(Flag::Huge);
+        assert_eq!((g.size(), g.priority(), g.test(Flag::Huge)), (4096, 1, false));
+        drop(g);
+        let g = s.try_lock().expect("unlocked after drop");
+        assert_eq!((g.size(), g.priority(), g.test(Flag::Idle)), (4096, 1, true));
+    }
+}

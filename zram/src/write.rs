@@ -1,0 +1,150 @@
+//! The write path (`zram_write_page`) and slot freeing (`zram_free_page`).
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use zmem_codec::{same_filled, CodecError, MAX_COMPRESSED, PAGE_SIZE};
+use zmem_zpool::ZpoolError;
+
+use crate::blockdev::IoError;
+use crate::device::Meta;
+use crate::idle::now_ns;
+use crate::slot::{Flag, SlotGuard};
+use crate::streams::PRIMARY;
+
+thread_local! {
+    /// The compression output buffer (2 x PAGE_SIZE), one per thread like the
+    /// kernel's per-CPU stream buffer.
+    static COMP_BUF: RefCell<Box<[u8]>> = RefCell::new(vec![0u8; MAX_COMPRESSED].into_boxed_slice());
+}
+
+impl Meta {
+    /// `zram_free_page` (spec §3.2): exact side effects, slot locked by the caller.
+    pub(crate) fn free_slot(&self, g: &mut SlotGuard<'_>) {
+        let st = &self.stats;
+        if self.track_actime {
+            g.set_ac_time(0);
+        }
+        g.clear(Flag::Idle);
+        g.clear(Flag::Incompressible);
+        g.clear(Flag::PpSlot);
+        g.set_priority(0);
+        if g.test(Flag::Huge) {
+            g.clear(Flag::Huge);
+            st.huge_pages.fetch_sub(1, Relaxed);
+        }
+        if g.test(Flag::Wb) {
+            // Written-back slots need a backing device, which arrives with
+            // writeback; the block index is simply forgotten until then.
+            g.clear(Flag::Wb);
+        } else if g.test(Flag::Same) {
+            g.clear(Flag::Same);
+            st.same_pages.fetch_sub(1, Relaxed);
+        } else {
+            let Some(h) = Meta::handle_of(g.handle()) else { return };
+            // A failure here means the table and the pool disagree; the slot
+            // is dropped either way.
+            let _ = self.pool.free(h);
+            st.compr_data_size.fetch_sub(g.size() as u64, Relaxed);
+        }
+        st.pages_stored.fetch_sub(1, Relaxed);
+        g.set_handle(0);
+        g.set_size(0);
+    }
+
+    /// `zram_accessed`: clear IDLE and PP_SLOT, ac_time := now.
+    #[inline]
+    pub(crate) fn mark_accessed(&self, g: &mut SlotGuard<'_>) {
+        g.clear(Flag::Idle);
+        g.clear(Flag::PpSlot);
+        if self.track_actime {
+            g.set_ac_time(now_ns());
+        }
+    }
+
+    /// `zram_can_store_page` (spec §3.4): sample the pool total into the peak,
+    /// then compare it with the limit.
+    #[inline]
+    fn can_store(&self, limit_pages: &AtomicU64) -> bool {
+        let total = self.pool.total_pages();
+        self.stats.max_used_pages.fetch_max(total, Relaxed);
+        let limit = limit_pages.load(Relaxed);
+        limit == 0 || total <= limit
+    }
+
+    /// Write one full page at `index`.
+    pub(crate) fn write_page(&self, index: usize, page: &[u8], limit_pages: &AtomicU64) -> Result<(), IoError> {
+        debug_assert_eq!(page.len(), PAGE_SIZE);
+        if let Some(word) = same_filled(page) {
+            let mut g = self.table[index].lock();
+            self.free_slot(&mut g);
+            g.set(Flag::Same);
+            g.set_handle(word);
+            self.mark_accessed(&mut g);
+            drop(g);
+            self.stats.same_pages.fetch_add(1, Relaxed);
+            self.stats.pages_stored.fetch_add(1, Relaxed);
+            return Ok(());
+        }
+        let comp = self.comps[PRIMARY].as_ref().ok_or_else(|| IoError::Io("no primary compressor".into()))?;
+        COMP_BUF.with(|cell| {
+            let mut buf = cell.borrow_mut();
+            let comp_len = match comp.streams.compress(page, &mut buf[..]) {
+                Ok(n) => n,
+                // Does not fit even 2 pages: certainly incompressible.
+                Err(CodecError::DstTooSmall { .. }) => usize::MAX,
+                Err(e) => return Err(IoError::Io(format!("compression failed: {e}"))),
+            };
+            if comp_len >= self.huge_class_size {
+                self.store(index, page, true, 0, limit_pages)
+            } else {
+                self.store(index, &buf[..comp_len], false, 0, limit_pages)
+            }
+        })
+    }
+
+    /// Allocate, check mem_limit, copy, then replace the slot's old contents
+    /// (freed only now, so a failed write keeps them).
+    pub(crate) fn store(
+        &self,
+        index: usize,
+        obj: &[u8],
+        huge: bool,
+        prio: u8,
+        limit_pages: &AtomicU64,
+    ) -> Result<(), IoError> {
+        let h = self.pool.malloc(obj.len()).map_err(|e| match e {
+            ZpoolError::NoMemory => IoError::NoSpace(format!("allocator out of memory: {e}")),
+            e => IoError::Io(format!("allocation of {} bytes failed: {e}", obj.len())),
+        })?;
+        if !self.can_store(limit_pages) {
+            let _ = self.pool.free(h);
+            return Err(IoError::NoSpace(format!(
+                "mem_limit of {} bytes reached",
+                limit_pages.load(Relaxed) * PAGE_SIZE as u64
+            )));
+        }
+        if let Err(e) = self.pool.write(h, obj) {
+            let _ = self.pool.free(h);
+            return Err(IoError::Io(format!("writing the object failed: {e}")));
+        }
+        let mut g = self.table[index].lock();
+        self.free_slot(&mut g);
+        if huge {
+            g.set(Flag::Huge);
+        }
+        g.set_handle(h.0.get());
+        g.set_size(obj.len());
+        g.set_priority(prio);
+        self.mark_accessed(&mut g);
+        drop(g);
+        let st = &self.stats;
+        st.pages_stored.fetch_add(1, Relaxed);
+        st.compr_data_size.fetch_add(obj.len() as u64, Relaxed);
+        if huge {
+            st.huge_pages.fetch_add(1, Relaxed);
+            st.huge_pages_since.fetch_add(1, Relaxed);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,60 @@
+//! Shared helpers of the zram tests: devices and pages of every kind.
+#![allow(dead_code)]
+
+use zmem_codec::Params;
+use zmem_zram::{Zram, PAGE_SIZE};
+
+/// The algorithm the engine tests use.
+pub const ALGO: &str = "lz4";
+
+/// An initialised lz4/zsmalloc device of `bytes`.
+pub fn device(bytes: u64) -> Zram {
+    Zram::builder().algorithm(ALGO, Params::default()).disksize(bytes).build().expect("lz4 + zsmalloc device")
+}
+
+/// A small deterministic PRNG (xorshift64*).
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Page kinds: 0 zero, 1 same-filled pattern, 2 text-like, 3 random (huge),
+/// 4 half random, 5 sparse.
+pub fn page(kind: u64, seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed | 1);
+    let mut p = vec![0u8; PAGE_SIZE];
+    match kind % 6 {
+        0 => {}
+        1 => zmem_codec::fill_page(&mut p, r.next()),
+        2 => {
+            let words: [&[u8]; 8] =
+                [b"the ", b"slot ", b"zspage ", b"handle ", b"class ", b"page ", b"idle ", b"huge\n"];
+            let mut i = 0;
+            while i < PAGE_SIZE {
+                let w = words[r.below(8) as usize];
+                let n = w.len().min(PAGE_SIZE - i);
+                p[i..i + n].copy_from_slice(&w[..n]);
+                i += n;
+            }
+        }
+        3 => p.chunks_mut(8).for_each(|c| c.copy_from_slice(&r.next().to_ne_bytes())),
+        4 => p[..PAGE_SIZE / 2].chunks_mut(8).for_each(|c| c.copy_from_slice(&r.next().to_ne_bytes())),
+        _ => {
+            for _ in 0..16 {
+                let i = r.below(PAGE_SIZE as u64) as usize;
+                p[i] = r.next() as u8;
+            }
+        }
+    }
+    p
+}
