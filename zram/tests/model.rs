@@ -1,0 +1,109 @@
+//! Model-based property test: random writes, reads, discards, write-zeroes
+//! and partial I/O against a reference map of bytes; the mm_stat invariants
+//! of spec §12 are checked after every sequence.
+mod common;
+use common::*;
+use proptest::prelude::*;
+use zmem_zram::{BlockDevice, PAGE_SIZE};
+
+const PAGES: u64 = 24;
+const SIZE: u64 = PAGES * PAGE_SIZE as u64;
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Write `sectors` sectors of page kind `kind` at sector `at`.
+    Write { at: u64, sectors: u64, kind: u64, seed: u64 },
+    Read { at: u64, sectors: u64 },
+    Discard { at: u64, sectors: u64 },
+    Zeroes { at: u64, sectors: u64 },
+    /// An unaligned or out-of-range request: must fail and change nothing.
+    Bad { at: u64, len: u64 },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let sec = SIZE / 512;
+    prop_oneof![
+        4 => (0..sec, 1u64..20, 0u64..6, any::<u64>()).prop_map(|(at, n, kind, seed)| Op::Write { at, sectors: n, kind, seed }),
+        3 => (0..sec, 1u64..20).prop_map(|(at, n)| Op::Read { at, sectors: n }),
+        1 => (0..sec, 1u64..24).prop_map(|(at, n)| Op::Discard { at, sectors: n }),
+        1 => (0..sec, 1u64..24).prop_map(|(at, n)| Op::Zeroes { at, sectors: n }),
+        1 => (0..SIZE + 8192, 1u64..9000).prop_map(|(at, len)| Op::Bad { at, len }),
+    ]
+}
+
+fn data(kind: u64, seed: u64, len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len);
+    let mut s = seed;
+    while v.len() < len {
+        v.extend_from_slice(&page(kind, s));
+        s = s.wrapping_add(1);
+    }
+    v.truncate(len);
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #[test]
+    fn engine_matches_a_byte_map(ops in proptest::collection::vec(op(), 1..60)) {
+        let dev = device(SIZE);
+        let mut model = vec![0u8; SIZE as usize];
+        for op in ops {
+            match op {
+                Op::Write { at, sectors, kind, seed } => {
+                    let (off, len) = (at * 512, (sectors * 512).min(SIZE - at * 512));
+                    let d = data(kind, seed, len as usize);
+                    dev.write_at(off, &d).unwrap();
+                    model[off as usize..(off + len) as usize].copy_from_slice(&d);
+                }
+                Op::Read { at, sectors } => {
+                    let (off, len) = (at * 512, (sectors * 512).min(SIZE - at * 512));
+                    let mut b = vec![0u8; len as usize];
+                    dev.read_at(off, &mut b).unwrap();
+                    prop_assert_eq!(&b[..], &model[off as usize..(off + len) as usize]);
+                }
+                Op::Discard { at, sectors } => {
+                    let (off, len) = (at * 512, (sectors * 512).min(SIZE - at * 512));
+                    dev.discard(off, len).unwrap();
+                    // Only whole pages inside the range are freed.
+                    let p = PAGE_SIZE as u64;
+                    let (a, b) = (off.div_ceil(p) * p, (off + len) / p * p);
+                    if a < b { model[a as usize..b as usize].fill(0); }
+                }
+                Op::Zeroes { at, sectors } => {
+                    let (off, len) = (at * 512, (sectors * 512).min(SIZE - at * 512));
+                    dev.write_zeroes(off, len).unwrap();
+                    model[off as usize..(off + len) as usize].fill(0);
+                }
+                Op::Bad { at, len } => {
+                    let bad = at % 512 != 0 || len % 512 != 0 || at + len > SIZE;
+                    if bad {
+                        prop_assert!(dev.write_at(at, &vec![0xAB; len as usize]).is_err());
+                        prop_assert!(dev.read_at(at, &mut vec![0; len as usize]).is_err());
+                    }
+                }
+            }
+        }
+        let mut all = vec![0u8; SIZE as usize];
+        dev.read_at(0, &mut all).unwrap();
+        prop_assert_eq!(&all, &model);
+        // §12 invariants against the slot table.
+        let m = dev.mm_stat();
+        let slots = dev.block_state();
+        let same = slots.iter().filter(|s| s.same).count() as u64;
+        let huge = slots.iter().filter(|s| s.huge).count() as u64;
+        let compr: u64 = slots.iter().map(|s| s.size as u64).sum();
+        prop_assert_eq!(m.orig_data_size, slots.len() as u64 * PAGE_SIZE as u64);
+        prop_assert_eq!(m.same_pages, same);
+        prop_assert_eq!(m.huge_pages, huge);
+        prop_assert_eq!(m.compr_data_size, compr);
+        prop_assert!(m.huge_pages_since >= m.huge_pages);
+        prop_assert!(m.mem_used_max >= m.mem_used_total);
+        let objects = slots.iter().filter(|s| s.size > 0).count() as u64;
+        prop_assert!(m.mem_used_total >= compr + 8 * (objects - huge));
+        // Discarding everything returns every page to the allocator.
+        dev.discard(0, SIZE).unwrap();
+        let m = dev.mm_stat();
+        prop_assert_eq!((m.orig_data_size, m.compr_data_size, m.mem_used_total, m.same_pages, m.huge_pages), (0, 0, 0, 0, 0));
+    }
+}
