@@ -144,3 +144,18 @@ fn z3fold_single_buddy_migrates_to_another_page() {
     p.free(x3).unwrap();
     assert_eq!(p.total_pages(), 0);
 }
+
+/// The comparison in docs/zpool.md: pages for 1000 objects of 1000 and of
+/// 2000 bytes.
+#[test]
+fn allocator_density_comparison() {
+    for (name, p1000, p2000) in [("zsmalloc", 250, 500), ("zbud", 500, 1000), ("z3fold", 334, 1000)] {
+        for (size, expect) in [(1000, p1000), (2000, p2000)] {
+            let p = zmem_zpool::create(name, 8).unwrap();
+            for _ in 0..1000 {
+                p.malloc(size).unwrap();
+            }
+            assert_eq!(p.total_pages(), expect, "{name} size {size}");
+        }
+    }
+}
