@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use zmem_zpool::{create_shared, Handle, Zpool};
+use zmem_zpool::{create_shared, Handle};
 
 fn fill(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed | 1;
@@ -45,7 +45,7 @@ fn stress(name: &str) {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    if live.len() < 200 && (x % 3 != 0 || live.is_empty()) {
+                    if live.len() < 200 && (x % 4 < 3 || live.is_empty()) {
                         let size = (x >> 8) as usize % max + 1;
                         let h = pool.malloc(size).unwrap();
                         let data = fill(x ^ step, size);

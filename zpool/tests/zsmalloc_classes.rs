@@ -227,3 +227,37 @@ fn allocation_prefers_the_fullest_zspage() {
     assert_eq!(s.fullness[11], 2, "the 75 % zspage was filled first");
     assert_eq!(s.fullness[3], 1);
 }
+
+/// Class 1216 (3 pages, 10 objects): chunk 3 starts at 3648 and its data
+/// (3656..4856) crosses into the second page. Reads of such objects go
+/// through the per-thread buffer; contiguous objects are read in place.
+#[test]
+fn objects_spanning_pages() {
+    let pool = ZsPool::new(8).unwrap();
+    let hs: Vec<_> = (0..10u8)
+        .map(|i| {
+            let h = pool.malloc(1200).unwrap();
+            let data: Vec<u8> = (0..1200).map(|j| (j as u8).wrapping_mul(3) ^ i).collect();
+            pool.write(h, &data).unwrap();
+            (h, data)
+        })
+        .collect();
+    assert_eq!(pool.total_pages(), 3);
+    let mut ptrs = Vec::new();
+    for (h, data) in &hs {
+        let mut p = 0usize;
+        pool.read(*h, &mut |b| {
+            assert_eq!(b, &data[..]);
+            p = b.as_ptr() as usize;
+        })
+        .unwrap();
+        ptrs.push(p);
+    }
+    // Chunks 0, 1 and 2 lie in page 0: in place, 1216 bytes apart.
+    assert_eq!(ptrs[1] - ptrs[0], 1216);
+    assert_eq!(ptrs[2] - ptrs[1], 1216);
+    // Chunk 3 (3648..4864) and chunk 6 (7296..8512) straddle: both are
+    // linearised into the same per-thread buffer.
+    assert_eq!(ptrs[3], ptrs[6]);
+    assert_ne!(ptrs[3], ptrs[2] + 1216);
+}

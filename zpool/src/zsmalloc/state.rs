@@ -173,10 +173,10 @@ impl ClassState {
     /// Zspages per fullness group (for debug output and tests).
     pub fn fullness_histogram(&self) -> [u64; NR_FULLNESS_GROUPS] {
         let mut h = [0u64; NR_FULLNESS_GROUPS];
-        for g in 0..NR_FULLNESS_GROUPS {
-            let mut id = self.heads[g];
+        for (n, &head) in h.iter_mut().zip(&self.heads) {
+            let mut id = head;
             while id != NIL {
-                h[g] += 1;
+                *n += 1;
                 id = self.zspage(id).next;
             }
         }
