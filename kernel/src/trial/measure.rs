@@ -128,6 +128,10 @@ pub struct RunRecord {
     pub cgroup_peak_bytes: Option<u64>,
     pub zram: Option<ZramStats>,
     pub zswap: Option<ZswapStats>,
+    /// 1-minute load average when the run started (other work on the machine
+    /// competes for CPU and disk; high values make times noisy).
+    #[serde(default)]
+    pub load1_start: Option<f64>,
 }
 
 impl RunRecord {
@@ -145,8 +149,14 @@ impl RunRecord {
             cgroup_peak_bytes: None,
             zram: None,
             zswap: None,
+            load1_start: None,
         }
     }
+}
+
+/// The 1-minute load average.
+pub fn load1(host: &Host) -> Option<f64> {
+    fs::read_to_string(host.path("/proc/loadavg")).ok()?.split_whitespace().next()?.parse().ok()
 }
 
 fn meminfo_kib(text: &str, key: &str) -> Option<u64> {
@@ -317,6 +327,7 @@ pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'
 
     let vm_before = parse_vmstat(&fs::read_to_string(env.host.path("/proc/vmstat"))?);
     let oom_before = env.cgroup.oom_kills();
+    let load1_start = load1(env.host);
     let mut sampler =
         Sampler { host: env.host, zram_sys: env.zram_sys, zswap: env.zswap, zram_fullest: None, zswap_fullest: None };
     let start = Instant::now();
@@ -380,6 +391,7 @@ pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'
         cgroup_peak_bytes: env.cgroup.peak(),
         zram,
         zswap,
+        load1_start,
     })
 }
 

@@ -254,7 +254,14 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
     match swap::active_swaps(host) {
         Ok(areas) => {
             for a in areas {
-                distorting.push(format!("swap is active on {} ({} of {} KiB used)", a.filename, a.used_kib, a.size_kib));
+                let mut why = format!("swap is active on {} ({} of {} KiB used)", a.filename, a.used_kib, a.size_kib);
+                if a.filename.contains("/zmem-trial.") && a.filename.ends_with(".swap") {
+                    why.push_str(&format!(
+                        " — left by a zmem trial that was killed with SIGKILL? remove it with `swapoff {0} && rm {0}`",
+                        a.filename
+                    ));
+                }
+                distorting.push(why);
             }
         }
         Err(e) if needs_swap => distorting.push(format!("cannot read /proc/swaps: {e}")),
@@ -353,6 +360,7 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
     }
     let report = TrialReport {
         kernel: fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+        cpus: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(0),
         cgroup: hierarchy.version,
         memory_limit: spec.memory_limit,
         swap_size: spec.swap_size,

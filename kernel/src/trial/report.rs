@@ -62,6 +62,9 @@ pub struct ConfigSummary {
 pub struct TrialReport {
     /// `uname -r`.
     pub kernel: String,
+    /// CPUs available to zmem.
+    #[serde(default)]
+    pub cpus: u32,
     pub cgroup: CgroupVersion,
     /// RAM limit of the workload's cgroup (bytes).
     pub memory_limit: u64,
@@ -238,6 +241,14 @@ pub fn render_table(r: &TrialReport) -> String {
     if r.interrupted {
         out.push_str("(interrupted: only the runs that completed are shown)\n");
     }
+    let loads: Vec<f64> = r.runs.iter().filter_map(|x| x.load1_start).collect();
+    if let Some(l) = Stats::of(&loads) {
+        let _ = writeln!(
+            out,
+            "load average at run start: median {:.1} (min {:.1}, max {:.1}) on {} CPUs; times are noisy when it exceeds the CPU count",
+            l.median, l.min, l.max, r.cpus
+        );
+    }
     for f in &r.forced_over {
         let _ = writeln!(out, "(--force: {f})");
     }
@@ -373,6 +384,7 @@ mod tests {
         let (configs, runs) = sample();
         TrialReport {
             kernel: "6.18".into(),
+            cpus: 2,
             cgroup: CgroupVersion::V1,
             memory_limit: 256 << 20,
             swap_size: 1 << 30,
