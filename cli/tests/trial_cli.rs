@@ -179,15 +179,16 @@ fn trial_runs_every_configuration_and_restores_everything() {
     assert_eq!(s[1]["wall_vs_baseline"], 1.0);
 }
 
-#[test]
-fn sigint_in_the_middle_of_a_run_restores_everything() {
-    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    skip_unless_ready!("sigint_in_the_middle_of_a_run_restores_everything");
-    let before = snapshot();
+/// Start a trial, wait until the workload of `config` (first round) runs
+/// inside its trial cgroup, send `signal`, and return the exit code and log.
+fn interrupt_during(config: &str, configs: &[&str], signal: &str) -> (Option<i32>, String) {
     let parents = cgroup_parents();
-    let mut child = zmem()
-        .args(["trial", "--builtin", "memalloc", "--memory", "64M", "--size", "160M", "--repeat", "2"])
-        .args(["--config", "disk", "--config", "zswap:lzo", "--config", "zram:lz4"])
+    let mut cmd = zmem();
+    cmd.args(["trial", "--builtin", "memalloc", "--memory", "64M", "--size", "160M", "--repeat", "2"]);
+    for c in configs {
+        cmd.args(["--config", c]);
+    }
+    let mut child = cmd
         .args(["--swappiness", "150", "--page-cluster", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -204,38 +205,80 @@ fn sigint_in_the_middle_of_a_run_restores_everything() {
         }
         all
     });
-    // Wait until the second configuration (zswap in front of the swap file) has
-    // its workload running inside a trial cgroup, then interrupt.
+    let started = format!("round 1/2: {config}");
     let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen_zswap = false;
+    let mut seen = false;
     let mut hit = false;
     while Instant::now() < deadline && !hit {
         while let Ok(l) = rx.try_recv() {
-            if l.ends_with("round 1/2: zswap:lzo") {
-                seen_zswap = true;
+            if l.ends_with(&started) {
+                seen = true;
             }
         }
-        if seen_zswap {
+        if seen {
             hit = parents.iter().any(|p| {
                 subdirs(p).iter().filter(|d| d.starts_with("zmem-trial.")).any(|d| {
                     fs::read_to_string(p.join(d).join("cgroup.procs")).map(|s| !s.trim().is_empty()).unwrap_or(false)
                 })
-            }) && zswap_enabled();
+            });
         }
         if !hit {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
-    assert!(hit, "never saw the zswap run's workload in a trial cgroup");
-    // The machine is visibly changed right now.
-    assert_ne!(snapshot(), before);
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    if !hit {
+        let _ = child.kill();
+    }
+    assert!(hit, "never saw the {config} run's workload in a trial cgroup");
+    if config.starts_with("zswap") {
+        assert!(zswap_enabled(), "zswap should be on during {config}");
+    }
+    Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();
     let status = child.wait().unwrap();
     let log = reader.join().unwrap();
-    assert_eq!(status.code(), Some(130), "{log}");
+    (status.code(), log)
+}
+
+#[test]
+fn sigint_in_the_middle_of_a_run_restores_everything() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("sigint_in_the_middle_of_a_run_restores_everything");
+    let before = snapshot();
+    let (code, log) = interrupt_during("zswap:lzo", &["disk", "zswap:lzo", "zram:lz4"], "INT");
+    assert_eq!(code, Some(130), "{log}");
     assert!(log.contains("interrupted"), "{log}");
-    let after = snapshot();
-    assert_same(&before, &after);
+    assert_same(&before, &snapshot());
+}
+
+#[test]
+fn sigterm_during_two_tier_zram_and_disk_restores_everything() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("sigterm_during_two_tier_zram_and_disk_restores_everything");
+    let before = snapshot();
+    let (code, log) = interrupt_during("zram:lz4+disk", &["zram:lz4+disk", "disk"], "TERM");
+    assert_eq!(code, Some(130), "{log}");
+    assert_same(&before, &snapshot());
+}
+
+#[test]
+fn sigkill_leaves_a_journal_that_recover_replays() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("sigkill_leaves_a_journal_that_recover_replays");
+    let before = snapshot();
+    let (code, _log) = interrupt_during("zram:lz4", &["zswap:lzo", "zram:lz4"], "KILL");
+    assert_eq!(code, None, "killed by a signal");
+    // SIGKILL runs no cleanup: the machine is changed, and new trials refuse.
+    assert_ne!(before, snapshot());
+    let out = zmem().args(["trial", "--builtin", "memalloc", "--memory", "64M", "--config", "disk"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("zmem trial --recover"), "{stderr}");
+    let out = zmem().args(["trial", "--recover"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("swapoff") && stdout.contains("zram") && stdout.contains("cgroup"), "{stdout}");
+    assert_same(&before, &snapshot());
+    let out = zmem().args(["trial", "--recover"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "nothing to recover");
 }
 
 /// A swap file this test activates itself, removed again on drop.

@@ -24,7 +24,7 @@ Needs root. Refuses when swap is active or zswap is enabled (unless --force). Ev
 (cgroups, swap file, zram devices, zswap parameters, sysctls) is removed or restored afterwards, also on Ctrl-C.")]
 pub struct Args {
     /// RAM limit of the workload's cgroup (e.g. 256M)
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, required_unless_present = "worker")]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, required_unless_present_any = ["worker", "recover"])]
     pub memory: Option<u64>,
     /// Swap configuration to run under (repeat the flag; runs in this order each round)
     #[arg(long = "config", value_name = "NAME", value_parser = |s: &str| s.parse::<SwapConfig>())]
@@ -59,6 +59,9 @@ pub struct Args {
     /// Set vm.page-cluster during the trial (restored after)
     #[arg(long, value_name = "N")]
     pub page_cluster: Option<u32>,
+    /// Undo what a trial killed with SIGKILL (or crashed) left behind, from its crash journal, and exit
+    #[arg(long)]
+    pub recover: bool,
     /// Internal: run a built-in workload in this process (what a trial starts in its cgroup)
     #[arg(long, value_enum, hide = true)]
     pub worker: Option<Builtin>,
@@ -88,6 +91,16 @@ fn worker(kind: Builtin, size: Option<u64>, seed: u64) -> anyhow::Result<()> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(kind) = args.worker {
         return worker(kind, args.size, args.seed);
+    }
+    if args.recover {
+        let done = trial::recover()?;
+        if done.is_empty() {
+            println!("nothing to recover");
+        }
+        for d in done {
+            println!("recovered: {d}");
+        }
+        return Ok(());
     }
     let memory = args.memory.context("--memory is required")?;
     let (command, workload, builtin_size) = match (args.builtin, args.command.is_empty()) {

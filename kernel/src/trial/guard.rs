@@ -5,8 +5,10 @@
 //! ([`SignalWatch`]) so that the trial stops at the next check and this same
 //! unwinding runs.
 
+use std::cell::RefCell;
 use std::fs;
 use std::io;
+use std::rc::Rc;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use std::time::Duration;
 
 use crate::HotDevice;
 
+use super::journal::{self, Journal};
 use super::swap;
 
 /// Where the kernel's files are: `/` on a real machine, a temporary tree in
@@ -140,16 +143,27 @@ fn knob_equal(a: &str, b: &str) -> bool {
 pub struct Guard {
     label: String,
     stack: Vec<Undo>,
+    journal: Option<Rc<RefCell<Journal>>>,
 }
 
 impl Guard {
     /// An empty guard; `label` names it in error messages.
     pub fn new(label: impl Into<String>) -> Self {
-        Guard { label: label.into(), stack: Vec::new() }
+        Guard { label: label.into(), stack: Vec::new(), journal: None }
+    }
+
+    /// A guard that also records its actions in the crash journal.
+    pub fn with_journal(label: impl Into<String>, journal: Rc<RefCell<Journal>>) -> Self {
+        Guard { label: label.into(), stack: Vec::new(), journal: Some(journal) }
     }
 
     /// Record an undo action for a change that was just made.
     pub fn push(&mut self, u: Undo) {
+        if let Some(j) = &self.journal {
+            // Unjournalable entries still get a line so pops stay paired.
+            let line = journal::line_of(&u).unwrap_or_else(|| "unjournalable".into());
+            j.borrow_mut().push(line);
+        }
         self.stack.push(u);
     }
 
@@ -172,7 +186,7 @@ impl Guard {
         }
         // The old value of a selection file like "[lzo] lz4" is the bracketed one.
         let old = selected(&old);
-        self.stack.push(Undo::Restore { path: path.to_path_buf(), value: old });
+        self.push(Undo::Restore { path: path.to_path_buf(), value: old });
         fs::write(path, value).map_err(|e| io::Error::new(e.kind(), format!("writing {value:?} to {}: {e}", path.display())))
     }
 
@@ -181,8 +195,12 @@ impl Guard {
     pub fn unwind(&mut self) -> Vec<String> {
         let mut errors = Vec::new();
         while let Some(u) = self.stack.pop() {
+            let line = journal::line_of(&u).unwrap_or_else(|| "unjournalable".into());
             if let Err(e) = u.run() {
                 errors.push(format!("{}: {e}", self.label));
+            }
+            if let Some(j) = &self.journal {
+                j.borrow_mut().remove(&line);
             }
         }
         errors

@@ -19,12 +19,15 @@
 pub mod cgroup;
 pub mod config;
 pub mod guard;
+pub mod journal;
 pub mod measure;
 pub mod report;
 pub mod swap;
 pub mod workload;
 
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::rc::Rc;
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -189,6 +192,16 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
         missing.push("not running as root (a trial creates cgroups, swap areas and zram devices)".to_string());
         return Err(TrialError::Refused(missing));
     }
+    let orphans = journal::orphans(host);
+    if !orphans.is_empty() {
+        let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
+        missing.push(format!(
+            "a previous zmem trial (pid {}) died before it could clean up; run `zmem trial --recover` first (journal in {})",
+            pids.join(", "),
+            journal::JOURNAL_DIR
+        ));
+        return Err(TrialError::Refused(missing));
+    }
     let hierarchy = match cgroup::detect(host) {
         Ok(h) => Some(h),
         Err(e) => {
@@ -277,6 +290,20 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
     Ok((hierarchy, distorting))
 }
 
+/// Undo what trials that died without cleaning up (SIGKILL, crash) left
+/// behind, from their crash journals. Returns what was done.
+pub fn recover() -> Result<Vec<String>, TrialError> {
+    if geteuid() != 0 {
+        return Err(TrialError::Refused(vec!["not running as root".into()]));
+    }
+    let r = journal::recover(&Host::real());
+    if r.errors.is_empty() {
+        Ok(r.done)
+    } else {
+        Err(TrialError::Cleanup(r.errors))
+    }
+}
+
 /// Run the trial on this machine. `progress` gets a line per run.
 pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) -> Result<TrialReport, TrialError> {
     let host = Host::real();
@@ -289,8 +316,11 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
     let mut cleanup_errors = Vec::new();
     let mut runs = Vec::new();
     let mut interrupted = false;
+    let journal = Rc::new(RefCell::new(
+        journal::Journal::create(&host).map_err(|e| TrialError::Io(format!("cannot create the crash journal: {e}")))?,
+    ));
     {
-        let mut global = Guard::new("trial");
+        let mut global = Guard::with_journal("trial", Rc::clone(&journal));
         if let Some(s) = spec.swappiness {
             global.set_knob(&host.path(guard::SWAPPINESS), &s.to_string()).map_err(|e| TrialError::Io(e.to_string()))?;
         }
@@ -308,12 +338,17 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
                 n += 1;
                 let tag = format!("{pid}.{n}");
                 progress(&format!("round {round}/{}: {name}", spec.repeat));
-                let mut g = Guard::new(name.clone());
+                let mut g = Guard::with_journal(name.clone(), Rc::clone(&journal));
                 let params = swap::SetupParams { host: &host, swap_dir: &spec.swap_dir, swap_size: spec.swap_size, tag: &tag };
                 let record = match swap::setup(cfg, &params, &mut g) {
                     Err(e) => RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e }),
                     Ok(prepared) => {
-                        match cgroup::Cgroup::create(&hierarchy, &format!("zmem-trial.{tag}"), spec.memory_limit, spec.swappiness) {
+                        let cg_name = format!("zmem-trial.{tag}");
+                        let cg_line = journal::cgroup_line(&hierarchy.parent.join(&cg_name));
+                        if let Some(l) = &cg_line {
+                            journal.borrow_mut().push(l.clone());
+                        }
+                        let rec = match cgroup::Cgroup::create(&hierarchy, &cg_name, spec.memory_limit, spec.swappiness) {
                             Err(e) => RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e.to_string() }),
                             Ok(cg) => {
                                 let env = measure::RunEnv {
@@ -331,7 +366,11 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
                                 }
                                 r
                             }
+                        };
+                        if let Some(l) = &cg_line {
+                            journal.borrow_mut().remove(l);
                         }
+                        rec
                     }
                 };
                 cleanup_errors.extend(g.unwind());
