@@ -1,6 +1,8 @@
 //! Bad input for every registry codec: random pages round-trip; random bytes,
 //! truncated and mutated valid streams never panic (truncated ones are errors,
 //! mutated ones at most a wrong page of the right length).
+//! Truncation must be an error, except that a format with padding (842) may
+//! decode exactly the original page when only padding was cut.
 
 mod common;
 
@@ -87,6 +89,11 @@ proptest! {
     }
 }
 
+/// Formats without padding, where every truncation must be an error.
+fn strict(name: &str) -> bool {
+    matches!(name, "lz4" | "lz4hc" | "zstd" | "deflate")
+}
+
 #[test]
 fn truncated_streams_are_errors() {
     for (b, mut s) in available("truncated_streams_are_errors") {
@@ -100,12 +107,14 @@ fn truncated_streams_are_errors() {
             for cut in cuts {
                 let mut out = vec![0u8; PAGE_SIZE];
                 let r = s.decompress(&c[..cut], &mut out);
-                assert!(
-                    matches!(r, Err(CodecError::Corrupt { .. })),
-                    "{} {kind}: stream cut to {cut} of {} bytes gave {r:?}",
-                    b.name(),
-                    c.len()
-                );
+                // An error, or (for formats with padding, e.g. 842's 8-byte
+                // alignment, when only padding was cut) exactly the page.
+                let ok = match &r {
+                    Err(CodecError::Corrupt { .. }) => true,
+                    Ok(()) => out == page && !strict(b.name()),
+                    Err(_) => false,
+                };
+                assert!(ok, "{} {kind}: stream cut to {cut} of {} bytes gave {r:?}", b.name(), c.len());
             }
         }
     }

@@ -1,1 +1,4 @@
 //! zmem-lab
+
+pub mod bench;
+pub mod corpus;

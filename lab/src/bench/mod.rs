@@ -1,0 +1,5 @@
+//! Benchmarks behind `zmem bench`, one module per mode.
+
+pub mod codecs;
+pub mod device;
+pub mod kernel;
