@@ -87,7 +87,9 @@ pub trait Zpool: Send + Sync {
     fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError>;
     /// Give the object's bytes to `f`. Contiguous objects are passed in place;
     /// an object spanning two pages is linearised into a per-thread buffer, with
-    /// no heap allocation per call.
+    /// no heap allocation per call. `f` runs under the object's (class) lock,
+    /// held shared: it must not malloc, free or write in the same pool.
+    /// Bytes never written are unspecified (never another live object's).
     fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError>;
     /// Size the object was allocated with.
     fn obj_size(&self, handle: Handle) -> Result<usize, ZpoolError>;
@@ -95,6 +97,11 @@ pub trait Zpool: Send + Sync {
     fn total_pages(&self) -> u64;
     /// Compact; returns the pages released by this call.
     fn compact(&self) -> u64;
+    /// Pages a compaction could release now (zsmalloc's shrinker count,
+    /// Σ `zs_can_compact`); 0 for allocators without pool-wide compaction.
+    fn compactable_pages(&self) -> u64 {
+        0
+    }
     /// Current accounting.
     fn stats(&self) -> PoolStats;
     /// Largest object size accepted.

@@ -119,11 +119,6 @@ impl ZsPool {
             .collect()
     }
 
-    /// Σ over classes of `zs_can_compact` (the shrinker's count).
-    pub fn compactable_pages(&self) -> u64 {
-        self.table.classes.iter().zip(self.classes.iter()).map(|(c, l)| read_lock(l).can_compact(c)).sum()
-    }
-
     fn locate(&self, h: Handle) -> Result<(usize, u32, u32), ZpoolError> {
         let p = self.codec.decode(h)?;
         if p.shard >= self.classes.len() {
@@ -251,6 +246,10 @@ impl Zpool for ZsPool {
         self.pages_compacted.fetch_add(freed, Relaxed);
         self.compaction_in_progress.store(false, Relaxed);
         freed
+    }
+
+    fn compactable_pages(&self) -> u64 {
+        self.table.classes.iter().zip(self.classes.iter()).map(|(c, l)| read_lock(l).can_compact(c)).sum()
     }
 
     fn stats(&self) -> PoolStats {
