@@ -70,9 +70,12 @@ pub fn render_text(st: &Status) -> String {
             _ if d.initialised => "not in use (no swap, not mounted)".into(),
             _ => "uninitialised (no disksize set)".into(),
         };
-        let _ = writeln!(o, "{} ({})", d.name, role);
+        let _ = writeln!(o, "{}: {}", d.name, role);
         if !d.initialised {
             row(&mut o, "algorithm", d.algorithm.clone().unwrap_or_else(|| "-".into()));
+            row(&mut o, "kernel offers", d.offered.join(", "));
+            row(&mut o, "recompression", if d.has_multi_comp() { "supported" } else { "not in this kernel (CONFIG_ZRAM_MULTI_COMP)" });
+            row(&mut o, "writeback", if d.has_writeback() { "supported" } else { "not in this kernel (CONFIG_ZRAM_WRITEBACK)" });
             o.push('\n');
             continue;
         }
@@ -134,7 +137,7 @@ pub fn render_text(st: &Status) -> String {
             }
         }
         if let Some(s) = &d.swap {
-            row(&mut o, "swap used (/proc/swaps)", format!("{} of {}", bytes(s.used), bytes(s.size)));
+            row(&mut o, "swap in use", format!("{} of {}", bytes(s.used), bytes(s.size)));
         }
         row(
             &mut o,
@@ -152,7 +155,7 @@ pub fn render_text(st: &Status) -> String {
     if !z.present {
         o.push_str("zswap: not in this kernel\n");
     } else {
-        let _ = writeln!(o, "zswap ({})", if z.enabled() { "enabled" } else { "disabled" });
+        let _ = writeln!(o, "zswap: {}", if z.enabled() { "enabled" } else { "disabled" });
         let comp = z.param("compressor").unwrap_or("-");
         row(&mut o, "compressor", comp);
         let limit = match (z.param("max_pool_percent"), z.pool_limit()) {

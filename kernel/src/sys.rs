@@ -14,7 +14,8 @@
 //! `zmem-fixture.log` at the tree's top, so tests can compare the exact order.
 //!
 //! Fault injection for fixtures: a file `ATTR.fail` beside an attribute makes
-//! writes to it fail with the errno named inside (e.g. `EBUSY`).
+//! writes to it fail with the errno named inside (e.g. `EBUSY`); `EINVAL numeric`
+//! fails only writes of a number (a kernel without idle ages refuses `idle 3600`).
 
 use std::fs;
 use std::io::{self, Write};
@@ -101,8 +102,15 @@ impl Sys {
         self.log(&format!("write {abs} {value}"))?;
         let p = self.path(abs);
         let fail = p.with_file_name(format!("{}.fail", p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
-        if let Ok(errno) = fs::read_to_string(&fail) {
-            return Err(errno_error(errno.trim()));
+        if let Ok(spec) = fs::read_to_string(&fail) {
+            // `ERRNO` fails every write; `ERRNO numeric` only writes of a number.
+            let mut it = spec.split_whitespace();
+            let errno = it.next().unwrap_or("EIO");
+            let only_numeric = it.next() == Some("numeric");
+            let value_t = value.trim_end_matches('\n');
+            if !only_numeric || value_t.parse::<u64>().is_ok() {
+                return Err(errno_error(errno));
+            }
         }
         if !p.exists() {
             return Err(io::Error::from_raw_os_error(libc::ENOENT));
@@ -383,7 +391,8 @@ fn zram_dir_of(abs: &str) -> Option<(&str, &str)> {
 fn emulate_write(sys: &Sys, abs: &str, p: &Path, value: &str) -> io::Result<()> {
     let value_t = value.strip_suffix('\n').unwrap_or(value);
     let Some((dev, attr)) = zram_dir_of(abs) else {
-        return fs::write(p, value);
+        // sysctls and module parameters read back with a newline.
+        return fs::write(p, format!("{value_t}\n"));
     };
     let dir = format!("/sys/block/{dev}");
     let initialised = sys.read(&format!("{dir}/initstate")).map(|s| s.trim() == "1").unwrap_or(false);
@@ -446,7 +455,8 @@ fn emulate_write(sys: &Sys, abs: &str, p: &Path, value: &str) -> io::Result<()> 
             if value_t.split_whitespace().any(|t| !t.contains('=')) {
                 return Err(einval());
             }
-            fs::write(p, value)
+            // Write-only in the kernel: nothing to read back.
+            Ok(())
         }
         "disksize" => {
             if initialised {
@@ -460,7 +470,7 @@ fn emulate_write(sys: &Sys, abs: &str, p: &Path, value: &str) -> io::Result<()> 
         "mem_limit" => {
             let n = memparse(value_t).ok_or_else(einval)?;
             let n = n.div_ceil(4096) * 4096;
-            fs::write(p, value)?;
+            // Write-only: the limit reads back through mm_stat.
             set_mm_stat_field(sys, &dir, 3, n)
         }
         "reset" => {
@@ -490,12 +500,14 @@ fn emulate_write(sys: &Sys, abs: &str, p: &Path, value: &str) -> io::Result<()> 
                 "       0        0        0        0        0        0        0        0        0\n",
             )
         }
-        "idle" | "writeback" | "recompress" | "compact" | "writeback_limit" | "writeback_limit_enable" | "mem_used_max" => {
-            if matches!(attr, "idle" | "writeback" | "recompress" | "compact") && !initialised {
+        "idle" | "writeback" | "recompress" | "compact" => {
+            // Write-only triggers; the fixture log records them.
+            if !initialised {
                 return Err(einval());
             }
-            fs::write(p, value)
+            Ok(())
         }
+        "mem_used_max" => Ok(()),
         _ => fs::write(p, value),
     }
 }

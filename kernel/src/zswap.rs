@@ -57,7 +57,7 @@ pub enum Debugfs {
     /// Read it if it is there.
     ReadIfMounted,
     /// Mount debugfs read-only at /sys/kernel/debug when it is not mounted
-    /// (only on the real kernel, as root); it is left mounted read-only.
+    /// (only on the real kernel, as root) and unmount it after reading.
     MountReadOnly,
 }
 
@@ -68,9 +68,10 @@ pub fn read(sys: &Sys, debugfs: Debugfs) -> io::Result<Zswap> {
             z.params.push((name, v.trim().to_string()));
         }
     }
+    let mut mounted_here = false;
     if z.present {
         if !sys.exists(DEBUGFS) && debugfs == Debugfs::MountReadOnly && !sys.is_fixture() {
-            mount_debugfs_ro(sys);
+            mounted_here = mount_debugfs_ro(sys);
         }
         if sys.exists(DEBUGFS) {
             for name in sys.list(DEBUGFS)? {
@@ -92,6 +93,10 @@ pub fn read(sys: &Sys, debugfs: Debugfs) -> io::Result<Zswap> {
             z.debugfs_note = Some(format!("{DEBUGFS} not available (debugfs not mounted or not root)"));
         }
     }
+    if mounted_here {
+        // Leave the system as found.
+        let _ = sys.run(&["umount".into(), "/sys/kernel/debug".into()]);
+    }
     let mi = sys.meminfo().unwrap_or_default();
     let get = |k: &str| mi.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
     z.pool_bytes = get("Zswap");
@@ -105,10 +110,11 @@ pub fn read(sys: &Sys, debugfs: Debugfs) -> io::Result<Zswap> {
     Ok(z)
 }
 
-fn mount_debugfs_ro(sys: &Sys) {
+/// Mount debugfs read-only at /sys/kernel/debug for one read; whether it was mounted.
+fn mount_debugfs_ro(sys: &Sys) -> bool {
     // Only when debugfs is not mounted anywhere yet; read-only so nothing can be changed through it.
     if sys.mounts().map(|m| m.iter().any(|(_, _, t)| t == "debugfs")).unwrap_or(true) {
-        return;
+        return false;
     }
-    let _ = sys.run(&["mount".into(), "-t".into(), "debugfs".into(), "-o".into(), "ro,nosuid,nodev,noexec".into(), "debugfs".into(), "/sys/kernel/debug".into()]);
+    sys.run(&["mount".into(), "-t".into(), "debugfs".into(), "-o".into(), "ro,nosuid,nodev,noexec".into(), "debugfs".into(), "/sys/kernel/debug".into()]).is_ok()
 }
