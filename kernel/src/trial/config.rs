@@ -170,7 +170,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Format a byte size the way [`parse_size`] reads it, in the largest exact unit.
 pub fn format_size(v: u64) -> String {
     for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-        if v != 0 && v % (1u64 << shift) == 0 {
+        if v != 0 && v.trailing_zeros() >= shift {
             return format!("{}{suffix}", v >> shift);
         }
     }

@@ -185,14 +185,14 @@ impl Sampler<'_> {
     fn sample(&mut self) {
         if let Some(sys) = self.zram_sys {
             if let Some(m) = read_mm_stat(sys) {
-                if self.zram_fullest.is_none_or(|f| m[0] > f[0]) {
+                if self.zram_fullest.filter(|f| f[0] >= m[0]).is_none() {
                     self.zram_fullest = Some(m);
                 }
             }
         }
         if self.zswap {
             if let Some((pool, stored)) = self.read_zswap() {
-                if self.zswap_fullest.is_none_or(|f| stored > f.1) {
+                if self.zswap_fullest.filter(|f| f.1 >= stored).is_none() {
                     self.zswap_fullest = Some((pool, stored));
                 }
             }
