@@ -17,9 +17,13 @@ use crate::units::bytes;
 use crate::zram::{self, ZramDevice};
 use crate::zswap;
 
-/// Where the undo list is kept (inside the root tree).
-pub const STATE_FILE: &str = "/run/zmem/apply.state";
-const STATE_DIR: &str = "/run/zmem";
+/// Where the undo list is kept, inside the state directory (`/run/zmem` in the root tree).
+pub const STATE_NAME: &str = "apply.state";
+
+/// The undo list's path (kernel-style, inside the root).
+pub fn state_file(sys: &Sys) -> String {
+    format!("{}/{STATE_NAME}", sys.state_dir())
+}
 
 /// One change to the system.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,7 +212,7 @@ fn device_matches(sys: &Sys, d: &DeviceConfig, cur: &ZramDevice, disksize: u64) 
         }
         // algorithm_params cannot be read back: compare with what zmem applied last.
         let has_params = a.primary.params.len() + a.recompress.iter().map(|x| x.params.len()).sum::<usize>() > 0;
-        let recorded = sys.read_opt(&format!("{STATE_DIR}/{}.algorithms", d.name)).ok().flatten();
+        let recorded = sys.read_opt(&format!("{}/{}.algorithms", sys.state_dir(), d.name)).ok().flatten();
         if has_params && recorded.as_deref().map(str::trim) != Some(algorithms_text(d).as_str()) {
             return false;
         }
@@ -539,34 +543,34 @@ pub fn execute(sys: &Sys, plan: &Plan, log: &mut dyn FnMut(&str)) -> Result<(), 
             lines.push(u.serialize());
         }
     }
-    let old = sys.read_opt(STATE_FILE).ok().flatten().unwrap_or_default();
+    let old = sys.read_opt(&state_file(sys)).ok().flatten().unwrap_or_default();
     lines.extend(old.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).map(str::to_string));
     let text = format!("# zmem apply: undo operations, run top to bottom by `zmem apply --revert`\n{}\n", lines.join("\n"));
     let write_state = || -> io::Result<()> {
-        std::fs::create_dir_all(sys.path(STATE_DIR))?;
-        std::fs::write(sys.path(STATE_FILE), text)?;
+        std::fs::create_dir_all(sys.path(sys.state_dir()))?;
+        std::fs::write(sys.path(&state_file(sys)), text)?;
         for (dev, algos) in &plan.applied_algorithms {
-            std::fs::write(sys.path(&format!("{STATE_DIR}/{dev}.algorithms")), format!("{algos}\n"))?;
+            std::fs::write(sys.path(&format!("{}/{dev}.algorithms", sys.state_dir())), format!("{algos}\n"))?;
         }
         Ok(())
     };
     if let Err(e) = write_state() {
-        log(&format!("warning: could not save the undo list to {}: {e}; --revert will not know this change", sys.path(STATE_FILE).display()));
+        log(&format!("warning: could not save the undo list to {}: {e}; --revert will not know this change", sys.path(&state_file(sys)).display()));
     }
     Ok(())
 }
 
 /// Undo everything applied since the last revert. Returns the number of operations run.
 pub fn revert(sys: &Sys, log: &mut dyn FnMut(&str)) -> Result<usize, String> {
-    let Some(text) = sys.read_opt(STATE_FILE).map_err(|e| e.to_string())? else {
-        return Err(format!("nothing to revert: {} does not exist", sys.path(STATE_FILE).display()));
+    let Some(text) = sys.read_opt(&state_file(sys)).map_err(|e| e.to_string())? else {
+        return Err(format!("nothing to revert: {} does not exist", sys.path(&state_file(sys)).display()));
     };
     let mut ops = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if l.starts_with('#') || l.is_empty() {
             continue;
         }
-        ops.push(Op::deserialize(l).ok_or_else(|| format!("{}:{}: cannot read {l:?}", sys.path(STATE_FILE).display(), i + 1))?);
+        ops.push(Op::deserialize(l).ok_or_else(|| format!("{}:{}: cannot read {l:?}", sys.path(&state_file(sys)).display(), i + 1))?);
     }
     let mut failed = Vec::new();
     for op in &ops {
@@ -576,18 +580,18 @@ pub fn revert(sys: &Sys, log: &mut dyn FnMut(&str)) -> Result<usize, String> {
             failed.push(op.serialize());
         }
     }
-    for n in sys.list(STATE_DIR).unwrap_or_default() {
+    for n in sys.list(sys.state_dir()).unwrap_or_default() {
         if n.ends_with(".algorithms") {
-            let _ = std::fs::remove_file(sys.path(&format!("{STATE_DIR}/{n}")));
+            let _ = std::fs::remove_file(sys.path(&format!("{}/{n}", sys.state_dir())));
         }
     }
     if failed.is_empty() {
-        std::fs::remove_file(sys.path(STATE_FILE)).map_err(|e| e.to_string())?;
+        std::fs::remove_file(sys.path(&state_file(sys))).map_err(|e| e.to_string())?;
         Ok(ops.len())
     } else {
         let text = format!("# zmem apply: undo operations that failed during --revert\n{}\n", failed.join("\n"));
-        std::fs::write(sys.path(STATE_FILE), text).map_err(|e| e.to_string())?;
-        Err(format!("{} of {} undo operations failed; they are kept in {}", failed.len(), ops.len(), sys.path(STATE_FILE).display()))
+        std::fs::write(sys.path(&state_file(sys)), text).map_err(|e| e.to_string())?;
+        Err(format!("{} of {} undo operations failed; they are kept in {}", failed.len(), ops.len(), sys.path(&state_file(sys)).display()))
     }
 }
 

@@ -173,7 +173,12 @@ pub struct DeviceState {
     pub written: Vec<(u64, u64)>,
 }
 
-pub const STATE_FILE: &str = "/run/zmem/policy.state";
+/// The state file inside the state directory (`/run/zmem`).
+pub const STATE_NAME: &str = "policy.state";
+
+pub fn state_file(sys: &Sys) -> String {
+    format!("{}/{STATE_NAME}", sys.state_dir())
+}
 
 /// All devices' state.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -184,7 +189,7 @@ pub struct State {
 impl State {
     pub fn load(sys: &Sys) -> State {
         let mut st = State::default();
-        let text = sys.read_opt(STATE_FILE).ok().flatten().unwrap_or_default();
+        let text = sys.read_opt(&state_file(sys)).ok().flatten().unwrap_or_default();
         for l in text.lines() {
             let f: Vec<&str> = l.split('\t').collect();
             if f.len() < 3 {
@@ -222,7 +227,7 @@ impl State {
                 s.push_str(&format!("{k}\twritten\t{t}\t{b}\n"));
             }
         }
-        let p = sys.path(STATE_FILE);
+        let p = sys.path(&state_file(sys));
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d)?;
         }

@@ -27,6 +27,7 @@ use std::process::Command;
 pub struct Sys {
     root: PathBuf,
     fixture: bool,
+    state_dir: String,
 }
 
 /// File name of the fixture log at the top of a fixture tree.
@@ -35,19 +36,31 @@ pub const FIXTURE_LOG: &str = "zmem-fixture.log";
 impl Sys {
     /// The running kernel.
     pub fn real() -> Sys {
-        Sys { root: PathBuf::from("/"), fixture: false }
+        Sys { root: PathBuf::from("/"), fixture: false, state_dir: "/run/zmem".into() }
     }
 
     /// Rooted at `root`: `/` is the running kernel, anything else a fixture tree.
     pub fn new(root: impl Into<PathBuf>) -> Sys {
         let root = root.into();
         let fixture = root != Path::new("/");
-        Sys { root, fixture }
+        Sys { root, fixture, state_dir: "/run/zmem".into() }
     }
 
     /// Whether this is a fixture tree (commands are emulated, not run).
     pub fn is_fixture(&self) -> bool {
         self.fixture
+    }
+
+    /// Where zmem keeps its own state (apply's undo list, policy state), as a kernel-style
+    /// absolute path inside the root: `/run/zmem` unless changed.
+    pub fn state_dir(&self) -> &str {
+        &self.state_dir
+    }
+
+    /// Keep zmem's state somewhere else (tests on the real kernel use a private directory).
+    pub fn with_state_dir(mut self, dir: &str) -> Sys {
+        self.state_dir = dir.to_string();
+        self
     }
 
     pub fn root(&self) -> &Path {

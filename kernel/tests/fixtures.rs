@@ -117,7 +117,7 @@ fn run_case(dir: &Path) {
             assert!(again.steps.is_empty(), "{case}: second apply would change {:?}", again.steps);
             // Revert: back to the original tree.
             let before_revert = log_of(&root);
-            let had_state = sys.exists(apply::STATE_FILE);
+            let had_state = sys.exists(&apply::state_file(&sys));
             if had_state {
                 apply::revert(&sys, &mut |_| {}).unwrap();
             }

@@ -1,0 +1,99 @@
+//! apply / status / revert against the running kernel, on a device this test hot-adds itself
+//! (HotDevice). Nothing else is touched: the config names only that device, zswap's
+//! max_pool_percent is changed and must come back exactly, and the undo list lives in a private
+//! state directory.
+
+use std::fs;
+
+use zmem_kernel::apply::{self, ApplyError, Options};
+use zmem_kernel::config;
+use zmem_kernel::status;
+use zmem_kernel::sys::Sys;
+use zmem_kernel::zram;
+use zmem_kernel::HotDevice;
+
+fn zswap_params() -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for e in fs::read_dir("/sys/module/zswap/parameters").into_iter().flatten() {
+        let e = e.unwrap();
+        v.push((e.file_name().to_string_lossy().into_owned(), fs::read_to_string(e.path()).unwrap_or_default()));
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn apply_check_revert_on_a_hot_added_device() {
+    if let Err(why) = HotDevice::available() {
+        println!("SKIP apply_check_revert_on_a_hot_added_device: {why}");
+        return;
+    }
+    if !std::path::Path::new("/sys/module/zswap/parameters/max_pool_percent").exists() {
+        println!("SKIP apply_check_revert_on_a_hot_added_device: no zswap max_pool_percent");
+        return;
+    }
+    for tool in ["mkswap", "swapon", "swapoff"] {
+        if !["/usr/sbin", "/sbin", "/usr/bin", "/bin"].iter().any(|d| std::path::Path::new(d).join(tool).exists()) {
+            println!("SKIP apply_check_revert_on_a_hot_added_device: {tool} not installed");
+            return;
+        }
+    }
+    let dev = HotDevice::create().expect("hot_add");
+    let name = format!("zram{}", dev.id());
+    let state = std::env::temp_dir().join(format!("zmem-ops-real-{}", std::process::id()));
+    let sys = Sys::real().with_state_dir(state.to_str().unwrap());
+    let zswap_before = zswap_params();
+    let pool: u32 = fs::read_to_string("/sys/module/zswap/parameters/max_pool_percent").unwrap().trim().parse().unwrap();
+    let new_pool = if pool == 20 { 21 } else { 20 };
+    let algo = dev.algorithms().unwrap().into_iter().find(|a| a == "lz4").unwrap_or_else(|| "lzo".into());
+    // Swap priority 0: below every swap device other tests set up, used only when they are full.
+    let text = format!(
+        "[{name}]\nzram-size = 64\ncompression-algorithm = {algo}\nswap-priority = 0\n\n[zswap]\nmax_pool_percent = {new_pool}\n"
+    );
+    let cfg = config::parse(&text, std::path::Path::new("real.conf")).unwrap();
+    let plan = apply::plan(&sys, &cfg, Options::default()).unwrap();
+    let mut log = Vec::new();
+    let result = apply::execute(&sys, &plan, &mut |l| log.push(l.to_string()));
+    // Whatever happens below, revert before asserting.
+    let check = || -> Result<(), String> {
+        result.clone().map_err(|e| e.to_string())?;
+        let d = zram::read_device(&sys, &name).map_err(|e| e.to_string())?;
+        if d.algorithm.as_deref() != Some(algo.as_str()) || d.disksize != 64 << 20 {
+            return Err(format!("device not configured: {:?} {}", d.algorithm, d.disksize));
+        }
+        let swap = d.swap.as_ref().ok_or("device not swapped on")?;
+        if swap.priority != 0 {
+            return Err(format!("swap priority {}", swap.priority));
+        }
+        let p = fs::read_to_string("/sys/module/zswap/parameters/max_pool_percent").unwrap();
+        if p.trim() != new_pool.to_string() {
+            return Err(format!("max_pool_percent {p}"));
+        }
+        // Idempotent.
+        let again = apply::plan(&sys, &cfg, Options::default()).map_err(|e| e.to_string())?;
+        if !again.steps.is_empty() {
+            return Err(format!("second apply would change {:?}", again.steps));
+        }
+        // In use: a different config is refused without --force, and nothing changes.
+        let other = config::parse(&text.replace("zram-size = 64", "zram-size = 32"), std::path::Path::new("real.conf")).unwrap();
+        match apply::plan(&sys, &other, Options::default()) {
+            Err(ApplyError::InUse(_)) => {}
+            x => return Err(format!("expected in-use refusal, got {x:?}")),
+        }
+        // Status shows it with units written out.
+        let st = status::collect(&sys, false).map_err(|e| e.to_string())?;
+        let text = status::render_text(&st);
+        if !text.contains(&format!("{name}: swap, priority 0")) || !text.contains("64.0 MiB of uncompressed data") {
+            return Err(format!("status text:\n{text}"));
+        }
+        Ok(())
+    };
+    let checked = check();
+    let reverted = apply::revert(&sys, &mut |l| log.push(format!("revert: {l}")));
+    let _ = fs::remove_dir_all(&state);
+    checked.unwrap_or_else(|e| panic!("{e}\nlog:\n{}", log.join("\n")));
+    reverted.unwrap_or_else(|e| panic!("revert: {e}\nlog:\n{}", log.join("\n")));
+    assert_eq!(dev.read_attr("initstate").unwrap(), "0", "device reset by revert");
+    assert!(!fs::read_to_string("/proc/swaps").unwrap().contains(&format!("/dev/{name} ")), "swap still on");
+    assert_eq!(zswap_params(), zswap_before, "zswap parameters not as found");
+}
