@@ -108,6 +108,38 @@ pub struct ZswapStats {
     /// `Zswap:` / `Zswapped:` after the workload exited.
     pub pool_bytes_end: u64,
     pub stored_bytes_end: u64,
+    /// Deltas of zswap's debugfs event counters over the run (pool_limit_hit,
+    /// reject_*, decompress_fail, written_back_pages) when debugfs is mounted;
+    /// the trial does not mount it.
+    #[serde(default)]
+    pub debugfs: Option<std::collections::BTreeMap<String, u64>>,
+}
+
+/// zswap's debugfs event counters (spec §8.10); gauges like stored_pages are left out.
+pub const ZSWAP_DEBUGFS_COUNTERS: [&str; 8] = [
+    "pool_limit_hit",
+    "reject_reclaim_fail",
+    "reject_alloc_fail",
+    "reject_kmemcache_fail",
+    "reject_compress_fail",
+    "reject_compress_poor",
+    "decompress_fail",
+    "written_back_pages",
+];
+
+/// The counters present in /sys/kernel/debug/zswap, or `None` without debugfs.
+pub fn read_zswap_debugfs(host: &Host) -> Option<HashMap<String, u64>> {
+    let dir = host.path("/sys/kernel/debug/zswap");
+    let m: HashMap<String, u64> = ZSWAP_DEBUGFS_COUNTERS
+        .iter()
+        .filter_map(|k| Some((k.to_string(), fs::read_to_string(dir.join(k)).ok()?.trim().parse().ok()?)))
+        .collect();
+    (!m.is_empty()).then_some(m)
+}
+
+/// `after − before` for the counters in both.
+pub fn debugfs_delta(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> std::collections::BTreeMap<String, u64> {
+    after.iter().filter_map(|(k, a)| Some((k.clone(), a.saturating_sub(*before.get(k)?)))).collect()
 }
 
 /// One run's measurements.
@@ -328,6 +360,7 @@ pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'
     let vm_before = parse_vmstat(&fs::read_to_string(env.host.path("/proc/vmstat"))?);
     let oom_before = env.cgroup.oom_kills();
     let load1_start = load1(env.host);
+    let debugfs_before = if env.zswap { read_zswap_debugfs(env.host) } else { None };
     let mut sampler =
         Sampler { host: env.host, zram_sys: env.zram_sys, zswap: env.zswap, zram_fullest: None, zswap_fullest: None };
     let start = Instant::now();
@@ -375,6 +408,7 @@ pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'
             stored_bytes_fullest: full.1,
             pool_bytes_end: end.0,
             stored_bytes_end: end.1,
+            debugfs: debugfs_before.and_then(|b| Some(debugfs_delta(&b, &read_zswap_debugfs(env.host)?))),
         })
     } else {
         None
@@ -409,6 +443,25 @@ mod tests {
         let d = VmCounters::delta(&no_zswap, &no_zswap);
         assert_eq!(d.zswpout, None);
         assert_eq!(d.pswpout, 0);
+    }
+
+    #[test]
+    fn zswap_debugfs_counters() {
+        let root = std::env::temp_dir().join(format!("zmem-debugfs-test.{}", std::process::id()));
+        let h = Host::at(&root);
+        assert!(read_zswap_debugfs(&h).is_none(), "no debugfs, no counters");
+        let dir = h.path("/sys/kernel/debug/zswap");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("pool_limit_hit"), "3\n").unwrap();
+        fs::write(dir.join("written_back_pages"), "10\n").unwrap();
+        fs::write(dir.join("stored_pages"), "99\n").unwrap();
+        let before = read_zswap_debugfs(&h).unwrap();
+        assert_eq!(before.len(), 2, "gauges are not counters");
+        fs::write(dir.join("written_back_pages"), "25\n").unwrap();
+        let d = debugfs_delta(&before, &read_zswap_debugfs(&h).unwrap());
+        assert_eq!(d.get("written_back_pages"), Some(&15));
+        assert_eq!(d.get("pool_limit_hit"), Some(&0));
+        fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
