@@ -105,22 +105,20 @@ impl<T> HandleTable<T> {
     }
 
     /// Number of live cells.
-    #[allow(dead_code)]
     pub(crate) fn len(&self) -> usize {
         self.live
     }
 
     /// Store `val` in a free cell; returns (slot, generation).
     pub(crate) fn insert(&mut self, val: T) -> Result<(u32, u32), ZpoolError> {
-        let slot = if self.free_head != NIL {
+        let (slot, gen) = if self.free_head != NIL {
             let slot = self.free_head;
             let Cell::Free { gen, next } = self.cells[slot as usize] else {
                 unreachable!("free list points at a non-free cell")
             };
             self.free_head = next;
             self.cells[slot as usize] = Cell::Live { gen, val };
-            self.live += 1;
-            return Ok((slot, gen));
+            (slot, gen)
         } else {
             let slot = self.cells.len() as u32;
             if slot >= MAX_SLOTS {
@@ -128,10 +126,10 @@ impl<T> HandleTable<T> {
             }
             self.cells.try_reserve(1).map_err(|_| ZpoolError::NoMemory)?;
             self.cells.push(Cell::Live { gen: 1, val });
-            slot
+            (slot, 1)
         };
         self.live += 1;
-        Ok((slot, 1))
+        Ok((slot, gen))
     }
 
     pub(crate) fn get(&self, slot: u32, gen: u32) -> Option<&T> {

@@ -103,6 +103,7 @@ impl ZsPool {
             .zip(self.classes.iter())
             .map(|(c, l)| {
                 let st = read_lock(l);
+                debug_assert_eq!(st.handles.len() as u64, st.objs_inuse);
                 ClassStat {
                     index: c.index,
                     size: c.size,
