@@ -1,4 +1,12 @@
-//! zmem-lab
+//! zmem-lab: corpora (capture, generate), benchmarks, scoring,
+//! recommendation and report.
 
 pub mod bench;
+pub mod capture;
 pub mod corpus;
+pub mod dict;
+pub mod fsread;
+pub mod score;
+pub mod sidecar;
+pub mod synth;
+pub mod units;

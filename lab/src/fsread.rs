@@ -1,0 +1,85 @@
+//! How fast this machine's filesystem serves random 4 KiB reads: the other
+//! side of the vm.swappiness formula (relative cost of swap-in vs file
+//! refault). Reads a scratch file with O_DIRECT so the page cache does not
+//! answer; where O_DIRECT is refused (tmpfs), reads after dropping the file's
+//! cached pages (POSIX_FADV_DONTNEED), and says so.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::synth::Rng;
+
+/// The measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct FsRead {
+    pub dir: PathBuf,
+    pub mib_s: f64,
+    pub mean_us: f64,
+    pub reads: usize,
+    pub direct_io: bool,
+}
+
+/// Random 4 KiB reads from a `file_mib` MiB scratch file in `dir` (removed afterwards).
+pub fn measure(dir: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
+    let path = dir.join(format!(".zmem-fsread-{}", std::process::id()));
+    let res = measure_at(&path, dir, file_mib, reads);
+    let _ = std::fs::remove_file(&path);
+    res
+}
+
+fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
+    let mut rng = Rng::new(0xf5);
+    {
+        let mut f = File::create(path).with_context(|| format!("creating scratch file in {}", dir.display()))?;
+        let mut buf = vec![0u8; 1 << 20];
+        for _ in 0..file_mib {
+            rng.fill(&mut buf);
+            f.write_all(&buf)?;
+        }
+        f.sync_all()?;
+    }
+    let pages = (file_mib << 20) / 4096;
+    let (f, direct) = match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
+        Ok(f) => (f, true),
+        Err(_) => (File::open(path)?, false),
+    };
+    // SAFETY: posix_fadvise on an open descriptor we own; it only drops clean cached pages.
+    unsafe {
+        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+    }
+    // A 4 KiB-aligned buffer for O_DIRECT.
+    let mut raw = vec![0u8; 8192];
+    let off = (4096 - raw.as_ptr() as usize % 4096) % 4096;
+    let buf = &mut raw[off..off + 4096];
+    let t = Instant::now();
+    for _ in 0..reads {
+        let p = rng.below(pages as u64);
+        f.read_exact_at(buf, p * 4096).context("reading the scratch file")?;
+    }
+    let s = t.elapsed().as_secs_f64().max(1e-9);
+    Ok(FsRead {
+        dir: dir.to_path_buf(),
+        mib_s: (reads * 4096) as f64 / s / (1 << 20) as f64,
+        mean_us: s * 1e6 / reads as f64,
+        reads,
+        direct_io: direct,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn measures_something_and_cleans_up() {
+        let dir = std::env::temp_dir();
+        let r = super::measure(&dir, 4, 200).unwrap();
+        assert!(r.mib_s > 0.0 && r.mean_us > 0.0);
+        assert!(!dir.join(format!(".zmem-fsread-{}", std::process::id())).exists());
+    }
+}
