@@ -1,9 +1,42 @@
-//! PLACEHOLDER: `zmem exporter` is not implemented yet; its owner replaces this file.
+//! `zmem exporter`: Prometheus metrics for zram, zswap and `zmem serve` devices.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use zmem_kernel::exporter;
+use zmem_kernel::sys::Sys;
 
 /// Arguments of `zmem exporter`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Address to serve /metrics on (port 0 picks a free port and prints it)
+    #[arg(long, default_value = "127.0.0.1:9877")]
+    pub listen: String,
+    /// Print the metrics once to stdout and exit (for node_exporter's textfile collector)
+    #[arg(long)]
+    pub once: bool,
+    /// Directory with `zmem serve` control sockets (*.ctl)
+    #[arg(long, default_value = "/run/zmem")]
+    pub ctl_dir: String,
+    /// Stop after answering this many requests
+    #[arg(long, hide = true)]
+    pub max_requests: Option<usize>,
+    /// Read a fixture tree instead of the running kernel
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`zmem exporter` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let sys = Sys::new(&args.root);
+    if args.once {
+        print!("{}", exporter::collect(&sys, &args.ctl_dir));
+        return Ok(());
+    }
+    let l = TcpListener::bind(&args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
+    println!("zmem exporter listening on http://{}/metrics", l.local_addr()?);
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    exporter::serve(l, &sys, &args.ctl_dir, args.max_requests)?;
+    Ok(())
 }

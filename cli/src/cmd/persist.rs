@@ -1,9 +1,42 @@
-//! PLACEHOLDER: `zmem persist` is not implemented yet; its owner replaces this file.
+//! `zmem persist`: write the files that make a configuration survive a reboot.
+
+use std::path::PathBuf;
+
+use zmem_kernel::{config, persist};
 
 /// Arguments of `zmem persist`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Configuration file (as for `zmem apply`)
+    pub config: PathBuf,
+    /// Write into this tree instead of /
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Print the files instead of writing them
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Replace files zmem did not write
+    #[arg(long)]
+    pub force: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`zmem persist` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let cfg = config::load(&args.config)?;
+    let exe = std::env::current_exe().ok().and_then(|p| p.to_str().map(str::to_string)).unwrap_or_else(|| "/usr/bin/zmem".into());
+    let files = persist::files(&cfg, &exe);
+    if files.is_empty() {
+        anyhow::bail!("{} has nothing to persist", args.config.display());
+    }
+    if args.dry_run {
+        for f in &files {
+            println!("==> {} <==\n{}", f.path, f.contents);
+        }
+        return Ok(());
+    }
+    for p in persist::write(&args.root, &files, args.force)? {
+        println!("wrote {}", p.display());
+    }
+    println!("at boot: zram-generator creates the devices, systemd-sysctl and systemd-tmpfiles set the rest \
+(enable units with `systemctl enable` where listed)");
+    Ok(())
 }

@@ -1,9 +1,114 @@
-//! PLACEHOLDER: `zmem policy` is not implemented yet; its owner replaces this file.
+//! `zmem policy`: idle marking, recompression and writeback on zram devices, on a policy.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use zmem_kernel::attr::{find_ctl_sockets, AttrTarget, SysfsDevice};
+use zmem_kernel::config;
+use zmem_kernel::policy::{self, DryRun, Policy, State};
+use zmem_kernel::sys::Sys;
+use zmem_kernel::zram;
 
 /// Arguments of `zmem policy`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Configuration file with a [policy] section (defaults: Android/ChromeOS policies)
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Run one round and exit
+    #[arg(long)]
+    pub once: bool,
+    /// Log what would be written, write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Work on a fixture tree instead of the running kernel
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Use this time (seconds since the epoch) instead of the clock (for tests)
+    #[arg(long, hide = true)]
+    pub now: Option<u64>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`zmem policy` is not implemented yet")
+fn stamp(now: u64) -> String {
+    let (d, s) = (now / 86400, now % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = d as i64 + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", s / 3600, s % 3600 / 60, s % 60)
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let sys = Sys::new(&args.root);
+    let cfg = match &args.config {
+        Some(p) => Some(config::load(p)?),
+        None => None,
+    };
+    let pol = match &cfg {
+        Some(c) => Policy::from_config(c)?,
+        None => Policy::default(),
+    };
+    println!(
+        "zmem policy: writeback {} (idle {}–{} h, {}–{} MiB/round, {} MiB/day, backoff {} s), recompression {} (idle {}–{} h, threshold {} B, backoff {} s){}",
+        if pol.writeback { "on" } else { "off" },
+        pol.writeback_idle_min / 3600,
+        pol.writeback_idle_max / 3600,
+        pol.writeback_min_bytes >> 20,
+        pol.writeback_max_bytes >> 20,
+        pol.writeback_daily_bytes >> 20,
+        pol.writeback_backoff,
+        if pol.recompress { "on" } else { "off" },
+        pol.recompress_idle_min / 3600,
+        pol.recompress_idle_max / 3600,
+        pol.recompress_threshold,
+        pol.recompress_backoff,
+        if args.dry_run { " [dry run: nothing is written]" } else { "" }
+    );
+    let mut state = State::load(&sys);
+    loop {
+        let now = args.now.unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0));
+        let mut targets: Vec<Box<dyn AttrTarget>> = Vec::new();
+        for n in zram::list_devices(&sys)? {
+            targets.push(Box::new(SysfsDevice::new(&sys, &n)));
+        }
+        for c in find_ctl_sockets(&sys, &pol.serve_sockets) {
+            targets.push(Box::new(c));
+        }
+        let ts = stamp(now);
+        let mut log = |l: String| println!("{ts} {l}{}", if args.dry_run && l.contains(": write ") { " (dry run)" } else { "" });
+        for t in &targets {
+            let label = t.label();
+            if !pol.devices.is_empty() && !pol.devices.contains(&label) {
+                continue;
+            }
+            // A device's `(type=…)` recompression parameters in the config choose its types.
+            let types: Option<Vec<String>> = cfg.as_ref().and_then(|c| {
+                let d = c.devices.iter().find(|d| d.name == label)?;
+                let a = d.algorithms.as_ref()?;
+                a.recompress_params.iter().find(|(k, _)| k == "type").map(|(_, v)| vec![v.clone()])
+            });
+            let st = state.devices.entry(label).or_default();
+            if args.dry_run {
+                let mut scratch = st.clone();
+                policy::round(&sys, &pol, &DryRun(t.as_ref()), &mut scratch, now, types.as_deref(), &mut log);
+            } else {
+                policy::round(&sys, &pol, t.as_ref(), st, now, types.as_deref(), &mut log);
+            }
+        }
+        if !args.dry_run {
+            if let Err(e) = state.save(&sys) {
+                log(format!("warning: cannot save state to {}: {e}", sys.path(&policy::state_file(&sys)).display()));
+            }
+        }
+        if args.once {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_secs(pol.interval));
+    }
 }

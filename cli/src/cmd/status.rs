@@ -1,9 +1,47 @@
-//! PLACEHOLDER: `zmem status` is not implemented yet; its owner replaces this file.
+//! `zmem status`: what the kernel's zram devices and zswap are doing now.
+
+use std::path::PathBuf;
+
+use zmem_kernel::status;
+use zmem_kernel::sys::Sys;
 
 /// Arguments of `zmem status`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// One JSON document instead of text (sizes in bytes)
+    #[arg(long)]
+    pub json: bool,
+    /// Print again every SECONDS until interrupted
+    #[arg(long, value_name = "SECONDS")]
+    pub watch: Option<u64>,
+    /// Read a fixture tree instead of the running kernel
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Do not mount debugfs read-only for the zswap counters when it is not mounted
+    #[arg(long)]
+    pub no_debugfs: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`zmem status` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let sys = Sys::new(&args.root);
+    if args.watch == Some(0) {
+        anyhow::bail!("--watch needs a period of at least 1 second");
+    }
+    loop {
+        let st = status::collect(&sys, !args.no_debugfs)?;
+        if args.json {
+            println!("{}", status::to_json(&st).render());
+        } else {
+            if args.watch.is_some() {
+                // Clear the screen and print the time, like watch(1).
+                print!("\x1b[2J\x1b[H");
+                println!("zmem status, every {} s (Ctrl-C to stop)\n", args.watch.unwrap_or(0));
+            }
+            print!("{}", status::render_text(&st));
+        }
+        match args.watch {
+            Some(s) => std::thread::sleep(std::time::Duration::from_secs(s)),
+            None => return Ok(()),
+        }
+    }
 }

@@ -1,0 +1,282 @@
+//! `zmem exporter`: the output parses as Prometheus text format (a parser of the format's
+//! rules, as `promtool check metrics` applies them), over HTTP and with `--once`, including a
+//! `zmem serve` device reached through a control socket.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel/tests/fixtures").join(case)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+/// One sample: metric name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+fn valid_name(n: &str) -> bool {
+    let mut c = n.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_' || ch == ':')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == ':')
+}
+
+/// Parse Prometheus text format 0.0.4; Err names the line and the rule broken.
+fn parse_exposition(text: &str) -> Result<Vec<Sample>, String> {
+    let mut types: BTreeMap<String, String> = BTreeMap::new();
+    let mut helps: BTreeSet<String> = BTreeSet::new();
+    let mut seen_samples: BTreeSet<String> = BTreeSet::new();
+    let mut series: BTreeSet<String> = BTreeSet::new();
+    let mut out = Vec::new();
+    if !text.ends_with('\n') {
+        return Err("output does not end with a newline".into());
+    }
+    for (i, line) in text.lines().enumerate() {
+        let ln = i + 1;
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut it = rest.splitn(3, ' ');
+            let kw = it.next().unwrap_or("");
+            let name = it.next().ok_or(format!("{ln}: comment without metric name"))?;
+            let val = it.next().unwrap_or("");
+            match kw {
+                "HELP" => {
+                    if !valid_name(name) || !helps.insert(name.to_string()) {
+                        return Err(format!("{ln}: bad or repeated HELP for {name}"));
+                    }
+                    if val.trim().is_empty() {
+                        return Err(format!("{ln}: empty HELP for {name}"));
+                    }
+                }
+                "TYPE" => {
+                    if !["counter", "gauge", "histogram", "summary", "untyped"].contains(&val) {
+                        return Err(format!("{ln}: unknown type {val}"));
+                    }
+                    if types.insert(name.to_string(), val.to_string()).is_some() || seen_samples.contains(name) {
+                        return Err(format!("{ln}: TYPE for {name} repeated or after its samples"));
+                    }
+                    if val == "counter" && !name.ends_with("_total") {
+                        return Err(format!("{ln}: counter {name} does not end in _total"));
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        let (name, rest) = match line.find(['{', ' ']) {
+            Some(p) => (&line[..p], &line[p..]),
+            None => return Err(format!("{ln}: no value")),
+        };
+        if !valid_name(name) {
+            return Err(format!("{ln}: bad metric name {name:?}"));
+        }
+        let mut labels = BTreeMap::new();
+        let value_part = if let Some(r) = rest.strip_prefix('{') {
+            let b: Vec<char> = r.chars().collect();
+            let mut i = 0;
+            loop {
+                if b.get(i) == Some(&'}') {
+                    i += 1;
+                    break;
+                }
+                let st = i;
+                while i < b.len() && b[i] != '=' {
+                    i += 1;
+                }
+                if i >= b.len() {
+                    return Err(format!("{ln}: label without ="));
+                }
+                let lname: String = b[st..i].iter().collect();
+                if !valid_name(&lname) || lname.starts_with("__") {
+                    return Err(format!("{ln}: bad label name {lname:?}"));
+                }
+                i += 1;
+                if b.get(i) != Some(&'"') {
+                    return Err(format!("{ln}: label value not quoted"));
+                }
+                i += 1;
+                let mut v = String::new();
+                loop {
+                    match b.get(i) {
+                        None => return Err(format!("{ln}: unterminated label value")),
+                        Some('\\') => {
+                            match b.get(i + 1) {
+                                Some('n') => v.push('\n'),
+                                Some('\\') => v.push('\\'),
+                                Some('"') => v.push('"'),
+                                _ => return Err(format!("{ln}: bad escape in label value")),
+                            }
+                            i += 2;
+                        }
+                        Some('"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(c) => {
+                            v.push(*c);
+                            i += 1;
+                        }
+                    }
+                }
+                if labels.insert(lname.clone(), v).is_some() {
+                    return Err(format!("{ln}: label {lname} repeated"));
+                }
+                match b.get(i) {
+                    Some(',') => i += 1,
+                    Some('}') => {
+                        i += 1;
+                        break;
+                    }
+                    _ => return Err(format!("{ln}: expected , or }} after a label")),
+                }
+            }
+            let tail: String = b[i..].iter().collect();
+            if !tail.starts_with(' ') {
+                return Err(format!("{ln}: no space before the value"));
+            }
+            tail
+        } else {
+            rest.to_string()
+        };
+        let mut parts = value_part.split_whitespace();
+        let v = parts.next().ok_or(format!("{ln}: no value"))?;
+        let value: f64 = match v {
+            "NaN" => f64::NAN,
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().map_err(|_| format!("{ln}: bad value {v:?}"))?,
+        };
+        if let Some(ts) = parts.next() {
+            ts.parse::<i64>().map_err(|_| format!("{ln}: bad timestamp"))?;
+        }
+        if parts.next().is_some() {
+            return Err(format!("{ln}: trailing text"));
+        }
+        if !types.contains_key(name) {
+            return Err(format!("{ln}: sample of {name} without TYPE"));
+        }
+        seen_samples.insert(name.to_string());
+        if !series.insert(format!("{name}{labels:?}")) {
+            return Err(format!("{ln}: duplicate series {name}{labels:?}"));
+        }
+        out.push((name.to_string(), labels, value));
+    }
+    Ok(out)
+}
+
+#[test]
+fn the_parser_rejects_broken_exposition() {
+    assert!(parse_exposition("# TYPE a gauge\na 1\n").is_ok());
+    for bad in [
+        "a 1\n",
+        "# TYPE a gauge\na{x=\"1\"} one\n",
+        "# TYPE a counter\na 1\n",
+        "# TYPE a gauge\na{x=1} 1\n",
+        "# TYPE a gauge\na 1\na 2\n",
+        "# TYPE a gauge\na{x=\"1\" 1\n",
+        "# TYPE 1a gauge\n1a 1\n",
+        "# TYPE a gauge\na 1",
+    ] {
+        assert!(parse_exposition(bad).is_err(), "{bad:?} accepted");
+    }
+}
+
+/// A stand-in for a `zmem serve` control socket (docs/ctl-protocol.md), answering `count`
+/// connections from canned attributes.
+fn fake_ctl(path: &Path, count: usize) -> std::thread::JoinHandle<()> {
+    let l = UnixListener::bind(path).unwrap();
+    std::thread::spawn(move || {
+        let attrs = [
+            ("mm_stat", "  1048576   262144   327680        0   327680       16        0        0        0"),
+            ("comp_algorithm", "lzo lz4 [zstd] "),
+            ("disksize", "67108864"),
+            ("io_stat", "       0        0 0        3"),
+        ];
+        for _ in 0..count {
+            let Ok((mut s, _)) = l.accept() else { return };
+            let mut req = String::new();
+            let _ = BufReader::new(&s).read_line(&mut req);
+            let mut w = req.split_whitespace();
+            let reply = match (w.next(), w.next()) {
+                (Some("list"), _) => format!("ok\n{}\n", attrs.iter().map(|a| a.0).collect::<Vec<_>>().join("\n")),
+                (Some("read"), Some(a)) => match attrs.iter().find(|x| x.0 == a) {
+                    Some((_, v)) => format!("ok\n{v}\n"),
+                    None => format!("err ENOENT no attribute {a}\n"),
+                },
+                _ => "err EINVAL bad request\n".to_string(),
+            };
+            let _ = s.write_all(reply.as_bytes());
+        }
+    })
+}
+
+#[test]
+fn once_output_parses_and_covers_zram_zswap_and_serve() {
+    let root = std::env::temp_dir().join(format!("zmem-cli-exporter-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    copy_tree(&fixture("15-policy/root"), &root);
+    fs::create_dir_all(root.join("run/zmem")).unwrap();
+    // The exporter reads mm_stat, comp_algorithm, disksize, io_stat and bd_stat of the served device.
+    let server = fake_ctl(&root.join("run/zmem/vm1.ctl"), 5);
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem")).args(["exporter", "--once", "--root", root.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    server.join().unwrap();
+    let get = |name: &str, dev: &str| {
+        samples.iter().find(|(n, l, _)| n == name && l.get("device").map(String::as_str) == Some(dev)).map(|s| s.2)
+    };
+    assert_eq!(get("zmem_zram_orig_data_bytes", "zram0"), Some(2147483648.0));
+    assert_eq!(get("zmem_zram_compression_ratio", "zram0"), Some(4.0));
+    assert_eq!(get("zmem_zram_backing_written_bytes_total", "zram0"), Some(200.0 * 4096.0));
+    assert_eq!(get("zmem_zram_orig_data_bytes", "serve:vm1"), Some(1048576.0));
+    assert_eq!(get("zmem_zram_notify_free_total", "serve:vm1"), Some(3.0));
+    let serve = samples.iter().find(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "serve:vm1").unwrap();
+    assert_eq!((serve.1["algorithm"].as_str(), serve.1["source"].as_str()), ("zstd", "serve"));
+    assert!(samples.iter().any(|(n, _, v)| n == "zmem_zswap_stores_total" && *v == 20.0));
+    assert!(samples.iter().any(|(n, _, v)| n == "zmem_exporter_read_errors" && *v == 0.0));
+    let _ = fs::remove_dir_all(&root);
+}
+
+#[test]
+fn http_metrics_endpoint() {
+    let root = fixture("06-in-use/root");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--listen", "127.0.0.1:0", "--max-requests", "2", "--root", root.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+    let addr = first.trim().strip_prefix("zmem exporter listening on http://").and_then(|s| s.strip_suffix("/metrics")).unwrap().to_string();
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        r
+    };
+    let r = get("/metrics");
+    let (head, body) = r.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/plain; version=0.0.4"), "{head}");
+    let samples = parse_exposition(body).unwrap_or_else(|e| panic!("{e}\n{body}"));
+    assert!(samples.iter().any(|(n, l, _)| n == "zmem_zram_mem_used_peak_bytes" && l["device"] == "zram0" && l["algorithm"] == "lzo-rle"));
+    assert!(get("/nope").starts_with("HTTP/1.1 404"));
+    assert!(child.wait().unwrap().success());
+}
