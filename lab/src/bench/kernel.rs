@@ -1,0 +1,103 @@
+//! The kernel side of `zmem bench`: the same corpus through a hot-added
+//! kernel zram device (`zmem_kernel::HotDevice`) with the same algorithm,
+//! written with O_DIRECT pwrite and read back with O_DIRECT random preads of
+//! the same sizes and offsets as the engine's reads.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::time::Instant;
+
+use zmem_codec::PAGE_SIZE;
+use zmem_kernel::HotDevice;
+use zmem_zram::MmStat;
+
+use super::device::{aligned_buffer, read_phase, request_indexes, Options, Row, Target};
+use crate::corpus::Corpus;
+
+/// Bytes per pwrite while writing the corpus (large, as dd would, so the
+/// kernel's write rate is not a syscall-rate measurement).
+const WRITE_CHUNK: usize = 1 << 20;
+
+/// Why kernel rows cannot be produced here, or None when they can.
+pub fn unavailable_reason() -> Option<String> {
+    HotDevice::available().err().map(|e| e.to_string())
+}
+
+/// The algorithms the kernel's zram offers (from a temporary device's
+/// comp_algorithm), empty when that cannot be read.
+pub fn algorithms() -> Vec<String> {
+    HotDevice::create().ok().and_then(|d| d.algorithms().ok()).unwrap_or_default()
+}
+
+fn open_direct(d: &HotDevice, write: bool) -> std::io::Result<File> {
+    OpenOptions::new().read(true).write(write).custom_flags(libc::O_DIRECT).open(d.dev_path())
+}
+
+/// Write the corpus to a device and return (write MiB/s, mm_stat).
+pub fn write_corpus(d: &HotDevice, corpus: &Corpus) -> Result<(f64, MmStat), String> {
+    let f = open_direct(d, true).map_err(|e| format!("open {}: {e}", d.dev_path().display()))?;
+    let data = corpus.bytes();
+    let (mut raw, off) = aligned_buffer(WRITE_CHUNK);
+    let buf = &mut raw[off..off + WRITE_CHUNK];
+    let mut elapsed = 0.0;
+    let mut pos = 0;
+    while pos < data.len() {
+        let n = WRITE_CHUNK.min(data.len() - pos);
+        buf[..n].copy_from_slice(&data[pos..pos + n]);
+        // Only the syscall is timed, not filling the aligned buffer.
+        let t = Instant::now();
+        f.write_all_at(&buf[..n], pos as u64).map_err(|e| format!("pwrite at {pos}: {e}"))?;
+        elapsed += t.elapsed().as_secs_f64();
+        pos += n;
+    }
+    f.sync_all().map_err(|e| format!("fsync: {e}"))?;
+    let m = d.read_attr("mm_stat").map_err(|e| format!("mm_stat: {e}"))?;
+    let m = MmStat::parse(&m).ok_or_else(|| format!("cannot parse mm_stat {m:?}"))?;
+    Ok((data.len() as f64 / elapsed / (1 << 20) as f64, m))
+}
+
+/// Kernel rows for one algorithm: one per page-cluster value.
+pub fn run_kernel(corpus: &Corpus, algo: &str, opts: &Options, progress: &mut dyn FnMut(&str)) -> Vec<Row> {
+    let threads = opts.threads.max(1);
+    let pages = corpus.page_count();
+    let fail = |reason: String| vec![Row::unavailable(Target::Kernel, algo, &corpus.name, threads, reason)];
+    let d = match HotDevice::create() {
+        Ok(d) => d,
+        Err(e) => return fail(e.to_string()),
+    };
+    if let Err(e) = d.write_attr("comp_algorithm", algo) {
+        return fail(format!("kernel zram has no algorithm {algo}: {e}"));
+    }
+    if let Some(l) = opts.params.level {
+        if let Err(e) = d.write_attr("algorithm_params", &format!("level={l}")) {
+            return fail(format!("kernel refused level={l}: {e}"));
+        }
+    }
+    if let Err(e) = d.write_attr("disksize", &((pages * PAGE_SIZE) as u64).to_string()) {
+        return fail(format!("setting disksize failed: {e}"));
+    }
+    progress("write");
+    let (write_mibps, m) = match write_corpus(&d, corpus) {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
+    let f = match open_direct(&d, false) {
+        Ok(f) => f,
+        Err(e) => return fail(format!("open {}: {e}", d.dev_path().display())),
+    };
+    let mut rows = Vec::new();
+    for &pc in &opts.page_clusters {
+        progress(&format!("reads pc={pc}"));
+        let plan = request_indexes(pages, pc, opts.requests, threads, opts.seed);
+        let n = 1usize << pc;
+        let r = read_phase(pc, &plan, |buf, index| {
+            let len = n.min(pages - index) * PAGE_SIZE;
+            f.read_exact_at(&mut buf[..len], (index * PAGE_SIZE) as u64).map_err(|e| e.to_string())
+        });
+        match r {
+            Ok(r) => rows.push(Row::measured(Target::Kernel, algo, &corpus.name, threads, &m, write_mibps, &r)),
+            Err(e) => rows.push(Row::unavailable(Target::Kernel, algo, &corpus.name, threads, e)),
+        }
+    }
+    rows
+}
