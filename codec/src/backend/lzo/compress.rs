@@ -323,12 +323,23 @@ fn zero_run(inp: &[u8], mut ir: usize, limit: usize) -> usize {
 /// passes `ip_end`, stop without looking at the last word.
 #[inline(always)]
 fn match_len(inp: &[u8], ip: usize, m_pos: usize, ip_end: usize) -> usize {
+    // Bounds: m_pos < ip < ip_end = inp.len() - 20. A word is read at
+    // ip + m_len only while ip + m_len < ip_end + 8 (the loop stops once
+    // ip + m_len >= ip_end, and m_len grows by 8), so every 8-byte read ends
+    // before ip_end + 16 = inp.len() - 4. Checked once here for all of them.
+    assert!(m_pos < ip && ip < ip_end && ip_end + TAIL <= inp.len());
+    let word = |i: usize| -> u64 {
+        debug_assert!(i + 8 <= inp.len());
+        // SAFETY: i + 8 <= inp.len() by the bound above (i <= ip + m_len with
+        // ip + m_len < ip_end + 8); read_unaligned has no alignment needs.
+        u64::from_le(unsafe { inp.as_ptr().add(i).cast::<u64>().read_unaligned() })
+    };
     let mut m_len = 4;
-    let mut v = read_u64(inp, ip + m_len) ^ read_u64(inp, m_pos + m_len);
+    let mut v = word(ip + m_len) ^ word(m_pos + m_len);
     if v == 0 {
         loop {
             m_len += 8;
-            v = read_u64(inp, ip + m_len) ^ read_u64(inp, m_pos + m_len);
+            v = word(ip + m_len) ^ word(m_pos + m_len);
             if ip + m_len >= ip_end {
                 return m_len;
             }
