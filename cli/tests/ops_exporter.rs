@@ -280,3 +280,32 @@ fn http_metrics_endpoint() {
     assert!(get("/nope").starts_with("HTTP/1.1 404"));
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn grafana_dashboard_uses_only_exported_metrics() {
+    let root = std::env::temp_dir().join(format!("zmem-cli-grafana-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    copy_tree(&fixture("15-policy/root"), &root);
+    let dbg = root.join("sys/kernel/debug/zswap");
+    fs::create_dir_all(&dbg).unwrap();
+    for (k, v) in [("pool_limit_hit", "2"), ("reject_compress_poor", "5"), ("reject_alloc_fail", "0"), ("pool_total_size", "4096"), ("stored_pages", "3"), ("written_back_pages", "1")] {
+        fs::write(dbg.join(k), format!("{v}\n")).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem")).args(["exporter", "--once", "--root", root.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let names: BTreeSet<&str> = samples.iter().map(|s| s.0.as_str()).collect();
+    let dash = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/grafana-zmem.json")).unwrap();
+    let mut used = BTreeSet::new();
+    for (i, _) in dash.match_indices("zmem_") {
+        let n: String = dash[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if n != "zmem_" && !n.starts_with("zmem_zram_zswap") {
+            used.insert(n);
+        }
+    }
+    assert!(used.len() > 10);
+    for n in &used {
+        assert!(names.contains(n.as_str()), "dashboard uses {n}, which the exporter does not export");
+    }
+    let _ = fs::remove_dir_all(&root);
+}
