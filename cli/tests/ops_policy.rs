@@ -67,3 +67,81 @@ fn bad_policy_key_is_reported_with_its_line() {
     assert!(!ok && err.contains("p.conf:2: writeback-backoff must be a duration"), "{err}");
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// A stand-in `zmem serve` control socket that records the writes it gets.
+fn recording_ctl(path: &Path, writes: std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::os::unix::net::UnixListener::bind(path).unwrap();
+    std::thread::spawn(move || {
+        let attrs = [
+            ("mm_stat", "104857600 26214400 28311552 0 28311552 0 0 100 100"),
+            ("disksize", "1073741824"),
+            ("comp_algorithm", "lz4 [zstd] "),
+            ("recomp_algorithm", "#1: lz4 [zstd] deflate "),
+            ("backing_dev", "/var/lib/zmem/vm1.backing"),
+            ("bd_stat", "0 0 0"),
+            ("idle", ""),
+            ("recompress", ""),
+            ("writeback", ""),
+            ("writeback_limit", "0"),
+            ("writeback_limit_enable", "0"),
+        ];
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            let mut req = String::new();
+            let _ = BufReader::new(&s).read_line(&mut req);
+            let req = req.trim_end().to_string();
+            let reply = if req == "list" {
+                format!("ok\n{}\n", attrs.iter().map(|a| a.0).collect::<Vec<_>>().join("\n"))
+            } else if let Some(a) = req.strip_prefix("read ") {
+                match attrs.iter().find(|x| x.0 == a) {
+                    Some((_, v)) => format!("ok\n{v}\n"),
+                    None => format!("err ENOENT no attribute {a}\n"),
+                }
+            } else if let Some(rest) = req.strip_prefix("write ") {
+                writes.lock().unwrap().push(rest.to_string());
+                "ok\n".to_string()
+            } else {
+                "err EINVAL bad request\n".into()
+            };
+            let _ = s.write_all(reply.as_bytes());
+        }
+    });
+}
+
+#[test]
+fn serve_devices_get_the_same_actions_through_their_control_socket() {
+    let root = std::env::temp_dir().join(format!("zmem-cli-policy-serve-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    copy_tree(&fixture("01-basic/root"), &root);
+    fs::create_dir_all(root.join("run/zmem")).unwrap();
+    let writes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    recording_ctl(&root.join("run/zmem/vm1.ctl"), writes.clone());
+    let conf = root.join("p.conf");
+    // serve-sockets is a path inside the root.
+    fs::write(&conf, "[policy]\nserve-sockets = /run/zmem\n").unwrap();
+    let (ok, out, err) = zmem(&["policy", "--once", "--config", conf.to_str().unwrap(), "--root", root.to_str().unwrap(), "--now", "1700000000"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("serve:vm1: write recompress type=huge_idle threshold=1024: ok"), "{out}");
+    // zram0 of the fixture is uninitialised: nothing to do there.
+    assert!(out.contains("zram0: empty, nothing to do"), "{out}");
+    let w = writes.lock().unwrap().clone();
+    // Memory utilisation of the fixture is 50%: idle ages 5078 s (recompression) and 73478 s
+    // (writeback); a fill of 100 MiB of 1 GiB gives 5 + 295 × 100/1024 = 33.8 MiB = 8655 pages.
+    assert_eq!(
+        w,
+        [
+            "idle 5078",
+            "recompress type=huge_idle threshold=1024",
+            "recompress type=idle threshold=1024",
+            "recompress type=huge threshold=1024",
+            "idle 73478",
+            "writeback_limit_enable 1",
+            "writeback_limit 8655",
+            "writeback huge_idle",
+            "writeback idle",
+            "writeback huge",
+        ]
+    );
+    let _ = fs::remove_dir_all(&root);
+}
