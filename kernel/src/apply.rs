@@ -489,7 +489,10 @@ pub fn plan(sys: &Sys, cfg: &Config, opts: Options) -> Result<Plan, ApplyError> 
         if !sys.exists("/sys/module/zswap") {
             return Err(ApplyError::MissingFeature(format!("{}: [zswap] is set but this kernel has no zswap (CONFIG_ZSWAP)", cfg.file.display())));
         }
-        for e in &cfg.zswap {
+        // The compressor before `enabled`, so the first pool is made with the right one.
+        let mut entries: Vec<_> = cfg.zswap.iter().collect();
+        entries.sort_by_key(|e| e.key == "enabled");
+        for e in entries {
             let path = format!("{}/{}", zswap::PARAMS, e.key);
             let cur = sys.read_opt(&path).map_err(read_err)?.ok_or_else(|| {
                 ApplyError::MissingFeature(format!("{}:{}: this kernel's zswap has no parameter {} ({path})", cfg.file.display(), e.line, e.key))

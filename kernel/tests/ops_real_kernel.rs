@@ -97,3 +97,41 @@ fn apply_check_revert_on_a_hot_added_device() {
     assert!(!fs::read_to_string("/proc/swaps").unwrap().contains(&format!("/dev/{name} ")), "swap still on");
     assert_eq!(zswap_params(), zswap_before, "zswap parameters not as found");
 }
+
+#[test]
+fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
+    use zmem_kernel::attr::{AttrTarget, SysfsDevice};
+    use zmem_kernel::policy::{self, DeviceState, Policy};
+    if let Err(why) = HotDevice::available() {
+        println!("SKIP policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has: {why}");
+        return;
+    }
+    let dev = HotDevice::with_config("lzo", 8 << 20).expect("device");
+    // Some compressible data.
+    let page: Vec<u8> = (0..4096u32).map(|i| b"zram policy test "[(i % 17) as usize]).collect();
+    let data: Vec<u8> = page.iter().cycle().take(4 << 20).copied().collect();
+    fs::write(dev.dev_path(), &data).unwrap();
+    let sys = Sys::real();
+    let t = SysfsDevice::new(&sys, &format!("zram{}", dev.id()));
+    let has_recompress = t.has_attr("recompress");
+    let has_writeback = t.has_attr("writeback");
+    let mut st = DeviceState::default();
+    let mut log = Vec::new();
+    policy::round(&sys, &Policy::default(), &t, &mut st, 1_700_000_000, None, &mut |l| log.push(l));
+    let text = log.join("\n");
+    assert!(!text.contains("failed"), "{text}");
+    if !has_recompress {
+        assert!(text.contains("recompression skipped: not supported"), "{text}");
+    }
+    if !has_writeback {
+        assert!(text.contains("writeback skipped: not supported"), "{text}");
+    }
+    if has_recompress || has_writeback {
+        println!("policy log on a kernel with recompress={has_recompress} writeback={has_writeback}:\n{text}");
+    }
+    // The data is still there.
+    let mut back = vec![0u8; 4096];
+    use std::io::Read;
+    fs::File::open(dev.dev_path()).unwrap().read_exact(&mut back).unwrap();
+    assert_eq!(back, page);
+}
