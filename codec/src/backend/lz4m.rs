@@ -61,7 +61,11 @@ impl Backend for Lz4mBackend {
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         reject_params(NAME, params)?;
-        Ok(Box::new(Lz4mStream { table: Box::new([0; 1 << HASH_BITS]), words: Box::new([0; WORDS]) }))
+        Ok(Box::new(Lz4mStream {
+            table: Box::new([0; 1 << HASH_BITS]),
+            words: Box::new([0; WORDS]),
+            dist: Box::new([0; WORDS]),
+        }))
     }
 }
 
@@ -72,6 +76,8 @@ struct Lz4mStream {
     table: Box<[u16; 1 << HASH_BITS]>,
     /// The page as words.
     words: Box<[u32; WORDS]>,
+    /// Per word: distance in words to the candidate match position.
+    dist: Box<[u16; WORDS]>,
 }
 
 /// Output cursor over the caller's buffer.
@@ -92,11 +98,13 @@ impl Out<'_> {
         self.pos += 1;
     }
 
-    /// Write one sequence; `Err` if it does not fit.
+    /// Write one sequence: literals `src[from..to]` (whole words), then a
+    /// match of `mlen` words at `offset`; `Err` if it does not fit.
     #[inline(always)]
-    fn sequence(&mut self, lits: &[u8], mlen: usize, offset: usize) -> Result<(), ()> {
-        let l = lits.len() / 4;
-        let need = 2 + ext_len(l) + lits.len() + ext_len(mlen);
+    fn sequence(&mut self, src: &[u8], from: usize, to: usize, mlen: usize, offset: usize) -> Result<(), ()> {
+        let n = to - from;
+        let l = n / 4;
+        let need = 2 + ext_len(l) + n + ext_len(mlen);
         if self.pos + need > self.buf.len() {
             return Err(());
         }
@@ -106,8 +114,14 @@ impl Out<'_> {
         if l >= 7 {
             self.ext(l - 7);
         }
-        self.buf[self.pos..self.pos + lits.len()].copy_from_slice(lits);
-        self.pos += lits.len();
+        if n <= 16 && from + 16 <= src.len() && self.pos + 16 <= self.buf.len() {
+            // Short runs: copy a fixed 16 bytes (the excess is overwritten by
+            // what follows) instead of calling memcpy for a few bytes.
+            self.buf[self.pos..self.pos + 16].copy_from_slice(&src[from..from + 16]);
+        } else {
+            self.buf[self.pos..self.pos + n].copy_from_slice(&src[from..to]);
+        }
+        self.pos += n;
         if mlen >= 7 {
             self.ext(mlen - 7);
         }
@@ -123,40 +137,68 @@ impl Stream for Lz4mStream {
         for (x, c) in w.iter_mut().zip(src.chunks_exact(4)) {
             *x = u32::from_ne_bytes(c.try_into().unwrap());
         }
+        // Pass 1, without branches: for every word, the latest earlier
+        // position with the same hash (all positions are inserted), and
+        // whether it holds the same word within reach (a bit in `starts`).
         let table = &mut *self.table;
+        let dist = &mut *self.dist;
+        let mut starts = [0u64; WORDS / 64];
+        for (k, flags) in starts.iter_mut().enumerate() {
+            let mut bits = 0u64;
+            for j in 0..64 {
+                let p = 64 * k + j;
+                let x = w[p];
+                let h = hash(x);
+                let cand = table[h] as usize & (WORDS - 1);
+                table[h] = p as u16;
+                let d = p.wrapping_sub(cand);
+                let ok = (d.wrapping_sub(1) < MAX_OFFSET) & (w[cand] == x);
+                dist[p] = d as u16;
+                bits |= (ok as u64) << j;
+            }
+            *flags = bits;
+        }
+        // Pass 2: greedy parse. Jump to the next position that has a match,
+        // extend it forward, emit the literals before it and the match.
         let mut out = Out { buf: dst, pos: 0 };
         let mut anchor = 0usize;
         let mut p = 0usize;
-        while p < WORDS {
-            let x = w[p];
-            let h = hash(x);
-            let cand = table[h] as usize;
-            table[h] = p as u16;
-            if cand >= p || p - cand > MAX_OFFSET || w[cand] != x {
-                p += 1;
-                continue;
+        'parse: loop {
+            // Next set bit at or after p.
+            let mut k = p / 64;
+            if k >= WORDS / 64 {
+                break;
             }
-            // Extend forward, then backward down to the anchor.
-            let (mut start, mut from) = (p, cand);
-            let mut end = p + 1;
-            while end < WORDS && w[end] == w[from + end - start] {
+            let mut bits = starts[k] & (!0u64 << (p % 64));
+            while bits == 0 {
+                k += 1;
+                if k == WORDS / 64 {
+                    break 'parse;
+                }
+                bits = starts[k];
+            }
+            let start = 64 * k + bits.trailing_zeros() as usize;
+            let d = dist[start] as usize;
+            // Extend forward, two words per step.
+            let mut end = start + 1;
+            let pair = |i: usize| w[i] as u64 | (w[i + 1] as u64) << 32;
+            while end + 2 <= WORDS {
+                let diff = pair(end) ^ pair(end - d);
+                if diff != 0 {
+                    end += (diff.trailing_zeros() / 32) as usize;
+                    break;
+                }
+                end += 2;
+            }
+            if end == WORDS - 1 && w[end] == w[end - d] {
                 end += 1;
             }
-            while start > anchor && from > 0 && w[start - 1] == w[from - 1] {
-                start -= 1;
-                from -= 1;
-            }
-            out.sequence(&src[4 * anchor..4 * start], end - start, start - from)
+            out.sequence(src, 4 * anchor, 4 * start, end - start, d)
                 .map_err(|()| too_small.clone())?;
-            // Remember the word just before the match end, so runs that
-            // continue right after it are found.
-            if end - 1 > p {
-                table[hash(w[end - 1])] = (end - 1) as u16;
-            }
             anchor = end;
             p = end;
         }
-        out.sequence(&src[4 * anchor..], 0, 0).map_err(|()| too_small)?;
+        out.sequence(src, 4 * anchor, PAGE_SIZE, 0, 0).map_err(|()| too_small)?;
         Ok(out.pos)
     }
 

@@ -129,13 +129,15 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
     if out != olen {
         return Err(format!("decodes to {out} bytes, expected {olen}"));
     }
-    // The compressor pads the stream to a multiple of 8 bytes with zeros.
+    // The compressor pads the stream to a multiple of 8 bytes with zeros; we
+    // take exactly that length (the kernel's decompressor ignores what follows
+    // END + CRC, but every stream the kernel writes has this length).
     let used = r.bit.div_ceil(8);
-    let rest = &src[used..];
-    if used.div_ceil(8) * 8 < src.len() || rest.iter().any(|&b| b != 0) {
+    let padded = used.div_ceil(8) * 8;
+    if src.len() != padded || src[used..].iter().any(|&b| b != 0) {
         return Err(format!(
-            "{} bytes follow the end of the stream at byte {used} (only zero padding to a multiple of 8 is allowed)",
-            rest.len()
+            "stream ends at byte {used} and should be zero-padded to {padded} bytes, but has {}",
+            src.len()
         ));
     }
     Ok(())

@@ -77,6 +77,7 @@ pub const COMPRESS_ORDER: [u8; OPS_MAX] = [
 ];
 
 /// Encoded size in bits of a template with its arguments.
+#[cfg(test)]
 pub const fn template_bits(t: usize) -> u32 {
     let acts = TEMPLATES[t];
     let mut bits = OP_BITS;
