@@ -8,6 +8,8 @@ use anyhow::Context;
 
 use crate::output::{Format, Table};
 
+mod device;
+
 /// Arguments of `zmem bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -32,13 +34,42 @@ pub struct Args {
     /// Codecs mode: minimum milliseconds of each throughput measurement
     #[arg(long, value_name = "MS", default_value_t = 200)]
     pub min_time_ms: u64,
+    /// Device mode: reader threads for the random-read phase
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Device mode: random-read requests per page-cluster value
+    #[arg(long, default_value_t = 20_000)]
+    pub requests: usize,
+    /// Device mode: skip the kernel zram rows
+    #[arg(long)]
+    pub no_kernel: bool,
+    /// The complete table: codec and device figures for every algorithm plus zstd with a
+    /// dictionary trained on the corpus, page-cluster 0..3, weighted score, best-for lines and
+    /// the recommendation (implied by --report and --weights)
+    #[arg(long)]
+    pub full: bool,
+    /// Full mode: also write a self-contained HTML report with charts
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+    /// Full mode: score weights, e.g. latency=0.4,ratio=0.4,throughput=0.2 (the default)
+    #[arg(long, value_name = "latency=W,ratio=W,throughput=W")]
+    pub weights: Option<String>,
+    /// Full mode: RAM size for the recommendation (default: this machine's MemTotal)
+    #[arg(long, value_name = "SIZE")]
+    pub ram: Option<String>,
+    /// Full mode: filesystem random 4 KiB read speed in MiB/s for vm.swappiness (default: measured)
+    #[arg(long, value_name = "MIB_S")]
+    pub fs_read: Option<f64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.codecs {
         return run_codecs(args);
     }
-    anyhow::bail!("`zmem bench` without a mode is not implemented yet; use `zmem bench --codecs [CORPUS...]`")
+    if args.full || args.report.is_some() || args.weights.is_some() {
+        return run_full(&args);
+    }
+    device::run(&args)
 }
 
 fn run_codecs(args: Args) -> anyhow::Result<()> {
@@ -106,4 +137,24 @@ fn run_codecs(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("round-trip verification failed: {}", failed.join("; "));
     }
     Ok(())
+}
+
+fn run_full(args: &Args) -> anyhow::Result<()> {
+    use super::lab_run as full;
+    if let Some(w) = &args.weights {
+        // Bad weights fail before anything is measured.
+        w.parse::<zmem_lab::score::Weights>()?;
+    }
+    let t = full::table(&full::Run {
+        corpus: &args.corpus,
+        algo: &args.algo,
+        weights: args.weights.as_deref(),
+        min_time_ms: args.min_time_ms,
+        requests: args.requests,
+        kernel: !args.no_kernel,
+        dict: args.dict.as_deref(),
+    })?;
+    let rec = full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
+        .and_then(|i| zmem_lab::recommend::recommend(&t, &i));
+    full::print(&t, &rec, args.format, args.report.as_deref())
 }

@@ -1,0 +1,117 @@
+//! `zmem bench` device mode, driving the built binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn zmem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("run zmem")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("zmem-bench-cli-{}-{name}", std::process::id()))
+}
+
+/// 48 pages: 16 zero, 16 text, 16 random (huge).
+fn write_corpus(name: &str) -> PathBuf {
+    let mut data = Vec::new();
+    let mut x = 0x1234_5678_9abc_def1u64;
+    for i in 0..48 {
+        let mut p = vec![0u8; 4096];
+        match i % 3 {
+            0 => {}
+            1 => {
+                for (j, c) in p.chunks_mut(16).enumerate() {
+                    let s = format!("line {j:05} slot {i}\n");
+                    c.copy_from_slice(&s.as_bytes()[..16]);
+                }
+            }
+            _ => {
+                for c in p.chunks_mut(8) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    c.copy_from_slice(&x.to_le_bytes());
+                }
+            }
+        }
+        data.extend_from_slice(&p);
+    }
+    let path = tmp(name);
+    std::fs::write(&path, data).unwrap();
+    path
+}
+
+#[test]
+fn json_rows_carry_the_documented_fields_and_kernel_accounting() {
+    let c = write_corpus("json");
+    let o = zmem(&["bench", c.to_str().unwrap(), "--algo", "lz4", "--requests", "100", "--no-kernel", "--format", "json"]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let rows = rows.as_array().expect("array of rows");
+    assert_eq!(rows.len(), 4, "one engine row per page-cluster 0..3");
+    for (pc, r) in rows.iter().enumerate() {
+        for k in [
+            "target", "algo", "page_cluster", "orig_data_size", "compr_data_size", "mem_used_total", "same_pages",
+            "huge_pages", "ratio", "effective_ratio", "write_mibps", "read_mibps", "iops", "lat_mean_ns", "lat_p99_ns",
+        ] {
+            assert!(r.get(k).is_some(), "row lacks {k}: {r}");
+        }
+        assert_eq!(r["target"], "engine");
+        assert_eq!(r["algo"], "lz4");
+        assert_eq!(r["page_cluster"], pc);
+        assert_eq!(r["orig_data_size"], 48 * 4096);
+        assert_eq!(r["same_pages"], 16);
+        assert_eq!(r["huge_pages"], 16);
+        assert!(r["compr_data_size"].as_u64().unwrap() > 16 * 4096);
+        assert!(r["iops"].as_f64().unwrap() > 0.0);
+    }
+    std::fs::remove_file(c).unwrap();
+}
+
+#[test]
+fn table_explains_missing_kernel_rows_and_unavailable_algorithms() {
+    let c = write_corpus("table");
+    let o = zmem(&["bench", c.to_str().unwrap(), "--algo", "lz4,lzo", "--requests", "50", "--no-kernel", "--threads", "2"]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("target") && out.contains("lat_p99_us"), "{out}");
+    assert!(out.contains("kernel rows missing: kernel rows not requested"), "{out}");
+    assert!(out.contains("lz4 overhead:"), "{out}");
+    let engine_lines = out.lines().filter(|l| l.starts_with("engine")).count();
+    assert_eq!(engine_lines, 8, "{out}");
+    std::fs::remove_file(c).unwrap();
+}
+
+#[test]
+fn kernel_rows_beside_engine_rows_with_root() {
+    if let Err(e) = zmem_kernel::HotDevice::available() {
+        println!("SKIP kernel_rows_beside_engine_rows_with_root: {e}");
+        return;
+    }
+    let c = write_corpus("kernel");
+    let o = zmem(&["bench", c.to_str().unwrap(), "--algo", "lz4", "--requests", "50", "--format", "json"]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let kernel: Vec<_> = rows.iter().filter(|r| r["target"] == "kernel").collect();
+    assert_eq!(kernel.len(), 4, "{rows:?}");
+    let engine = rows.iter().find(|r| r["target"] == "engine").unwrap();
+    for k in ["orig_data_size", "same_pages", "huge_pages", "mem_used_total"] {
+        assert_eq!(engine[k], kernel[0][k], "{k}");
+    }
+    std::fs::remove_file(c).unwrap();
+}
+
+#[test]
+fn bad_algorithm_and_bad_corpus_are_errors() {
+    let o = zmem(&["bench", "--algo", "lz5", "--no-kernel"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("unknown algorithm 'lz5'"), "{}", text(&o.stderr));
+    let o = zmem(&["bench", "/nonexistent/zmem-corpus", "--no-kernel"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("/nonexistent/zmem-corpus"), "{}", text(&o.stderr));
+}
