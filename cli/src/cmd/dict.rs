@@ -1,9 +1,78 @@
-//! PLACEHOLDER: `zmem dict` is not implemented yet; its owner replaces this file.
+//! `zmem dict train`: a zstd dictionary for pages, for zram's
+//! `algorithm_params algo=zstd dict=FILE` and `zmem bench --dict FILE`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use zmem_lab::corpus::Corpus;
+use zmem_lab::units::parse_size;
+
+use crate::output::Format;
 
 /// Arguments of `zmem dict`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`zmem dict` is not implemented yet")
+#[derive(clap::Subcommand, Debug)]
+pub enum Cmd {
+    /// Train a zstd dictionary on the pages of a corpus (same-filled pages left out)
+    #[command(after_help = "Then compare: zmem bench --full CORPUS --algo zstd --dict DICT\n\
+Use with kernel zram: echo \"algo=zstd dict=/path/DICT\" > /sys/block/zramN/algorithm_params")]
+    Train(TrainArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TrainArgs {
+    /// Corpus file of raw 4 KiB pages
+    pub corpus: PathBuf,
+    /// Output dictionary file
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Largest dictionary size
+    #[arg(long, default_value = "16K")]
+    pub size: String,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    match a.cmd {
+        Cmd::Train(t) => train(t),
+    }
+}
+
+fn train(t: TrainArgs) -> Result<()> {
+    let size = parse_size(&t.size)?;
+    let c = Corpus::load(&t.corpus)?;
+    let samples = zmem_lab::dict::samples(c.bytes(), 1).len();
+    let d = zmem_lab::dict::train(c.bytes(), usize::try_from(size).unwrap_or(usize::MAX), 1)?;
+    std::fs::write(&t.output, &d).with_context(|| format!("writing {}", t.output.display()))?;
+    match t.format {
+        Format::Table => {
+            println!("dictionary  {} ({} bytes, zstd format)", t.output.display(), d.len());
+            println!("trained on  {samples} compressible pages of {} ({} pages)", t.corpus.display(), c.page_count());
+            println!("next        zmem bench --full {} --algo zstd --dict {}", t.corpus.display(), t.output.display());
+        }
+        Format::Json => println!(
+            "{{\"dictionary\":{:?},\"bytes\":{},\"corpus\":{:?},\"pages\":{},\"samples\":{samples}}}",
+            t.output.display().to_string(),
+            d.len(),
+            t.corpus.display().to_string(),
+            c.page_count()
+        ),
+        Format::Csv => {
+            println!("dictionary,bytes,corpus,pages,samples");
+            println!(
+                "{},{},{},{},{samples}",
+                super::capture::csv_field(&t.output.display().to_string()),
+                d.len(),
+                super::capture::csv_field(&t.corpus.display().to_string()),
+                c.page_count()
+            );
+        }
+    }
+    Ok(())
 }

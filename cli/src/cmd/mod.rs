@@ -8,6 +8,7 @@ pub mod corpus;
 pub mod ctl;
 pub mod dict;
 pub mod exporter;
+pub mod lab_run;
 pub mod persist;
 pub mod policy;
 pub mod recommend;

@@ -1,0 +1,511 @@
+//! `zmem recommend`: a zram/zswap configuration from measured figures, with
+//! the arithmetic and the reasons shown, as a ready zram-generator.conf and a
+//! sysctl.d snippet.
+//!
+//! * **Algorithms**: the best weighted score at page-cluster 0 among the
+//!   algorithms the running kernel offers (kernel rows when measured, engine
+//!   rows otherwise); a recompression algorithm when another offered algorithm
+//!   stores idle pages at least 10% smaller.
+//! * **Sizes**: the compressed store may use at most half the RAM
+//!   (`mem_limit`); disksize is what that holds at the measured effective
+//!   ratio, at most 2 × RAM (the kernel documentation's advice). Memory when
+//!   full: RAM − disksize/ratio + disksize.
+//! * **vm.swappiness**: the kernel reads swappiness as the relative IO cost of
+//!   anon vs file pages (spec §10.2): with swap-in x times faster than file
+//!   reads, swappiness / (200 − swappiness) = x, so swappiness = 200·x/(x+1)
+//!   (x = 2 → 133).
+//! * **vm.page-cluster**: the page-cluster with the best score for the chosen
+//!   algorithm (in practice 0): zram is a synchronous swap device, and a page
+//!   mapped once (swap count 1) is read alone, skipping readahead entirely.
+
+use std::fmt::Write as _;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::table::{FullRow, FullTable};
+
+const MIB: u64 = 1 << 20;
+
+/// What the recommendation is made from besides the table.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    pub ram_bytes: u64,
+    /// Random 4 KiB read speed of the filesystem, MiB/s.
+    pub fs_read_mib_s: f64,
+    /// Where that number came from ("measured in /var/tmp with O_DIRECT", "--fs-read").
+    pub fs_read_source: String,
+    /// Algorithms the running kernel's zram offers; empty = unknown (then the kernel's backend list).
+    pub kernel_algos: Vec<String>,
+    /// Swap devices other than zram (from /proc/swaps).
+    pub disk_swap: Vec<String>,
+    /// Whether zswap is enabled now, if known.
+    pub zswap_enabled: Option<bool>,
+}
+
+/// disksize and mem_limit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Sizes {
+    pub ram_mib: u64,
+    /// The ratio used (the measured effective ratio, rounded down to 0.01, at least 1).
+    pub ratio: f64,
+    pub mem_limit_mib: u64,
+    pub disksize_mib: u64,
+    /// Whether the 2 × RAM cap applied.
+    pub capped: bool,
+    /// RAM − disksize/ratio + disksize, MiB.
+    pub memory_when_full_mib: f64,
+}
+
+/// The sizes for `ram_mib` MiB of RAM at `ratio` (see the module doc).
+pub fn sizes(ram_mib: u64, measured_ratio: f64) -> Sizes {
+    let ratio = ((measured_ratio.max(1.0) * 100.0).floor() / 100.0).max(1.0);
+    let ram = ram_mib as f64;
+    let mem_limit_mib = (ram * 0.5).floor() as u64;
+    let uncapped = ram * 0.5 * ratio;
+    let capped = uncapped > ram * 2.0;
+    let disksize_mib = uncapped.min(ram * 2.0).floor() as u64;
+    let memory_when_full_mib = ram - disksize_mib as f64 / ratio + disksize_mib as f64;
+    Sizes { ram_mib, ratio, mem_limit_mib, disksize_mib, capped, memory_when_full_mib }
+}
+
+/// vm.swappiness for swap-in `x` times as fast as file reads: 200·x/(x+1), rounded, 0..=200.
+pub fn swappiness(x: f64) -> u32 {
+    if !x.is_finite() {
+        return if x > 0.0 { 200 } else { 0 };
+    }
+    if x <= 0.0 {
+        return 0;
+    }
+    (200.0 * x / (x + 1.0)).round().clamp(0.0, 200.0) as u32
+}
+
+/// The recommendation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recommendation {
+    pub primary: String,
+    pub recompress: Option<String>,
+    pub algorithm_reasons: Vec<String>,
+    pub sizes: Sizes,
+    pub size_arithmetic: Vec<String>,
+    pub swappiness: u32,
+    pub swappiness_arithmetic: Vec<String>,
+    pub page_cluster: u32,
+    pub page_cluster_reasons: Vec<String>,
+    /// `zram` or `zswap`.
+    pub use_: String,
+    pub use_reasons: Vec<String>,
+    pub zram_generator_conf: String,
+    pub sysctl_conf: String,
+}
+
+fn allowed(algo: &str, inp: &Inputs) -> bool {
+    if inp.kernel_algos.is_empty() {
+        zmem_codec::find(algo).map(|b| b.in_kernel()).unwrap_or(false)
+    } else {
+        inp.kernel_algos.iter().any(|a| a == algo)
+    }
+}
+
+fn ratio_of(r: &FullRow) -> f64 {
+    r.effective_ratio.or(r.ratio).unwrap_or(0.0)
+}
+
+/// Recommend from a scored table.
+pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
+    // Candidates: scored rows of allowed algorithms; kernel rows where the kernel was measured.
+    let kernel_measured = t.rows.iter().any(|r| r.target == "kernel" && r.score.is_some());
+    let target = if kernel_measured { "kernel" } else { "engine" };
+    let cand: Vec<&FullRow> =
+        t.rows.iter().filter(|r| r.target == target && r.score.is_some() && allowed(&r.algo, inp)).collect();
+    let at_pc0: Vec<&&FullRow> = cand.iter().filter(|r| r.page_cluster == 0).collect();
+    let Some(best) = at_pc0.iter().max_by(|a, b| a.score.partial_cmp(&b.score).unwrap()) else {
+        bail!(
+            "cannot recommend: no algorithm the kernel offers ({}) has measured device figures at page-cluster 0",
+            if inp.kernel_algos.is_empty() { "unknown; assumed its built-in list".to_string() } else { inp.kernel_algos.join(", ") }
+        );
+    };
+    let primary = best.algo.clone();
+    let mut algorithm_reasons = vec![format!(
+        "{primary}: best score at page-cluster 0 ({:.3}, weights {}) among the algorithms this kernel offers{}, from {} rows: {:.2}:1 effective, {:.0} MiB/s, {:.2} µs mean",
+        best.score.unwrap_or(0.0),
+        t.weights,
+        if inp.kernel_algos.is_empty() { String::new() } else { format!(" ({})", inp.kernel_algos.join(", ")) },
+        target,
+        ratio_of(best),
+        best.read_mib_s.unwrap_or(0.0),
+        best.lat_mean_ns.unwrap_or(0.0) / 1000.0
+    )];
+    // Recompression: any allowed algorithm (engine or kernel figures) with ≥ 10% better ratio.
+    let ratio_rows: Vec<&FullRow> =
+        t.rows.iter().filter(|r| r.page_cluster == 0 && r.algo != primary && allowed(&r.algo, inp)).collect();
+    let better = ratio_rows.iter().filter(|r| ratio_of(r) >= ratio_of(best) * 1.10).max_by(|a, b| ratio_of(a).partial_cmp(&ratio_of(b)).unwrap());
+    let recompress = match better {
+        Some(r) => {
+            algorithm_reasons.push(format!(
+                "recompress idle pages with {}: {:.2}:1 vs {:.2}:1 ({:+.0}% more data in the same memory); it is slower, so only idle pages pay for it. zram-generator only configures it: run `zmem policy` (or write `recompress type=idle`) to trigger it",
+                r.algo,
+                ratio_of(r),
+                ratio_of(best),
+                (ratio_of(r) / ratio_of(best) - 1.0) * 100.0
+            ));
+            Some(r.algo.clone())
+        }
+        None => {
+            algorithm_reasons.push(format!(
+                "no recompression: no other algorithm this kernel offers stores these pages ≥ 10% smaller than {primary}"
+            ));
+            None
+        }
+    };
+    // Sizes.
+    let ram_mib = inp.ram_bytes / MIB;
+    let sz = sizes(ram_mib, ratio_of(best));
+    let gib = |m: f64| m / 1024.0;
+    let mut size_arithmetic = vec![
+        format!("RAM = {ram_mib} MiB ({:.1} GiB); measured effective ratio of {primary} = {:.2}:1 (orig_data_size / mem_used_total, with same-filled pages and allocator overhead)", gib(ram_mib as f64), sz.ratio),
+        format!("mem_limit = RAM × 0.5 = {} MiB: the compressed store may use at most half of the RAM", sz.mem_limit_mib),
+        format!(
+            "disksize = min(mem_limit × ratio, 2 × RAM) = min({} × {:.2}, {}) = {} MiB{}",
+            sz.mem_limit_mib,
+            sz.ratio,
+            2 * ram_mib,
+            sz.disksize_mib,
+            if sz.capped { " (capped: little point in more than 2 × RAM)" } else { "" }
+        ),
+        format!(
+            "memory when full = RAM − disksize/ratio + disksize = {ram_mib} − {}/{:.2} + {} = {:.0} MiB ({:.1} GiB, {:.2} × RAM)",
+            sz.disksize_mib,
+            sz.ratio,
+            sz.disksize_mib,
+            sz.memory_when_full_mib,
+            gib(sz.memory_when_full_mib),
+            sz.memory_when_full_mib / ram_mib.max(1) as f64
+        ),
+    ];
+    if sz.ratio < 1.3 {
+        size_arithmetic.push("warning: these pages hardly compress; zram gains little memory on them".into());
+    }
+    // Swappiness.
+    let zram_speed = best.read_mib_s.unwrap_or(0.0);
+    let x = if inp.fs_read_mib_s > 0.0 { zram_speed / inp.fs_read_mib_s } else { f64::INFINITY };
+    let swp = swappiness(x);
+    let swappiness_arithmetic = vec![
+        format!("zram random 4 KiB reads ({primary}, {target}, page-cluster 0): {zram_speed:.0} MiB/s"),
+        format!("filesystem random 4 KiB reads: {:.1} MiB/s ({})", inp.fs_read_mib_s, inp.fs_read_source),
+        format!("x = {zram_speed:.0} / {:.1} = {x:.2} (swap-in is x times as fast as a file refault)", inp.fs_read_mib_s),
+        format!("swappiness / (200 − swappiness) = x  ⇒  swappiness = 200·x/(x+1) = 200 × {x:.2} / {:.2} = {swp}", x + 1.0),
+    ];
+    // Page-cluster.
+    let pc_rows: Vec<&&FullRow> = cand.iter().filter(|r| r.algo == primary).collect();
+    let best_pc = pc_rows.iter().max_by(|a, b| a.score.partial_cmp(&b.score).unwrap()).map(|r| r.page_cluster).unwrap_or(0);
+    let mut page_cluster_reasons = vec![];
+    for r in &pc_rows {
+        page_cluster_reasons.push(format!(
+            "page-cluster {}: {:.0} MiB/s, {:.2} µs mean, {:.2} µs p99, score {:.3}",
+            r.page_cluster,
+            r.read_mib_s.unwrap_or(0.0),
+            r.lat_mean_ns.unwrap_or(0.0) / 1000.0,
+            r.lat_p99_ns.unwrap_or(0.0) / 1000.0,
+            r.score.unwrap_or(0.0)
+        ));
+    }
+    page_cluster_reasons.push(format!("vm.page-cluster = {best_pc}: the best score for {primary}"));
+    page_cluster_reasons.push(
+        "note: zram is a synchronous swap device; swap-in of a page mapped once (swap count 1) bypasses the swap cache and reads only that page, skipping readahead, so page-cluster matters mainly for shared pages".into(),
+    );
+    // zram or zswap.
+    let mut use_reasons = Vec::new();
+    let use_ = if inp.disk_swap.is_empty() {
+        use_reasons.push("zram: there is no disk swap, and zswap is only a cache in front of a swap device".into());
+        "zram"
+    } else if sz.ratio < 1.5 {
+        use_reasons.push(format!(
+            "zswap: disk swap exists ({}) and these pages compress poorly ({:.2}:1); zswap rejects pages that do not compress and writes cold pages to disk by itself",
+            inp.disk_swap.join(", "),
+            sz.ratio
+        ));
+        "zswap"
+    } else {
+        use_reasons.push(format!(
+            "zram: pages compress well ({:.2}:1); keep the disk swap ({}) at a lower priority than zram (swap-priority 100)",
+            sz.ratio,
+            inp.disk_swap.join(", ")
+        ));
+        "zram"
+    };
+    if use_ == "zram" && inp.zswap_enabled == Some(true) {
+        use_reasons.push("disable zswap (zswap.enabled=0 on the kernel command line, or write N to /sys/module/zswap/parameters/enabled): in front of zram it would compress every page twice".into());
+    }
+    // Files.
+    let mut conf = String::new();
+    let _ = writeln!(conf, "# zram-generator.conf from `zmem recommend` ({} on corpus {})", primary, t.corpus);
+    let _ = writeln!(conf, "# Sizes scale with RAM (`ram` = MemTotal in MiB). On this machine ({ram_mib} MiB):");
+    let _ = writeln!(conf, "#   disksize {} MiB, mem_limit {} MiB, effective ratio {:.2}", sz.disksize_mib, sz.mem_limit_mib, sz.ratio);
+    let _ = writeln!(conf, "[zram0]");
+    let _ = writeln!(conf, "zram-size = floor(min(ram * 0.5 * {:.2}, ram * 2))", sz.ratio);
+    let _ = writeln!(conf, "zram-resident-limit = floor(ram * 0.5)");
+    match &recompress {
+        Some(r) => {
+            let _ = writeln!(conf, "compression-algorithm = {primary} {r} (type=idle)");
+        }
+        None => {
+            let _ = writeln!(conf, "compression-algorithm = {primary}");
+        }
+    }
+    let _ = writeln!(conf, "swap-priority = 100");
+    let mut sysctl = String::new();
+    let _ = writeln!(sysctl, "# /etc/sysctl.d/99-zmem.conf from `zmem recommend`");
+    let _ = writeln!(sysctl, "# swappiness = 200·x/(x+1) with x = zram/filesystem random-read speed = {x:.2}");
+    let _ = writeln!(sysctl, "vm.swappiness = {swp}");
+    let _ = writeln!(sysctl, "vm.page-cluster = {best_pc}");
+    Ok(Recommendation {
+        primary,
+        recompress,
+        algorithm_reasons,
+        sizes: sz,
+        size_arithmetic,
+        swappiness: swp,
+        swappiness_arithmetic,
+        page_cluster: best_pc,
+        page_cluster_reasons,
+        use_: use_.into(),
+        use_reasons,
+        zram_generator_conf: conf,
+        sysctl_conf: sysctl,
+    })
+}
+
+impl Recommendation {
+    /// For people.
+    pub fn render_text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(o, "recommendation");
+        let _ = writeln!(o, "  use {}", self.use_);
+        let _ = writeln!(o, "  primary algorithm: {}", self.primary);
+        let _ = writeln!(o, "  recompression: {}", self.recompress.as_deref().unwrap_or("none"));
+        for r in &self.algorithm_reasons {
+            let _ = writeln!(o, "    - {r}");
+        }
+        let _ = writeln!(o, "  disksize {} MiB, mem_limit {} MiB", self.sizes.disksize_mib, self.sizes.mem_limit_mib);
+        for r in &self.size_arithmetic {
+            let _ = writeln!(o, "    - {r}");
+        }
+        let _ = writeln!(o, "  vm.swappiness = {}", self.swappiness);
+        for r in &self.swappiness_arithmetic {
+            let _ = writeln!(o, "    - {r}");
+        }
+        let _ = writeln!(o, "  vm.page-cluster = {}", self.page_cluster);
+        for r in &self.page_cluster_reasons {
+            let _ = writeln!(o, "    - {r}");
+        }
+        let _ = writeln!(o, "  zram or zswap: {}", self.use_);
+        for r in &self.use_reasons {
+            let _ = writeln!(o, "    - {r}");
+        }
+        let _ = writeln!(o, "\n--- zram-generator.conf ---\n{}", self.zram_generator_conf);
+        let _ = writeln!(o, "--- sysctl.d snippet ---\n{}", self.sysctl_conf);
+        o
+    }
+}
+
+/// The recommendation as JSON.
+pub fn to_json_value(r: &Recommendation) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).expect("recommendation serialises");
+    if let Some(o) = v.as_object_mut() {
+        if let Some(u) = o.remove("use_") {
+            o.insert("use".into(), u);
+        }
+    }
+    v
+}
+
+/// `{"error": msg}`.
+pub fn error_json(msg: &str) -> serde_json::Value {
+    serde_json::json!({ "error": msg })
+}
+
+/// Pretty-printed JSON.
+pub fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).expect("json value serialises")
+}
+
+/// This machine's facts: MemTotal, non-zram swap devices, zswap enabled,
+/// the kernel zram's algorithms (from an existing zram device's
+/// comp_algorithm, readable without root, if any exists).
+pub fn machine_facts() -> (Option<u64>, Vec<String>, Option<bool>, Vec<String>) {
+    let ram = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+    });
+    let swaps: Vec<String> = std::fs::read_to_string("/proc/swaps")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .filter(|d| !d.starts_with("/dev/zram"))
+        .collect();
+    let zswap = std::fs::read_to_string("/sys/module/zswap/parameters/enabled").ok().map(|s| s.trim() == "Y");
+    let mut algos = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/sys/block") {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with("zram") {
+                if let Ok(s) = std::fs::read_to_string(e.path().join("comp_algorithm")) {
+                    algos = s.split_whitespace().map(|a| a.trim_matches(|c| c == '[' || c == ']').to_string()).collect();
+                    break;
+                }
+            }
+        }
+    }
+    (ram, swaps, zswap, algos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::score::Weights;
+
+    #[test]
+    fn swappiness_formula() {
+        assert_eq!(swappiness(1.0), 100, "equal cost");
+        assert_eq!(swappiness(2.0), 133, "the kernel doc's example");
+        assert_eq!(swappiness(0.5), 67);
+        assert_eq!(swappiness(9.0), 180);
+        assert_eq!(swappiness(0.0), 0);
+        assert_eq!(swappiness(f64::INFINITY), 200);
+        assert_eq!(swappiness(1e9), 200);
+    }
+
+    #[test]
+    fn sizes_arithmetic() {
+        // 24 GiB at 2.63:1.
+        let s = sizes(24576, 2.6391);
+        assert_eq!(s.ratio, 2.63);
+        assert_eq!(s.mem_limit_mib, 12288);
+        assert_eq!(s.disksize_mib, (12288.0f64 * 2.63).floor() as u64);
+        assert_eq!(s.disksize_mib, 32317);
+        assert!(!s.capped);
+        assert!((s.memory_when_full_mib - (24576.0 - 32317.0 / 2.63 + 32317.0)).abs() < 1e-9);
+        // A huge ratio is capped at 2 × RAM.
+        let s = sizes(1000, 10.0);
+        assert_eq!((s.mem_limit_mib, s.disksize_mib, s.capped), (500, 2000, true));
+        assert_eq!(s.memory_when_full_mib, 1000.0 - 200.0 + 2000.0);
+        // An incompressible corpus: ratio 1, disksize = mem_limit, no memory gained.
+        let s = sizes(1000, 0.8);
+        assert_eq!((s.ratio, s.disksize_mib), (1.0, 500));
+        assert_eq!(s.memory_when_full_mib, 1000.0);
+    }
+
+    fn row(target: &str, algo: &str, pc: u32, read: f64, ratio: f64, lat: f64) -> FullRow {
+        FullRow {
+            target: target.into(),
+            algo: algo.into(),
+            page_cluster: pc,
+            ratio: Some(ratio),
+            effective_ratio: Some(ratio),
+            compress_mb_s: None,
+            decompress_mb_s: None,
+            reclaim_mb_s: None,
+            decompress_us_mean: None,
+            decompress_us_p99: None,
+            write_mib_s: None,
+            read_mib_s: Some(read),
+            iops: Some(read * 256.0),
+            lat_mean_ns: Some(lat * (1 << pc) as f64),
+            lat_p99_ns: Some(lat * 3.0),
+            score: None,
+        }
+    }
+
+    fn table() -> FullTable {
+        let mut rows = Vec::new();
+        for pc in 0..4 {
+            rows.push(row("engine", "lz4", pc, 4000.0 + pc as f64 * 500.0, 2.5, 1000.0));
+            rows.push(row("engine", "zstd", pc, 1500.0, 3.4, 3000.0));
+            rows.push(row("engine", "wkdm", pc, 9000.0, 2.5, 500.0));
+        }
+        let mut t = FullTable {
+            corpus: "test".into(),
+            pages: 100,
+            weights: Weights::default(),
+            rows,
+            missing: vec![],
+            kernel_missing: None,
+            best: None,
+            notes: vec![],
+        };
+        t.rescore(Weights::default());
+        t
+    }
+
+    fn inputs() -> Inputs {
+        Inputs {
+            ram_bytes: 8 << 30,
+            fs_read_mib_s: 100.0,
+            fs_read_source: "given".into(),
+            kernel_algos: vec!["lzo".into(), "lz4".into(), "zstd".into()],
+            disk_swap: vec![],
+            zswap_enabled: Some(true),
+        }
+    }
+
+    #[test]
+    fn recommends_kernel_algorithms_only_with_reasons() {
+        let r = recommend(&table(), &inputs()).unwrap();
+        assert_eq!(r.primary, "lz4", "wkdm scores best but the kernel lacks it");
+        assert_eq!(r.recompress.as_deref(), Some("zstd"));
+        assert_eq!(r.page_cluster, 0);
+        assert_eq!(r.swappiness, swappiness(40.0));
+        assert_eq!(r.use_, "zram");
+        assert!(r.use_reasons.iter().any(|u| u.contains("disable zswap")));
+        assert!(r.zram_generator_conf.contains("compression-algorithm = lz4 zstd (type=idle)"));
+        assert!(r.sysctl_conf.contains(&format!("vm.swappiness = {}", r.swappiness)));
+        assert!(r.sysctl_conf.contains("vm.page-cluster = 0"));
+        assert!(r.render_text().contains("RAM − disksize/ratio + disksize"));
+        // Without zstd in the kernel, no recompression.
+        let mut i = inputs();
+        i.kernel_algos = vec!["lz4".into(), "lzo".into()];
+        assert_eq!(recommend(&table(), &i).unwrap().recompress, None);
+        // A kernel offering none of the measured algorithms: a clear error.
+        i.kernel_algos = vec!["842".into()];
+        assert!(recommend(&table(), &i).unwrap_err().to_string().contains("cannot recommend"));
+    }
+
+    #[test]
+    fn zswap_for_poorly_compressing_pages_with_disk_swap() {
+        let mut t = table();
+        for r in &mut t.rows {
+            r.effective_ratio = Some(1.2);
+            r.ratio = Some(1.2);
+        }
+        t.rescore(Weights::default());
+        let mut i = inputs();
+        i.disk_swap = vec!["/dev/vda2".into()];
+        let r = recommend(&t, &i).unwrap();
+        assert_eq!(r.use_, "zswap");
+    }
+
+    /// The zram-generator.conf is read back by the ops config reader and gives
+    /// the disksize and mem_limit computed here.
+    #[test]
+    fn generator_conf_parses_back() {
+        let r = recommend(&table(), &inputs()).unwrap();
+        let cfg = zmem_kernel::config::parse(&r.zram_generator_conf, std::path::Path::new("zram-generator.conf"))
+            .expect("our own reader parses the recommended config");
+        assert_eq!(cfg.devices.len(), 1);
+        let d = &cfg.devices[0];
+        let ram_mib = (8u64 << 30) >> 20;
+        assert_eq!(d.zram_size.eval_mib(ram_mib as f64).unwrap(), r.sizes.disksize_mib as f64);
+        assert_eq!(
+            d.resident_limit.as_ref().unwrap().eval_mib(ram_mib as f64).unwrap(),
+            r.sizes.mem_limit_mib as f64
+        );
+        let a = d.algorithms.as_ref().unwrap();
+        assert_eq!(a.primary.name, "lz4");
+        assert_eq!(a.recompress.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(), ["zstd"]);
+        assert_eq!(a.recompress_params, vec![("type".to_string(), "idle".to_string())]);
+        assert_eq!(d.swap_priority, 100);
+    }
+}
