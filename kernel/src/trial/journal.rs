@@ -35,7 +35,15 @@ impl Journal {
     pub fn create_for_pid(host: &Host, pid: u32) -> io::Result<Self> {
         let dir = host.path(JOURNAL_DIR);
         fs::create_dir_all(&dir).map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
-        let j = Journal { path: dir.join(format!("{pid}.journal")), lines: Vec::new() };
+        let path = dir.join(format!("{pid}.journal"));
+        if fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
+            // An earlier trial that had this pid died with actions pending: never overwrite them.
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists (an earlier trial with this pid died); run `zmem trial --recover`", path.display()),
+            ));
+        }
+        let j = Journal { path, lines: Vec::new() };
         j.save()?;
         Ok(j)
     }
@@ -320,6 +328,18 @@ mod tests {
         assert_eq!(r.errors.len(), 2, "{:?}", r.errors);
         assert!(victim.exists());
         assert_eq!(orphans(&h).len(), 1, "journal kept for a human to look at");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_pending_journal_is_never_overwritten() {
+        let (root, h) = fake("reuse");
+        fs::create_dir_all(h.path(JOURNAL_DIR)).unwrap();
+        let p = h.path(JOURNAL_DIR).join(format!("{DEAD}.journal"));
+        fs::write(&p, "swapoff\t/var/tmp/zmem-trial.1.1.swap\n").unwrap();
+        let e = Journal::create_for_pid(&h, DEAD).unwrap_err();
+        assert!(e.to_string().contains("--recover"), "{e}");
+        assert_eq!(fs::read_to_string(&p).unwrap(), "swapoff\t/var/tmp/zmem-trial.1.1.swap\n");
         fs::remove_dir_all(root).unwrap();
     }
 
