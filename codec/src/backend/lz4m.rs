@@ -134,9 +134,6 @@ impl Stream for Lz4mStream {
         check_page(NAME, src)?;
         let too_small = CodecError::DstTooSmall { capacity: dst.len() };
         let w = &mut *self.words;
-        for (x, c) in w.iter_mut().zip(src.chunks_exact(4)) {
-            *x = u32::from_ne_bytes(c.try_into().unwrap());
-        }
         // Pass 1, without branches: for every word, the latest earlier
         // position with the same hash (all positions are inserted), and
         // whether it holds the same word within reach (a bit in `starts`).
@@ -145,9 +142,13 @@ impl Stream for Lz4mStream {
         let mut starts = [0u64; WORDS / 64];
         for (k, flags) in starts.iter_mut().enumerate() {
             let mut bits = 0u64;
-            for j in 0..64 {
+            for (j, c) in src[256 * k..256 * k + 256].chunks_exact(4).enumerate() {
                 let p = 64 * k + j;
-                let x = w[p];
+                // Words are loaded here; `w[cand]` for a valid candidate
+                // (cand < p) is already filled, and an invalid one is masked
+                // by the distance check.
+                let x = u32::from_ne_bytes(c.try_into().unwrap());
+                w[p] = x;
                 let h = hash(x);
                 let cand = table[h] as usize & (WORDS - 1);
                 table[h] = p as u16;
