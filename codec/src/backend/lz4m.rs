@@ -245,7 +245,14 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
             return Err(format!("{l} literal words at byte {op} overrun {} bytes", dst.len()));
         }
         let lits = src.get(ip..ip + lbytes).ok_or("truncated in literals")?;
-        dst[op..op + lbytes].copy_from_slice(lits);
+        if l <= 4 {
+            // A few words: fixed-size copies beat a memcpy call.
+            for (k, c) in lits.chunks_exact(4).enumerate() {
+                dst[op + 4 * k..op + 4 * k + 4].copy_from_slice(c);
+            }
+        } else {
+            dst[op..op + lbytes].copy_from_slice(lits);
+        }
         ip += lbytes;
         op += lbytes;
         if m == 0 {
@@ -270,7 +277,15 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         if op + mbytes > dst.len() {
             return Err(format!("{m} match words at byte {op} overrun {} bytes", dst.len()));
         }
-        if obytes >= mbytes {
+        if m <= 4 {
+            // Word by word, in order: also right when the match overlaps
+            // itself (offset < m), since each word read is already written.
+            for k in 0..m {
+                let from = op - obytes + 4 * k;
+                let word: [u8; 4] = dst[from..from + 4].try_into().unwrap();
+                dst[op + 4 * k..op + 4 * k + 4].copy_from_slice(&word);
+            }
+        } else if obytes >= mbytes {
             dst.copy_within(op - obytes..op - obytes + mbytes, op);
         } else {
             // Overlapping: the period is `offset` words; copy it forward in
