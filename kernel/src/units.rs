@@ -22,6 +22,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// `1,234,567`.
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the workspace supports 1.80
 pub fn count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
@@ -43,6 +44,7 @@ pub fn ratio(r: Option<f64>) -> String {
 }
 
 /// `1h 30min`, `45 s`.
+#[allow(clippy::manual_is_multiple_of)] // as above
 pub fn duration(secs: u64) -> String {
     if secs < 60 {
         format!("{secs} s")
