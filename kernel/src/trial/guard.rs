@@ -196,11 +196,15 @@ impl Guard {
         let mut errors = Vec::new();
         while let Some(u) = self.stack.pop() {
             let line = journal::line_of(&u).unwrap_or_else(|| "unjournalable".into());
-            if let Err(e) = u.run() {
-                errors.push(format!("{}: {e}", self.label));
-            }
-            if let Some(j) = &self.journal {
-                j.borrow_mut().remove(&line);
+            match u.run() {
+                // Undone: the crash journal forgets it.
+                Ok(()) => {
+                    if let Some(j) = &self.journal {
+                        j.borrow_mut().remove(&line);
+                    }
+                }
+                // Not undone: it stays in the journal for `zmem trial --recover`.
+                Err(e) => errors.push(format!("{}: {e}", self.label)),
             }
         }
         errors

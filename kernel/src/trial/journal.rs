@@ -332,6 +332,23 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_undo_stays_in_the_journal() {
+        let (root, h) = fake("failed");
+        {
+            let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
+            let mut g = Guard::with_journal("test", Rc::clone(&j));
+            g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
+            g.push(Undo::Restore { path: h.path("/proc/sys/vm/gone/knob"), value: "1".into() });
+            let errs = g.unwind();
+            assert_eq!(errs.len(), 1);
+            assert_eq!(j.borrow().lines().len(), 1, "only the failed action is left");
+            assert!(j.borrow().lines()[0].contains("gone/knob"));
+        }
+        assert_eq!(orphans(&h).len(), 1, "the journal outlives the trial");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
     fn a_pending_journal_is_never_overwritten() {
         let (root, h) = fake("reuse");
         fs::create_dir_all(h.path(JOURNAL_DIR)).unwrap();

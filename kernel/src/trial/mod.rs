@@ -196,7 +196,7 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
     if !orphans.is_empty() {
         let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
         missing.push(format!(
-            "a previous zmem trial (pid {}) died before it could clean up; run `zmem trial --recover` first (journal in {})",
+            "a previous zmem trial (pid {}) did not finish cleaning up (killed, or a cleanup step failed); run `zmem trial --recover` first (journal in {})",
             pids.join(", "),
             journal::JOURNAL_DIR
         ));
@@ -349,7 +349,13 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
                             journal.borrow_mut().push(l.clone());
                         }
                         let rec = match cgroup::Cgroup::create(&hierarchy, &cg_name, spec.memory_limit, spec.swappiness) {
-                            Err(e) => RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e.to_string() }),
+                            Err(e) => {
+                                // `create` removed the directory again (or reported why not).
+                                if let Some(l) = &cg_line {
+                                    journal.borrow_mut().remove(l);
+                                }
+                                RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e.to_string() })
+                            }
                             Ok(cg) => {
                                 let env = measure::RunEnv {
                                     host: &host,
@@ -361,15 +367,17 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
                                 let r = measure::run_workload(&spec.command, name, round, &env).unwrap_or_else(|e| {
                                     RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e.to_string() })
                                 });
-                                if let Err(e) = cg.remove() {
-                                    cleanup_errors.push(e.to_string());
+                                match cg.remove() {
+                                    Ok(()) => {
+                                        if let Some(l) = &cg_line {
+                                            journal.borrow_mut().remove(l);
+                                        }
+                                    }
+                                    Err(e) => cleanup_errors.push(e.to_string()),
                                 }
                                 r
                             }
                         };
-                        if let Some(l) = &cg_line {
-                            journal.borrow_mut().remove(l);
-                        }
                         rec
                     }
                 };
