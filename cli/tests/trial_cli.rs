@@ -360,6 +360,36 @@ fn bad_arguments_are_clear_errors() {
 }
 
 #[test]
+fn a_failing_command_is_reported_in_its_row() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("a_failing_command_is_reported_in_its_row");
+    let before = snapshot();
+    let out = zmem()
+        .args(["trial", "--memory", "32M", "--repeat", "2", "--config", "none", "--config", "zram:lz4", "--format", "csv"])
+        .args(["--", "/bin/sh", "-c", "echo to-stderr; exit 7"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    // The workload's stdout goes to stderr; stdout is only the report.
+    assert!(stderr.contains("to-stderr") && !stdout.contains("to-stderr"));
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    assert!(rows[1].starts_with("none,2,0,") && rows[1].ends_with(",2× exit 7"), "{stdout}");
+    assert!(rows[2].starts_with("zram:lz4,2,0,") && rows[2].ends_with(",2× exit 7"), "{stdout}");
+    assert_same(&before, &snapshot());
+}
+
+#[test]
+fn a_missing_command_is_refused_up_front() {
+    let out = zmem().args(["trial", "--memory", "32M", "--config", "none", "--", "zmem-no-such-program"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("\"zmem-no-such-program\" not found"), "{stderr}");
+}
+
+#[test]
 fn worker_verifies_memory() {
     let out = zmem().args(["trial", "--worker", "memalloc", "--size", "8M"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -121,6 +121,9 @@ fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
     if spec.command.is_empty() {
         return bad("no workload: give `--builtin memalloc` or `-- COMMAND [ARGS]`".into());
     }
+    if find_program(&spec.command[0]).is_none() {
+        return bad(format!("workload {:?} not found (not a file, and not in PATH)", spec.command[0]));
+    }
     if let Some(b) = &spec.baseline {
         if !spec.configs.iter().any(|c| &c.to_string() == b || b.parse::<SwapConfig>().ok().as_ref() == Some(c)) {
             return bad(format!("--baseline {b} is not one of the configurations"));
@@ -136,6 +139,22 @@ fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
         return bad("--swap-size must be at least 1M".into());
     }
     Ok(())
+}
+
+/// Where `prog` would be executed from: itself if it contains a slash, else
+/// the first executable file of that name in PATH.
+fn find_program(prog: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let exec = |p: &Path| fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if prog.is_empty() {
+        return None;
+    }
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return exec(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| exec(p))
 }
 
 fn geteuid() -> u32 {
@@ -463,6 +482,13 @@ mod tests {
         let mut s = spec();
         s.command.clear();
         assert!(validate(&s).unwrap_err().to_string().contains("no workload"));
+        let mut s = spec();
+        s.command = vec!["/nonexistent/zmem-no-such-program".into()];
+        assert!(validate(&s).unwrap_err().to_string().contains("not found"));
+        s.command = vec!["zmem-no-such-program-in-path".into()];
+        assert!(validate(&s).unwrap_err().to_string().contains("not found"));
+        s.command = vec!["/bin/sh".into(), "-c".into(), "true".into()];
+        assert!(validate(&s).is_ok());
         let mut s = spec();
         s.swappiness = Some(201);
         assert!(validate(&s).is_err());
