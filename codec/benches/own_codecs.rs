@@ -156,21 +156,76 @@ fn compress_all(pages: &[Vec<u8>]) -> Vec<(&'static str, Vec<Vec<u8>>)> {
     compressed
 }
 
+/// Pages of this process's own `[heap]` after it builds typical data
+/// structures (strings, a hash map, a B-tree, a linked list of boxed structs,
+/// doubles), read through /proc/self/mem; same-filled pages are left out, as
+/// zram stores them without a codec. `None` where /proc is not readable.
+fn process_heap_pages(max: usize) -> Option<Vec<Vec<u8>>> {
+    use std::collections::{BTreeMap, HashMap};
+    use std::io::{Read, Seek, SeekFrom};
+    let mut r = Rng::new(42);
+    let words: Vec<String> = (0..20_000)
+        .map(|i| format!("{}-{}", WORDS[r.below(WORDS.len() as u64) as usize], i % 977))
+        .collect();
+    let mut counts: HashMap<&str, u32> = HashMap::new();
+    for w in &words {
+        *counts.entry(w.as_str()).or_default() += 1;
+    }
+    let tree: BTreeMap<u64, Vec<u32>> =
+        (0..3000).map(|i| (r.next() % 1_000_000, (0..(i % 7) as u32).collect())).collect();
+    struct Node {
+        id: u64,
+        val: u32,
+        next: Option<Box<Node>>,
+    }
+    let mut list: Option<Box<Node>> = None;
+    for i in 0..30_000 {
+        list = Some(Box::new(Node { id: i, val: (i % 100) as u32, next: list }));
+    }
+    let floats: Vec<f64> = (0..5000).map(|i| i as f64 / 7.0).collect();
+
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[heap]"))?;
+    let range = line.split_whitespace().next()?;
+    let (a, b) = range.split_once('-')?;
+    let (start, end) = (u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?);
+    let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
+    let mut all = Vec::new();
+    let mut addr = start;
+    while addr + PAGE_SIZE as u64 <= end {
+        let mut page = vec![0u8; PAGE_SIZE];
+        mem.seek(SeekFrom::Start(addr)).ok()?;
+        if mem.read_exact(&mut page).is_ok() && zmem_codec::same_filled(&page).is_none() {
+            all.push(page);
+        }
+        addr += PAGE_SIZE as u64;
+    }
+    black_box((&counts, &tree, &floats));
+    let mut n = 0;
+    let mut l = list.as_deref();
+    while let Some(node) = l {
+        n += node.id + node.val as u64;
+        l = node.next.as_deref();
+    }
+    black_box(n);
+    // Evenly spaced sample.
+    let step = all.len().div_ceil(max).max(1);
+    Some(all.into_iter().step_by(step).collect())
+}
+
 /// Ratio and best-of-rounds speeds, codecs interleaved round by round.
-fn summary() {
-    const ROUNDS: usize = 200;
-    let pages = pages();
-    let total = (PAGES * PAGE_SIZE) as f64;
-    let compressed = compress_all(&pages);
+fn summary(label: &str, pages: &[Vec<u8>], rounds: usize) {
+    let total = (pages.len() * PAGE_SIZE) as f64;
+    let compressed = compress_all(pages);
     let mut codecs = codecs();
     let mut best_c = vec![f64::MAX; codecs.len()];
     let mut best_d = vec![f64::MAX; codecs.len()];
     let mut dst = vec![0u8; MAX_COMPRESSED];
     let mut back = vec![0u8; PAGE_SIZE];
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         for (i, (_, codec)) in codecs.iter_mut().enumerate() {
             let t = Instant::now();
-            for p in &pages {
+            for p in pages {
                 black_box(codec.compress(black_box(p), &mut dst));
             }
             best_c[i] = best_c[i].min(t.elapsed().as_secs_f64());
@@ -181,7 +236,7 @@ fn summary() {
             best_d[i] = best_d[i].min(t.elapsed().as_secs_f64());
         }
     }
-    println!("heap-like pages: {PAGES} x {PAGE_SIZE} B; best of {ROUNDS} interleaved rounds");
+    println!("{label}: {} x {PAGE_SIZE} B; best of {rounds} interleaved rounds", pages.len());
     println!("{:16} {:>7} {:>12} {:>12} {:>9}", "codec", "ratio", "comp MB/s", "decomp MB/s", "C vs lz4");
     let lz4_c = total / best_c[0];
     for (i, (name, outs)) in compressed.iter().enumerate() {
@@ -243,7 +298,11 @@ criterion_group! {
 }
 
 fn main() {
-    summary();
+    summary("heap-like pages", &pages(), 200);
+    match process_heap_pages(256) {
+        Some(p) => summary("this process's [heap] pages (same-filled left out)", &p, 50),
+        None => println!("this process's [heap]: /proc/self/mem not readable, skipped"),
+    }
     if std::env::var_os("OWN_CODECS_SUMMARY_ONLY").is_some() {
         return;
     }
