@@ -4,7 +4,8 @@
 //! (shared/docs/ecosystem.md A3 and §d):
 //! * writeback: backoff 10 min; idle age 20–25 h chosen from memory utilisation as
 //!   `age = (max − min)·e^(−5·util) + min`; 5–300 MiB per round, growing linearly with zram
-//!   fill; at most 1 GiB per 24 h; huge_idle, idle and huge pages.
+//!   fill and capped by free backing-device space; at most 1 GiB per 24 h; huge_idle, idle and
+//!   huge pages.
 //! * recompression: backoff 30 min (Android; ChromeOS uses 5 min); idle age 1–6 h (ChromeOS);
 //!   only objects ≥ 1 KiB (`threshold=1024`); huge_idle, idle and huge.
 //!
@@ -305,6 +306,15 @@ fn mem_util(sys: &Sys) -> f64 {
     }
 }
 
+/// Free bytes on a backing block device: its size from /sys/class/block/NAME/size minus the
+/// blocks in use (bd_stat bd_count) and block 0, which zram ≤ 6.18 never uses.
+fn backing_free(sys: &Sys, t: &dyn AttrTarget, backing: &str) -> Option<u64> {
+    let name = backing.strip_prefix("/dev/")?.rsplit('/').next()?;
+    let sectors: u64 = sys.read(&format!("/sys/class/block/{name}/size")).ok()?.trim().parse().ok()?;
+    let used = t.read_attr("bd_stat").ok().and_then(|s| BdStat::parse(&s))?.bd_count;
+    Some((sectors * 512 / 4096).saturating_sub(used + 1) * 4096)
+}
+
 /// One round on one device at time `now` (seconds since the epoch).
 pub fn round(sys: &Sys, p: &Policy, t: &dyn AttrTarget, st: &mut DeviceState, now: u64, recompress_types: Option<&[String]>, log: &mut dyn FnMut(String)) {
     let dev = t.label();
@@ -369,14 +379,32 @@ pub fn round(sys: &Sys, p: &Policy, t: &dyn AttrTarget, st: &mut DeviceState, no
         let disksize: u64 = t.read_attr("disksize").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
         let fill = if disksize > 0 { mm.orig_data_size as f64 / disksize as f64 } else { 0.0 };
         let per_round = p.writeback_min_bytes + ((p.writeback_max_bytes - p.writeback_min_bytes) as f64 * fill.clamp(0.0, 1.0)) as u64;
-        let this_round = per_round.min(left);
+        let mut this_round = per_round.min(left);
+        // Capped by free space on a backing block device (as ChromeOS does), when its size is known.
+        let mut cap_note = None;
+        if let Some(free) = backing.as_deref().and_then(|b| backing_free(sys, t, b)) {
+            if free < this_round {
+                cap_note = Some(format!("{dev}: backing device has {} free; this round is capped to it", bytes(free)));
+                this_round = free;
+            }
+        }
         if !has("writeback") || backing.is_none() {
             log(format!("{dev}: writeback skipped: {}", if has("writeback") { "no backing device" } else { "not supported (no writeback attribute; CONFIG_ZRAM_WRITEBACK)" }));
         } else if let Some(wait) = st.last_writeback.map(|l| (l + p.writeback_backoff).saturating_sub(now)).filter(|w| *w > 0) {
             log(format!("{dev}: writeback backs off for {}", duration(wait)));
         } else if this_round < p.writeback_min_bytes {
-            log(format!("{dev}: writeback skipped: {} left of the daily {} is below the per-round minimum {}", bytes(left), bytes(p.writeback_daily_bytes), bytes(p.writeback_min_bytes)));
+            log(format!(
+                "{dev}: writeback skipped: this round could write {} ({} left of the daily {}{}), below the per-round minimum {}",
+                bytes(this_round),
+                bytes(left),
+                bytes(p.writeback_daily_bytes),
+                if cap_note.is_some() { ", capped by free backing space" } else { "" },
+                bytes(p.writeback_min_bytes)
+            ));
         } else {
+            if let Some(n) = cap_note {
+                log(n);
+            }
             let age = idle_age(p.writeback_idle_min, p.writeback_idle_max, util);
             if mark_idle(t, st, now, age, log) {
                 let pages = this_round / 4096;
