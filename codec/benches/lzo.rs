@@ -174,7 +174,10 @@ fn summary() {
     let mut wrk = vec![0u8; LZO1X_1_MEM_COMPRESS];
     let bound = worst_compress(PAGE) + 64;
     eprintln!("side by side (MB/s, thread CPU time, best of 15 interleaved rounds):");
-    eprintln!("{:15} {:>9} {:>9} {:>9} {:>6} | {:>9} {:>9} {:>9} {:>6}", "pages", "C lzo", "C rle", "C liblzo", "ours%", "D lzo", "D rle", "D liblzo", "ours%");
+    eprintln!(
+        "{:15} {:>9} {:>9} {:>9} {:>6} | {:>9} {:>9} {:>9} {:>6}",
+        "pages", "C lzo", "C rle", "C liblzo", "ours%", "D lzo", "D rle", "D liblzo", "ours%"
+    );
     for corpus in corpora() {
         let pages = &corpus.pages;
         if pages.is_empty() {
@@ -199,23 +202,63 @@ fn summary() {
             let mut comp2 = Compressor::new();
             let mut dst2 = vec![0u8; bound];
             let mut dst3 = vec![0u8; bound];
-            interleaved(15, bytes, &mut [
-                &mut || pages.iter().for_each(|p| { black_box(comp.compress(black_box(p), &mut dst, false).unwrap()); }),
-                &mut || pages.iter().for_each(|p| { black_box(comp2.compress(black_box(p), &mut dst2, true).unwrap()); }),
-                &mut || pages.iter().for_each(|p| { black_box(lib.compress_1(black_box(p), &mut dst3, &mut wrk).unwrap()); }),
-            ])
+            interleaved(
+                15,
+                bytes,
+                &mut [
+                    &mut || {
+                        pages.iter().for_each(|p| {
+                            black_box(comp.compress(black_box(p), &mut dst, false).unwrap());
+                        })
+                    },
+                    &mut || {
+                        pages.iter().for_each(|p| {
+                            black_box(comp2.compress(black_box(p), &mut dst2, true).unwrap());
+                        })
+                    },
+                    &mut || {
+                        pages.iter().for_each(|p| {
+                            black_box(lib.compress_1(black_box(p), &mut dst3, &mut wrk).unwrap());
+                        })
+                    },
+                ],
+            )
         };
         let d = {
             let (mut o1, mut o2, mut o3) = (vec![0u8; PAGE], vec![0u8; PAGE], vec![0u8; PAGE]);
-            interleaved(15, bytes, &mut [
-                &mut || lzo_streams.iter().for_each(|z| { black_box(decompress(black_box(z), &mut o1).unwrap()); }),
-                &mut || rle_streams.iter().for_each(|z| { black_box(decompress(black_box(z), &mut o2).unwrap()); }),
-                &mut || lzo_streams.iter().for_each(|z| { black_box(lib.decompress_safe(black_box(z), &mut o3).unwrap()); }),
-            ])
+            interleaved(
+                15,
+                bytes,
+                &mut [
+                    &mut || {
+                        lzo_streams.iter().for_each(|z| {
+                            black_box(decompress(black_box(z), &mut o1).unwrap());
+                        })
+                    },
+                    &mut || {
+                        rle_streams.iter().for_each(|z| {
+                            black_box(decompress(black_box(z), &mut o2).unwrap());
+                        })
+                    },
+                    &mut || {
+                        lzo_streams.iter().for_each(|z| {
+                            black_box(lib.decompress_safe(black_box(z), &mut o3).unwrap());
+                        })
+                    },
+                ],
+            )
         };
         eprintln!(
             "{:15} {:9.0} {:9.0} {:9.0} {:5.0}% | {:9.0} {:9.0} {:9.0} {:5.0}%",
-            corpus.name, c[0], c[1], c[2], 100.0 * c[0] / c[2], d[0], d[1], d[2], 100.0 * d[0] / d[2]
+            corpus.name,
+            c[0],
+            c[1],
+            c[2],
+            100.0 * c[0] / c[2],
+            d[0],
+            d[1],
+            d[2],
+            100.0 * d[0] / d[2]
         );
     }
 }

@@ -113,7 +113,11 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
                 let huge = after[HUGE_PAGES] - before[HUGE_PAGES];
                 before = after;
                 if same == 1 {
-                    assert!(zmem_codec::same_filled(p).is_some(), "{algo} {} page {i}: kernel says same-filled", c.name);
+                    assert!(
+                        zmem_codec::same_filled(p).is_some(),
+                        "{algo} {} page {i}: kernel says same-filled",
+                        c.name
+                    );
                     assert_eq!(grew, 0);
                     t.same_filled += 1;
                     continue;

@@ -98,7 +98,11 @@ impl Backend for LzoBackend {
         if !given.is_empty() {
             return Err(CodecError::invalid_param(
                 self.name,
-                format!("takes no parameters (got {}); the kernel's {} has no level or dictionary", given.join(", "), self.name),
+                format!(
+                    "takes no parameters (got {}); the kernel's {} has no level or dictionary",
+                    given.join(", "),
+                    self.name
+                ),
             ));
         }
         Ok(Box::new(LzoStream { name: self.name, rle: self.rle, compressor: Compressor::new() }))
@@ -122,10 +126,7 @@ impl Stream for LzoStream {
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
         let n = decompress(src, dst).map_err(|e| CodecError::corrupt(self.name, e.to_string()))?;
         if n != dst.len() {
-            return Err(CodecError::corrupt(
-                self.name,
-                format!("stream decodes to {n} bytes, expected {}", dst.len()),
-            ));
+            return Err(CodecError::corrupt(self.name, format!("stream decodes to {n} bytes, expected {}", dst.len())));
         }
         Ok(())
     }
