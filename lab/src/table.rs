@@ -344,6 +344,7 @@ mod tests {
             iops: Some(read * 256.0 / (1 << pc) as f64),
             lat_mean_ns: Some(lat),
             lat_p99_ns: Some(lat * 3.0),
+            iops_per_cpu_s: None,
         }
     }
 

@@ -87,6 +87,10 @@ pub struct Row {
     pub iops: Option<f64>,
     pub lat_mean_ns: Option<f64>,
     pub lat_p99_ns: Option<f64>,
+    /// Reads per CPU-second of the reader threads: with idle cores this is
+    /// iops / threads; under load from other processes it stays comparable
+    /// across thread counts (contention inside the engine lowers it).
+    pub iops_per_cpu_s: Option<f64>,
 }
 
 impl Row {
@@ -110,6 +114,7 @@ impl Row {
             iops: None,
             lat_mean_ns: None,
             lat_p99_ns: None,
+            iops_per_cpu_s: None,
         }
     }
 
@@ -143,6 +148,7 @@ impl Row {
             iops: Some(read.iops),
             lat_mean_ns: Some(read.lat_mean_ns),
             lat_p99_ns: Some(read.lat_p99_ns),
+            iops_per_cpu_s: read.cpu_s.filter(|&c| c >= 0.05).map(|c| read.iops * read.wall_s / c),
         }
     }
 }
@@ -155,6 +161,20 @@ pub struct ReadResult {
     pub iops: f64,
     pub lat_mean_ns: f64,
     pub lat_p99_ns: f64,
+    /// CPU seconds the reader threads used (user + system, from
+    /// /proc/thread-self/stat; 10 ms resolution), None where unreadable.
+    pub cpu_s: Option<f64>,
+    /// Wall-clock seconds of the phase.
+    pub wall_s: f64,
+}
+
+/// This thread's user + system CPU time in clock ticks (/proc/thread-self/stat
+/// fields 14 and 15).
+fn thread_cpu_ticks() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 /// The random request offsets of one phase, per thread: page indexes aligned
@@ -186,6 +206,7 @@ where
 {
     let bytes = PAGE_SIZE << page_cluster;
     let failed = AtomicU64::new(0);
+    let mut cpu_ticks = Some(0u64);
     let start = Instant::now();
     let mut lats: Vec<u64> = std::thread::scope(|s| {
         let hs: Vec<_> = plan
@@ -197,6 +218,7 @@ where
                     let (mut raw, off) = aligned_buffer(bytes);
                     let buf = &mut raw[off..off + bytes];
                     let mut lat = Vec::with_capacity(idx.len());
+                    let cpu0 = thread_cpu_ticks();
                     for &i in idx {
                         let t = Instant::now();
                         if read(buf, i).is_err() {
@@ -204,11 +226,18 @@ where
                         }
                         lat.push(t.elapsed().as_nanos() as u64);
                     }
-                    lat
+                    let cpu = cpu0.zip(thread_cpu_ticks()).map(|(a, b)| b.saturating_sub(a));
+                    (lat, cpu)
                 })
             })
             .collect();
-        hs.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        let mut all = Vec::new();
+        for h in hs {
+            let (lat, cpu) = h.join().unwrap_or_default();
+            all.extend(lat);
+            cpu_ticks = cpu_ticks.zip(cpu).map(|(a, b)| a + b);
+        }
+        all
     });
     let wall = start.elapsed().as_secs_f64();
     if failed.load(Ordering::Relaxed) > 0 {
@@ -224,6 +253,9 @@ where
         iops: lats.len() as f64 / wall,
         lat_mean_ns: mean,
         lat_p99_ns: p99,
+        // USER_HZ is 100 on Linux.
+        cpu_s: cpu_ticks.map(|t| t as f64 / 100.0),
+        wall_s: wall,
     })
 }
 

@@ -8,9 +8,9 @@ use zmem_lab::corpus;
 
 use crate::output::{Format, Table};
 
-const COLUMNS: [&str; 17] = [
+const COLUMNS: [&str; 18] = [
     "target", "algo", "corpus", "pc", "thr", "orig", "compr", "mem_used", "same", "huge", "ratio", "eff_ratio",
-    "write_MiB/s", "read_MiB/s", "iops", "lat_mean_us", "lat_p99_us",
+    "write_MiB/s", "read_MiB/s", "iops", "lat_mean_us", "lat_p99_us", "reads/cpu_s",
 ];
 
 fn cells(r: &Row) -> Vec<String> {
@@ -34,6 +34,7 @@ fn cells(r: &Row) -> Vec<String> {
         f(r.iops, 0),
         f(r.lat_mean_ns.map(|n| n / 1000.0), 2),
         f(r.lat_p99_ns.map(|n| n / 1000.0), 2),
+        f(r.iops_per_cpu_s, 0),
     ]
 }
 
@@ -160,7 +161,7 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
                 }
             }
             println!(
-                "pc = page-cluster: random reads of 2^pc consecutive pages; thr = reader threads; sizes in bytes (mm_stat); \
+                "pc = page-cluster: random reads of 2^pc consecutive pages; thr = reader threads; reads/cpu_s = reads per CPU-second of the reader threads (comparable across thread counts on a busy machine); sizes in bytes (mm_stat); \
                  ratio = orig/compr, eff_ratio = orig/mem_used; kernel: O_DIRECT pwrite/pread on a hot-added /dev/zramN"
             );
         }
