@@ -58,6 +58,7 @@ fn corpora() -> Vec<Corpus> {
         lzo_support::fio(400, 3),
         lzo_support::executable(400),
         lzo_support::random(100, 4),
+        edges(),
         Corpus {
             name: "same-filled",
             pages: [0u64, 0xffff_ffff_ffff_ffff, 0x0000_55d4_a000_1230]
@@ -167,6 +168,72 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
     println!("lzo fidelity: {exact} of {compared} compressed pages match the kernel exactly");
     assert!(compared > 1000);
     assert!(exact * 1000 >= compared * 999, "only {exact} of {compared} pages match the kernel");
+}
+
+/// Pages aimed at the encoder's corners: zero runs of 3..=5 and around the
+/// 2051-byte RLE limit, runs and matches ending near `ip_end` (20 bytes before
+/// the end), 1..=3 literals right after a run or a match, repeats at short
+/// distances.
+fn edges() -> Corpus {
+    let mut rng = lzo_support::Rng(77);
+    let mut pages = Vec::new();
+    // Background without zero bytes; every third page compressible word
+    // salad, the others random (so short runs are seen by both paths).
+    let words: [&[u8]; 8] = [b"slot ", b"handle ", b"zspage ", b"idle ", b"huge ", b"mm_stat ", b"class ", b"page "];
+    let mut k = 0usize;
+    let mut noise = |rng: &mut lzo_support::Rng| {
+        k += 1;
+        let mut p = Vec::with_capacity(PAGE + 16);
+        if k % 3 != 0 {
+            while p.len() < PAGE {
+                p.extend_from_slice(words[rng.below(words.len())]);
+                p.push(b'0' + rng.below(10) as u8);
+            }
+        } else {
+            while p.len() < PAGE {
+                p.push(rng.next() as u8 | 1);
+            }
+        }
+        p.truncate(PAGE);
+        p
+    };
+    for run in [3, 4, 5, 7, 8, 9, 2047, 2050, 2051, 2052, 2055, 2100, 4000] {
+        for start in [0, 1, 5, 6, 100] {
+            let mut p = noise(&mut rng);
+            let end = (start + run).min(PAGE);
+            p[start..end].fill(0);
+            pages.push(p);
+        }
+        for gap_to_end in [0, 1, 3, 17, 19, 20, 21, 24, 28, 40] {
+            let mut p = noise(&mut rng);
+            let end = PAGE - gap_to_end;
+            p[end.saturating_sub(run)..end].fill(0);
+            pages.push(p);
+        }
+    }
+    for lits in 1..=3 {
+        for run in [4, 10, 300] {
+            let mut p = noise(&mut rng);
+            let mut at = 50;
+            while at + run + lits + 8 < PAGE {
+                p[at..at + run].fill(0);
+                at += run + lits;
+            }
+            pages.push(p);
+        }
+    }
+    for period in [1, 2, 3, 4, 5, 7, 8, 9, 16, 33, 100, 2048, 2049] {
+        for tail_noise in [0, 5, 19, 20, 21, 30] {
+            let mut p = noise(&mut rng);
+            let n = PAGE - tail_noise;
+            let seed_bytes = p[..period].to_vec();
+            for i in period..n {
+                p[i] = seed_bytes[i % period];
+            }
+            pages.push(p);
+        }
+    }
+    Corpus { name: "edges", pages }
 }
 
 /// zsmalloc's `huge_class_size` for 4 KiB pages on the reference kernel
