@@ -416,10 +416,12 @@ pub fn plan(sys: &Sys, cfg: &Config, opts: Options) -> Result<Plan, ApplyError> 
         match d.fs_type.as_str() {
             "none" => {}
             "swap" => {
+                // zram-generator's default options are `discard` (freed swap slots free zram memory).
                 let mut swapon = vec!["swapon".to_string(), "-p".into(), d.swap_priority.to_string()];
-                if let Some(o) = &d.options {
+                let opts = d.options.clone().unwrap_or_else(|| "discard".into());
+                if !opts.is_empty() {
                     swapon.push("-o".into());
-                    swapon.push(o.clone());
+                    swapon.push(opts);
                 }
                 swapon.push(dev.clone());
                 match cur_swap {

@@ -110,7 +110,13 @@ fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
     // Some compressible data.
     let page: Vec<u8> = (0..4096u32).map(|i| b"zram policy test "[(i % 17) as usize]).collect();
     let data: Vec<u8> = page.iter().cycle().take(4 << 20).copied().collect();
-    fs::write(dev.dev_path(), &data).unwrap();
+    {
+        // Through the page cache: sync so the pages reach zram before mm_stat is read.
+        use std::io::Write;
+        let mut f = fs::OpenOptions::new().write(true).open(dev.dev_path()).unwrap();
+        f.write_all(&data).unwrap();
+        f.sync_all().unwrap();
+    }
     let sys = Sys::real();
     let t = SysfsDevice::new(&sys, &format!("zram{}", dev.id()));
     let has_recompress = t.has_attr("recompress");
