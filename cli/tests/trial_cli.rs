@@ -145,12 +145,15 @@ fn assert_same(before: &BTreeMap<String, String>, after: &BTreeMap<String, Strin
 fn trial_runs_every_configuration_and_restores_everything() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     skip_unless_ready!("trial_runs_every_configuration_and_restores_everything");
+    let html = std::env::temp_dir().join(format!("zmem-trial-test-report.{}.html", std::process::id()));
     let before = snapshot();
     let out = zmem()
         .args(["trial", "--builtin", "memalloc", "--memory", "64M", "--size", "96M", "--repeat", "1"])
         .args(["--config", "none", "--config", "disk", "--config", "zram:lz4", "--config", "zswap:lzo"])
         // Change the sysctls too, so their restoration is tested.
         .args(["--swappiness", "133", "--page-cluster", "0", "--format", "json"])
+        .arg("--report")
+        .arg(&html)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -177,6 +180,10 @@ fn trial_runs_every_configuration_and_restores_everything() {
     assert_eq!(s.len(), 4);
     assert_eq!(r["baseline"], "disk");
     assert_eq!(s[1]["wall_vs_baseline"], 1.0);
+    let page = fs::read_to_string(&html).unwrap();
+    fs::remove_file(&html).unwrap();
+    assert_eq!(page.matches("<svg").count(), 3);
+    assert!(page.contains(">zswap:lzo<") && page.contains("oom-killed"));
 }
 
 /// Start a trial, wait until the workload of `config` (first round) runs

@@ -38,6 +38,9 @@ pub struct Args {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Also write a self-contained HTML page with charts (wall time, swap-outs, major faults) and the table
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Run even though active swap or enabled zswap would distort the results
     #[arg(long)]
     pub force: bool,
@@ -146,9 +149,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let signals = SignalWatch::install().context("installing signal handlers")?;
     let result = trial::run(&spec, &signals, &mut |line| eprintln!("zmem trial: {line}"));
     drop(signals);
+    let html = |r: &trial::TrialReport| -> anyhow::Result<()> {
+        if let Some(path) = &args.report {
+            std::fs::write(path, trial::report::render_html(r)).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("zmem trial: report written to {}", path.display());
+        }
+        Ok(())
+    };
     match result {
-        Ok(report) => print_report(&report, args.format),
+        Ok(report) => {
+            html(&report)?;
+            print_report(&report, args.format)
+        }
         Err(TrialError::Interrupted(report)) => {
+            html(&report)?;
             print_report(&report, args.format)?;
             eprintln!("zmem: {}", TrialError::Interrupted(report));
             std::process::exit(130);

@@ -314,6 +314,99 @@ pub fn render_csv(r: &TrialReport) -> String {
     out
 }
 
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Horizontal bars with optional min–max whiskers; rows without a value show `note`.
+fn svg_bars(title: &str, unit: &str, rows: &[(String, Option<Stats>, String)]) -> String {
+    let (label_w, bar_w, row_h) = (170.0, 420.0, 26.0);
+    let max = rows.iter().filter_map(|r| r.1.map(|s| s.max)).fold(0.0f64, f64::max);
+    let scale = if max > 0.0 { bar_w / max } else { 0.0 };
+    let h = 40.0 + row_h * rows.len() as f64;
+    let mut o = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\
+         <text x=\"4\" y=\"16\" font-weight=\"bold\">{t} ({u})</text>",
+        w = label_w + bar_w + 90.0,
+        t = esc(title),
+        u = esc(unit)
+    );
+    for (i, (label, st, note)) in rows.iter().enumerate() {
+        let y = 28.0 + row_h * i as f64;
+        let _ = write!(o, "<text x=\"4\" y=\"{:.1}\">{}</text>", y + 15.0, esc(label));
+        match st {
+            Some(st) => {
+                let _ = write!(
+                    o,
+                    "<rect x=\"{label_w}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"18\" fill=\"#4a7ebb\"/>",
+                    (st.median * scale).max(1.0)
+                );
+                if st.max > st.min {
+                    let (x0, x1) = (label_w + st.min * scale, label_w + st.max * scale);
+                    let ym = y + 9.0;
+                    let _ = write!(
+                        o,
+                        "<path d=\"M{x0:.1} {ym:.1}H{x1:.1}M{x0:.1} {:.1}V{:.1}M{x1:.1} {:.1}V{:.1}\" stroke=\"#222\"/>",
+                        y + 4.0,
+                        y + 14.0,
+                        y + 4.0,
+                        y + 14.0
+                    );
+                }
+                let _ = write!(
+                    o,
+                    "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                    label_w + st.max.max(st.median) * scale + 6.0,
+                    y + 14.0,
+                    esc(format!("{:.3}", st.median).trim_end_matches('0').trim_end_matches('.'))
+                );
+            }
+            None => {
+                let _ = write!(o, "<text x=\"{label_w}\" y=\"{:.1}\" fill=\"#b33\">{}</text>", y + 14.0, esc(note));
+            }
+        }
+    }
+    o.push_str("</svg>");
+    o
+}
+
+/// A self-contained HTML page (no scripts, no network): median wall time per
+/// configuration with min–max whiskers, pages swapped out, major faults, and
+/// the table.
+pub fn render_html(r: &TrialReport) -> String {
+    let note = |s: &ConfigSummary| if s.failures.is_empty() { "no data".to_string() } else { s.failures.join(", ") };
+    let rows = |f: &dyn Fn(&ConfigSummary) -> Option<Stats>| -> Vec<(String, Option<Stats>, String)> {
+        r.summaries.iter().map(|s| (s.config.clone(), f(s), note(s))).collect()
+    };
+    let swapped_out = |s: &ConfigSummary| {
+        let add = |a: Option<Stats>, b: Option<Stats>| match (a, b) {
+            (Some(a), Some(b)) => Some(Stats { median: a.median + b.median, min: a.min + b.min, max: a.max + b.max }),
+            (a, None) => a,
+            (None, b) => b,
+        };
+        add(s.pswpout, s.zswpout)
+    };
+    let mut o = String::from("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>zmem trial</title>");
+    o.push_str("<style>body{font-family:sans-serif;margin:2em}pre{font-size:12px}</style></head><body>");
+    let _ = write!(
+        o,
+        "<h1>zmem trial: {}</h1><p>memory limit {} MiB, {} round(s), baseline {}, kernel {}, {} CPUs</p>",
+        esc(&r.workload),
+        r.memory_limit >> 20,
+        r.repeat,
+        esc(&r.baseline),
+        esc(&r.kernel),
+        r.cpus
+    );
+    o.push_str(&svg_bars("Wall time, median with min–max", "s", &rows(&|s| s.wall_s)));
+    o.push_str("<br>");
+    o.push_str(&svg_bars("Pages swapped out (pswpout + zswpout), median", "pages", &rows(&swapped_out)));
+    o.push_str("<br>");
+    o.push_str(&svg_bars("Major faults, median", "faults", &rows(&|s| s.major_faults)));
+    let _ = writeln!(o, "<pre>{}</pre></body></html>", esc(&render_table(r)));
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::measure::{Outcome, VmCounters, ZramStats};
@@ -423,6 +516,18 @@ mod tests {
         assert_eq!(rows[2][0], "disk");
         assert_eq!(rows[2][4], "6.6");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
+    }
+
+    #[test]
+    fn html_page_has_charts_and_escapes() {
+        let mut r = report();
+        r.workload = "sh -c 'a<b'".into();
+        let h = render_html(&r);
+        assert!(h.starts_with("<!DOCTYPE html>") && h.trim_end().ends_with("</html>"));
+        assert_eq!(h.matches("<svg").count(), 3);
+        assert!(h.contains("a&lt;b") && !h.contains("a<b"));
+        assert!(h.contains(">zram:lz4<") && h.contains("3× oom-killed"));
+        assert!(!h.contains("<script"));
     }
 
     #[test]
