@@ -30,6 +30,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let sys = Sys::new(&args.root);
     if args.revert {
+        if !sys.is_fixture() && !is_root() {
+            anyhow::bail!("reverting changes the kernel's settings and needs root");
+        }
         let n = apply::revert(&sys, &mut |l| println!("{l}")).map_err(anyhow::Error::msg)?;
         println!("reverted ({n} operations)");
         return Ok(());
@@ -50,7 +53,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    if !sys.is_fixture() && !is_root() {
+        anyhow::bail!("applying changes the kernel's settings and needs root (use --dry-run to see the {} change(s))", plan.steps.len());
+    }
     apply::execute(&sys, &plan, &mut |l| println!("{l}"))?;
     println!("applied {} change(s); `zmem apply --revert` undoes them", plan.steps.len());
     Ok(())
+}
+
+/// Whether this process runs as root (owner of /proc/self).
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
 }
