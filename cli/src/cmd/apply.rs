@@ -33,31 +33,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if !sys.is_fixture() && !is_root() {
             anyhow::bail!("reverting changes the kernel's settings and needs root");
         }
-        let n = apply::revert(&sys, &mut |l| println!("{l}")).map_err(anyhow::Error::msg)?;
-        println!("reverted ({n} operations)");
+        let n = apply::revert(&sys, &mut |l| out(&format!("{l}\n"))).map_err(anyhow::Error::msg)?;
+        out(&format!("reverted ({n} operations)\n"));
         return Ok(());
     }
     let path = args.config.context("a configuration file is needed")?;
     let cfg = config::load(&path)?;
     let plan = apply::plan(&sys, &cfg, Options { force: args.force })?;
     for n in &plan.notes {
-        println!("# {n}");
+        out(&format!("# {n}\n"));
     }
     if plan.steps.is_empty() {
-        println!("nothing to do: the system already matches {}", path.display());
+        out(&format!("nothing to do: the system already matches {}\n", path.display()));
         return Ok(());
     }
     if args.dry_run {
         for s in &plan.steps {
-            println!("{}", s.op);
+            out(&format!("{}\n", s.op));
         }
         return Ok(());
     }
     if !sys.is_fixture() && !is_root() {
         anyhow::bail!("applying changes the kernel's settings and needs root (use --dry-run to see the {} change(s))", plan.steps.len());
     }
-    apply::execute(&sys, &plan, &mut |l| println!("{l}"))?;
-    println!("applied {} change(s); `zmem apply --revert` undoes them", plan.steps.len());
+    apply::execute(&sys, &plan, &mut |l| log_line(l))?;
+    out(&format!("applied {} change(s); `zmem apply --revert` undoes them\n", plan.steps.len()));
     Ok(())
 }
 
@@ -65,4 +65,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn is_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+/// Print to stdout; a closed pipe (`| head`) ends the program quietly instead of panicking.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// A line of the running apply: never stops the apply, even when stdout is gone.
+fn log_line(l: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{l}");
 }

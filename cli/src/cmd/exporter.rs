@@ -30,13 +30,28 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let sys = Sys::new(&args.root);
     if args.once {
-        print!("{}", exporter::collect(&sys, &args.ctl_dir));
+        out(&exporter::collect(&sys, &args.ctl_dir));
         return Ok(());
     }
     let l = TcpListener::bind(&args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
-    println!("zmem exporter listening on http://{}/metrics", l.local_addr()?);
-    use std::io::Write;
-    std::io::stdout().flush()?;
+    {
+        // Tell where it listens; the server keeps going even if nobody reads stdout.
+        use std::io::Write;
+        let mut o = std::io::stdout().lock();
+        let _ = writeln!(o, "zmem exporter listening on http://{}/metrics", l.local_addr()?);
+        let _ = o.flush();
+    }
     exporter::serve(l, &sys, &args.ctl_dir, args.max_requests)?;
     Ok(())
+}
+
+/// Print to stdout; a closed pipe (`| head`) ends the program quietly instead of panicking.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
 }

@@ -29,14 +29,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.dry_run {
         for f in &files {
-            println!("==> {} <==\n{}", f.path, f.contents);
+            out(&format!("==> {} <==\n{}\n", f.path, f.contents));
         }
         return Ok(());
     }
     for p in persist::write(&args.root, &files, args.force)? {
-        println!("wrote {}", p.display());
+        out(&format!("wrote {}\n", p.display()));
     }
-    println!("at boot: zram-generator creates the devices, systemd-sysctl and systemd-tmpfiles set the rest \
-(enable units with `systemctl enable` where listed)");
+    out("at boot: zram-generator creates the devices, systemd-sysctl and systemd-tmpfiles set the rest \
+(enable units with `systemctl enable` where listed)\n");
     Ok(())
+}
+
+/// Print to stdout; a closed pipe (`| head`) ends the program quietly instead of panicking.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
 }

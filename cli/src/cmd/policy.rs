@@ -54,7 +54,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(c) => Policy::from_config(c)?,
         None => Policy::default(),
     };
-    println!(
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stdout().lock(),
         "zmem policy: writeback {} (idle {}–{} h, {}–{} MiB/round, {} MiB/day, backoff {} s), recompression {} (idle {}–{} h, threshold {} B, backoff {} s){}",
         if pol.writeback { "on" } else { "off" },
         pol.writeback_idle_min / 3600,
@@ -81,7 +83,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             targets.push(Box::new(c));
         }
         let ts = stamp(now);
-        let mut log = |l: String| println!("{ts} {l}{}", if args.dry_run && l.contains(": write ") { " (dry run)" } else { "" });
+        let mut log = |l: String| {
+            // A closed stdout must not stop the daemon.
+            use std::io::Write;
+            let _ = writeln!(std::io::stdout().lock(), "{ts} {l}{}", if args.dry_run && l.contains(": write ") { " (dry run)" } else { "" });
+        };
         for t in &targets {
             let label = t.label();
             if !pol.devices.is_empty() && !pol.devices.contains(&label) {

@@ -30,18 +30,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     loop {
         let st = status::collect(&sys, !args.no_debugfs)?;
         if args.json {
-            println!("{}", status::to_json(&st).render());
+            out(&format!("{}\n", status::to_json(&st).render()));
         } else {
             if args.watch.is_some() {
                 // Clear the screen and print the time, like watch(1).
-                print!("\x1b[2J\x1b[H");
-                println!("zmem status, every {} s (Ctrl-C to stop)\n", args.watch.unwrap_or(0));
+                out("\x1b[2J\x1b[H");
+                out(&format!("zmem status, every {} s (Ctrl-C to stop)\n\n", args.watch.unwrap_or(0)));
             }
-            print!("{}", status::render_text(&st));
+            out(&status::render_text(&st));
         }
         match args.watch {
             Some(s) => std::thread::sleep(std::time::Duration::from_secs(s)),
             None => return Ok(()),
+        }
+    }
+}
+
+/// Print to stdout; a closed pipe (`| head`) ends the program quietly instead of panicking.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
         }
     }
 }
