@@ -309,3 +309,20 @@ fn grafana_dashboard_uses_only_exported_metrics() {
     }
     let _ = fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_dead_control_socket_is_counted_not_fatal() {
+    let root = std::env::temp_dir().join(format!("zmem-cli-exporter-dead-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    copy_tree(&fixture("06-in-use/root"), &root);
+    fs::create_dir_all(root.join("run/zmem")).unwrap();
+    // A socket file whose server is gone (as after a crash of `zmem serve`).
+    drop(UnixListener::bind(root.join("run/zmem/gone.ctl")).unwrap());
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem")).args(["exporter", "--once", "--root", root.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(samples.iter().any(|(n, _, v)| n == "zmem_exporter_read_errors" && *v == 1.0), "{text}");
+    assert!(samples.iter().any(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "zram0"));
+    let _ = fs::remove_dir_all(&root);
+}
