@@ -395,8 +395,8 @@ mod tests {
         let mut big = vec![0u8; 40];
         assert!(bad(&[0xe6, 0xc2, 0xf0, 0, 0, 0, 0, 0], &mut big).contains("expected 40"));
         // Non-zero padding after the stream.
-        assert!(bad(&[0xe6, 0xc2, 0xf0, 0, 0, 0, 0, 1], &mut vec![0u8; 32]).contains("zero-padded"));
-        assert!(bad(&[0xe6, 0xc2, 0xf0, 0, 0, 0, 0], &mut vec![0u8; 32]).contains("zero-padded"));
+        assert!(bad(&[0xe6, 0xc2, 0xf0, 0, 0, 0, 0, 1], &mut [0u8; 32]).contains("zero-padded"));
+        assert!(bad(&[0xe6, 0xc2, 0xf0, 0, 0, 0, 0], &mut [0u8; 32]).contains("zero-padded"));
     }
 
     #[test]
