@@ -1,1 +1,24 @@
-//! zmem-nbd
+//! zmem-nbd: serve a zmem device ([`BlockDevice`](zmem_zram::BlockDevice)) as a
+//! block device over NBD, and control it over a Unix socket by sysfs
+//! attribute names.
+//!
+//! One file per concern:
+//! * [`proto`]: protocol constants and the wire codec;
+//! * [`handshake`]: fixed newstyle negotiation (GO, INFO, LIST, ABORT, EXPORT_NAME);
+//! * [`transmission`]: request checks and running commands on the device;
+//! * [`server`]: listener, per-connection reader/writer threads, worker pool, shutdown;
+//! * [`stream`]: Unix/TCP sockets;
+//! * [`ctl`]: the control socket (docs/ctl-protocol.md);
+//! * [`client`]: a minimal client for tests and tools.
+
+pub mod client;
+pub mod ctl;
+pub mod handshake;
+pub mod proto;
+pub mod server;
+pub mod stream;
+pub mod transmission;
+
+pub use ctl::{Control, CtlServer};
+pub use server::{Options, Server};
+pub use stream::{Listen, Listener};

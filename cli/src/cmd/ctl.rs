@@ -1,9 +1,88 @@
-//! PLACEHOLDER: `zmem ctl` is not implemented yet; its owner replaces this file.
+//! `zmem ctl TARGET [ATTR [VALUE]]`: read and write zram attributes of a
+//! `zmem serve` device (through its control socket) or a kernel zram device
+//! (through /sys/block/zramN), with the same names, syntax and errors.
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+
+use zmem_kernel::attr::{AttrTarget, CtlClient, SysfsDevice};
+use zmem_kernel::sys::Sys;
 
 /// Arguments of `zmem ctl`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// A control socket path, a served device's name (/run/zmem/NAME.ctl),
+    /// a kernel device (zram0) or its sysfs directory (/sys/block/zram0)
+    pub target: String,
+    /// Attribute name, as in /sys/block/zramN/ (omit to print every readable one)
+    pub attr: Option<String>,
+    /// Value to write (omit to read); several words are joined with spaces
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub value: Vec<String>,
+    /// Directory of served devices' control sockets
+    #[arg(long, default_value = "/run/zmem")]
+    pub run_dir: PathBuf,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`zmem ctl` is not implemented yet")
+fn is_socket(p: &Path) -> bool {
+    std::fs::metadata(p).map(|m| m.file_type().is_socket()).unwrap_or(false)
+}
+
+fn is_zram_name(s: &str) -> bool {
+    s.strip_prefix("zram").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Resolve TARGET to an attribute target.
+fn resolve(target: &str, run_dir: &Path) -> anyhow::Result<Box<dyn AttrTarget>> {
+    let p = Path::new(target);
+    if is_socket(p) {
+        return Ok(Box::new(CtlClient::new(p)));
+    }
+    let base = p.file_name().and_then(|s| s.to_str()).unwrap_or("");
+    if (target.starts_with("/sys/") || !target.contains('/')) && is_zram_name(base) {
+        if !Path::new("/sys/block").join(base).is_dir() {
+            anyhow::bail!("{target}: ENODEV: no kernel device /sys/block/{base}");
+        }
+        return Ok(Box::new(SysfsDevice::new(&Sys::real(), base)));
+    }
+    if !target.contains('/') {
+        let name = target.strip_suffix(".ctl").unwrap_or(target);
+        let sock = run_dir.join(format!("{name}.ctl"));
+        if is_socket(&sock) {
+            return Ok(Box::new(CtlClient::new(sock)));
+        }
+        anyhow::bail!("{target}: ENOENT: no control socket {} and no kernel device of that name", sock.display());
+    }
+    anyhow::bail!("{target}: ENOENT: not a control socket, a zram device or a served device's name")
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let t = resolve(&a.target, &a.run_dir)?;
+    let Some(attr) = a.attr else {
+        // Every readable attribute, as `grep . /sys/block/zram0/*` would show.
+        let names = t.list_attrs().map_err(|e| anyhow::anyhow!("{}: list: {e}", t.label()))?;
+        for n in names {
+            match t.read_attr(&n) {
+                Ok(v) => {
+                    let mut lines = v.lines();
+                    println!("{n}: {}", lines.next().unwrap_or(""));
+                    for l in lines {
+                        println!("{:width$}  {l}", "", width = n.len());
+                    }
+                }
+                // Write-only attributes (reset, compact, idle, …).
+                Err(e) if matches!(e.errno.as_str(), "EACCES" | "EPERM" | "EIO") => {}
+                Err(e) => eprintln!("zmem ctl: {n}: {e}"),
+            }
+        }
+        return Ok(());
+    };
+    if a.value.is_empty() {
+        let v = t.read_attr(&attr).map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;
+        println!("{v}");
+    } else {
+        let value = a.value.join(" ");
+        t.write_attr(&attr, &value).map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;
+    }
+    Ok(())
 }

@@ -1,9 +1,162 @@
-//! PLACEHOLDER: `zmem serve` is not implemented yet; its owner replaces this file.
+//! `zmem serve`: a zram engine device served over NBD, with a control socket.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use zmem_nbd::{Control, CtlServer, Listen, Listener, Options, Server};
+use zmem_zram::{BlockDevice, Errno, Zram};
 
 /// Arguments of `zmem serve`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Device size (disksize syntax: bytes with optional K/M/G/T suffix)
+    #[arg(long)]
+    pub size: String,
+    /// Primary compression algorithm (comp_algorithm)
+    #[arg(long, default_value = "lzo-rle")]
+    pub algo: String,
+    /// algorithm_params for the primary algorithm, e.g. "level=3"
+    #[arg(long)]
+    pub params: Option<String>,
+    /// Recompression algorithm (recomp_algorithm), repeatable: priority 1, 2, 3 in order
+    #[arg(long)]
+    pub recomp: Vec<String>,
+    /// Allocator: zsmalloc, zbud or z3fold
+    #[arg(long, default_value = "zsmalloc")]
+    pub allocator: String,
+    /// mem_limit: writes fail with ENOSPC once the pool uses this much
+    #[arg(long)]
+    pub mem_limit: Option<String>,
+    /// backing_dev: a file for writeback of idle/huge pages
+    #[arg(long)]
+    pub backing_dev: Option<PathBuf>,
+    /// Engine: zram (the zswap block view is not available yet)
+    #[arg(long, default_value = "zram")]
+    pub mode: String,
+    /// Export name (clients may also ask for the default, empty, name)
+    #[arg(long, default_value = "zmem")]
+    pub export: String,
+    /// unix:PATH or tcp:HOST:PORT (TCP only on loopback unless --allow-remote)
+    #[arg(long)]
+    pub listen: String,
+    /// Control socket path [default: /run/zmem/EXPORT.ctl]
+    #[arg(long)]
+    pub ctl: Option<PathBuf>,
+    /// Do not open a control socket
+    #[arg(long, conflicts_with = "ctl")]
+    pub no_ctl: bool,
+    /// Lock the server's memory (mlockall), for use as swap on the same host
+    #[arg(long)]
+    pub mlock: bool,
+    /// Allow listening on a non-loopback TCP address
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Worker threads [default: number of CPUs]
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Log connections on stderr
+    #[arg(long, short)]
+    pub verbose: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`zmem serve` is not implemented yet")
+fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
+    dev.attr_write(name, &format!("{value}\n")).map_err(|e| {
+        if e.errno == Errno::ENOENT {
+            anyhow::anyhow!("{what}: this engine has no `{name}` attribute yet ({})", e.message)
+        } else {
+            anyhow::anyhow!("{what}: {name} {value:?}: {}: {}", e.errno, e.message)
+        }
+    })
+}
+
+/// Configure a device the way a script configures /sys/block/zramN, in the
+/// kernel's order (everything before disksize).
+fn build_device(a: &Args) -> anyhow::Result<Zram> {
+    let dev = Zram::builder().name(format!("serve:{}", a.export)).build().map_err(|e| anyhow::anyhow!("{e}"))?;
+    attr(&dev, "allocator", &a.allocator, "--allocator")?;
+    attr(&dev, "comp_algorithm", &a.algo, "--algo")?;
+    if let Some(p) = &a.params {
+        attr(&dev, "algorithm_params", p, "--params")?;
+    }
+    if a.recomp.len() > 3 {
+        bail!("--recomp: at most 3 recompression algorithms (priorities 1..3)");
+    }
+    for (i, alg) in a.recomp.iter().enumerate() {
+        attr(&dev, "recomp_algorithm", &format!("algo={alg} priority={}", i + 1), "--recomp")?;
+    }
+    if let Some(m) = &a.mem_limit {
+        attr(&dev, "mem_limit", m, "--mem-limit")?;
+    }
+    if let Some(b) = &a.backing_dev {
+        attr(&dev, "backing_dev", &b.display().to_string(), "--backing-dev")?;
+    }
+    attr(&dev, "disksize", &a.size, "--size")?;
+    Ok(dev)
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    match a.mode.as_str() {
+        "zram" => {}
+        "zswap" => bail!("--mode zswap: the zswap engine has no block view yet (zswap/ is a placeholder); use --mode zram"),
+        m => bail!("--mode {m:?}: expected zram or zswap"),
+    }
+    if a.export.len() > 4096 {
+        bail!("--export: names are at most 4096 bytes");
+    }
+    let listen = Listen::parse(&a.listen).map_err(|e| anyhow::anyhow!("--listen {e}"))?;
+    if let Listen::Tcp(addr) = &listen {
+        if !addr.ip().is_loopback() && !a.allow_remote {
+            bail!("--listen {addr}: not a loopback address; NBD has no authentication here, pass --allow-remote to serve other hosts");
+        }
+    }
+    let zram = Arc::new(build_device(&a)?);
+    if a.mlock {
+        zmem_nbd::server::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
+    }
+    // Served devices are open: `reset` answers EBUSY, as the kernel's does
+    // for a mounted or swapped-on zram.
+    let _open = zram.open();
+    let dev: Arc<dyn BlockDevice> = zram.clone();
+    let ctl = if a.no_ctl {
+        None
+    } else {
+        let path = a.ctl.clone().unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", a.export)));
+        let mut names: Vec<String> = zmem_zram::attrs::READABLE.iter().map(|s| s.to_string()).collect();
+        for w in zmem_zram::attrs::WRITABLE {
+            if !names.iter().any(|n| n == w) {
+                names.push(w.to_string());
+            }
+        }
+        names.sort();
+        let server = CtlServer::start(&path, Control { dev: dev.clone(), names })
+            .with_context(|| format!("control socket {}", path.display()))?;
+        Some(server)
+    };
+    let listener = Listener::bind(&listen).with_context(|| format!("--listen {listen}"))?;
+    let mut opts = Options { export_name: a.export.clone(), verbose: a.verbose, ..Options::default() };
+    if let Some(t) = a.threads {
+        opts.threads = t.clamp(1, 256);
+    }
+    let stop = zmem_nbd::server::stop_on_signals().context("installing SIGINT/SIGTERM handlers")?;
+    eprintln!(
+        "zmem serve: export {:?}: {} bytes, {} on {}, {} workers{}",
+        a.export,
+        dev.size(),
+        a.algo,
+        a.allocator,
+        opts.threads,
+        ctl.as_ref().map(|c| format!(", control socket {}", c.path().display())).unwrap_or_default()
+    );
+    println!("listening on {}", listener.local());
+    let server = Server::new(dev.clone(), listener, opts);
+    server.run(&stop).context("serving")?;
+    drop(ctl);
+    eprintln!(
+        "zmem serve: stopped ({}); final mm_stat: {}",
+        if stop.load(Ordering::Relaxed) { "signal" } else { "done" },
+        zram.attr_read("mm_stat").unwrap_or_default().trim_end()
+    );
+    Ok(())
 }

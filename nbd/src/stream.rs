@@ -1,0 +1,183 @@
+//! A connected socket (Unix or TCP) and a listener for either, with the few
+//! operations the server needs.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where to listen: `unix:PATH` or `tcp:HOST:PORT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    Unix(PathBuf),
+    Tcp(SocketAddr),
+}
+
+impl Listen {
+    /// Parse `unix:PATH` or `tcp:HOST:PORT` (HOST may be a name; the first
+    /// address it resolves to is used; `[::1]:PORT` for IPv6).
+    pub fn parse(s: &str) -> Result<Listen, String> {
+        if let Some(p) = s.strip_prefix("unix:") {
+            if p.is_empty() {
+                return Err("unix: needs a socket path".into());
+            }
+            return Ok(Listen::Unix(PathBuf::from(p)));
+        }
+        if let Some(hp) = s.strip_prefix("tcp:") {
+            use std::net::ToSocketAddrs;
+            let addr = hp
+                .to_socket_addrs()
+                .map_err(|e| format!("cannot resolve {hp:?} (want HOST:PORT): {e}"))?
+                .next()
+                .ok_or_else(|| format!("{hp:?} resolves to no address"))?;
+            return Ok(Listen::Tcp(addr));
+        }
+        Err(format!("{s:?}: expected unix:PATH or tcp:HOST:PORT"))
+    }
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Unix(p) => write!(f, "unix:{}", p.display()),
+            Listen::Tcp(a) => write!(f, "tcp:{a}"),
+        }
+    }
+}
+
+/// A connected client.
+#[derive(Debug)]
+pub enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    pub fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.shutdown(how),
+            Stream::Tcp(s) => s.shutdown(how),
+        }
+    }
+    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_write_timeout(t),
+            Stream::Tcp(s) => s.set_write_timeout(t),
+        }
+    }
+    /// A name for log lines.
+    pub fn peer(&self) -> String {
+        match self {
+            Stream::Unix(_) => "unix client".into(),
+            Stream::Tcp(s) => s.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "tcp client".into()),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A listening socket; accept is non-blocking so the accept loop can notice
+/// shutdown.
+#[derive(Debug)]
+pub enum Listener {
+    Unix(UnixListener, PathBuf),
+    Tcp(TcpListener),
+}
+
+/// Bind a Unix socket at `path`, replacing a stale socket file (one nobody
+/// accepts on) but refusing one that is live or a path that is not a socket.
+pub fn bind_unix(path: &Path) -> io::Result<UnixListener> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Ok(md) = std::fs::symlink_metadata(path) {
+        if !md.file_type().is_socket() {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists and is not a socket", path.display())));
+        }
+        if UnixStream::connect(path).is_ok() {
+            return Err(io::Error::new(io::ErrorKind::AddrInUse, format!("{} is in use by a running server", path.display())));
+        }
+        std::fs::remove_file(path)?;
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    UnixListener::bind(path)
+}
+
+impl Listener {
+    pub fn bind(l: &Listen) -> io::Result<Listener> {
+        let listener = match l {
+            Listen::Unix(p) => Listener::Unix(bind_unix(p)?, p.clone()),
+            Listen::Tcp(a) => Listener::Tcp(TcpListener::bind(a)?),
+        };
+        match &listener {
+            Listener::Unix(u, _) => u.set_nonblocking(true)?,
+            Listener::Tcp(t) => t.set_nonblocking(true)?,
+        }
+        Ok(listener)
+    }
+
+    /// The bound address (for `tcp:HOST:0`).
+    pub fn local(&self) -> Listen {
+        match self {
+            Listener::Unix(_, p) => Listen::Unix(p.clone()),
+            Listener::Tcp(t) => Listen::Tcp(t.local_addr().expect("bound TCP listener has an address")),
+        }
+    }
+
+    /// Accept one connection; `Ok(None)` when none is waiting.
+    pub fn accept(&self) -> io::Result<Option<Stream>> {
+        let r = match self {
+            Listener::Unix(u, _) => u.accept().map(|(s, _)| {
+                s.set_nonblocking(false).map(|()| Stream::Unix(s))
+            }),
+            Listener::Tcp(t) => t.accept().map(|(s, _)| {
+                s.set_nonblocking(false).and_then(|()| s.set_nodelay(true)).map(|()| Stream::Tcp(s))
+            }),
+        };
+        match r {
+            Ok(s) => s.map(Some),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, p) = self {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
