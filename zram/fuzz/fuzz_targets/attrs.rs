@@ -1,0 +1,21 @@
+//! Attribute writes with arbitrary bytes (first byte picks the attribute):
+//! never a panic. Run: `cargo +nightly fuzz run attrs` in zram/.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use zmem_zram::{BlockDevice, Zram};
+
+const NAMES: [&str; 9] =
+    ["disksize", "comp_algorithm", "algorithm_params", "mem_limit", "mem_used_max", "compact", "idle", "allocator", "reset"];
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&sel, rest)) = data.split_first() else { return };
+    let dev = Zram::new();
+    let _ = dev.attr_write("comp_algorithm", "lz4");
+    for chunk in rest.split(|&b| b == 0) {
+        let v = String::from_utf8_lossy(chunk);
+        let _ = dev.attr_write(NAMES[sel as usize % NAMES.len()], &v);
+        let _ = dev.attr_read("mm_stat");
+    }
+    let _ = zmem_zram::parse::next_args(&String::from_utf8_lossy(rest));
+    let _ = zmem_zram::parse::memparse(&String::from_utf8_lossy(rest));
+});
