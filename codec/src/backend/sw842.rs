@@ -409,6 +409,140 @@ mod tests {
         }
     }
 
+    /// A slow, literal model of the kernel's compressor: fifos as arrays of
+    /// slots with their write times, and a lookup that scans every slot for
+    /// the value and takes the most recently written one (what the kernel's
+    /// head-inserted hash chains return). The fast compressor must produce the
+    /// same bytes.
+    fn naive_kernel_compress(src: &[u8]) -> Vec<u8> {
+        use super::format::*;
+        let mut bits: Vec<bool> = Vec::new();
+        let put = |bits: &mut Vec<bool>, v: u64, n: u32| {
+            for i in (0..n).rev() {
+                bits.push((v >> i) & 1 == 1);
+            }
+        };
+        // (value, write time) per slot; None = never written.
+        let mut f8: Vec<Option<(u64, usize)>> = vec![None; 256];
+        let mut f4: Vec<Option<(u64, usize)>> = vec![None; 512];
+        let mut f2: Vec<Option<(u64, usize)>> = vec![None; 256];
+        let find = |f: &[Option<(u64, usize)>], v: u64| {
+            f.iter().enumerate().filter(|(_, e)| matches!(e, Some((x, _)) if *x == v)).max_by_key(|(_, e)| e.unwrap().1).map(|(i, _)| i as u64)
+        };
+        let mut time = 0usize;
+        let blocks: Vec<u64> = src.chunks_exact(8).map(|b| u64::from_be_bytes(b.try_into().unwrap())).collect();
+        let mut last = blocks.first().map(|v| !v).unwrap_or(0);
+        let mut rep = 0u64;
+        for (k, &v) in blocks.iter().enumerate() {
+            if v == last {
+                rep += 1;
+                if rep == 64 {
+                    put(&mut bits, OP_REPEAT as u64, 5);
+                    put(&mut bits, 63, 6);
+                    rep = 0;
+                }
+            } else {
+                if rep > 0 {
+                    put(&mut bits, OP_REPEAT as u64, 5);
+                    put(&mut bits, rep - 1, 6);
+                    rep = 0;
+                }
+                if v == 0 {
+                    put(&mut bits, OP_ZEROS as u64, 5);
+                } else {
+                    let part = |size: usize, at: usize| (v >> (64 - 8 * (at + size))) & (u64::MAX >> (64 - 8 * size));
+                    let lookup = |size: usize, at: usize| match size {
+                        8 => find(&f8, v),
+                        4 => find(&f4, part(4, at)),
+                        _ => find(&f2, part(2, at)),
+                    };
+                    let t = COMPRESS_ORDER
+                        .iter()
+                        .map(|&t| t as usize)
+                        .find(|&t| {
+                            let mut at = 0;
+                            TEMPLATES[t].iter().all(|a| {
+                                let ok = match *a {
+                                    Action::Index(s) => lookup(s as usize, at).is_some(),
+                                    Action::Data(_) => true,
+                                };
+                                at += match *a { Action::Index(s) | Action::Data(s) => s as usize };
+                                ok
+                            })
+                        })
+                        .unwrap();
+                    put(&mut bits, t as u64, 5);
+                    let mut at = 0;
+                    for a in TEMPLATES[t] {
+                        match *a {
+                            Action::Data(s) => put(&mut bits, part(s as usize, at), 8 * s as u32),
+                            Action::Index(s) => {
+                                let n = match s { 2 => I2_BITS, 4 => I4_BITS, _ => I8_BITS };
+                                put(&mut bits, lookup(s as usize, at).unwrap(), n)
+                            }
+                        }
+                        at += match *a { Action::Index(s) | Action::Data(s) => s as usize };
+                    }
+                }
+            }
+            last = v;
+            time += 1;
+            f8[k % 256] = Some((v, time));
+            for d in 0..2 {
+                time += 1;
+                f4[(2 * k + d) % 512] = Some(((v >> (32 - 32 * d)) & 0xFFFF_FFFF, time));
+            }
+            for d in 0..4 {
+                time += 1;
+                f2[(4 * k + d) % 256] = Some(((v >> (48 - 16 * d)) & 0xFFFF, time));
+            }
+        }
+        if rep > 0 {
+            put(&mut bits, OP_REPEAT as u64, 5);
+            put(&mut bits, rep - 1, 6);
+        }
+        let tail = &src[blocks.len() * 8..];
+        if !tail.is_empty() {
+            put(&mut bits, OP_SHORT_DATA as u64, 5);
+            put(&mut bits, tail.len() as u64, 3);
+            for &b in tail {
+                put(&mut bits, b as u64, 8);
+            }
+        }
+        put(&mut bits, OP_END as u64, 5);
+        put(&mut bits, crc32_be(0, src) as u64, 32);
+        while bits.len() % 64 != 0 {
+            bits.push(false);
+        }
+        bits.chunks(8).map(|c| c.iter().fold(0u8, |a, &b| a << 1 | b as u8)).collect()
+    }
+
+    #[test]
+    fn fast_compressor_equals_literal_kernel_model() {
+        let mut inputs: Vec<Vec<u8>> = all_kinds().into_iter().map(|(_, p)| p).collect();
+        // Few distinct values, so that every fifo holds each value in many
+        // slots and wraps several times: the "most recent slot" rule decides.
+        let mut r = Rng::new(77);
+        for _ in 0..6 {
+            let vocab: Vec<u16> = (0..1 + r.below(12)).map(|_| r.next() as u16).collect();
+            inputs.push((0..PAGE_SIZE / 2).flat_map(|_| vocab[r.below(vocab.len() as u64) as usize].to_be_bytes()).collect());
+        }
+        inputs.push(include_bytes!("sw842/testdata/lib842_text.in").to_vec());
+        inputs.push(b"short tail".to_vec());
+        let mut s = stream();
+        for (i, input) in inputs.iter().enumerate() {
+            let fast = if input.len() == PAGE_SIZE {
+                let mut c = vec![0u8; MAX_COMPRESSED];
+                let n = s.compress(input, &mut c).unwrap();
+                c.truncate(n);
+                c
+            } else {
+                comp(input)
+            };
+            assert!(fast == naive_kernel_compress(input), "input {i} differs from the kernel model");
+        }
+    }
+
     #[test]
     fn params_are_rejected() {
         let e = SW842.new_stream(&Params { level: Some(1), ..Params::default() }).err().unwrap();
