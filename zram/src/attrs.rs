@@ -15,7 +15,7 @@ use crate::streams::{MAX_COMPS, PRIMARY};
 
 /// Attributes that can be read.
 pub const READABLE: &[&str] =
-    &["disksize", "initstate", "comp_algorithm", "mm_stat", "io_stat", "debug_stat", "allocator"];
+    &["disksize", "initstate", "comp_algorithm", "mm_stat", "io_stat", "debug_stat", "allocator", "recomp_algorithm"];
 /// Attributes that can be written.
 pub const WRITABLE: &[&str] = &[
     "disksize",
@@ -27,6 +27,8 @@ pub const WRITABLE: &[&str] = &[
     "compact",
     "idle",
     "allocator",
+    "recomp_algorithm",
+    "recompress",
 ];
 
 fn no_attr(name: &str) -> AttrError {
@@ -50,6 +52,9 @@ impl Zram {
             "io_stat" => Ok(self.io_stat().render()),
             "debug_stat" => Ok(render_debug_stat(self.miss_free())),
             "allocator" => Ok(format!("{}\n", self.lock_config().allocator)),
+            "recomp_algorithm" => Ok(self.recomp_algorithm_show()),
+            // debugfs's file in the kernel, so not listed in READABLE.
+            "block_state" => Ok(self.block_state_show()),
             n if WRITABLE.contains(&n) => {
                 Err(AttrError::new(Errno::EACCES, format!("attribute '{n}' is write-only")))
             }
@@ -69,6 +74,8 @@ impl Zram {
             "compact" => self.compact_store(),
             "idle" => self.idle_store(value),
             "allocator" => self.allocator_store(value),
+            "recomp_algorithm" => self.recomp_algorithm_store(value),
+            "recompress" => self.recompress_store(value),
             n if READABLE.contains(&n) => {
                 Err(AttrError::new(Errno::EACCES, format!("attribute '{n}' is read-only")))
             }
@@ -199,7 +206,8 @@ impl Zram {
                     "idle takes 'all' (age in seconds needs access-time tracking, off on this device)",
                 ));
             }
-            let age = kstrtoull(buf, 0).map_err(|_| {
+            // kstrtouint: anything unparsable or above u32 is EINVAL here.
+            let age = kstrtoull(buf, 0).ok().filter(|&a| a <= u32::MAX as u64).ok_or_else(|| {
                 AttrError::new(Errno::EINVAL, format!("idle takes 'all' or an age in seconds, not {:?}", buf.trim_end()))
             })?;
             let c = now_ns() as i128 - (age.wrapping_mul(1_000_000_000)) as i128;

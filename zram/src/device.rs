@@ -54,6 +54,8 @@ pub struct Meta {
     pub stats: Stats,
     /// Whether ac_time is kept (CONFIG_ZRAM_TRACK_ENTRY_ACTIME).
     pub track_actime: bool,
+    /// A recompress (or writeback) pass is running (`pp_in_progress`).
+    pub pp_in_progress: AtomicBool,
 }
 
 impl Meta {
@@ -215,6 +217,7 @@ impl Zram {
         })?;
         let pool = (self.pool_factory)(&cfg.allocator).map_err(|e| AttrError::new(Errno::ENOMEM, e))?;
         let huge_class_size = pool.huge_class_size();
+        crate::recompress::note_huge_class_size(huge_class_size);
         let mut comps: [Option<Comp>; MAX_COMPS] = Default::default();
         let mut num_active_comps = 0;
         for prio in 0..MAX_COMPS {
@@ -235,6 +238,7 @@ impl Zram {
             huge_class_size,
             stats: Stats::default(),
             track_actime: self.track_actime,
+            pp_in_progress: AtomicBool::new(false),
         });
         for mut g in self.state.write() {
             *g = Some(meta.clone());

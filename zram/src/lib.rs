@@ -10,7 +10,8 @@
 //! * `io`: byte-range block I/O and the [`BlockDevice`] implementation;
 //! * `attrs` + [`parse`]: attributes and the kernel's parsers;
 //! * [`stats`]: counters and their exact rendering;
-//! * [`streams`], [`pool`]: compressors and allocators.
+//! * [`streams`], [`pool`]: compressors and allocators;
+//! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets.
 //!
 //! ```no_run
 //! use zmem_zram::{Zram, BlockDevice};
@@ -29,7 +30,9 @@ pub mod idle;
 mod io;
 pub mod parse;
 pub mod pool;
+pub mod pp;
 mod read;
+pub mod recompress;
 pub mod slot;
 pub mod stats;
 pub mod streams;
@@ -38,6 +41,7 @@ mod write;
 pub use blockdev::{AttrError, BlockDevice, Errno, IoError};
 pub use device::{Config, OpenGuard, Zram, ZramBuilder};
 pub use pool::PoolFactory;
+pub use recompress::{RecompressParams, RecompressReport};
 pub use slot::SlotInfo;
 pub use stats::{IoStat, MmStat};
 pub use zmem_codec::PAGE_SIZE;

@@ -1,0 +1,453 @@
+//! Multi-algorithm recompression (CONFIG_ZRAM_MULTI_COMP, spec §4):
+//! `recomp_algorithm`, the `recompress` command with the kernel's syntax,
+//! rules and quirks, and the debugfs `block_state` dump.
+//!
+//! Priority 0 is the primary algorithm (`comp_algorithm`), priorities 1..3
+//! are secondary (`recomp_algorithm`). At `disksize` every configured
+//! priority gets its own [`StreamPool`](zmem_codec::StreamPool) (see
+//! `Zram::init`), and a slot records the priority that compressed it, so the
+//! read path decompresses with the right algorithm.
+//!
+//! A `recompress` pass (spec §4.2–§4.4):
+//! 1. scan every slot, keep the candidates (allocated; type filter; not WB,
+//!    SAME or INCOMPRESSIBLE; `priority + 1 < prio_max`) in the
+//!    post-processing buckets of [`crate::pp`], flagged PP_SLOT;
+//! 2. take them largest first; skip a slot whose PP_SLOT was cleared (it was
+//!    accessed or freed meanwhile) or that is below the threshold; decompress
+//!    it, clear IDLE, and try each configured priority of the range until the
+//!    new size lands in a strictly smaller size class (and under the
+//!    threshold); each slot that reached that loop consumes one `max_pages`;
+//! 3. on success replace the object (`slot_free` semantics, then the new
+//!    handle, size and priority; never HUGE); when the last configured
+//!    algorithm was tried without progress, set INCOMPRESSIBLE.
+//!
+//! The engine entry point is [`Zram::recompress`], which also reports what a
+//! pass did ([`RecompressReport`]); the attribute is a parser on top of it.
+//! Writeback (§5) shares the buckets and the `pp_in_progress` exclusion.
+
+use std::sync::atomic::Ordering::{AcqRel, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+use zmem_codec::{CodecError, MAX_COMPRESSED, PAGE_SIZE};
+use zmem_zpool::ZpoolError;
+
+use crate::blockdev::{AttrError, Errno};
+use crate::device::{Meta, Zram};
+use crate::parse::{kstrtoint, kstrtoull, next_args};
+use crate::pp::PpCtl;
+use crate::slot::Flag;
+use crate::streams::{MAX_COMPS, PRIMARY};
+
+/// The first secondary priority (`ZRAM_SECONDARY_COMP`).
+pub const SECONDARY: usize = 1;
+
+/// The kernel's global `huge_class_size`: set once, at the first `disksize`
+/// of any device in the process, and 0 before. `recompress` compares its
+/// threshold with this global *before* checking that the device is
+/// initialised, so before any device was ever initialised every threshold
+/// (even 0) is refused.
+static HUGE_CLASS_SIZE: AtomicUsize = AtomicUsize::new(0);
+
+/// Record `huge_class_size` at a device's initialisation (first one wins,
+/// as the kernel computes it once).
+pub(crate) fn note_huge_class_size(n: usize) {
+    let _ = HUGE_CLASS_SIZE.compare_exchange(0, n, AcqRel, Relaxed);
+}
+
+/// The global `huge_class_size` (0 until a device was initialised).
+pub fn global_huge_class_size() -> usize {
+    HUGE_CLASS_SIZE.load(Relaxed)
+}
+
+/// Parameters of one recompression pass, as the kernel's local variables of
+/// `recompress_store` after parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecompressParams {
+    /// `type=idle` / `huge_idle`: only IDLE slots.
+    pub idle: bool,
+    /// `type=huge` / `huge_idle`: only HUGE slots.
+    pub huge: bool,
+    /// `max_pages=`: slots that may still be attempted (u64::MAX = unlimited).
+    pub max_pages: u64,
+    /// `threshold=`: only slots of at least this size, results must be smaller (0 = off).
+    pub threshold: u32,
+    /// `algo=`: use exactly this secondary algorithm.
+    pub algo: Option<String>,
+    /// Lowest priority tried (`priority=`, default 1).
+    pub prio: u32,
+    /// Exclusive upper priority bound before clamping to `num_active_comps`.
+    pub prio_max: u32,
+}
+
+impl Default for RecompressParams {
+    fn default() -> Self {
+        RecompressParams {
+            idle: false,
+            huge: false,
+            max_pages: u64::MAX,
+            threshold: 0,
+            algo: None,
+            prio: SECONDARY as u32,
+            prio_max: MAX_COMPS as u32,
+        }
+    }
+}
+
+impl RecompressParams {
+    /// Every slot, every configured secondary algorithm.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Only IDLE slots (`type=idle`).
+    pub fn idle(mut self) -> Self {
+        self.idle = true;
+        self
+    }
+    /// Only HUGE slots (`type=huge`).
+    pub fn huge(mut self) -> Self {
+        self.huge = true;
+        self
+    }
+    /// `max_pages=`.
+    pub fn max_pages(mut self, n: u64) -> Self {
+        self.max_pages = n;
+        self
+    }
+    /// `threshold=`.
+    pub fn threshold(mut self, bytes: u32) -> Self {
+        self.threshold = bytes;
+        self
+    }
+    /// `algo=`.
+    pub fn algo(mut self, name: impl Into<String>) -> Self {
+        self.algo = Some(name.into());
+        self
+    }
+    /// `priority=` (0 is turned into 1, as the kernel does).
+    pub fn priority(mut self, p: u32) -> Self {
+        self.prio = if p == PRIMARY as u32 { SECONDARY as u32 } else { p };
+        self.prio_max = self.prio.wrapping_add(1);
+        self
+    }
+
+    /// Parse the `recompress` attribute (kernel `recompress_store` syntax):
+    /// unknown keys ignored, a token without a value is EINVAL, an unknown
+    /// `type` value leaves the filter unchanged.
+    pub fn parse(buf: &str) -> Result<Self, AttrError> {
+        let mut p = RecompressParams::default();
+        for (key, val) in next_args(buf) {
+            let val = match val {
+                Some(v) if !v.is_empty() => v,
+                _ => return Err(AttrError::new(Errno::EINVAL, format!("'{key}' needs a value (key=value)"))),
+            };
+            match key.as_str() {
+                "type" => match val.as_str() {
+                    "idle" => (p.idle, p.huge) = (true, false),
+                    "huge" => (p.idle, p.huge) = (false, true),
+                    "huge_idle" => (p.idle, p.huge) = (true, true),
+                    // The kernel compares with strcmp and ignores other values.
+                    _ => {}
+                },
+                "max_pages" => p.max_pages = kstrtoull(&val, 10)?,
+                "threshold" => p.threshold = kstrtouint(&val)?,
+                "algo" => p.algo = Some(val),
+                "priority" => p = p.priority(kstrtouint(&val)?),
+                _ => {}
+            }
+        }
+        Ok(p)
+    }
+}
+
+/// `kstrtouint(s, 10)`.
+fn kstrtouint(s: &str) -> Result<u32, AttrError> {
+    let v = kstrtoull(s, 10)?;
+    u32::try_from(v).map_err(|_| {
+        AttrError::new(Errno::ERANGE, format!("{:?} is out of range for an unsigned int", s.trim_end()))
+    })
+}
+
+/// What one recompression pass did (not in the kernel, which reports nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecompressReport {
+    /// Slots the scan placed in the buckets.
+    pub candidates: u64,
+    /// Slots that reached the algorithm loop (each consumed one `max_pages`).
+    pub attempted: u64,
+    /// Slots stored again with a secondary algorithm.
+    pub recompressed: u64,
+    /// Slots newly flagged INCOMPRESSIBLE.
+    pub incompressible: u64,
+    /// Object bytes of the recompressed slots before …
+    pub bytes_before: u64,
+    /// … and after.
+    pub bytes_after: u64,
+}
+
+/// Clears `pp_in_progress` when a pass ends, however it ends.
+struct PpGuard<'a>(&'a AtomicBool);
+
+impl Drop for PpGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Release);
+    }
+}
+
+impl Zram {
+    /// `recomp_algorithm` read: `#P: ` and the comp_algorithm list for every
+    /// configured secondary priority.
+    pub(crate) fn recomp_algorithm_show(&self) -> String {
+        let cfg = self.lock_config();
+        let mut s = String::new();
+        for (prio, alg) in cfg.comp_algs.iter().enumerate().skip(SECONDARY) {
+            let Some(name) = alg.as_deref() else { continue };
+            s.push_str(&format!("#{prio}: "));
+            s.push_str(&self.backends().available_show(Some(name)));
+        }
+        s
+    }
+
+    /// `recomp_algorithm` write: `algo=NAME [priority=P]`, P in 1..3 (default 1).
+    pub(crate) fn recomp_algorithm_store(&self, buf: &str) -> Result<(), AttrError> {
+        let mut prio: i32 = SECONDARY as i32;
+        let mut alg = None;
+        for (key, val) in next_args(buf) {
+            let val = match val {
+                Some(v) if !v.is_empty() => v,
+                _ => return Err(AttrError::new(Errno::EINVAL, format!("'{key}' needs a value (key=value)"))),
+            };
+            match key.as_str() {
+                "algo" => alg = Some(val),
+                "priority" => prio = kstrtoint(&val, 10)?,
+                _ => {}
+            }
+        }
+        let alg = alg.ok_or_else(|| AttrError::new(Errno::EINVAL, "recomp_algorithm needs algo=NAME [priority=1..3]"))?;
+        if prio < SECONDARY as i32 || prio >= MAX_COMPS as i32 {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("priority {prio} is not a secondary priority ({SECONDARY}..{})", MAX_COMPS - 1),
+            ));
+        }
+        self.comp_algorithm_store(prio as usize, &alg)
+    }
+
+    /// `recompress` write.
+    pub(crate) fn recompress_store(&self, buf: &str) -> Result<(), AttrError> {
+        let p = RecompressParams::parse(buf)?;
+        self.recompress(&p).map(|_| ())
+    }
+
+    /// Run one recompression pass (`recompress_store` after parsing), with
+    /// the kernel's checks in the kernel's order.
+    pub fn recompress(&self, p: &RecompressParams) -> Result<RecompressReport, AttrError> {
+        let hcs = global_huge_class_size();
+        if p.threshold as usize >= hcs {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("threshold {} must be below huge_class_size ({hcs})", p.threshold),
+            ));
+        }
+        let names = self.config().comp_algs;
+        let g = self.meta();
+        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        if m.pp_in_progress.swap(true, AcqRel) {
+            return Err(AttrError::new(Errno::EAGAIN, "another recompress or writeback is running"));
+        }
+        let _pp = PpGuard(&m.pp_in_progress);
+        let (mut prio, mut prio_max) = (p.prio, p.prio_max);
+        if let Some(algo) = &p.algo {
+            // Searched from the current prio upwards, by configured name.
+            let found = (prio as usize..MAX_COMPS).find(|&q| m.comps[q].is_some() && names[q].as_deref() == Some(algo));
+            match found {
+                Some(q) => {
+                    prio = q as u32;
+                    prio_max = prio + 1;
+                }
+                None => {
+                    return Err(AttrError::new(
+                        Errno::EINVAL,
+                        format!("'{algo}' is not a secondary algorithm of this device at priority {prio} or above"),
+                    ))
+                }
+            }
+        }
+        // Quirk kept: num_active_comps is a count used as a priority bound.
+        prio_max = prio_max.min(m.num_active_comps as u32);
+        if prio >= prio_max {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!(
+                    "no secondary algorithm to use (priority {prio}, {} configured compressor(s))",
+                    m.num_active_comps
+                ),
+            ));
+        }
+        m.recompress_pass(p, prio as usize, prio_max as usize)
+    }
+}
+
+impl Meta {
+    /// `scan_slots_for_recompress`.
+    fn scan_for_recompress(&self, p: &RecompressParams, prio_max: usize, ctl: &mut PpCtl) {
+        for (index, s) in self.table.iter().enumerate() {
+            let mut g = s.lock();
+            if !g.allocated()
+                || (p.idle && !g.test(Flag::Idle))
+                || (p.huge && !g.test(Flag::Huge))
+                || g.test(Flag::Wb)
+                || g.test(Flag::Same)
+                || g.test(Flag::Incompressible)
+                // Already compressed with the same or a higher priority.
+                || g.priority() as usize + 1 >= prio_max
+            {
+                continue;
+            }
+            if !ctl.place(index, &mut g) {
+                break;
+            }
+        }
+    }
+
+    fn recompress_pass(&self, p: &RecompressParams, prio: usize, prio_max: usize) -> Result<RecompressReport, AttrError> {
+        let mut ctl = PpCtl::new();
+        self.scan_for_recompress(p, prio_max, &mut ctl);
+        let mut rep = RecompressReport { candidates: ctl.len() as u64, ..Default::default() };
+        let mut page = vec![0u8; PAGE_SIZE];
+        let mut buf = vec![0u8; MAX_COMPRESSED];
+        let mut budget = p.max_pages;
+        let mut result = Ok(());
+        while budget != 0 {
+            let Some(index) = ctl.select() else { break };
+            let r = self.recompress_slot(index, &mut page, &mut buf, &mut budget, p.threshold, prio, prio_max, &mut rep);
+            crate::pp::release_slot(self, index);
+            if let Err(e) = r {
+                result = Err(e);
+                break;
+            }
+        }
+        ctl.release_all(self);
+        result.map(|_| rep)
+    }
+
+    /// `recompress_slot` (spec §4.4), for one slot taken from the buckets.
+    #[allow(clippy::too_many_arguments)]
+    fn recompress_slot(
+        &self,
+        index: usize,
+        page: &mut [u8],
+        buf: &mut [u8],
+        budget: &mut u64,
+        threshold: u32,
+        prio_min: usize,
+        prio_max: usize,
+        rep: &mut RecompressReport,
+    ) -> Result<(), AttrError> {
+        let mut g = self.table[index].lock();
+        // Accessed or freed since the scan.
+        if !g.test(Flag::PpSlot) {
+            return Ok(());
+        }
+        if g.handle() == 0 {
+            return Err(AttrError::new(Errno::EINVAL, format!("slot {index} has no object")));
+        }
+        let size_old = g.size();
+        if size_old < threshold as usize {
+            return Ok(());
+        }
+        self.read_locked(&g, page)
+            .map_err(|e| AttrError::new(Errno::EIO, format!("recompress: slot {index}: {e}")))?;
+        g.clear(Flag::Idle);
+        let class_old = self.pool.class_index(size_old);
+        let mut p = prio_min.max(g.priority() as usize + 1);
+        if p >= prio_max {
+            return Ok(());
+        }
+        let mut found = None;
+        let mut err = None;
+        while p < prio_max {
+            let Some(comp) = self.comps[p].as_ref() else {
+                p += 1;
+                continue;
+            };
+            match comp.streams.compress(page, buf) {
+                Ok(len) => {
+                    let class_new = self.pool.class_index(len);
+                    if class_new < class_old && (threshold == 0 || len < threshold as usize) {
+                        found = Some(len);
+                        break;
+                    }
+                }
+                // Larger than two pages: no progress with this algorithm.
+                Err(CodecError::DstTooSmall { .. }) => {}
+                Err(e) => {
+                    err = Some(AttrError::new(Errno::EIO, format!("recompress: {} failed: {e}", comp.name)));
+                    break;
+                }
+            }
+            p += 1;
+        }
+        // Spent, successful or not.
+        if *budget != 0 {
+            *budget -= 1;
+        }
+        rep.attempted += 1;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let Some(len_new) = found else {
+            // Only when the last configured algorithm was tried.
+            if p >= self.num_active_comps {
+                if !g.test(Flag::Incompressible) {
+                    rep.incompressible += 1;
+                }
+                g.set(Flag::Incompressible);
+            }
+            return Ok(());
+        };
+        let h = self.pool.malloc(len_new).map_err(|e| match e {
+            ZpoolError::NoMemory => AttrError::new(Errno::ENOMEM, format!("recompress: allocator out of memory: {e}")),
+            e => AttrError::new(Errno::ENOMEM, format!("recompress: allocation of {len_new} bytes failed: {e}")),
+        })?;
+        if let Err(e) = self.pool.write(h, &buf[..len_new]) {
+            let _ = self.pool.free(h);
+            return Err(AttrError::new(Errno::EIO, format!("recompress: writing the object failed: {e}")));
+        }
+        self.free_slot(&mut g);
+        g.set_handle(h.0.get());
+        g.set_size(len_new);
+        g.set_priority(p as u8);
+        drop(g);
+        self.stats.compr_data_size.fetch_add(len_new as u64, Relaxed);
+        self.stats.pages_stored.fetch_add(1, Relaxed);
+        rep.recompressed += 1;
+        rep.bytes_before += size_old as u64;
+        rep.bytes_after += len_new as u64;
+        Ok(())
+    }
+}
+
+impl Zram {
+    /// The debugfs `block_state` file (CONFIG_ZRAM_MEMORY_TRACKING): one line
+    /// per allocated slot — index (width 12), access time as
+    /// `seconds.microseconds` (seconds width 12, device clock), and the flags
+    /// `s` SAME, `w` WB, `h` HUGE, `i` IDLE, `r` recompressed, `n`
+    /// INCOMPRESSIBLE (`.` when clear). In the kernel this is
+    /// `/sys/kernel/debug/zram/zramN/block_state`, not a sysfs attribute; zmem
+    /// offers it as the readable attribute `block_state` (empty while
+    /// uninitialised).
+    pub fn block_state_show(&self) -> String {
+        let mut s = String::new();
+        for info in self.block_state() {
+            let t = info.ac_time_ns;
+            s.push_str(&format!(
+                "{:>12} {:>12}.{:06} {}\n",
+                info.index,
+                t / 1_000_000_000,
+                (t % 1_000_000_000) / 1_000,
+                info.flag_chars()
+            ));
+        }
+        s
+    }
+}
