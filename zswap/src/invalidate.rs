@@ -1,0 +1,30 @@
+//! `zswap_invalidate`: the swap slot was freed; erase and free its entry.
+
+use crate::engine::{Entry, Inner, Zswap};
+use crate::stats::dec;
+use crate::PAGE_SIZE;
+
+impl Zswap {
+    /// Erases the entry at `offset`; returns whether there was one.
+    pub fn invalidate(&self, offset: u64) -> bool {
+        let mut inner = self.lock();
+        match inner.tree.remove(&offset) {
+            Some(e) => {
+                self.free_entry(&mut inner, e);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `zswap_entry_free`: LRU removal, pool free, counters. The entry must
+    /// already be out of the tree.
+    pub(crate) fn free_entry(&self, inner: &mut Inner, e: Entry) {
+        inner.lru.remove(e.seq);
+        let _ = inner.pool.free(e.handle);
+        dec(&self.counters.stored_pages);
+        if e.length as usize == PAGE_SIZE {
+            dec(&self.counters.stored_incompressible_pages);
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! `zswap_load`: decompress an entry; exclusive loads erase it (6.18).
+
+use crate::engine::{Zswap, ZswapError};
+use crate::stats::inc;
+use crate::PAGE_SIZE;
+
+impl Zswap {
+    /// Loads the page at `offset` into `out` (PAGE_SIZE bytes). Returns
+    /// `Ok(false)` if zswap holds no entry there (the caller reads the backing
+    /// store). `exclusive` (6.18's swap-cache path) erases the entry after a
+    /// successful load; otherwise the entry stays and is marked referenced
+    /// (6.15–6.18's private-page path keeps it). A decompression failure
+    /// counts `decompress_fail`, keeps the entry and is an error (-EIO).
+    pub fn load(&self, offset: u64, out: &mut [u8], exclusive: bool) -> Result<bool, ZswapError> {
+        assert_eq!(out.len(), PAGE_SIZE, "zswap loads whole pages");
+        let mut inner = self.lock();
+        let Some(e) = inner.tree.get(&offset).copied() else {
+            return Ok(false);
+        };
+        self.read_entry(&inner, offset, &e, out)?;
+        inc(&self.counters.zswpin);
+        if exclusive {
+            inner.tree.remove(&offset);
+            self.free_entry(&mut inner, e);
+        } else if let Some(e) = inner.tree.get_mut(&offset) {
+            e.referenced = true;
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,354 @@
+//! Engine tests: reference-model property test, pool limit + hysteresis,
+//! incompressible modes, bad parameters, backing-file errors, block view.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+use zmem_zswap::{
+    Backing, BlockDevice, Errno, Incompressible, ShrinkWorker, Source, Zswap, ZswapDevice, PAGE_SIZE,
+};
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("zmem-zswap-{}-{name}", std::process::id()))
+}
+
+/// A page that compresses about `kind`-wise: 0 = zero, 1 = same-filled non-zero,
+/// 2 = text-like, 3 = random (incompressible).
+fn page(kind: u8, seed: u64) -> Vec<u8> {
+    let mut p = vec![0u8; PAGE_SIZE];
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    match kind % 4 {
+        0 => {}
+        1 => p.fill((seed % 255) as u8 + 1),
+        2 => {
+            for (i, b) in p.iter_mut().enumerate() {
+                *b = b"the quick brown fox "[(i + seed as usize) % 20] ^ ((i / 512) as u8 & (seed as u8));
+            }
+        }
+        _ => {
+            for b in p.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+        }
+    }
+    p
+}
+
+fn engine(name: &str, slots: u64, pool_bytes: u64, zpool: &str, worker: ShrinkWorker) -> Zswap {
+    let backing = Backing::create(tmp(name), slots).unwrap();
+    Zswap::builder()
+        .compressor("lz4")
+        .zpool(zpool)
+        .max_pool_bytes(pool_bytes)
+        .accept_threshold_percent(90)
+        .shrinker_enabled(true)
+        .worker(worker)
+        .build(backing)
+        .unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Out(u64, u8, u64),
+    In(u64, bool),
+    Free(u64),
+    Shrink(usize),
+    Worker,
+    Compressor(u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u64..48, 0u8..4, any::<u64>()).prop_map(|(o, k, s)| Op::Out(o, k, s)),
+        4 => (0u64..48, any::<bool>()).prop_map(|(o, e)| Op::In(o, e)),
+        1 => (0u64..48).prop_map(Op::Free),
+        1 => (1usize..8).prop_map(Op::Shrink),
+        1 => Just(Op::Worker),
+        1 => (0u8..3).prop_map(Op::Compressor),
+    ]
+}
+
+fn check_model(zpool: &str, ops: &[Op], tag: &str) {
+    let z = engine(&format!("model-{zpool}-{tag}"), 48, 6 * PAGE_SIZE as u64, zpool, ShrinkWorker::Inline);
+    let mut model: HashMap<u64, Vec<u8>> = HashMap::new();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for op in ops {
+        match *op {
+            Op::Out(o, k, s) => {
+                let p = page(k, s);
+                z.swap_out(o, &p).unwrap();
+                model.insert(o, p);
+            }
+            Op::In(o, exclusive) => {
+                let src = z.swap_in(o, &mut buf, exclusive).unwrap();
+                match model.get(&o) {
+                    Some(p) => assert!(&buf == p, "offset {o} corrupted (from {src:?})"),
+                    None => {
+                        assert_eq!(src, Source::Empty, "offset {o} should be empty");
+                        assert!(buf.iter().all(|&b| b == 0));
+                    }
+                }
+                if exclusive {
+                    model.remove(&o);
+                }
+            }
+            Op::Free(o) => {
+                z.swap_free(o);
+                model.remove(&o);
+            }
+            Op::Shrink(n) => {
+                z.shrinker_scan(n);
+            }
+            Op::Worker => {
+                z.run_shrink_worker();
+            }
+            Op::Compressor(c) => z.attr_write("compressor", ["lz4", "lzo", "zstd"][c as usize]).unwrap(),
+        }
+        let st = z.stats();
+        assert_eq!(st.stored_pages as usize, z.lru_len(), "stored_pages matches the LRU");
+    }
+    for (o, p) in &model {
+        z.swap_in(*o, &mut buf, false).unwrap();
+        assert!(&buf == p, "offset {o} lost at the end");
+    }
+    let _ = std::fs::remove_file(tmp(&format!("model-{zpool}-{tag}")));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #[test]
+    fn no_page_lost_or_corrupted_zsmalloc(ops in prop::collection::vec(op(), 1..200)) {
+        check_model("zsmalloc", &ops, "a");
+    }
+    #[test]
+    fn no_page_lost_or_corrupted_zbud(ops in prop::collection::vec(op(), 1..120)) {
+        check_model("zbud", &ops, "b");
+    }
+    #[test]
+    fn no_page_lost_or_corrupted_z3fold(ops in prop::collection::vec(op(), 1..120)) {
+        check_model("z3fold", &ops, "c");
+    }
+}
+
+#[test]
+fn limit_hit_starts_writeback_and_hysteresis_refuses_until_accept() {
+    // 64-page pool, accept at 57 pages; random pages are stored raw (one pool page each).
+    let z = engine("limit", 512, 64 * PAGE_SIZE as u64, "zsmalloc", ShrinkWorker::Manual);
+    let (max, accept) = z.limits();
+    assert_eq!((max, accept), (64, 57));
+    let mut off = 0;
+    while z.store(off, &page(3, off)).is_ok() {
+        off += 1;
+        assert!(off < 512, "the limit must be hit");
+    }
+    let st = z.stats();
+    assert_eq!(st.pool_limit_hit, 1);
+    assert!(z.pool_pages() >= max);
+    assert_eq!(st.stored_incompressible_pages, st.stored_pages);
+    // Invalidate a few: below max but above accept → still refused (hysteresis), no new limit hit.
+    for o in 0..3 {
+        assert!(z.invalidate(o));
+    }
+    assert!(z.pool_pages() < max && z.pool_pages() > accept, "{} pages", z.pool_pages());
+    assert_eq!(z.store(1000 % 512, &page(2, 1)), Err(zmem_zswap::StoreReject::Hysteresis));
+    assert_eq!(z.stats().pool_limit_hit, 1);
+    // The shrink worker writes back the LRU tail until usage ≤ accept.
+    let wb = z.run_shrink_worker();
+    assert!(wb > 0);
+    let st = z.stats();
+    assert_eq!(st.written_back_pages, wb as u64);
+    assert!(z.pool_pages() <= accept, "{} pages after writeback", z.pool_pages());
+    assert_eq!(z.backing().used_slots(), wb as u64);
+    // Now stores are accepted again.
+    z.store(500, &page(2, 7)).unwrap();
+    // Written-back pages read back from the file, identical.
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for o in 3..off {
+        let src = z.swap_in(o, &mut buf, false).unwrap();
+        assert_eq!(buf, page(3, o), "offset {o} from {src:?}");
+    }
+    assert_eq!(z.stats().backing_reads, wb as u64);
+    let _ = std::fs::remove_file(tmp("limit"));
+}
+
+#[test]
+fn inline_worker_keeps_pool_under_limit_and_second_chance() {
+    let z = engine("inline", 1024, 32 * PAGE_SIZE as u64, "zsmalloc", ShrinkWorker::Inline);
+    for o in 0..400 {
+        z.swap_out(o, &page(3, o)).unwrap();
+        assert!(z.pool_pages() <= 33);
+    }
+    let st = z.stats();
+    assert!(st.pool_limit_hit > 0 && st.written_back_pages > 0, "{st:?}");
+    assert!(st.backing_writes >= st.written_back_pages);
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for o in 0..400 {
+        z.swap_in(o, &mut buf, false).unwrap();
+        assert_eq!(buf, page(3, o));
+    }
+    // Second chance: after a scan clears referenced bits, a read re-marks an
+    // entry and the next scan writes back others first.
+    let stored: Vec<u64> = (0..400).filter(|o| z.contains(*o)).collect();
+    assert!(stored.len() > 4);
+    assert_eq!(z.shrinker_scan(stored.len()), 0, "all entries referenced: first pass only clears");
+    let hot = stored[0];
+    z.swap_in(hot, &mut buf, false).unwrap();
+    let n = z.shrinker_scan(2);
+    assert_eq!(n, 1);
+    assert!(z.contains(hot), "the re-referenced tail entry got a second chance");
+    let _ = std::fs::remove_file(tmp("inline"));
+}
+
+#[test]
+fn zero_pages_go_to_the_zeromap_and_incompressible_modes() {
+    let z = engine("zero", 16, 1 << 20, "zsmalloc", ShrinkWorker::Inline);
+    assert_eq!(z.swap_out(0, &page(0, 0)).unwrap(), Source::Zero);
+    assert_eq!(z.swap_out(1, &page(1, 5)).unwrap(), Source::Pool, "non-zero same-filled is compressed");
+    assert_eq!(z.stats().zero_pages, 1);
+    assert_eq!(z.stats().stored_pages, 1);
+    // 6.18: raw.
+    assert_eq!(z.swap_out(2, &page(3, 9)).unwrap(), Source::Pool);
+    assert_eq!(z.stats().stored_incompressible_pages, 1);
+    // ≤ 6.17: reject.
+    z.attr_write("incompressible", "reject").unwrap();
+    assert_eq!(z.params().incompressible, Incompressible::Reject);
+    assert_eq!(z.swap_out(3, &page(3, 10)).unwrap(), Source::Backing);
+    assert_eq!(z.stats().reject_compress_poor, 1);
+    let mut buf = vec![0u8; PAGE_SIZE];
+    assert_eq!(z.swap_in(3, &mut buf, true).unwrap(), Source::Backing);
+    assert_eq!(buf, page(3, 10));
+    assert_eq!(z.swap_in(2, &mut buf, true).unwrap(), Source::Pool);
+    assert_eq!(buf, page(3, 9));
+    assert_eq!(z.stats().stored_incompressible_pages, 0, "exclusive load freed the entry");
+    // zbud cannot hold a raw page: reject_compress_poor.
+    let zb = engine("zero-zbud", 16, 1 << 20, "zbud", ShrinkWorker::Inline);
+    assert_eq!(zb.swap_out(0, &page(3, 1)).unwrap(), Source::Backing);
+    assert_eq!(zb.stats().reject_compress_poor, 1);
+    // Disabled: stores go to the backing file, loads keep working.
+    z.swap_out(5, &page(2, 3)).unwrap();
+    z.attr_write("enabled", "N").unwrap();
+    assert_eq!(z.swap_out(6, &page(2, 4)).unwrap(), Source::Backing);
+    assert_eq!(z.swap_in(5, &mut buf, false).unwrap(), Source::Pool);
+    assert_eq!(buf, page(2, 3));
+    assert!(z.attr_read("meminfo").unwrap().starts_with("Zswap:"));
+    for f in ["zero", "zero-zbud"] {
+        let _ = std::fs::remove_file(tmp(f));
+    }
+}
+
+#[test]
+fn bad_parameter_values_are_einval_style() {
+    let z = engine("params", 16, 1 << 20, "zsmalloc", ShrinkWorker::Inline);
+    let cases = [
+        ("enabled", "maybe", Errno::EINVAL),
+        ("shrinker_enabled", "", Errno::EINVAL),
+        ("max_pool_percent", "-3", Errno::EINVAL),
+        ("max_pool_percent", "4294967296", Errno::ERANGE),
+        ("accept_threshold_percent", "101", Errno::EINVAL),
+        ("accept_threshold_percent", "x", Errno::EINVAL),
+        ("compressor", "lz5", Errno::ENOENT),
+        ("zpool", "zfoo", Errno::ENOENT),
+        ("max_pool_bytes", "12Q", Errno::EINVAL),
+        ("incompressible", "drop", Errno::EINVAL),
+        ("stored_pages", "1", Errno::EACCES),
+        ("nope", "1", Errno::ENOENT),
+    ];
+    let before = z.params();
+    for (name, v, errno) in cases {
+        let e = z.attr_write(name, v).unwrap_err();
+        assert_eq!(e.errno, errno, "{name}={v:?}: {e}");
+        assert!(!e.message.is_empty());
+    }
+    assert_eq!(z.params(), before, "failed writes change nothing");
+    z.attr_write("accept_threshold_percent", "100\n").unwrap();
+    z.attr_write("max_pool_percent", "0x20").unwrap();
+    assert_eq!(z.attr_read("max_pool_percent").unwrap(), "32\n");
+    z.attr_write("zpool", "z3fold").unwrap();
+    z.swap_out(0, &page(2, 1)).unwrap();
+    assert_eq!(z.attr_write("zpool", "zbud").unwrap_err().errno, Errno::EBUSY);
+    for name in z.attr_names() {
+        z.attr_read(name).unwrap();
+    }
+    let backing = Backing::create(tmp("params2"), 4).unwrap();
+    assert_eq!(Zswap::builder().compressor("nope").build(backing).unwrap_err().errno, Errno::ENOENT);
+    for f in ["params", "params2"] {
+        let _ = std::fs::remove_file(tmp(f));
+    }
+}
+
+#[test]
+fn backing_file_errors_keep_pool_pages_readable() {
+    // Cannot be created.
+    let e = Backing::create("/nonexistent-dir/zmem/backing", 4).unwrap_err().to_string();
+    assert!(e.contains("cannot create backing file") && e.contains("/nonexistent-dir"), "{e}");
+    let e = ZswapDevice::create("/nonexistent-dir/x", 1 << 20, Zswap::builder()).err().unwrap();
+    assert!(e.contains("/nonexistent-dir/x"), "{e}");
+    // Full: /dev/full fails every write with ENOSPC.
+    if !std::path::Path::new("/dev/full").exists() {
+        println!("SKIP backing_file_errors_keep_pool_pages_readable (full part): no /dev/full");
+        return;
+    }
+    let backing = Backing::create("/dev/full", 256).unwrap();
+    let z = Zswap::builder()
+        .compressor("lz4")
+        .max_pool_bytes(16 * PAGE_SIZE as u64)
+        .worker(ShrinkWorker::Inline)
+        .build(backing)
+        .unwrap();
+    let dev = ZswapDevice::new(z);
+    let mut stored = Vec::new();
+    let mut full_err = None;
+    for o in 0..64u64 {
+        match dev.write_at(o * PAGE_SIZE as u64, &page(3, o)) {
+            Ok(()) => stored.push(o),
+            Err(e) => {
+                full_err = Some(e);
+                break;
+            }
+        }
+    }
+    let e = full_err.expect("the pool fills and the full backing file refuses the page");
+    assert_eq!(e.errno(), Errno::ENOSPC, "{e}");
+    assert!(e.to_string().contains("full"), "{e}");
+    let st = dev.zswap().stats();
+    assert!(st.reject_reclaim_fail > 0, "writeback to the full file failed: {st:?}");
+    assert_eq!(st.written_back_pages, 0);
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for o in &stored {
+        dev.read_at(o * PAGE_SIZE as u64, &mut buf).unwrap();
+        assert_eq!(buf, page(3, *o), "pool page {o} still readable");
+    }
+}
+
+#[test]
+fn block_view_data_survives_eviction() {
+    let path = tmp("blockdev");
+    let dev = ZswapDevice::create(&path, 256 * PAGE_SIZE as u64, Zswap::builder().compressor("lzo").max_pool_bytes(24 * PAGE_SIZE as u64))
+        .unwrap();
+    assert_eq!(dev.size(), 256 * PAGE_SIZE as u64);
+    let mut expect = vec![0u8; 256 * PAGE_SIZE];
+    for o in 0..256u64 {
+        let p = page((o % 4) as u8, o);
+        dev.write_at(o * PAGE_SIZE as u64, &p).unwrap();
+        expect[o as usize * PAGE_SIZE..(o as usize + 1) * PAGE_SIZE].copy_from_slice(&p);
+    }
+    // Partial, sector-aligned writes across page boundaries.
+    let patch = vec![0xabu8; 3 * 512];
+    dev.write_at(5 * PAGE_SIZE as u64 + 3072, &patch).unwrap();
+    expect[5 * PAGE_SIZE + 3072..5 * PAGE_SIZE + 3072 + 1536].copy_from_slice(&patch);
+    dev.discard(10 * PAGE_SIZE as u64, PAGE_SIZE as u64).unwrap();
+    expect[10 * PAGE_SIZE..11 * PAGE_SIZE].fill(0);
+    let st = dev.zswap().stats();
+    assert!(st.written_back_pages > 0, "eviction happened: {st:?}");
+    let mut got = vec![0u8; 256 * PAGE_SIZE];
+    dev.read_at(0, &mut got).unwrap();
+    assert!(got == expect, "device contents differ after eviction");
+    assert_eq!(dev.read_at(1, &mut got[..512]).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(dev.read_at(256 * PAGE_SIZE as u64, &mut got[..512]).unwrap_err().errno(), Errno::EINVAL);
+    assert_eq!(dev.attr_read("written_back_pages").unwrap(), format!("{}\n", dev.zswap().stats().written_back_pages));
+    let _ = std::fs::remove_file(path);
+}
