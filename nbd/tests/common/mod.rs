@@ -1,0 +1,81 @@
+// Shared by the nbd integration tests: an in-process server on a temporary
+// Unix socket.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use zmem_nbd::{Listen, Listener, Options, Server};
+use zmem_zram::{BlockDevice, Zram};
+
+pub struct Running {
+    pub dir: PathBuf,
+    pub sock: PathBuf,
+    pub dev: Arc<Zram>,
+    pub stop: Arc<AtomicBool>,
+    pub thread: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+pub fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("zmem-nbd-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub fn device(size: u64, mem_limit: u64) -> Arc<Zram> {
+    let mut b = Zram::builder().algorithm("lz4", Default::default()).disksize(size);
+    if mem_limit > 0 {
+        b = b.mem_limit(mem_limit);
+    }
+    Arc::new(b.build().unwrap())
+}
+
+pub fn start(dev: Arc<Zram>) -> Running {
+    let dir = tmpdir("srv");
+    let sock = dir.join("nbd.sock");
+    let listener = Listener::bind(&Listen::Unix(sock.clone())).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let d: Arc<dyn BlockDevice> = dev.clone();
+    let server = Server::new(d, listener, Options { threads: 3, max_inflight: 8, ..Options::default() });
+    let st = stop.clone();
+    let thread = std::thread::spawn(move || server.run(&st));
+    Running { dir, sock, dev, stop, thread: Some(thread) }
+}
+
+impl Running {
+    pub fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap().unwrap();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Deterministic page contents (half compressible).
+pub fn page(seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..4096)
+        .map(|i| {
+            if i < 2048 {
+                (seed as u8).wrapping_add((i / 64) as u8)
+            } else {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            }
+        })
+        .collect()
+}
