@@ -32,7 +32,8 @@ pub struct Args {
     /// backing_dev: a file for writeback of idle/huge pages
     #[arg(long)]
     pub backing_dev: Option<PathBuf>,
-    /// Engine: zram (the zswap block view is not available yet)
+    /// Engine: zram, or zswap (a compressed cache in front of --backing-dev FILE;
+    /// --mem-limit is then zswap's max_pool_bytes)
     #[arg(long, default_value = "zram")]
     pub mode: String,
     /// Export name (clients may also ask for the default, empty, name)
@@ -96,11 +97,31 @@ fn build_device(a: &Args) -> anyhow::Result<Zram> {
     Ok(dev)
 }
 
+/// zswap's block view over the backing file.
+fn build_zswap(a: &Args) -> anyhow::Result<zmem_zswap::ZswapDevice> {
+    let Some(file) = &a.backing_dev else { bail!("--mode zswap needs --backing-dev FILE (the swap device zswap caches)") };
+    if !a.recomp.is_empty() || a.params.is_some() {
+        bail!("--recomp/--params: zram options, not available with --mode zswap");
+    }
+    let size = parse_size(&a.size, "--size")?;
+    let mut b = zmem_zswap::Zswap::builder().compressor(a.algo.clone()).zpool(a.allocator.clone());
+    if let Some(m) = &a.mem_limit {
+        b = b.max_pool_bytes(parse_size(m, "--mem-limit")?);
+    }
+    zmem_zswap::ZswapDevice::create(file, size, b).map_err(|e| anyhow::anyhow!("--mode zswap: {e}"))
+}
+
+fn parse_size(s: &str, what: &str) -> anyhow::Result<u64> {
+    let (v, used) = zmem_zram::parse::memparse(s);
+    if used == 0 || used != s.trim_end().len() {
+        bail!("{what} {s:?}: not a size (bytes with optional K/M/G/T suffix)");
+    }
+    Ok(v)
+}
+
 pub fn run(a: Args) -> anyhow::Result<()> {
-    match a.mode.as_str() {
-        "zram" => {}
-        "zswap" => bail!("--mode zswap: the zswap engine has no block view yet (zswap/ is a placeholder); use --mode zram"),
-        m => bail!("--mode {m:?}: expected zram or zswap"),
+    if !matches!(a.mode.as_str(), "zram" | "zswap") {
+        bail!("--mode {:?}: expected zram or zswap", a.mode);
     }
     if a.export.len() > 4096 {
         bail!("--export: names are at most 4096 bytes");
@@ -111,22 +132,28 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             bail!("--listen {addr}: not a loopback address; NBD has no authentication here, pass --allow-remote to serve other hosts");
         }
     }
-    let zram = Arc::new(build_device(&a)?);
+    let (zram, dev): (Option<Arc<Zram>>, Arc<dyn BlockDevice>) = if a.mode == "zswap" {
+        (None, Arc::new(build_zswap(&a)?))
+    } else {
+        let z = Arc::new(build_device(&a)?);
+        (Some(z.clone()), z)
+    };
     if a.mlock {
         zmem_nbd::server::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
     }
     // Served devices are open: `reset` answers EBUSY, as the kernel's does
     // for a mounted or swapped-on zram.
-    let _open = zram.open();
-    let dev: Arc<dyn BlockDevice> = zram.clone();
+    let _open = zram.as_ref().map(|z| z.open());
     let ctl = if a.no_ctl {
         None
     } else {
         let path = a.ctl.clone().unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", a.export)));
-        let mut names: Vec<String> = zmem_zram::attrs::READABLE.iter().map(|s| s.to_string()).collect();
-        for w in zmem_zram::attrs::WRITABLE {
-            if !names.iter().any(|n| n == w) {
-                names.push(w.to_string());
+        let mut names: Vec<String> = dev.attr_names().iter().map(|s| s.to_string()).collect();
+        if zram.is_some() {
+            for w in zmem_zram::attrs::WRITABLE {
+                if !names.iter().any(|n| n == w) {
+                    names.push(w.to_string());
+                }
             }
         }
         names.sort();
@@ -156,7 +183,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     eprintln!(
         "zmem serve: stopped ({}); final mm_stat: {}",
         if stop.load(Ordering::Relaxed) { "signal" } else { "done" },
-        zram.attr_read("mm_stat").unwrap_or_default().trim_end()
+        dev.attr_read("mm_stat").unwrap_or_else(|e| format!("({e})")).trim_end()
     );
     Ok(())
 }

@@ -1,0 +1,82 @@
+//! `zmem ctl` against a running `zmem serve`, bad `zmem serve` arguments, and
+//! clean shutdown.
+
+mod serve_common;
+
+use std::process::Command;
+
+use serve_common::*;
+
+fn zmem(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().unwrap()
+}
+
+#[test]
+fn serve_ctl_reads_writes_and_errors() {
+    let s = Served::start("64M", &["--mem-limit", "32M"]);
+    let ctl = s.ctl.to_str().unwrap().to_string();
+    let out = zmem(&["ctl", &ctl, "mm_stat"]);
+    assert!(out.status.success(), "{out:?}");
+    let mm = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<u64> = mm.split_whitespace().map(|v| v.parse().unwrap()).collect();
+    assert_eq!(fields.len(), 9, "{mm}");
+    assert_eq!(fields[3], 32 << 20, "mem_limit field: {mm}");
+    let out = zmem(&["ctl", &ctl, "disksize"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), (64u64 << 20).to_string());
+    // A good write, a bad value (EINVAL), a busy one (EBUSY), an unknown attribute (ENOENT).
+    assert!(zmem(&["ctl", &ctl, "mem_limit", "16M"]).status.success());
+    let out = zmem(&["ctl", &ctl, "mm_stat"]);
+    assert!(String::from_utf8_lossy(&out.stdout).split_whitespace().nth(3) == Some(&(16u64 << 20).to_string()));
+    for (args, errno) in [
+        (vec!["mem_limit", "lots"], "EINVAL"),
+        (vec!["comp_algorithm", "zstd"], "EBUSY"),
+        (vec!["reset", "1"], "EBUSY"),
+        (vec!["no_such_attr"], "ENOENT"),
+    ] {
+        let mut a = vec!["ctl", ctl.as_str()];
+        a.extend(args.iter().copied());
+        let out = zmem(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(errno), "{args:?}: {err}");
+    }
+    // Every readable attribute.
+    let out = zmem(&["ctl", &ctl]);
+    let all = String::from_utf8_lossy(&out.stdout);
+    for a in ["disksize:", "mm_stat:", "comp_algorithm:", "io_stat:"] {
+        assert!(all.contains(a), "{all}");
+    }
+    // By name under a run directory.
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["ctl", "--run-dir"])
+        .arg(&s.dir)
+        .args(["dev", "initstate"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1", "{out:?}");
+    let out = zmem(&["ctl", "/nonexistent/x.ctl", "mm_stat"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("ENOENT"));
+    let (ok, err) = s.stop();
+    assert!(ok && err.contains("final mm_stat"), "{err}");
+}
+
+#[test]
+fn serve_refuses_bad_arguments() {
+    let d = tmpdir("args");
+    let sock = format!("unix:{}", d.join("s").display());
+    for (args, want) in [
+        (vec!["--size", "64M", "--listen", "tcp:0.0.0.0:0"], "--allow-remote"),
+        (vec!["--size", "64M", "--listen", "nowhere"], "unix:PATH or tcp:HOST:PORT"),
+        (vec!["--size", "0", "--listen", &sock], "EINVAL"),
+        (vec!["--size", "64M", "--algo", "nope", "--listen", &sock], "unknown algorithm"),
+        (vec!["--size", "64M", "--allocator", "slab", "--listen", &sock], "unknown allocator"),
+        (vec!["--size", "64M", "--mode", "zswap", "--listen", &sock], "--backing-dev"),
+        (vec!["--size", "64M", "--mode", "nbd", "--listen", &sock], "expected zram or zswap"),
+    ] {
+        let mut a = vec!["serve", "--no-ctl"];
+        a.extend(args.iter().copied());
+        let out = zmem(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
