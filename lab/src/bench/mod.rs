@@ -3,3 +3,5 @@
 pub mod codecs;
 pub mod device;
 pub mod kernel;
+pub mod zswap;
+pub mod recomp;
