@@ -4,4 +4,3 @@ pub mod codecs;
 pub mod device;
 pub mod kernel;
 pub mod zswap;
-pub mod recomp;
