@@ -9,6 +9,7 @@ use anyhow::Context;
 use crate::output::{Format, Table};
 
 mod device;
+mod zswap;
 
 /// Arguments of `zmem bench`.
 #[derive(clap::Args, Debug)]
@@ -60,9 +61,39 @@ pub struct Args {
     /// Full mode: filesystem random 4 KiB read speed in MiB/s for vm.swappiness (default: measured)
     #[arg(long, value_name = "MIB_S")]
     pub fs_read: Option<f64>,
+    /// zswap mode: the corpus through zswap and through zram + disk swap at the same RAM budget,
+    /// with a hot/cold access pattern (hit rate, writeback, RAM, load latency, backing I/O)
+    #[arg(long)]
+    pub zswap: bool,
+    /// zswap mode: share of the pages that is hot
+    #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
+    pub hot: f64,
+    /// zswap mode: share of the accesses that go to the hot pages
+    #[arg(long, value_name = "SHARE", default_value_t = 0.8)]
+    pub hot_access: f64,
+    /// zswap mode: RAM budget (zswap pool limit = zram mem_limit): a share of the corpus or a size (64M)
+    #[arg(long, value_name = "SHARE|SIZE", default_value = "0.1")]
+    pub budget: String,
+    /// zswap mode: swap-ins after every page was swapped out once
+    #[arg(long, default_value_t = 50_000)]
+    pub accesses: usize,
+    /// zswap mode: zswap allocator (zsmalloc, zbud, z3fold)
+    #[arg(long, default_value = "zsmalloc")]
+    pub zpool: String,
+    /// Recompression: write the corpus with the primary (first --algo, default lz4), mark
+    /// all idle, recompress with ALGO; ratio and mem_used_total before/after, against ALGO
+    /// alone. Without corpus files, a heap-like corpus is used
+    #[arg(long, value_name = "ALGO")]
+    pub recomp: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.zswap {
+        return zswap::run(&args);
+    }
+    if let Some(algo) = &args.recomp {
+        return run_recomp(&args, algo);
+    }
     if args.codecs {
         return run_codecs(args);
     }
@@ -157,4 +188,27 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
     let rec = full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
         .and_then(|i| zmem_lab::recommend::recommend(&t, &i));
     full::print(&t, &rec, args.format, args.report.as_deref())
+}
+
+fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
+    use zmem_lab::bench::recomp;
+    let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
+    let corpora = if args.corpus.is_empty() {
+        vec![recomp::heap_corpus(8)?]
+    } else {
+        zmem_lab::corpus::load_all(&args.corpus)?
+    };
+    let mut results = Vec::new();
+    for c in &corpora {
+        results.push(recomp::run(c, primary, algo)?);
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),
+        Format::Csv | Format::Table => {
+            for r in &results {
+                print!("{}", recomp::render(r));
+            }
+        }
+    }
+    Ok(())
 }

@@ -4,3 +4,4 @@ pub mod codecs;
 pub mod device;
 pub mod kernel;
 pub mod zswap;
+pub mod recomp;
