@@ -1,0 +1,73 @@
+//! `zmem bench --zswap [CORPUS...]`: the corpus through zswap and through
+//! zram + disk swap at the same RAM budget, with a hot/cold access pattern
+//! (`zmem_lab::bench::zswap`).
+
+use zmem_lab::bench::zswap::{self, Options, Row, COLUMNS};
+use zmem_lab::corpus;
+
+use crate::output::{Format, Table};
+
+/// `--budget`: a share of the corpus (0 < x ≤ 1, e.g. 0.1) or a size with a suffix (64M).
+fn budget(s: &str) -> anyhow::Result<(Option<u64>, f64)> {
+    if let Ok(f) = s.parse::<f64>() {
+        if f > 0.0 && f <= 1.0 {
+            return Ok((None, f));
+        }
+    }
+    let (v, n) = zmem_zram::parse::memparse(s);
+    if n == 0 || n != s.len() || v == 0 {
+        anyhow::bail!("--budget {s:?}: give a share of the corpus in (0, 1] (e.g. 0.1) or a size (e.g. 64M)");
+    }
+    Ok((Some(v), 0.0))
+}
+
+pub fn run(args: &super::Args) -> anyhow::Result<()> {
+    let (budget_bytes, budget_fraction) = budget(&args.budget)?;
+    let algos = if args.algo.is_empty() { vec!["lzo".to_string()] } else { args.algo.clone() };
+    let base = Options {
+        zpool: args.zpool.clone(),
+        budget_bytes,
+        budget_fraction: if budget_bytes.is_some() { 1.0 } else { budget_fraction },
+        hot: args.hot,
+        hot_access: args.hot_access,
+        accesses: args.accesses,
+        ..Options::default()
+    };
+    // Bad options fail before the corpus is built.
+    for a in &algos {
+        Options { algorithm: a.clone(), ..base.clone() }.validate()?;
+    }
+    let corpora = if args.corpus.is_empty() { vec![corpus::default_corpus()] } else { corpus::load_all(&args.corpus)? };
+    let mut rows: Vec<Row> = Vec::new();
+    for c in &corpora {
+        for a in &algos {
+            rows.extend(zswap::run(c, &Options { algorithm: a.clone(), ..base.clone() })?);
+        }
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Format::Csv | Format::Table => {
+            let mut t = Table::new(&COLUMNS);
+            for r in &rows {
+                t.push(r.cells());
+            }
+            if args.format == Format::Csv {
+                print!("{}", t.render_csv());
+                return Ok(());
+            }
+            print!("{}", t.render_table());
+            for c in &corpora {
+                println!("corpus {}: {} pages ({})", c.name, c.page_count(), c.source);
+            }
+            println!(
+                "pattern: {:.0}% of the pages get {:.0}% of {} swap-ins (each followed by a swap-out); budget = zswap \
+                 pool limit = zram mem_limit in bytes; zram overflows to a disk swap file and never writes back; \
+                 hit = served from RAM; latency of the swap-in in microseconds; backing_r/w = page reads/writes of the file",
+                args.hot * 100.0,
+                args.hot_access * 100.0,
+                args.accesses
+            );
+        }
+    }
+    Ok(())
+}
