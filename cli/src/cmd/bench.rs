@@ -80,11 +80,19 @@ pub struct Args {
     /// zswap mode: zswap allocator (zsmalloc, zbud, z3fold)
     #[arg(long, default_value = "zsmalloc")]
     pub zpool: String,
+    /// Recompression: write the corpus with the primary (first --algo, default lz4), mark
+    /// all idle, recompress with ALGO; ratio and mem_used_total before/after, against ALGO
+    /// alone. Without corpus files, a heap-like corpus is used
+    #[arg(long, value_name = "ALGO")]
+    pub recomp: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.zswap {
         return zswap::run(&args);
+    }
+    if let Some(algo) = &args.recomp {
+        return run_recomp(&args, algo);
     }
     if args.codecs {
         return run_codecs(args);
@@ -180,4 +188,27 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
     let rec = full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
         .and_then(|i| zmem_lab::recommend::recommend(&t, &i));
     full::print(&t, &rec, args.format, args.report.as_deref())
+}
+
+fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
+    use zmem_lab::bench::recomp;
+    let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
+    let corpora = if args.corpus.is_empty() {
+        vec![recomp::heap_corpus(8)?]
+    } else {
+        zmem_lab::corpus::load_all(&args.corpus)?
+    };
+    let mut results = Vec::new();
+    for c in &corpora {
+        results.push(recomp::run(c, primary, algo)?);
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),
+        Format::Csv | Format::Table => {
+            for r in &results {
+                print!("{}", recomp::render(r));
+            }
+        }
+    }
+    Ok(())
 }
