@@ -336,7 +336,7 @@ fn largest_first_order_via_max_pages_one() {
     }
     let mut sizes: Vec<(usize, usize)> = (0..8).map(|s| (dev.slot_info(s).unwrap().size, s)).collect();
     // Expected: by bucket (size/64) descending, then higher index first (LIFO).
-    sizes.sort_by(|a, b| (b.0 / 64, b.1).cmp(&(a.0 / 64, a.1)));
+    sizes.sort_by_key(|&(sz, s)| std::cmp::Reverse((sz / 64, s)));
     let mut seen = Vec::new();
     for _ in 0..8 {
         let rep = dev.recompress(&RecompressParams::new().max_pages(1)).unwrap();
