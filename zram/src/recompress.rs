@@ -312,6 +312,17 @@ impl Meta {
     fn recompress_pass(&self, p: &RecompressParams, prio: usize, prio_max: usize) -> Result<RecompressReport, AttrError> {
         let mut ctl = PpCtl::new();
         self.scan_for_recompress(p, prio_max, &mut ctl);
+        self.recompress_buckets(&mut ctl, p, prio, prio_max)
+    }
+
+    /// Process the selected slots largest first, then release what is left.
+    fn recompress_buckets(
+        &self,
+        ctl: &mut PpCtl,
+        p: &RecompressParams,
+        prio: usize,
+        prio_max: usize,
+    ) -> Result<RecompressReport, AttrError> {
         let mut rep = RecompressReport { candidates: ctl.len() as u64, ..Default::default() };
         let mut page = vec![0u8; PAGE_SIZE];
         let mut buf = vec![0u8; MAX_COMPRESSED];
@@ -449,5 +460,86 @@ impl Zram {
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_codec::Params;
+
+    fn text(seed: u8) -> Vec<u8> {
+        let words: [&[u8]; 4] = [b"slot ", b"zspage ", b"handle ", b"class "];
+        let mut p = Vec::with_capacity(PAGE_SIZE);
+        let mut x = seed as u32 | 1;
+        while p.len() < PAGE_SIZE {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            p.extend_from_slice(words[(x >> 16) as usize % 4]);
+        }
+        p.truncate(PAGE_SIZE);
+        p
+    }
+
+    fn dev() -> Zram {
+        Zram::builder()
+            .algorithm("lz4", Params::default())
+            .secondary(1, "zstd", Params::default())
+            .disksize(64 * PAGE_SIZE as u64)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn slot_accessed_after_the_scan_is_skipped() {
+        let dev = dev();
+        dev.write_page(0, &text(1)).unwrap();
+        dev.write_page(1, &text(2)).unwrap();
+        let g = dev.meta();
+        let m = g.as_deref().unwrap();
+        let p = RecompressParams::new();
+        let mut ctl = PpCtl::new();
+        m.scan_for_recompress(&p, 2, &mut ctl);
+        assert_eq!(ctl.len(), 2);
+        assert!(dev.slot_info(0).unwrap().pp_slot && dev.slot_info(1).unwrap().pp_slot);
+        // A read between the scan and the processing clears PP_SLOT.
+        let mut buf = vec![0u8; PAGE_SIZE];
+        m.read_page(0, &mut buf).unwrap();
+        assert!(!dev.slot_info(0).unwrap().pp_slot);
+        let rep = m.recompress_buckets(&mut ctl, &p, 1, 2).unwrap();
+        assert_eq!((rep.candidates, rep.attempted, rep.recompressed), (2, 1, 1), "{rep:?}");
+        assert_eq!(dev.slot_info(0).unwrap().priority, 0, "skipped");
+        assert_eq!(dev.slot_info(1).unwrap().priority, 1);
+        // A slot freed (overwritten) after the scan is skipped too.
+        dev.write_page(2, &text(3)).unwrap();
+        let mut ctl = PpCtl::new();
+        m.scan_for_recompress(&p, 2, &mut ctl);
+        m.write_page(2, &text(4), &std::sync::atomic::AtomicU64::new(0)).unwrap();
+        let rep = m.recompress_buckets(&mut ctl, &p, 1, 2).unwrap();
+        // Candidates: slot 0 (still priority 0) and slot 2; only slot 0 is processed.
+        assert_eq!((rep.candidates, rep.attempted), (2, 1), "{rep:?}");
+        assert_eq!(dev.slot_info(0).unwrap().priority, 1);
+        assert_eq!(dev.slot_info(2).unwrap().priority, 0, "overwritten after the scan: skipped");
+        assert!(dev.block_state().iter().all(|s| !s.pp_slot));
+        let mut b = vec![0u8; PAGE_SIZE];
+        m.read_page(2, &mut b).unwrap();
+        assert_eq!(b, text(4));
+    }
+
+    #[test]
+    fn concurrent_pass_is_eagain() {
+        let dev = dev();
+        dev.write_page(0, &text(1)).unwrap();
+        let g = dev.meta();
+        let m = g.as_deref().unwrap();
+        m.pp_in_progress.store(true, Release);
+        let e = dev.recompress(&RecompressParams::new()).unwrap_err();
+        assert_eq!(e.errno, Errno::EAGAIN);
+        // Parse and threshold errors come before it.
+        let e = dev.recompress(&RecompressParams::new().threshold(u32::MAX)).unwrap_err();
+        assert_eq!(e.errno, Errno::EINVAL);
+        m.pp_in_progress.store(false, Release);
+        dev.recompress(&RecompressParams::new()).unwrap();
+        assert!(!m.pp_in_progress.load(Relaxed), "released after the pass");
+        assert_eq!(dev.slot_info(0).unwrap().priority, 1);
     }
 }
