@@ -100,4 +100,9 @@ impl Backing {
     pub fn free(&self, offset: u64) -> bool {
         self.used.lock().unwrap_or_else(|e| e.into_inner()).remove(&offset)
     }
+
+    /// Flushes written slots to stable storage (`fdatasync`).
+    pub fn sync(&self) -> Result<(), BackingError> {
+        self.file.sync_data().map_err(|source| BackingError::Io { path: self.path.clone(), offset: 0, source })
+    }
 }

@@ -63,7 +63,7 @@ impl ZswapDevice {
         if offset % SECTOR != 0 || len % SECTOR != 0 {
             return Err(IoError::Unaligned { offset, len });
         }
-        if offset.checked_add(len).is_none_or(|end| end > self.size) {
+        if offset.checked_add(len).map_or(true, |end| end > self.size) {
             return Err(IoError::OutOfRange { offset, len, size: self.size });
         }
         Ok(())
@@ -137,8 +137,9 @@ impl BlockDevice for ZswapDevice {
         Self::pages(offset, len, |page, in_page, n, _| self.write_page(page, in_page, &zero[..n]))
     }
 
+    /// Pool pages are RAM (as zram, nothing to flush); the backing file is fdatasync'ed.
     fn flush(&self) -> Result<(), IoError> {
-        Ok(())
+        self.zswap.backing().sync().map_err(|e| IoError::Io(e.to_string()))
     }
 
     fn attr_read(&self, name: &str) -> Result<String, AttrError> {
