@@ -202,13 +202,15 @@ fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
     for c in &corpora {
         results.push(recomp::run(c, primary, algo)?);
     }
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),
-        Format::Csv | Format::Table => {
-            for r in &results {
-                print!("{}", recomp::render(r));
-            }
-        }
+    let text = match args.format {
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),
+        Format::Csv | Format::Table => results.iter().map(recomp::render).collect(),
+    };
+    // A closed pipe (`| head`) ends quietly instead of panicking.
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
-    Ok(())
 }
