@@ -102,7 +102,11 @@ impl Control {
             raw.truncate(i + 1);
         }
         s.write_all(&self.answer(&raw))?;
-        s.shutdown(std::net::Shutdown::Both)
+        s.shutdown(std::net::Shutdown::Write)?;
+        // Read what the client still sends (bounded), so closing does not
+        // reset the connection before the client has read the reply.
+        let _ = io::copy(&mut (&mut s).take(1 << 20), &mut io::sink());
+        Ok(())
     }
 }
 

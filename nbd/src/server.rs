@@ -1,27 +1,27 @@
-//! The server: an accept loop, a reader thread and a writer thread per
-//! connection, and one pool of worker threads shared by all connections.
+//! The server: an accept loop, and per connection a few threads that each
+//! take a request from the socket, run it on the device and write its reply
+//! (the model nbdkit uses): no hand-offs between threads on the way, several
+//! requests of one connection in flight at once and served in parallel
+//! across cores (the engine locks per slot).
 //!
-//! * The reader runs the handshake, then parses requests; refused requests
-//!   are answered at once, the rest become jobs for the pool (a WRITE's
-//!   payload is read first). At most `max_inflight` requests per connection
-//!   are queued or running; the reader waits for a free slot, so a client
-//!   that never reads its replies stalls only itself.
-//! * Workers run jobs on the device in parallel (the engine locks per slot)
-//!   and hand the finished reply to the connection's writer.
-//! * The writer sends replies in completion order (NBD replies may be out of
-//!   order; the cookie pairs them) and frees the slot.
+//! * Reading is serialised by the connection's read lock (a buffered reader:
+//!   headers and payloads that arrive together cost one syscall); a thread
+//!   holds it only while it reads one request, its payload included.
+//! * Replies are written whole under the write lock; NBD replies may be out
+//!   of order, the cookie pairs them.
+//! * A client that stops reading its replies stalls only its own threads,
+//!   and is dropped when a reply cannot be written within [`WRITE_TIMEOUT`].
 //!
 //! Shutdown: [`Server::run`] returns when its stop flag is set. It stops
-//! accepting, shuts down the reading side of every connection (the reader
-//! sees end of file), lets in-flight requests finish and their replies go
-//! out, then closes every connection and stops the workers.
+//! accepting and shuts down the reading side of every connection: each
+//! thread sees end of file when it next reads, requests already read finish
+//! and their replies go out, then the connection is closed.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -36,16 +36,17 @@ use crate::transmission::{decode, execute, Command};
 pub const MAX_PAYLOAD: u32 = 32 << 20;
 /// Handshake must finish within this time.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// A reply that cannot be written within this time drops the connection.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Server settings.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub export_name: String,
     pub description: String,
-    /// Worker threads (default: the number of CPUs).
+    /// Threads per connection = requests of one connection served at once
+    /// (default: the number of CPUs, at least 2).
     pub threads: usize,
-    /// Requests queued or running per connection.
-    pub max_inflight: usize,
     /// Log connects and disconnects on stderr.
     pub verbose: bool,
 }
@@ -56,7 +57,6 @@ impl Default for Options {
             export_name: "zmem".into(),
             description: "zmem compressed RAM device".into(),
             threads: thread::available_parallelism().map_or(2, |n| n.get()).max(2),
-            max_inflight: 64,
             verbose: false,
         }
     }
@@ -86,58 +86,6 @@ pub fn export_for(dev: &dyn BlockDevice, opts: &Options) -> Export {
     }
 }
 
-struct Job {
-    cmd: Command,
-    cookie: u64,
-    /// WRITE payload.
-    payload: Vec<u8>,
-    reply: Sender<(Vec<u8>, u64)>,
-}
-
-/// Bytes of payload (WRITE data, READ replies) one connection may hold in flight.
-const MAX_INFLIGHT_BYTES: u64 = 128 << 20;
-
-/// One connection's in-flight window: requests and payload bytes queued,
-/// running or waiting to be written.
-struct Window {
-    used: Mutex<(usize, u64)>,
-    freed: Condvar,
-    max: usize,
-}
-
-impl Window {
-    fn acquire(&self, bytes: u64) {
-        let mut u = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        // A single request larger than the byte budget still runs, alone.
-        while u.0 >= self.max || (u.0 > 0 && u.1 + bytes > MAX_INFLIGHT_BYTES) {
-            u = self.freed.wait(u).unwrap_or_else(|e| e.into_inner());
-        }
-        u.0 += 1;
-        u.1 += bytes;
-    }
-    fn release(&self, bytes: u64) {
-        let mut u = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        u.0 -= 1;
-        u.1 -= bytes;
-        drop(u);
-        self.freed.notify_all();
-    }
-    fn wait_idle(&self) {
-        let mut u = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        while u.0 > 0 {
-            u = self.freed.wait(u).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// Payload bytes a command holds while in flight.
-fn cost(cmd: &Command) -> u64 {
-    match *cmd {
-        Command::Read { len, .. } | Command::Write { len, .. } => len as u64,
-        _ => 0,
-    }
-}
-
 /// A running NBD server for one device.
 pub struct Server {
     dev: Arc<dyn BlockDevice>,
@@ -146,8 +94,8 @@ pub struct Server {
 }
 
 struct Shared {
+    dev: Arc<dyn BlockDevice>,
     export: Export,
-    jobs: Mutex<Option<Sender<Job>>>,
     stopping: AtomicBool,
     opts: Options,
 }
@@ -163,21 +111,9 @@ impl Server {
 
     /// Serve until `stop` is set, then shut down cleanly (see the module doc).
     pub fn run(self, stop: &AtomicBool) -> io::Result<()> {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        let workers: Vec<JoinHandle<()>> = (0..self.opts.threads.max(1))
-            .map(|i| {
-                let rx = rx.clone();
-                let dev = self.dev.clone();
-                thread::Builder::new()
-                    .name(format!("nbd-worker-{i}"))
-                    .spawn(move || worker(&*dev, &rx))
-                    .expect("spawn worker thread")
-            })
-            .collect();
         let shared = Arc::new(Shared {
             export: export_for(&*self.dev, &self.opts),
-            jobs: Mutex::new(Some(tx)),
+            dev: self.dev.clone(),
             stopping: AtomicBool::new(false),
             opts: self.opts.clone(),
         });
@@ -217,25 +153,7 @@ impl Server {
         for h in handles {
             let _ = h.join();
         }
-        shared.jobs.lock().unwrap_or_else(|e| e.into_inner()).take();
-        drop(shared);
-        for w in workers {
-            let _ = w.join();
-        }
         Ok(())
-    }
-}
-
-fn worker(dev: &dyn BlockDevice, rx: &Mutex<Receiver<Job>>) {
-    loop {
-        let job = match rx.lock().unwrap_or_else(|e| e.into_inner()).recv() {
-            Ok(j) => j,
-            Err(_) => return,
-        };
-        let c = cost(&job.cmd);
-        let reply = run_job(dev, job.cmd, job.cookie, job.payload);
-        // The writer may be gone (client vanished); the slot is then moot.
-        let _ = job.reply.send((reply, c));
     }
 }
 
@@ -265,6 +183,38 @@ fn error_reply(error: u32, cookie: u64) -> Vec<u8> {
     b
 }
 
+/// What the next request asks for, read whole under the read lock.
+enum Next {
+    Run(Command, u64, Vec<u8>),
+    Refuse(u32, u64),
+    End(&'static str),
+}
+
+fn next_request<R: Read>(r: &mut R, export: &Export) -> Next {
+    let mut h = [0u8; REQUEST_LEN];
+    if r.read_exact(&mut h).is_err() {
+        return Next::End("end of stream");
+    }
+    let Some(req) = parse_request(&h) else { return Next::End("bad request magic") };
+    match decode(&req, export.size, export.max_payload) {
+        Err(refusal) => match drain(r, refusal.drain) {
+            Ok(()) => Next::Refuse(refusal.error, req.cookie),
+            Err(_) => Next::End("disconnected mid-request"),
+        },
+        Ok(Command::Disconnect) => Next::End("NBD_CMD_DISC"),
+        Ok(cmd) => {
+            let mut payload = Vec::new();
+            if let Command::Write { len, .. } = cmd {
+                payload = vec![0u8; len as usize];
+                if r.read_exact(&mut payload).is_err() {
+                    return Next::End("disconnected mid-request");
+                }
+            }
+            Next::Run(cmd, req.cookie, payload)
+        }
+    }
+}
+
 fn connection(sh: &Shared, mut s: Stream, id: u64) {
     let peer = s.peer();
     let _ = s.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
@@ -278,87 +228,50 @@ fn connection(sh: &Shared, mut s: Stream, id: u64) {
         }
     }
     let _ = s.set_read_timeout(None);
-    let _ = s.set_write_timeout(None);
+    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
     if sh.opts.verbose {
         eprintln!("zmem serve: connection {id} ({peer}) in transmission");
     }
-    let Ok(mut out) = s.try_clone() else { return };
-    let window = Arc::new(Window { used: Mutex::new((0, 0)), freed: Condvar::new(), max: sh.opts.max_inflight.max(1) });
-    let (reply_tx, reply_rx) = mpsc::channel::<(Vec<u8>, u64)>();
-    let w2 = window.clone();
-    let writer = thread::Builder::new().name(format!("nbd-writer-{id}")).spawn(move || {
-        let mut broken = false;
-        for (buf, bytes) in reply_rx {
-            if !broken && out.write_all(&buf).is_err() {
-                broken = true;
-            }
-            drop(buf);
-            w2.release(bytes);
+    let (Ok(rs), Ok(ws)) = (s.try_clone(), s.try_clone()) else { return };
+    let reader = Mutex::new(BufReader::with_capacity(256 * 1024, rs));
+    let writer = Mutex::new(ws);
+    let done = AtomicBool::new(false);
+    let reason: Mutex<&'static str> = Mutex::new("");
+    let end = |why: &'static str| {
+        if !done.swap(true, Ordering::AcqRel) {
+            *reason.lock().unwrap_or_else(|e| e.into_inner()) = why;
         }
-        let _ = out.shutdown(Shutdown::Both);
-    });
-    let Ok(writer) = writer else { return };
-    let jobs = sh.jobs.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let reason = match jobs {
-        Some(jobs) => read_requests(sh, &mut s, &window, &reply_tx, &jobs),
-        None => "server stopping",
     };
-    // In-flight requests finish and their replies go out before the close.
-    window.wait_idle();
-    drop(reply_tx);
-    let _ = writer.join();
+    thread::scope(|sc| {
+        for _ in 0..sh.opts.threads.max(1) {
+            sc.spawn(|| loop {
+                let next = {
+                    let mut r = reader.lock().unwrap_or_else(|e| e.into_inner());
+                    if done.load(Ordering::Acquire) {
+                        return;
+                    }
+                    next_request(&mut *r, &sh.export)
+                };
+                let reply = match next {
+                    Next::Run(cmd, cookie, payload) => run_job(&*sh.dev, cmd, cookie, payload),
+                    Next::Refuse(error, cookie) => error_reply(error, cookie),
+                    Next::End(why) => {
+                        end(why);
+                        return;
+                    }
+                };
+                let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
+                if w.write_all(&reply).is_err() {
+                    end("cannot write a reply");
+                    let _ = w.shutdown(Shutdown::Both);
+                    return;
+                }
+            });
+        }
+    });
     let _ = s.shutdown(Shutdown::Both);
     if sh.opts.verbose {
-        eprintln!("zmem serve: connection {id} ({peer}) closed: {reason}");
-    }
-}
-
-/// Parse requests until the client disconnects; returns why the loop ended.
-fn read_requests(
-    sh: &Shared,
-    s: &mut Stream,
-    window: &Window,
-    reply: &Sender<(Vec<u8>, u64)>,
-    jobs: &Sender<Job>,
-) -> &'static str {
-    let size = sh.export.size;
-    loop {
-        let mut h = [0u8; REQUEST_LEN];
-        if s.read_exact(&mut h).is_err() {
-            return "end of stream";
-        }
-        let Some(req) = parse_request(&h) else { return "bad request magic" };
-        match decode(&req, size, sh.export.max_payload) {
-            Err(refusal) => {
-                if drain(s, refusal.drain).is_err() {
-                    return "disconnected mid-request";
-                }
-                window.acquire(0);
-                if reply.send((error_reply(refusal.error, req.cookie), 0)).is_err() {
-                    window.release(0);
-                    return "writer gone";
-                }
-            }
-            Ok(Command::Disconnect) => return "NBD_CMD_DISC",
-            Ok(cmd) => {
-                let c = cost(&cmd);
-                window.acquire(c);
-                let payload = if let Command::Write { len, .. } = cmd {
-                    let mut p = vec![0u8; len as usize];
-                    if s.read_exact(&mut p).is_err() {
-                        window.release(c);
-                        return "disconnected mid-request";
-                    }
-                    p
-                } else {
-                    Vec::new()
-                };
-                if jobs.send(Job { cmd, cookie: req.cookie, payload, reply: reply.clone() }).is_err() {
-                    window.release(c);
-                    return "server stopping";
-                }
-            }
-        }
+        eprintln!("zmem serve: connection {id} ({peer}) closed: {}", reason.lock().unwrap_or_else(|e| e.into_inner()));
     }
 }
 

@@ -54,7 +54,7 @@ pub struct Args {
     /// Allow listening on a non-loopback TCP address
     #[arg(long)]
     pub allow_remote: bool,
-    /// Worker threads [default: number of CPUs]
+    /// Threads per connection (requests of one connection served at once) [default: number of CPUs]
     #[arg(long)]
     pub threads: Option<usize>,
     /// Log connections on stderr

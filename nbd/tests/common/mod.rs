@@ -41,7 +41,7 @@ pub fn start(dev: Arc<Zram>) -> Running {
     let listener = Listener::bind(&Listen::Unix(sock.clone())).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let d: Arc<dyn BlockDevice> = dev.clone();
-    let server = Server::new(d, listener, Options { threads: 3, max_inflight: 8, ..Options::default() });
+    let server = Server::new(d, listener, Options { threads: 3, ..Options::default() });
     let st = stop.clone();
     let thread = std::thread::spawn(move || server.run(&st));
     Running { dir, sock, dev, stop, thread: Some(thread) }
