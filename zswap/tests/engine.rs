@@ -352,3 +352,38 @@ fn block_view_data_survives_eviction() {
     assert_eq!(dev.attr_read("written_back_pages").unwrap(), format!("{}\n", dev.zswap().stats().written_back_pages));
     let _ = std::fs::remove_file(path);
 }
+
+#[test]
+fn percent_limit_of_ram_and_shrinker_count() {
+    let backing = Backing::create(tmp("percent"), 64).unwrap();
+    let z = Zswap::builder()
+        .compressor("lz4")
+        .ram_size(1000 * PAGE_SIZE as u64)
+        .max_pool_percent(10)
+        .accept_threshold_percent(90)
+        .build(backing)
+        .unwrap();
+    assert_eq!(z.limits(), (100, 90));
+    z.attr_write("max_pool_percent", "20").unwrap();
+    assert_eq!(z.limits(), (200, 180));
+    z.attr_write("max_pool_bytes", "40K").unwrap();
+    assert_eq!(z.limits(), (10, 9), "a byte limit overrides the percent");
+    for o in 0..8 {
+        z.swap_out(o, &page(3, o)).unwrap();
+    }
+    assert_eq!(z.shrinker_count(), 0, "shrinker_enabled is off by default");
+    assert_eq!(z.shrinker_scan(8), 0);
+    z.attr_write("shrinker_enabled", "Y").unwrap();
+    assert_eq!(z.shrinker_count(), 8, "8 raw entries in 8 pool pages");
+    // Disk swap-ins protect that many entries from the next count.
+    z.attr_write("incompressible", "reject").unwrap();
+    z.swap_out(20, &page(3, 20)).unwrap();
+    let mut buf = vec![0u8; PAGE_SIZE];
+    assert_eq!(z.swap_in(20, &mut buf, true).unwrap(), Source::Backing);
+    assert_eq!(z.shrinker_count(), 7);
+    assert_eq!(z.shrinker_count(), 8, "the protection is consumed");
+    let st = z.stats();
+    assert_eq!(st.zswapped_bytes(), 8 * PAGE_SIZE as u64);
+    assert_eq!(st.zswap_bytes(), st.pool_total_size);
+    let _ = std::fs::remove_file(tmp("percent"));
+}
