@@ -74,6 +74,8 @@ impl std::fmt::Debug for Zswap {
 pub enum ZswapError {
     #[error(transparent)]
     Backing(#[from] BackingError),
+    #[error("a page is {PAGE_SIZE} bytes, got a buffer of {0}")]
+    BadLength(usize),
     #[error("decompression of swap offset {offset} failed: {reason}")]
     Decompress { offset: u64, reason: String },
 }
@@ -274,6 +276,9 @@ impl Zswap {
     /// On a backing-file error the page is lost as the kernel's swap write
     /// error would lose it, and every other page stays readable.
     pub fn swap_out(&self, offset: u64, page: &[u8]) -> Result<Source, ZswapError> {
+        if page.len() != PAGE_SIZE {
+            return Err(ZswapError::BadLength(page.len()));
+        }
         if offset >= self.backing.slots() {
             return Err(BackingError::OutOfRange { offset, slots: self.backing.slots() }.into());
         }
@@ -312,6 +317,9 @@ impl Zswap {
     /// followed by the slot being freed, 6.18's exclusive load); otherwise the
     /// page stays where it is (a pool hit marks the entry referenced).
     pub fn swap_in(&self, offset: u64, out: &mut [u8], exclusive: bool) -> Result<Source, ZswapError> {
+        if out.len() != PAGE_SIZE {
+            return Err(ZswapError::BadLength(out.len()));
+        }
         {
             let mut inner = self.lock();
             if inner.zeromap.contains(&offset) {

@@ -12,7 +12,9 @@ impl Zswap {
     /// (6.15–6.18's private-page path keeps it). A decompression failure
     /// counts `decompress_fail`, keeps the entry and is an error (-EIO).
     pub fn load(&self, offset: u64, out: &mut [u8], exclusive: bool) -> Result<bool, ZswapError> {
-        assert_eq!(out.len(), PAGE_SIZE, "zswap loads whole pages");
+        if out.len() != PAGE_SIZE {
+            return Err(ZswapError::BadLength(out.len()));
+        }
         let mut inner = self.lock();
         let Some(e) = inner.tree.get(&offset).copied() else {
             return Ok(false);

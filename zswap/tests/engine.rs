@@ -235,6 +235,11 @@ fn zero_pages_go_to_the_zeromap_and_incompressible_modes() {
     assert_eq!(z.swap_in(5, &mut buf, false).unwrap(), Source::Pool);
     assert_eq!(buf, page(2, 3));
     assert!(z.attr_read("meminfo").unwrap().starts_with("Zswap:"));
+    // Wrong buffer sizes are errors, not panics.
+    assert!(z.swap_out(7, &[1u8; 100]).is_err());
+    assert!(z.swap_in(5, &mut [0u8; 100], false).is_err());
+    assert!(z.load(5, &mut [0u8; 8192], false).is_err());
+    assert_eq!(z.store(7, &[1u8; 100]), Err(zmem_zswap::StoreReject::BadPage));
     for f in ["zero", "zero-zbud"] {
         let _ = std::fs::remove_file(tmp(f));
     }
