@@ -80,3 +80,27 @@ fn serve_refuses_bad_arguments() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn serve_zswap_mode_round_trip() {
+    let d = tmpdir("zswap");
+    let back = d.join("backing");
+    let s = Served::start("16M", &["--mode", "zswap", "--backing-dev", back.to_str().unwrap(), "--mem-limit", "1M"]);
+    let mut c = zmem_nbd::client::Client::connect(&s.sock, "zmem").unwrap();
+    assert_eq!(c.size, 16 << 20);
+    // More than the 1 MiB pool holds: the rest goes to the backing file.
+    let data = mixed_bytes(4 << 20, 9);
+    for (i, chunk) in data.chunks(256 << 10).enumerate() {
+        assert_eq!(c.write(i as u64 * (256 << 10), chunk).unwrap(), 0);
+    }
+    for (i, chunk) in data.chunks(256 << 10).enumerate() {
+        assert!(c.read(i as u64 * (256 << 10), chunk.len() as u32).unwrap().unwrap() == chunk, "chunk {i}");
+    }
+    c.disconnect().unwrap();
+    let out = zmem(&["ctl", s.ctl.to_str().unwrap(), "stored_pages"]);
+    let stored: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(stored > 0, "{out:?}");
+    let (ok, err) = s.stop();
+    assert!(ok && err.contains("final pool_total_size"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

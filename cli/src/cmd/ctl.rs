@@ -2,6 +2,7 @@
 //! `zmem serve` device (through its control socket) or a kernel zram device
 //! (through /sys/block/zramN), with the same names, syntax and errors.
 
+use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
@@ -61,13 +62,18 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let Some(attr) = a.attr else {
         // Every readable attribute, as `grep . /sys/block/zram0/*` would show.
         let names = t.list_attrs().map_err(|e| anyhow::anyhow!("{}: list: {e}", t.label()))?;
+        let mut out = std::io::stdout().lock();
         for n in names {
             match t.read_attr(&n) {
                 Ok(v) => {
                     let mut lines = v.lines();
-                    println!("{n}: {}", lines.next().unwrap_or(""));
+                    let mut text = format!("{n}: {}\n", lines.next().unwrap_or(""));
                     for l in lines {
-                        println!("{:width$}  {l}", "", width = n.len());
+                        text.push_str(&format!("{:width$}  {l}\n", "", width = n.len()));
+                    }
+                    // A closed pipe (`| head`) ends the listing quietly.
+                    if out.write_all(text.as_bytes()).is_err() {
+                        return Ok(());
                     }
                 }
                 // Write-only attributes (reset, compact, idle, …).
@@ -79,7 +85,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     };
     if a.value.is_empty() {
         let v = t.read_attr(&attr).map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;
-        println!("{v}");
+        let _ = writeln!(std::io::stdout(), "{v}");
     } else {
         let value = a.value.join(" ");
         t.write_attr(&attr, &value).map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;

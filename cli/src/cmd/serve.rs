@@ -168,7 +168,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let stop = zmem_nbd::server::stop_on_signals().context("installing SIGINT/SIGTERM handlers")?;
     eprintln!(
-        "zmem serve: export {:?}: {} bytes, {} on {}, {} workers{}",
+        "zmem serve: export {:?}: {} bytes, {} on {}, {} threads per connection{}",
         a.export,
         dev.size(),
         a.algo,
@@ -180,10 +180,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let server = Server::new(dev.clone(), listener, opts);
     server.run(&stop).context("serving")?;
     drop(ctl);
+    // zram's mm_stat; zswap's pool size and stored pages.
+    let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
+        .iter()
+        .filter_map(|n| dev.attr_read(n).ok().map(|v| format!("{n}: {}", v.trim_end())))
+        .collect();
     eprintln!(
-        "zmem serve: stopped ({}); final mm_stat: {}",
+        "zmem serve: stopped ({}); final {}",
         if stop.load(Ordering::Relaxed) { "signal" } else { "done" },
-        dev.attr_read("mm_stat").unwrap_or_else(|e| format!("({e})")).trim_end()
+        final_stats.join(", ")
     );
     Ok(())
 }
