@@ -104,3 +104,27 @@ fn serve_zswap_mode_round_trip() {
     assert!(ok && err.contains("final pool_total_size"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn serve_ctl_kernel_device_same_syntax() {
+    let name = "serve_ctl_kernel_device_same_syntax";
+    let dev = match zmem_kernel::HotDevice::with_config("lz4", 16 << 20) {
+        Ok(d) => d,
+        Err(e) => {
+            println!("SKIP {name}: {}", e.0);
+            return;
+        }
+    };
+    let z = format!("zram{}", dev.id());
+    let out = zmem(&["ctl", &z, "disksize"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), (16u64 << 20).to_string(), "{out:?}");
+    let sys = dev.sys_path().to_str().unwrap().to_string();
+    let out = zmem(&["ctl", &sys, "mm_stat"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).split_whitespace().count(), 9, "{out:?}");
+    // The kernel's errors for the same mistakes as a served device.
+    let out = zmem(&["ctl", &z, "comp_algorithm", "lzo"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("EBUSY"), "{out:?}");
+    let out = zmem(&["ctl", &z]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mm_stat:"), "{out:?}");
+    drop(dev);
+}
