@@ -94,7 +94,9 @@ fn serve_fio_randwrite_then_randread_verify() {
             "--refill_buffers",
         ])
         .arg(format!("--uri={}", s.uri()))
-        .args(extra);
+        .args(extra)
+        // fio leaves verify state files in its working directory.
+        .current_dir(&s.dir);
         c
     };
     // Write pass (no verify yet), then a separate run that only reads and
@@ -115,7 +117,7 @@ fn serve_fio_randwrite_then_randread_verify() {
         "--numjobs=2",
         "--verify=crc32c",
         "--do_verify=1",
-    ]).arg(format!("--uri={}", s.uri())));
+    ]).arg(format!("--uri={}", s.uri())).current_dir(&s.dir));
     assert!(m.contains("err= 0") && !m.contains("verify: bad"), "{m}");
     let (ok, err) = s.stop();
     assert!(ok, "{err}");
