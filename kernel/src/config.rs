@@ -828,22 +828,12 @@ mod tests {
     fn random_input_never_panics() {
         // A deterministic xorshift over config-ish bytes.
         let alphabet = b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!";
-        let mut x: u64 = 0x9E3779B97F4A7C15;
-        for _ in 0..3000 {
-            let len = (x % 120) as usize;
-            let mut s = String::new();
-            for _ in 0..len {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push(alphabet[(x % alphabet.len() as u64) as usize] as char);
-            }
+        for s in crate::testutil::random_strings(0x9E3779B97F4A7C15, alphabet, 120, 3000) {
             let _ = p(&s);
             let _ = parse_algorithms(&s);
             if let Ok(e) = SizeExpr::parse(&s, 1) {
                 let _ = e.eval_bytes(1000.0);
             }
-            x = x.wrapping_add(1);
         }
     }
 }

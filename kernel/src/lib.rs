@@ -18,4 +18,7 @@ pub mod units;
 pub mod zram;
 pub mod zswap;
 
+#[cfg(test)]
+mod testutil;
+
 pub use hotdev::{HotDevice, KernelZramUnavailable};

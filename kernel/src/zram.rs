@@ -279,23 +279,13 @@ mod tests {
     #[test]
     fn random_stat_text_never_panics() {
         let alphabet = b"0123456789 \n\t[]#:-xyz";
-        let mut x: u64 = 0x2545F4914F6CDD1D;
-        for _ in 0..5000 {
-            let len = (x % 90) as usize;
-            let mut s = String::new();
-            for _ in 0..len {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push(alphabet[(x % alphabet.len() as u64) as usize] as char);
-            }
+        for s in crate::testutil::random_strings(0x2545F4914F6CDD1D, alphabet, 90, 5000) {
             if let Some(m) = MmStat::parse(&s) {
                 let _ = (m.ratio(), m.effective_ratio(), m.saved());
             }
             let _ = (IoStat::parse(&s), BdStat::parse(&s), parse_comp_algorithm(&s), parse_recomp_algorithm(&s));
             let _ = (crate::sys::parse_swaps(&s), crate::sys::memparse(&s));
             let _ = crate::attr::parse_reply(s.as_bytes());
-            x = x.wrapping_add(1);
         }
     }
 }

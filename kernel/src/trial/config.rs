@@ -264,17 +264,8 @@ mod tests {
 
     #[test]
     fn arbitrary_strings_never_panic() {
-        let mut x: u64 = 0x9e3779b97f4a7c15;
         let alphabet = b"zramswpdiklno:+%0123456789MGK-_ .";
-        for _ in 0..5000 {
-            let len = (x % 20) as usize;
-            let mut s = String::new();
-            for _ in 0..len {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push(alphabet[(x % alphabet.len() as u64) as usize] as char);
-            }
+        for s in crate::testutil::random_strings(0x9e3779b97f4a7c15, alphabet, 20, 5000) {
             let _ = s.parse::<SwapConfig>();
             let _ = parse_size(&s);
         }
