@@ -31,6 +31,27 @@ pub struct Options {
     pub kernel: bool,
     /// Seed of the random offsets (same offsets for engine and kernel).
     pub seed: u64,
+    /// Times the corpus is written, each pass into a fresh device (engine
+    /// and kernel alike), for the write rate; 0 = enough passes to write
+    /// [`WRITE_BYTES_MIN`], at most [`MAX_AUTO_WRITE_PASSES`] (one pass of
+    /// the 4 MiB default corpus lasts only milliseconds).
+    pub write_passes: usize,
+}
+
+/// Bytes the write phase writes at least when `write_passes` is 0.
+pub const WRITE_BYTES_MIN: usize = 128 << 20;
+/// At most this many automatic write passes (each kernel pass hot-adds a
+/// device), so a tiny corpus does not create hundreds of devices.
+pub const MAX_AUTO_WRITE_PASSES: usize = 32;
+
+impl Options {
+    /// The number of write passes for a corpus of `pages` pages.
+    pub fn write_passes_for(&self, pages: usize) -> usize {
+        if self.write_passes > 0 {
+            return self.write_passes;
+        }
+        WRITE_BYTES_MIN.div_ceil((pages * PAGE_SIZE).max(1)).clamp(1, MAX_AUTO_WRITE_PASSES)
+    }
 }
 
 impl Default for Options {
@@ -43,6 +64,7 @@ impl Default for Options {
             page_clusters: vec![0, 1, 2, 3],
             kernel: true,
             seed: 0x5eed_2a11,
+            write_passes: 0,
         }
     }
 }
@@ -363,24 +385,36 @@ pub fn run_engine(
 ) -> Vec<Row> {
     let threads = opts.threads.max(1);
     let pages = corpus.page_count();
-    let dev = match Zram::builder()
-        .name("zram-bench")
-        .algorithm(algo, opts.params.clone())
-        .disksize((pages * PAGE_SIZE) as u64)
-        .build()
-    {
+    let build = || {
+        Zram::builder().name("zram-bench").algorithm(algo, opts.params.clone()).disksize((pages * PAGE_SIZE) as u64).build()
+    };
+    progress("write");
+    // Each pass writes the corpus into a fresh device (built and dropped
+    // outside the timed part), as the kernel side does; the device of the
+    // last pass is read back.
+    let passes = opts.write_passes_for(pages);
+    let mut write_s = 0.0;
+    let mut dev = match build() {
         Ok(d) => d,
         Err(e) => return vec![Row::unavailable(Target::Engine, algo, &corpus.name, threads, e.message)],
     };
-    progress("write");
-    let t = Instant::now();
-    for (i, p) in corpus.pages().enumerate() {
-        if let Err(e) = dev.write_page(i, p) {
-            return vec![Row::unavailable(Target::Engine, algo, &corpus.name, threads, format!("write failed: {e}"))];
+    for pass in 0..passes {
+        if pass > 0 {
+            // The previous pass's device is dropped here, untimed.
+            dev = match build() {
+                Ok(d) => d,
+                Err(e) => return vec![Row::unavailable(Target::Engine, algo, &corpus.name, threads, e.message)],
+            };
         }
+        let t = Instant::now();
+        for (i, p) in corpus.pages().enumerate() {
+            if let Err(e) = dev.write_page(i, p) {
+                return vec![Row::unavailable(Target::Engine, algo, &corpus.name, threads, format!("write failed: {e}"))];
+            }
+        }
+        write_s += t.elapsed().as_secs_f64();
     }
-    let write_s = t.elapsed().as_secs_f64();
-    let write_mibps = (pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64;
+    let write_mibps = (passes * pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64;
     let m = dev.mm_stat();
     // Verify everything before timing reads.
     let mut b = vec![0u8; PAGE_SIZE];
@@ -469,9 +503,24 @@ mod tests {
     }
 
     #[test]
+    fn write_passes_cover_the_minimum_within_the_cap() {
+        let auto = Options::default();
+        // The 4 MiB default corpus: 32 passes = 128 MiB.
+        assert_eq!(auto.write_passes_for(1024), 32);
+        assert!(auto.write_passes_for(1024) * 1024 * PAGE_SIZE >= WRITE_BYTES_MIN);
+        // Tiny corpora stop at the cap, huge ones write once.
+        assert_eq!(auto.write_passes_for(1), MAX_AUTO_WRITE_PASSES);
+        assert_eq!(auto.write_passes_for(0), MAX_AUTO_WRITE_PASSES);
+        assert_eq!(auto.write_passes_for(1 << 20), 1);
+        assert_eq!(auto.write_passes_for(20_000), 2);
+        // An explicit count is taken as is.
+        assert_eq!(Options { write_passes: 3, ..Options::default() }.write_passes_for(1024), 3);
+    }
+
+    #[test]
     fn engine_rows_carry_mm_stat_and_rates() {
         let c = crate::corpus::default_corpus();
-        let opts = Options { requests: 200, kernel: false, ..Options::default() };
+        let opts = Options { requests: 200, kernel: false, write_passes: 2, ..Options::default() };
         let rows = run_engine(&c, "lz4", &opts, &mut |_| {});
         assert_eq!(rows.len(), 4);
         for (pc, r) in rows.iter().enumerate() {

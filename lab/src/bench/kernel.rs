@@ -33,7 +33,7 @@ fn open_direct(d: &HotDevice, write: bool) -> std::io::Result<File> {
     OpenOptions::new().read(true).write(write).custom_flags(libc::O_DIRECT).open(d.dev_path())
 }
 
-/// Write the corpus to a device and return (write MiB/s, mm_stat).
+/// Write the corpus to a device and return (seconds in the pwrite calls, mm_stat).
 pub fn write_corpus(d: &HotDevice, corpus: &Corpus) -> Result<(f64, MmStat), String> {
     let f = open_direct(d, true).map_err(|e| format!("open {}: {e}", d.dev_path().display()))?;
     let data = corpus.bytes();
@@ -53,7 +53,20 @@ pub fn write_corpus(d: &HotDevice, corpus: &Corpus) -> Result<(f64, MmStat), Str
     f.sync_all().map_err(|e| format!("fsync: {e}"))?;
     let m = d.read_attr("mm_stat").map_err(|e| format!("mm_stat: {e}"))?;
     let m = MmStat::parse(&m).ok_or_else(|| format!("cannot parse mm_stat {m:?}"))?;
-    Ok((data.len() as f64 / elapsed / (1 << 20) as f64, m))
+    Ok((elapsed, m))
+}
+
+/// A fresh device configured with `algo` (and the level of `opts`) and
+/// room for `pages` pages.
+fn configured_device(algo: &str, pages: usize, opts: &Options) -> Result<HotDevice, String> {
+    let d = HotDevice::create().map_err(|e| e.to_string())?;
+    d.write_attr("comp_algorithm", algo).map_err(|e| format!("kernel zram has no algorithm {algo}: {e}"))?;
+    if let Some(l) = opts.params.level {
+        d.write_attr("algorithm_params", &format!("level={l}")).map_err(|e| format!("kernel refused level={l}: {e}"))?;
+    }
+    d.write_attr("disksize", &((pages * PAGE_SIZE) as u64).to_string())
+        .map_err(|e| format!("setting disksize failed: {e}"))?;
+    Ok(d)
 }
 
 /// Kernel rows for one algorithm: one per page-cluster value.
@@ -61,26 +74,28 @@ pub fn run_kernel(corpus: &Corpus, algo: &str, opts: &Options, progress: &mut dy
     let threads = opts.threads.max(1);
     let pages = corpus.page_count();
     let fail = |reason: String| vec![Row::unavailable(Target::Kernel, algo, &corpus.name, threads, reason)];
-    let d = match HotDevice::create() {
-        Ok(d) => d,
-        Err(e) => return fail(e.to_string()),
-    };
-    if let Err(e) = d.write_attr("comp_algorithm", algo) {
-        return fail(format!("kernel zram has no algorithm {algo}: {e}"));
-    }
-    if let Some(l) = opts.params.level {
-        if let Err(e) = d.write_attr("algorithm_params", &format!("level={l}")) {
-            return fail(format!("kernel refused level={l}: {e}"));
+    progress("write");
+    // As on the engine side: every pass into a fresh device (created and
+    // removed outside the timed syscalls), the last one is read back.
+    let passes = opts.write_passes_for(pages);
+    let mut write_s = 0.0;
+    let mut last = None;
+    for _ in 0..passes {
+        drop(last.take());
+        let d = match configured_device(algo, pages, opts) {
+            Ok(d) => d,
+            Err(e) => return fail(e),
+        };
+        match write_corpus(&d, corpus) {
+            Ok((secs, m)) => {
+                write_s += secs;
+                last = Some((d, m));
+            }
+            Err(e) => return fail(e),
         }
     }
-    if let Err(e) = d.write_attr("disksize", &((pages * PAGE_SIZE) as u64).to_string()) {
-        return fail(format!("setting disksize failed: {e}"));
-    }
-    progress("write");
-    let (write_mibps, m) = match write_corpus(&d, corpus) {
-        Ok(x) => x,
-        Err(e) => return fail(e),
-    };
+    let Some((d, m)) = last else { return fail("no write pass ran".into()) };
+    let write_mibps = (passes * pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64;
     let f = match open_direct(&d, false) {
         Ok(f) => f,
         Err(e) => return fail(format!("open {}: {e}", d.dev_path().display())),

@@ -164,6 +164,11 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
                 "pc = page-cluster: random reads of 2^pc consecutive pages; thr = reader threads; reads/cpu_s = reads per CPU-second of the reader threads (comparable across thread counts on a busy machine); sizes in bytes (mm_stat); \
                  ratio = orig/compr, eff_ratio = orig/mem_used; kernel: O_DIRECT pwrite/pread on a hot-added /dev/zramN"
             );
+            let passes: Vec<String> = corpora.iter().map(|c| opts.write_passes_for(c.page_count()).to_string()).collect();
+            println!(
+                "write_MiB/s: the corpus written {} time(s) (per corpus), each pass into a fresh device, engine and kernel alike; only the writes are timed",
+                passes.join("/")
+            );
         }
     }
     Ok(())
