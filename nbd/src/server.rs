@@ -237,10 +237,14 @@ fn connection(sh: &Shared, mut s: Stream, id: u64) {
     let writer = Mutex::new(ws);
     let done = AtomicBool::new(false);
     let reason: Mutex<&'static str> = Mutex::new("");
+    // Ending the connection also shuts its read side: a sibling thread that
+    // is already blocked reading the next header wakes with end of stream
+    // instead of waiting forever for a client that has been cut off.
     let end = |why: &'static str| {
         if !done.swap(true, Ordering::AcqRel) {
             *reason.lock().unwrap_or_else(|e| e.into_inner()) = why;
         }
+        let _ = s.shutdown(Shutdown::Read);
     };
     thread::scope(|sc| {
         for _ in 0..sh.opts.threads.max(1) {
@@ -250,15 +254,20 @@ fn connection(sh: &Shared, mut s: Stream, id: u64) {
                     if done.load(Ordering::Acquire) {
                         return;
                     }
-                    next_request(&mut *r, &sh.export)
+                    match next_request(&mut *r, &sh.export) {
+                        // Marked while the read lock is held, so no sibling
+                        // starts another read after the stream has ended.
+                        Next::End(why) => {
+                            end(why);
+                            return;
+                        }
+                        Next::Run(cmd, cookie, payload) => Ok((cmd, cookie, payload)),
+                        Next::Refuse(error, cookie) => Err((error, cookie)),
+                    }
                 };
                 let reply = match next {
-                    Next::Run(cmd, cookie, payload) => run_job(&*sh.dev, cmd, cookie, payload),
-                    Next::Refuse(error, cookie) => error_reply(error, cookie),
-                    Next::End(why) => {
-                        end(why);
-                        return;
-                    }
+                    Ok((cmd, cookie, payload)) => run_job(&*sh.dev, cmd, cookie, payload),
+                    Err((error, cookie)) => error_reply(error, cookie),
                 };
                 let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
                 if w.write_all(&reply).is_err() {

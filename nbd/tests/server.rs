@@ -9,7 +9,6 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
 use common::*;
-use zmem_nbd::client::Client;
 use zmem_nbd::proto::*;
 use zmem_nbd::{Control, CtlServer};
 use zmem_zram::BlockDevice;
@@ -19,7 +18,7 @@ const MIB: u64 = 1 << 20;
 #[test]
 fn commands_round_trip() {
     let srv = start(device(16 * MIB, 0));
-    let mut c = Client::connect(&srv.sock, "zmem").unwrap();
+    let mut c = connect(&srv.sock, "zmem");
     assert_eq!(c.size, 16 * MIB);
     assert_eq!(c.block_size, Some((512, 4096, 32 << 20)));
     assert!(c.flags & TF_SEND_WRITE_ZEROES != 0 && c.flags & TF_SEND_FAST_ZERO != 0 && c.flags & TF_CAN_MULTI_CONN != 0);
@@ -44,7 +43,7 @@ fn commands_round_trip() {
     assert_eq!(c.request(CMD_WRITE_ZEROES, CMD_FLAG_NO_HOLE, 16384, 4096, &[], 0).unwrap().0, 0);
     assert_eq!(c.read(16384, 4096).unwrap().unwrap(), vec![0u8; 4096]);
     // The default (empty) export name selects the same device.
-    let mut c2 = Client::connect(&srv.sock, "").unwrap();
+    let mut c2 = connect(&srv.sock, "");
     assert_eq!(c2.read(12288, 512).unwrap().unwrap(), data[4096..4608].to_vec());
     c.disconnect().unwrap();
     c2.disconnect().unwrap();
@@ -57,7 +56,7 @@ fn pipelined_requests_from_several_clients() {
         .map(|t| {
             let sock = srv.sock.clone();
             std::thread::spawn(move || {
-                let mut c = Client::connect(&sock, "zmem").unwrap();
+                let mut c = connect(&sock, "zmem");
                 // 64 writes sent before any reply is read (more than the in-flight window).
                 let base = t * 16 * MIB;
                 let mut out = Vec::new();
@@ -95,7 +94,7 @@ fn pipelined_requests_from_several_clients() {
 #[test]
 fn bad_requests_get_errors_and_leave_data_alone() {
     let srv = start(device(4 * MIB, 0));
-    let mut c = Client::connect(&srv.sock, "zmem").unwrap();
+    let mut c = connect(&srv.sock, "zmem");
     assert_eq!(c.write(0, &page(7)).unwrap(), 0);
     let size = c.size;
     // Unknown command, flags, unaligned, zero length, out of range, DF without structured replies.
@@ -118,26 +117,27 @@ fn bad_requests_get_errors_and_leave_data_alone() {
     c.disconnect().unwrap();
 
     // A bad magic ends the connection (no way to resynchronise); others carry on.
-    let mut c = Client::connect(&srv.sock, "zmem").unwrap();
+    let mut c = connect(&srv.sock, "zmem");
     c.stream().write_all(&[0u8; REQUEST_LEN]).unwrap();
     let mut b = [0u8; 1];
     assert_eq!(c.stream().read(&mut b).unwrap(), 0, "server closes after a bad magic");
 
     // Disconnect in the middle of a write payload and in the middle of a header.
-    let mut c = Client::connect(&srv.sock, "zmem").unwrap();
+    let mut c = connect(&srv.sock, "zmem");
     let r = Request { flags: 0, command: CMD_WRITE, cookie: 9, offset: 0, length: 8192 };
     c.stream().write_all(&encode_request(&r)).unwrap();
     c.stream().write_all(&[0xee; 1000]).unwrap();
     drop(c);
-    let mut c = Client::connect(&srv.sock, "zmem").unwrap();
+    let mut c = connect(&srv.sock, "zmem");
     c.stream().write_all(&encode_request(&r)[..10]).unwrap();
     drop(c);
-    let mut c = Client::connect(&srv.sock, "zmem").unwrap();
+    let mut c = connect(&srv.sock, "zmem");
     assert_eq!(c.read(0, 4096).unwrap().unwrap(), page(7), "a half-sent write changed nothing");
 }
 
 fn raw_handshake(sock: &std::path::Path, client_flags: u32) -> UnixStream {
     let mut s = UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
     let mut g = [0u8; 18];
     s.read_exact(&mut g).unwrap();
     assert_eq!(&g[..8], b"NBDMAGIC");
@@ -238,7 +238,7 @@ fn handshake_options() {
 fn over_mem_limit_writes_fail_enospc_and_stored_data_stays() {
     // Incompressible pages into a 1 MiB pool: the limit is hit long before the 32 MiB device is full.
     let srv = start(device(32 * MIB, MIB));
-    let mut c = Client::connect(&srv.sock, "zmem").unwrap();
+    let mut c = connect(&srv.sock, "zmem");
     let mut rnd = 0x1234_5678_9abc_def1u64;
     let mut random_page = || {
         (0..4096)
@@ -277,7 +277,7 @@ fn over_mem_limit_writes_fail_enospc_and_stored_data_stays() {
 #[test]
 fn shutdown_finishes_in_flight_requests_and_closes() {
     let mut srv = start(device(16 * MIB, 0));
-    let mut c = Client::connect(&srv.sock, "zmem").unwrap();
+    let mut c = connect(&srv.sock, "zmem");
     let n = 32u64;
     let mut out = Vec::new();
     for i in 0..n {
@@ -318,6 +318,7 @@ fn control_socket() {
     let ctl = CtlServer::start(&path, Control { dev: d, names: vec!["disksize".into(), "mm_stat".into(), "mem_limit".into()] }).unwrap();
     let ask = |req: &[u8]| {
         let mut s = UnixStream::connect(&path).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
         s.write_all(req).unwrap();
         s.shutdown(std::net::Shutdown::Write).unwrap();
         let mut r = String::new();
