@@ -30,12 +30,4 @@ impl CodecError {
     pub fn invalid_param(algo: &'static str, reason: impl Into<String>) -> Self {
         CodecError::InvalidParam { algo, reason: reason.into() }
     }
-    /// The message a backend that is still a placeholder gives from `new_stream`.
-    pub const NOT_IMPLEMENTED: &'static str = "not implemented yet";
-    /// Whether this is a placeholder backend's "not implemented yet": such an
-    /// algorithm is reported as unavailable (by `zmem bench`, the property
-    /// tests) rather than treated as a failure.
-    pub fn is_not_implemented(&self) -> bool {
-        matches!(self, CodecError::InvalidParam { reason, .. } if reason == Self::NOT_IMPLEMENTED)
-    }
 }
