@@ -145,7 +145,10 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
     let mnt = s.path("mnt");
     std::fs::create_dir_all(&fuse_dir).unwrap();
     std::fs::create_dir_all(&mnt).unwrap();
-    let mut fuse = Command::new("nbdfuse").arg(&fuse_dir).arg(s.uri()).spawn().unwrap();
+    let fuse = Command::new("nbdfuse").arg(&fuse_dir).arg(s.uri()).spawn().unwrap();
+    // Whatever happens below (a failed assertion included), the loop mount and
+    // the FUSE mount are taken down and nbdfuse is reaped.
+    let mut guard = MountGuard { mnt: mnt.clone(), fuse_dir: fuse_dir.clone(), fuse };
     let file = fuse_dir.join("nbd");
     let mut ready = false;
     for _ in 0..200 {
@@ -156,19 +159,12 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
         std::thread::sleep(Duration::from_millis(50));
     }
     if !ready {
-        let _ = fuse.kill();
-        let _ = fuse.wait();
         println!("SKIP {name}: nbdfuse did not mount (FUSE unavailable in this environment?)");
         return;
     }
-    let cleanup_fuse = |fuse: &mut std::process::Child| {
-        let _ = Command::new("fusermount3").arg("-u").arg(&fuse_dir).status();
-        let _ = fuse.wait();
-    };
     run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&file));
-    let mounted = Command::new("mount").args(["-o", "loop"]).arg(&file).arg(&mnt).output().unwrap();
+    let mounted = output_within(Command::new("mount").args(["-o", "loop"]).arg(&file).arg(&mnt), COMMAND_LIMIT);
     if !mounted.status.success() {
-        cleanup_fuse(&mut fuse);
         println!("SKIP {name}: loop mount refused: {}", String::from_utf8_lossy(&mounted.stderr).trim());
         return;
     }
@@ -192,7 +188,49 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
         assert!(std::fs::read(mnt.join(rel)).unwrap() == *data, "{rel} differs after remount");
     }
     um(&mnt);
-    cleanup_fuse(&mut fuse);
+    guard.unmount_fuse();
     let (ok, err) = s.stop();
     assert!(ok, "{err}");
+}
+
+/// The filesystem test's mounts: a loop mount at `mnt` of the file that
+/// nbdfuse exposes in `fuse_dir`.
+struct MountGuard {
+    mnt: std::path::PathBuf,
+    fuse_dir: std::path::PathBuf,
+    fuse: std::process::Child,
+}
+
+impl MountGuard {
+    /// Unmount the FUSE directory (nbdfuse then exits) and reap nbdfuse.
+    fn unmount_fuse(&mut self) {
+        let _ = output_within(Command::new("fusermount3").arg("-u").arg(&self.fuse_dir), Duration::from_secs(30));
+        if wait_exit(&mut self.fuse, Duration::from_secs(30)).is_none() {
+            let _ = self.fuse.kill();
+            let _ = self.fuse.wait();
+        }
+    }
+}
+
+impl Drop for MountGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.fuse.try_wait() {
+            // Lazy unmounts: they cannot hang on a dead server.
+            let _ = Command::new("umount").arg("-l").arg(&self.mnt).output();
+            let _ = Command::new("fusermount3").arg("-u").arg("-z").arg(&self.fuse_dir).output();
+            let _ = self.fuse.kill();
+            let _ = self.fuse.wait();
+        }
+    }
+}
+
+fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
 }

@@ -1,9 +1,10 @@
 // A `zmem serve` child process on a temporary Unix socket, for the serve_* tests.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static N: AtomicUsize = AtomicUsize::new(0);
@@ -71,7 +72,7 @@ impl Served {
     /// SIGTERM, wait, and return (exit success, stderr).
     pub fn stop(mut self) -> (bool, String) {
         let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let st = self.child.wait().unwrap();
+        let st = wait_within(&mut self.child, Duration::from_secs(60), "zmem serve after SIGTERM");
         (st.success(), std::fs::read_to_string(&self.stderr).unwrap_or_default())
     }
 
@@ -90,9 +91,51 @@ impl Drop for Served {
     }
 }
 
-/// Run a command; panic with its output when it fails.
+/// How long one client command (fio, qemu-img, mkfs, ...) may run before the
+/// test kills it and fails: a hang must fail the test, not stall the suite.
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(300);
+
+/// Wait for `child` at most `limit`; past it, kill it and panic naming `what`.
+pub fn wait_within(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().unwrap_or_else(|e| panic!("{what}: wait: {e}")) {
+            return st;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} still running after {limit:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `cmd.output()`, but killed (and the test failed) after `limit`.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let status = wait_within(&mut child, limit, &what);
+    Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+}
+
+/// Run a command (at most [`COMMAND_LIMIT`]); panic with its output when it fails.
 pub fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let out = output_within(cmd, COMMAND_LIMIT);
     assert!(
         out.status.success(),
         "{cmd:?} failed: {}\n{}",
