@@ -91,6 +91,9 @@ pub struct Args {
     /// the effective ratio with the primary alone. Without corpus files, a heap-like corpus is used
     #[arg(long, value_name = "ALGO", conflicts_with = "recomp")]
     pub fastpath: Option<String>,
+    /// Fast-path mode: write passes into fresh devices (latencies pooled over all passes)
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub passes: usize,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -228,7 +231,7 @@ fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
     };
     let mut results = Vec::new();
     for c in &corpora {
-        results.push(fastpath::run(c, primary, algo)?);
+        results.push(fastpath::run(c, primary, algo, args.passes)?);
     }
     let text = match args.format {
         Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),

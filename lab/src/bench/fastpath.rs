@@ -4,7 +4,9 @@
 //! (alternating which device goes first): device F writes every page with
 //! the fast algorithm ALGO (`Zram::write_page_fast`), device P with the
 //! primary alone. Each write is timed on its own, so the two latency
-//! distributions (mean, p99) come from the same pages in the same run.
+//! distributions (mean, p99) come from the same pages in the same run. The
+//! write phase is repeated `passes` times into fresh devices (all timings
+//! pooled), so one noisy moment on a shared machine weighs less.
 //! Then F is measured (after compaction), gets `idle all` +
 //! `recompress type=idle from=ALGO` (the background pass of the maintenance
 //! worker: precise recompression back to the primary), is compacted and
@@ -50,6 +52,8 @@ impl Latency {
 pub struct FastpathResult {
     pub corpus: String,
     pub pages: usize,
+    /// Write passes into fresh devices; latencies pool every pass.
+    pub passes: usize,
     pub primary: String,
     pub fast: String,
     /// Writes with the fast algorithm.
@@ -104,13 +108,15 @@ fn timed(f: impl FnOnce() -> Result<(), zmem_zram::IoError>) -> Result<u64> {
     Ok(t.elapsed().as_nanos() as u64)
 }
 
-/// Run the comparison on `corpus`.
-pub fn run(corpus: &Corpus, primary: &str, fast: &str) -> Result<FastpathResult> {
-    let n = corpus.page_count();
-    if n == 0 {
-        bail!("corpus {} has no pages", corpus.name);
-    }
-    let disksize = (n * PAGE_SIZE) as u64;
+/// One write pass into two fresh devices; the per-page times are appended.
+fn write_pass(
+    corpus: &Corpus,
+    primary: &str,
+    fast: &str,
+    tf: &mut Vec<u64>,
+    tp: &mut Vec<u64>,
+) -> Result<(Zram, Zram)> {
+    let disksize = (corpus.page_count() * PAGE_SIZE) as u64;
     let fdev = Zram::builder()
         .algorithm(primary, Params::default())
         .fast_algorithm(fast)
@@ -127,7 +133,6 @@ pub fn run(corpus: &Corpus, primary: &str, fast: &str) -> Result<FastpathResult>
     let first = corpus.page(0);
     fdev.write_page_fast(0, first).context("warm-up")?;
     pdev.write_page(0, first).context("warm-up")?;
-    let (mut tf, mut tp) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for (i, p) in corpus.pages().enumerate() {
         let wf = || fdev.write_page_fast(i, p);
         let wp = || pdev.write_page(i, p);
@@ -138,6 +143,22 @@ pub fn run(corpus: &Corpus, primary: &str, fast: &str) -> Result<FastpathResult>
             tp.push(timed(wp).with_context(|| format!("page {i} with {primary}"))?);
             tf.push(timed(wf).with_context(|| format!("page {i} with {fast}"))?);
         }
+    }
+    Ok((fdev, pdev))
+}
+
+/// Run the comparison on `corpus` with `passes` write passes (at least 1).
+pub fn run(corpus: &Corpus, primary: &str, fast: &str, passes: usize) -> Result<FastpathResult> {
+    let n = corpus.page_count();
+    if n == 0 {
+        bail!("corpus {} has no pages", corpus.name);
+    }
+    let passes = passes.max(1);
+    let (mut tf, mut tp) = (Vec::with_capacity(n * passes), Vec::with_capacity(n * passes));
+    let (mut fdev, mut pdev) = write_pass(corpus, primary, fast, &mut tf, &mut tp)?;
+    for _ in 1..passes {
+        drop((fdev, pdev));
+        (fdev, pdev) = write_pass(corpus, primary, fast, &mut tf, &mut tp)?;
     }
     let before = measure(&fdev)?;
     let primary_alone = measure(&pdev)?;
@@ -157,6 +178,7 @@ pub fn run(corpus: &Corpus, primary: &str, fast: &str) -> Result<FastpathResult>
     Ok(FastpathResult {
         corpus: corpus.name.clone(),
         pages: n,
+        passes,
         primary: primary.into(),
         fast: fast.into(),
         latency_ratio: if write_primary.mean_us > 0.0 { write_fast.mean_us / write_primary.mean_us } else { 0.0 },
@@ -176,7 +198,10 @@ pub fn run(corpus: &Corpus, primary: &str, fast: &str) -> Result<FastpathResult>
 /// The result as text lines.
 pub fn render(r: &FastpathResult) -> String {
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let mut s = format!("corpus {} ({} pages); primary {}, fast path {}\n", r.corpus, r.pages, r.primary, r.fast);
+    let mut s = format!(
+        "corpus {} ({} pages); primary {}, fast path {}; {} write pass(es), every write timed\n",
+        r.corpus, r.pages, r.primary, r.fast, r.passes
+    );
     s.push_str(&format!("{:<28} {:>9} {:>9} {:>9} {:>9}\n", "write latency", "mean us", "p50 us", "p99 us", "total s"));
     for (name, l) in [(format!("{} (fast path)", r.fast), &r.write_fast), (format!("{} (primary)", r.primary), &r.write_primary)] {
         s.push_str(&format!(
@@ -226,7 +251,8 @@ mod tests {
     #[test]
     fn fast_path_recompresses_back_and_reads_back() {
         let c = super::super::recomp::heap_corpus(1).unwrap();
-        let r = run(&c, "lz4", "lz4m").unwrap();
+        let r = run(&c, "lz4", "lz4m", 2).unwrap();
+        assert_eq!(r.passes, 2);
         assert!(r.verified);
         assert_eq!(r.pages, 384);
         assert_eq!(r.candidates, r.recompressed + r.kept_fast, "{r:?}");
@@ -239,7 +265,7 @@ mod tests {
     #[test]
     fn unknown_fast_algorithm_is_an_error() {
         let c = super::super::recomp::heap_corpus(1).unwrap();
-        let e = run(&c, "lz4", "nope").unwrap_err();
+        let e = run(&c, "lz4", "nope", 1).unwrap_err();
         assert!(format!("{e:#}").contains("nope"), "{e:#}");
     }
 
