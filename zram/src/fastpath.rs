@@ -296,6 +296,13 @@ impl Zram {
         self.meta().as_deref().and_then(|m| m.fast.as_ref().map(|c| c.name))
     }
 
+    /// The allocator's size class index for an object of `len` bytes
+    /// (`zs_lookup_class_index`; None while uninitialised). Recompression
+    /// compares these.
+    pub fn size_class(&self, len: usize) -> Option<usize> {
+        self.meta().as_deref().map(|m| m.pool.class_index(len))
+    }
+
     /// The name of the algorithm that stored slot `index` (None: empty,
     /// same-filled, written back, out of range or uninitialised). A HUGE
     /// slot is named after the algorithm whose write stored it raw.

@@ -386,3 +386,50 @@ fn kernel_syntax_recompresses_fast_slots_with_secondaries() {
     assert_eq!(read(&dev, 1), random(1));
     check_stats(&dev);
 }
+
+#[test]
+fn precise_recompress_moves_exactly_when_the_class_is_not_larger() {
+    // Many pages of several kinds: lz4 sometimes smaller, sometimes larger
+    // than lz4m, sometimes in the same size class.
+    let pages: Vec<Vec<u8>> = (0..120u64)
+        .map(|i| match i % 4 {
+            0 => phrases(i),
+            1 => text(i),
+            2 => page(4, i),
+            _ => page(5, i),
+        })
+        .collect();
+    let n = pages.len();
+    let dev = fast_dev(n, false);
+    let reference = fast_dev(n, false);
+    for (i, p) in pages.iter().enumerate() {
+        dev.write_page_fast(i, p).unwrap();
+        reference.write_page_primary(i, p).unwrap();
+    }
+    let before: Vec<_> = (0..n).map(|i| dev.slot_info(i).unwrap()).collect();
+    dev.recompress(&RecompressParams::new().from("lz4m")).unwrap();
+    let class = |len: usize| dev.size_class(len).unwrap();
+    let (mut same_class_moved, mut larger_kept, mut smaller_moved) = (0, 0, 0);
+    for i in 0..n {
+        let (b, a, r) = (before[i], dev.slot_info(i).unwrap(), reference.slot_info(i).unwrap());
+        if b.same || b.huge || r.huge {
+            continue;
+        }
+        let (cf, cp) = (class(b.size), class(r.size));
+        if cp <= cf {
+            assert!(!a.fast && a.size == r.size, "slot {i}: class {cp} <= {cf} must move: {a:?}");
+            if cp == cf && r.size != b.size {
+                same_class_moved += 1;
+            }
+            if cp < cf {
+                smaller_moved += 1;
+            }
+        } else {
+            assert!(a.fast && a.size == b.size, "slot {i}: class {cp} > {cf} must stay: {a:?}");
+            larger_kept += 1;
+        }
+        assert_eq!(read(&dev, i), pages[i]);
+    }
+    assert!(same_class_moved > 0 && larger_kept > 0 && smaller_moved > 0, "{same_class_moved} {larger_kept} {smaller_moved}");
+    check_stats(&dev);
+}
