@@ -205,3 +205,19 @@ fn worker_stop_interrupts_a_long_interval() {
     drop(w);
     assert_eq!(Arc::strong_count(&d), 1);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+    /// Random and near-valid policy strings never panic; what is accepted keeps min <= max.
+    #[test]
+    fn policy_strings_never_panic(
+        s in proptest::prop_oneof![
+            ".{0,60}",
+            "((interval|fast-idle|recompress-idle|writeback-idle|min-per-round|max-per-round|writeback-daily-limit|recompress|writeback|recompress-types|recompress-threshold)=[0-9a-zA-Z+_]{0,8}[, ]?){0,5}",
+        ]
+    ) {
+        if let Ok(p) = MaintPolicy::default().apply(&s) {
+            proptest::prop_assert!(p.min_pages <= p.max_pages && !p.interval.is_zero());
+        }
+    }
+}

@@ -258,3 +258,21 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::fast_when;
+
+    #[test]
+    fn fast_when_syntax() {
+        assert_eq!(fast_when("off").unwrap(), "mode=off");
+        assert_eq!(fast_when("always").unwrap(), "mode=always");
+        assert_eq!(fast_when("pressure").unwrap(), "mode=pressure");
+        assert_eq!(fast_when("pressure:90%").unwrap(), "mode=pressure limit_pct=90");
+        assert_eq!(fast_when("pressure:90%,20000/s").unwrap(), "mode=pressure limit_pct=90 rate=20000");
+        assert_eq!(fast_when("pressure:20000/s").unwrap(), "mode=pressure rate=20000");
+        for bad in ["", "on", "always:80%", "pressure:101%", "pressure:x%", "pressure:80", "pressure:-1/s", "pressure:80%;1/s"] {
+            assert!(fast_when(bad).is_err(), "{bad:?}");
+        }
+    }
+}
