@@ -24,8 +24,10 @@
 //!   (active: the next write would use it; writes: pages stored by the fast
 //!   algorithm since `disksize`). `reset` turns it off.
 //!
-//! The decision on the write path reads a few atomics (and the pool's page
-//! count, which `mem_limit` checking reads anyway); there is no lock.
+//! The decision on the write path reads a few atomics and, in `pressure`
+//! mode, the pool's page count (an atomic in zsmalloc; zbud and z3fold take
+//! their pool's read lock, as the `mem_limit` check on every write already
+//! does). No lock of the device's own.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
