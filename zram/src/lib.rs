@@ -30,6 +30,7 @@ mod discard;
 pub mod fastpath;
 pub mod idle;
 pub mod maint;
+pub mod maint_policy;
 mod io;
 pub mod parse;
 pub mod pool;
