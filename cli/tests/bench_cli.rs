@@ -115,3 +115,40 @@ fn bad_algorithm_and_bad_corpus_are_errors() {
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("/nonexistent/zmem-corpus"), "{}", text(&o.stderr));
 }
+
+#[test]
+fn fastpath_mode_table_and_json() {
+    let c = write_corpus("fastpath");
+    let o = zmem(&["bench", "--fastpath", "lz4m", "--algo", "lz4", c.to_str().unwrap(), "--passes", "3", "--format", "json"]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let r = &v.as_array().expect("one result per corpus")[0];
+    assert_eq!((r["pages"].as_u64(), r["passes"].as_u64()), (Some(48), Some(3)));
+    assert_eq!((r["primary"].as_str(), r["fast"].as_str()), (Some("lz4"), Some("lz4m")));
+    assert_eq!(r["verified"], true);
+    for k in ["write_fast", "write_primary"] {
+        for f in ["mean_us", "p50_us", "p99_us", "total_s"] {
+            assert!(r[k][f].as_f64().is_some_and(|x| x >= 0.0), "{k}.{f}: {r}");
+        }
+    }
+    // 16 text pages are compressed, 16 random ones huge, 16 zero pages same-filled.
+    assert_eq!(r["candidates"], 32, "{r}");
+    assert_eq!(
+        r["candidates"].as_u64().unwrap(),
+        r["recompressed"].as_u64().unwrap() + r["kept_fast"].as_u64().unwrap(),
+        "{r}"
+    );
+    for m in ["before", "after", "primary_alone"] {
+        assert_eq!(r[m]["orig_data_size"], 48 * 4096, "{m}");
+    }
+    assert!(r["after"]["compr_data_size"].as_u64() <= r["before"]["compr_data_size"].as_u64());
+    let o = zmem(&["bench", "--fastpath", "wkdm", c.to_str().unwrap()]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for want in ["primary lz4, fast path wkdm", "fast/primary mean write latency", "back to lz4 (after)", "lz4 alone", "read-back verified: true"] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    let o = zmem(&["bench", "--fastpath", "nope", c.to_str().unwrap()]);
+    assert!(!o.status.success() && text(&o.stderr).contains("nope"), "{}", text(&o.stderr));
+    std::fs::remove_file(c).unwrap();
+}

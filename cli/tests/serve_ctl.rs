@@ -128,3 +128,46 @@ fn serve_ctl_kernel_device_same_syntax() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("mm_stat:"), "{out:?}");
     drop(dev);
 }
+
+#[test]
+fn serve_fast_path_and_maintenance_options() {
+    let s = Served::start(
+        "16M",
+        &["--fast", "lz4m", "--fast-when", "pressure:50%,100000/s", "--mem-limit", "8M", "--maint=interval=1h,min-per-round=0"],
+    );
+    let ctl = s.ctl.to_str().unwrap().to_string();
+    let read = |a: &str| String::from_utf8_lossy(&zmem(&["ctl", &ctl, a]).stdout).into_owned();
+    assert!(read("fast_algorithm").contains("[lz4m]"));
+    assert!(read("fast_path").starts_with("mode=pressure limit_pct=50 rate=100000 "), "{}", read("fast_path"));
+    assert_eq!(read("maint").trim(), "no round yet");
+    // A round on demand: nothing written yet, and this device has no writeback.
+    let out = zmem(&["ctl", &ctl, "maint", "run"]);
+    assert!(out.status.success(), "{out:?}");
+    let rep = read("maint");
+    assert!(rep.starts_with("round 1: fast: skipped"), "{rep}");
+    assert!(rep.contains("writeback: unavailable"), "{rep}");
+    let out = zmem(&["ctl", &ctl, "maint", "now"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("EINVAL"));
+    assert!(zmem(&["ctl", &ctl, "fast_path", "mode=always"]).status.success());
+    assert!(read("fast_path").contains("active=1"));
+    let (ok, err) = s.stop();
+    assert!(ok && err.contains("fast path lz4m") && err.contains("maintenance every 3600"), "{err}");
+}
+
+#[test]
+fn serve_rejects_bad_fast_and_maint_options() {
+    for (args, want) in [
+        (vec!["--fast", "nope"], "--fast"),
+        (vec!["--fast", "lz4m", "--fast-when", "sometimes"], "--fast-when"),
+        (vec!["--fast", "lz4m", "--fast-when", "pressure:120%"], "--fast-when"),
+        (vec!["--fast-when", "always"], "--fast"),
+        (vec!["--maint=interval=0"], "--maint"),
+        (vec!["--maint=bogus=1"], "--maint"),
+    ] {
+        let mut a = vec!["serve", "--size", "1M", "--listen", "unix:/nonexistent/zmem-test.sock", "--no-ctl"];
+        a.extend(args.iter().copied());
+        let out = zmem(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{args:?}: {err}");
+    }
+}

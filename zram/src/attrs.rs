@@ -15,7 +15,18 @@ use crate::streams::{MAX_COMPS, PRIMARY};
 
 /// Attributes that can be read.
 pub const READABLE: &[&str] =
-    &["disksize", "initstate", "comp_algorithm", "mm_stat", "io_stat", "debug_stat", "allocator", "recomp_algorithm"];
+    &[
+        "disksize",
+        "initstate",
+        "comp_algorithm",
+        "mm_stat",
+        "io_stat",
+        "debug_stat",
+        "allocator",
+        "recomp_algorithm",
+        "fast_algorithm",
+        "fast_path",
+    ];
 /// Attributes that can be written.
 pub const WRITABLE: &[&str] = &[
     "disksize",
@@ -29,6 +40,8 @@ pub const WRITABLE: &[&str] = &[
     "allocator",
     "recomp_algorithm",
     "recompress",
+    "fast_algorithm",
+    "fast_path",
 ];
 
 fn no_attr(name: &str) -> AttrError {
@@ -53,6 +66,8 @@ impl Zram {
             "debug_stat" => Ok(render_debug_stat(self.miss_free())),
             "allocator" => Ok(format!("{}\n", self.lock_config().allocator)),
             "recomp_algorithm" => Ok(self.recomp_algorithm_show()),
+            "fast_algorithm" => Ok(self.fast_algorithm_show()),
+            "fast_path" => Ok(self.fast_path_show()),
             // debugfs's file in the kernel, so not listed in READABLE.
             "block_state" => Ok(self.block_state_show()),
             n if WRITABLE.contains(&n) => {
@@ -76,6 +91,8 @@ impl Zram {
             "allocator" => self.allocator_store(value),
             "recomp_algorithm" => self.recomp_algorithm_store(value),
             "recompress" => self.recompress_store(value),
+            "fast_algorithm" => self.fast_algorithm_store(value),
+            "fast_path" => self.fast_path_store(value),
             n if READABLE.contains(&n) => {
                 Err(AttrError::new(Errno::EACCES, format!("attribute '{n}' is read-only")))
             }

@@ -15,6 +15,7 @@ use zmem_codec::{Backend, Params, PAGE_SIZE};
 use zmem_zpool::{Handle, Zpool};
 
 use crate::blockdev::{AttrError, Errno};
+use crate::fastpath::{FastMode, FastPath};
 use crate::pool::{self, PoolFactory, DEFAULT_ALLOCATOR};
 use crate::slot::{self, Slot, SlotInfo};
 use crate::stats::{IoStat, MmStat, Stats};
@@ -29,6 +30,8 @@ pub struct Config {
     pub params: [Params; MAX_COMPS],
     /// Allocator name (zmem extension; the kernel always uses zsmalloc).
     pub allocator: String,
+    /// `fast_algorithm` (zmem extension): the fast path's compressor.
+    pub fast_alg: Option<String>,
 }
 
 impl Default for Config {
@@ -37,6 +40,7 @@ impl Default for Config {
             comp_algs: [Some(DEFAULT_ALGORITHM.to_string()), None, None, None],
             params: Default::default(),
             allocator: DEFAULT_ALLOCATOR.to_string(),
+            fast_alg: None,
         }
     }
 }
@@ -47,6 +51,8 @@ pub struct Meta {
     pub table: Box<[Slot]>,
     pub pool: Box<dyn Zpool>,
     pub comps: [Option<Comp>; MAX_COMPS],
+    /// The fast path's compressor (zmem extension; slots flagged FAST).
+    pub fast: Option<Comp>,
     /// Number of compressors created (`num_active_comps`).
     pub num_active_comps: usize,
     /// Objects of at least this many bytes are stored raw (HUGE).
@@ -62,6 +68,16 @@ impl Meta {
     /// Number of slots (pages).
     pub fn nr_pages(&self) -> usize {
         self.table.len()
+    }
+
+    /// The name of the algorithm that stored a compressed (or huge) slot:
+    /// the fast algorithm when FAST is set, else the slot's priority.
+    pub(crate) fn stored_by(&self, g: &slot::SlotGuard<'_>) -> Option<&'static str> {
+        if g.test(slot::Flag::Fast) {
+            self.fast.as_ref().map(|c| c.name)
+        } else {
+            self.comps[g.priority() as usize].as_ref().map(|c| c.name)
+        }
     }
 
     /// The allocator handle stored in a slot's handle word.
@@ -116,6 +132,7 @@ pub struct Zram {
     track_actime: bool,
     pub(crate) config: Mutex<Config>,
     pub(crate) limit_pages: AtomicU64,
+    pub(crate) fast_path: FastPath,
     state: InitLock,
     openers: AtomicUsize,
     claim: AtomicBool,
@@ -229,11 +246,22 @@ impl Zram {
             comps[prio] = Some(streams::create(backend, &cfg.params[prio])?);
             num_active_comps += 1;
         }
+        let fast = match cfg.fast_alg.as_deref() {
+            Some(name) => {
+                let backend = self
+                    .backends
+                    .find(name)
+                    .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'")))?;
+                Some(streams::create(backend, &Params::default())?)
+            }
+            None => None,
+        };
         let meta = Arc::new(Meta {
             disksize,
             table,
             pool,
             comps,
+            fast,
             num_active_comps,
             huge_class_size,
             stats: Stats::default(),
@@ -267,6 +295,7 @@ impl Zram {
             m
         };
         self.limit_pages.store(0, Ordering::Relaxed);
+        self.fast_path.reset();
         if let Some(meta) = meta {
             // Free every slot (zram_meta_free) so the allocator sees the frees.
             for s in meta.table.iter() {
@@ -350,6 +379,8 @@ pub struct ZramBuilder {
     allocator: String,
     mem_limit: u64,
     track_actime: bool,
+    fast_alg: Option<String>,
+    fast_path: (FastMode, u32, u64),
     extra: Vec<&'static dyn Backend>,
     pool_factory: Option<PoolFactory>,
 }
@@ -369,6 +400,8 @@ impl ZramBuilder {
             allocator: DEFAULT_ALLOCATOR.into(),
             mem_limit: 0,
             track_actime: true,
+            fast_alg: None,
+            fast_path: (FastMode::Off, crate::fastpath::DEFAULT_LIMIT_PCT, 0),
             extra: Vec::new(),
             pool_factory: None,
         }
@@ -407,6 +440,17 @@ impl ZramBuilder {
         self.track_actime = on;
         self
     }
+    /// The fast path's algorithm (`fast_algorithm algo=NAME`).
+    pub fn fast_algorithm(mut self, name: impl Into<String>) -> Self {
+        self.fast_alg = Some(name.into());
+        self
+    }
+    /// When the normal write path uses the fast algorithm (`fast_path`):
+    /// mode, pool usage threshold in percent of mem_limit, write rate in pages/s (0 = off).
+    pub fn fast_path(mut self, mode: FastMode, limit_pct: u32, rate: u64) -> Self {
+        self.fast_path = (mode, limit_pct.min(100), rate);
+        self
+    }
     /// Offer an extra compression back-end beyond the codec registry.
     pub fn backend(mut self, b: &'static dyn Backend) -> Self {
         self.extra.push(b);
@@ -426,6 +470,7 @@ impl ZramBuilder {
             track_actime: self.track_actime,
             config: Mutex::new(Config { allocator: self.allocator.clone(), ..Config::default() }),
             limit_pages: AtomicU64::new(self.mem_limit.div_ceil(PAGE_SIZE as u64)),
+            fast_path: FastPath::default(),
             state: InitLock::new(),
             openers: AtomicUsize::new(0),
             claim: AtomicBool::new(false),
@@ -446,10 +491,18 @@ impl ZramBuilder {
                 cfg.comp_algs[prio] = Some(n);
                 cfg.params[prio] = params;
             }
+            if let Some(name) = self.fast_alg.take() {
+                cfg.fast_alg = Some(dev.check_algorithm_name(&name)?);
+            }
         }
         if let Some(d) = self.disksize {
             dev.init(d)?;
         }
+        let (mode, pct, rate) = self.fast_path;
+        if mode != FastMode::Off && dev.is_initialized() && dev.fast_algorithm().is_none() {
+            return Err(AttrError::new(Errno::EINVAL, "fast_path needs a fast algorithm (fast_algorithm)"));
+        }
+        dev.fast_path.set(mode, pct, rate);
         Ok(dev)
     }
 }

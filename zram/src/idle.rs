@@ -3,7 +3,8 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::device::Meta;
+use crate::blockdev::{AttrError, Errno};
+use crate::device::{Meta, Zram};
 use crate::slot::Flag;
 
 static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -38,5 +39,27 @@ impl Meta {
             }
         }
         n
+    }
+}
+
+impl Zram {
+    /// Engine form of `idle`: mark every slot idle (`None`, as `idle all`) or
+    /// those not accessed for `age_secs` seconds (clearing IDLE on younger
+    /// ones). Returns the number of slots idle afterwards. Not initialised →
+    /// EINVAL; an age without access-time tracking → EINVAL.
+    pub fn mark_idle(&self, age_secs: Option<u64>) -> Result<u64, AttrError> {
+        let cutoff = match age_secs {
+            None => None,
+            Some(_) if !self.tracks_access_time() => {
+                return Err(AttrError::new(Errno::EINVAL, "idle by age needs access-time tracking, off on this device"))
+            }
+            Some(age) => {
+                let c = now_ns() as i128 - age.saturating_mul(1_000_000_000) as i128;
+                (c != 0).then_some(c)
+            }
+        };
+        let g = self.meta();
+        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        Ok(m.mark_idle(cutoff))
     }
 }

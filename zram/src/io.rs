@@ -52,13 +52,15 @@ impl Meta {
             let off = (pos % p) as usize;
             let n = (PAGE_SIZE - off).min(data.len() - done);
             if n == PAGE_SIZE {
-                self.write_page(index, &data[done..done + PAGE_SIZE], &dev.limit_pages)?;
+                let fast = dev.fast_path.use_fast(self, dev.limit_pages.load(Relaxed));
+                self.write_page(index, &data[done..done + PAGE_SIZE], &dev.limit_pages, fast)?;
             } else {
                 // Partial I/O: read the whole page, modify, write it back.
                 let mut page = [0u8; PAGE_SIZE];
                 self.read_page(index, &mut page)?;
                 page[off..off + n].copy_from_slice(&data[done..done + n]);
-                self.write_page(index, &page, &dev.limit_pages)?;
+                let fast = dev.fast_path.use_fast(self, dev.limit_pages.load(Relaxed));
+                self.write_page(index, &page, &dev.limit_pages, fast)?;
             }
             done += n;
         }
@@ -79,14 +81,33 @@ impl Zram {
         })
     }
 
-    /// Write one page by index.
+    /// Write one page by index (with the fast algorithm when `fast_path`
+    /// says so).
     pub fn write_page(&self, index: usize, page: &[u8]) -> Result<(), IoError> {
+        self.write_page_with(index, page, None)
+    }
+
+    /// Write one page by index with the fast algorithm (`fast_algorithm`),
+    /// whatever `fast_path` says; with the primary when the device has no
+    /// fast algorithm.
+    pub fn write_page_fast(&self, index: usize, page: &[u8]) -> Result<(), IoError> {
+        self.write_page_with(index, page, Some(true))
+    }
+
+    /// Write one page by index with the primary algorithm, whatever
+    /// `fast_path` says.
+    pub fn write_page_primary(&self, index: usize, page: &[u8]) -> Result<(), IoError> {
+        self.write_page_with(index, page, Some(false))
+    }
+
+    fn write_page_with(&self, index: usize, page: &[u8], fast: Option<bool>) -> Result<(), IoError> {
         let g = self.meta();
         let m = check(g.as_deref(), index as u64 * PAGE_SIZE as u64, PAGE_SIZE as u64)?;
         if page.len() != PAGE_SIZE {
             return Err(IoError::Unaligned { offset: index as u64 * PAGE_SIZE as u64, len: page.len() as u64 });
         }
-        m.write_page(index, page, &self.limit_pages).inspect_err(|_| {
+        let fast = fast.unwrap_or_else(|| self.fast_path.use_fast(m, self.limit_pages.load(Relaxed)));
+        m.write_page(index, page, &self.limit_pages, fast).inspect_err(|_| {
             m.stats.failed_writes.fetch_add(1, Relaxed);
         })
     }

@@ -11,7 +11,8 @@
 //! * `attrs` + [`parse`]: attributes and the kernel's parsers;
 //! * [`stats`]: counters and their exact rendering;
 //! * [`streams`], [`pool`]: compressors and allocators;
-//! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets.
+//! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets;
+//! * [`fastpath`]: the fast algorithm and when writes use it; [`maint`]: the maintenance worker.
 //!
 //! ```no_run
 //! use zmem_zram::{Zram, BlockDevice};
@@ -26,11 +27,15 @@ pub mod attrs;
 pub mod blockdev;
 pub mod device;
 mod discard;
+pub mod fastpath;
 pub mod idle;
+pub mod maint;
+pub mod maint_policy;
 mod io;
 pub mod parse;
 pub mod pool;
 pub mod pp;
+mod precise;
 mod read;
 pub mod recompress;
 pub mod slot;
@@ -40,6 +45,8 @@ mod write;
 
 pub use blockdev::{AttrError, BlockDevice, Errno, IoError};
 pub use device::{Config, OpenGuard, Zram, ZramBuilder};
+pub use fastpath::FastMode;
+pub use maint::{MaintPolicy, MaintWorker, Maintainer, RoundReport, Stage};
 pub use pool::PoolFactory;
 pub use recompress::{RecompressParams, RecompressReport};
 pub use slot::SlotInfo;

@@ -19,7 +19,7 @@ impl Meta {
 
     /// Produce the slot's page with the slot locked (`zram_read_from_zspool`):
     /// same-filled/empty → fill, huge → raw copy, else decompress with the
-    /// slot's priority.
+    /// fast compressor (FAST) or the slot's priority.
     pub(crate) fn read_locked(&self, g: &SlotGuard<'_>, dst: &mut [u8]) -> Result<(), String> {
         debug_assert_eq!(dst.len(), PAGE_SIZE);
         if g.test(Flag::Wb) {
@@ -42,8 +42,12 @@ impl Meta {
                 .map_err(|e| e.to_string())?;
             return res;
         }
-        let prio = g.priority() as usize;
-        let comp = self.comps[prio].as_ref().ok_or_else(|| format!("no compressor of priority {prio}"))?;
+        let comp = if g.test(Flag::Fast) {
+            self.fast.as_ref().ok_or("slot is flagged FAST, but this device has no fast compressor")?
+        } else {
+            let prio = g.priority() as usize;
+            self.comps[prio].as_ref().ok_or_else(|| format!("no compressor of priority {prio}"))?
+        };
         let mut stream = comp.streams.get().map_err(|e| e.to_string())?;
         let size = g.size();
         self.pool

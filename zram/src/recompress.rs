@@ -77,6 +77,9 @@ pub struct RecompressParams {
     pub prio: u32,
     /// Exclusive upper priority bound before clamping to `num_active_comps`.
     pub prio_max: u32,
+    /// zmem extension `from=ALGO` (precise recompression): only slots stored
+    /// by this algorithm, recompressed with `algo=` or else the primary.
+    pub from: Option<String>,
 }
 
 impl Default for RecompressParams {
@@ -89,6 +92,7 @@ impl Default for RecompressParams {
             algo: None,
             prio: SECONDARY as u32,
             prio_max: MAX_COMPS as u32,
+            from: None,
         }
     }
 }
@@ -123,6 +127,11 @@ impl RecompressParams {
         self.algo = Some(name.into());
         self
     }
+    /// `from=` (zmem): precise recompression of the slots stored by `name`.
+    pub fn from(mut self, name: impl Into<String>) -> Self {
+        self.from = Some(name.into());
+        self
+    }
     /// `priority=` (0 is turned into 1, as the kernel does).
     pub fn priority(mut self, p: u32) -> Self {
         self.prio = if p == PRIMARY as u32 { SECONDARY as u32 } else { p };
@@ -152,6 +161,7 @@ impl RecompressParams {
                 "threshold" => p.threshold = kstrtouint(&val)?,
                 "algo" => p.algo = Some(val),
                 "priority" => p = p.priority(kstrtouint(&val)?),
+                "from" => p.from = Some(val),
                 _ => {}
             }
         }
@@ -255,6 +265,9 @@ impl Zram {
             return Err(AttrError::new(Errno::EAGAIN, "another recompress or writeback is running"));
         }
         let _pp = PpGuard(&m.pp_in_progress);
+        if let Some(from) = &p.from {
+            return m.precise_pass(p, from, &names);
+        }
         let (mut prio, mut prio_max) = (p.prio, p.prio_max);
         if let Some(algo) = &p.algo {
             // Searched from the current prio upwards, by configured name.
@@ -513,7 +526,7 @@ mod tests {
         dev.write_page(2, &text(3)).unwrap();
         let mut ctl = PpCtl::new();
         m.scan_for_recompress(&p, 2, &mut ctl);
-        m.write_page(2, &text(4), &std::sync::atomic::AtomicU64::new(0)).unwrap();
+        m.write_page(2, &text(4), &std::sync::atomic::AtomicU64::new(0), false).unwrap();
         let rep = m.recompress_buckets(&mut ctl, &p, 1, 2).unwrap();
         // Candidates: slot 0 (still priority 0) and slot 2; only slot 0 is processed.
         assert_eq!((rep.candidates, rep.attempted), (2, 1), "{rep:?}");

@@ -3,7 +3,11 @@
 //! An entry is a handle word, a flags word and an access time. The flags word
 //! follows the kernel's 6.15–6.18 layout: the low [`FLAG_SHIFT`] bits hold the
 //! object size, the bits above hold the flags in the kernel's order, with the
-//! per-slot lock as a flag bit (`ZRAM_ENTRY_LOCK`). Every field is changed only
+//! per-slot lock as a flag bit (`ZRAM_ENTRY_LOCK`). Above the flags come the
+//! kernel's two priority bits (which of the 4 compressors, primary 0 or
+//! secondary 1..3, stored the slot), then one zmem bit, [`Flag::Fast`]: the
+//! slot was stored by the device's fast algorithm (a fifth compressor, not a
+//! priority), so all four kernel priorities stay available for recompression. Every field is changed only
 //! under the slot lock; the lock is a spin-then-yield bit lock, so slots are
 //! independent and there is no table-wide lock.
 
@@ -33,6 +37,11 @@ pub enum Flag {
     Idle = 5,
     /// Recompression with the last secondary algorithm made no progress.
     Incompressible = 6,
+    // Ordinals 7 and 8 are the two priority bits (ZRAM_COMP_PRIORITY_BIT1/2).
+    /// zmem extension: stored by the device's fast algorithm (`fast_algorithm`)
+    /// instead of the priority in the priority bits (which are 0 then). Cleared
+    /// when the slot is freed or recompressed.
+    Fast = 9,
 }
 
 impl Flag {
@@ -181,6 +190,8 @@ pub struct SlotInfo {
     pub incompressible: bool,
     pub pp_slot: bool,
     pub priority: u8,
+    /// Stored by the fast algorithm (zmem extension flag).
+    pub fast: bool,
     pub ac_time_ns: u64,
 }
 
@@ -196,6 +207,7 @@ impl SlotInfo {
             incompressible: g.test(Flag::Incompressible),
             pp_slot: g.test(Flag::PpSlot),
             priority: g.priority(),
+            fast: g.test(Flag::Fast),
             ac_time_ns: g.ac_time(),
         }
     }
@@ -236,7 +248,13 @@ mod tests {
         g.set(Flag::Huge);
         g.set_priority(3);
         g.set(Flag::Idle);
+        g.set(Flag::Fast);
         assert_eq!(g.size(), 4096);
+        assert!(g.test(Flag::Fast));
+        g.set_priority(0);
+        assert!(g.test(Flag::Fast) && g.test(Flag::Incompressible) == false, "priority bits do not touch FAST");
+        g.clear(Flag::Fast);
+        g.set_priority(3);
         assert_eq!(g.priority(), 3);
         assert!(g.test(Flag::Huge) && g.test(Flag::Idle) && !g.test(Flag::Same));
         assert!(s.try_lock().is_none(), "locked slot refuses try_lock");

@@ -18,6 +18,8 @@ pub struct Stats {
     pub failed_writes: AtomicU64,
     pub notify_free: AtomicU64,
     pub miss_free: AtomicU64,
+    /// zmem: pages stored by the fast algorithm (`fast_path` read).
+    pub fast_writes: AtomicU64,
 }
 
 /// `mm_stat` as numbers.

@@ -28,6 +28,7 @@ impl Meta {
         g.clear(Flag::Idle);
         g.clear(Flag::Incompressible);
         g.clear(Flag::PpSlot);
+        g.clear(Flag::Fast);
         g.set_priority(0);
         if g.test(Flag::Huge) {
             g.clear(Flag::Huge);
@@ -72,8 +73,15 @@ impl Meta {
         limit == 0 || total <= limit
     }
 
-    /// Write one full page at `index`.
-    pub(crate) fn write_page(&self, index: usize, page: &[u8], limit_pages: &AtomicU64) -> Result<(), IoError> {
+    /// Write one full page at `index`; `fast`: compress with the fast
+    /// algorithm (when the device has one) instead of the primary.
+    pub(crate) fn write_page(
+        &self,
+        index: usize,
+        page: &[u8],
+        limit_pages: &AtomicU64,
+        fast: bool,
+    ) -> Result<(), IoError> {
         debug_assert_eq!(page.len(), PAGE_SIZE);
         if let Some(word) = same_filled(page) {
             let mut g = self.table[index].lock();
@@ -86,7 +94,12 @@ impl Meta {
             self.stats.pages_stored.fetch_add(1, Relaxed);
             return Ok(());
         }
-        let comp = self.comps[PRIMARY].as_ref().ok_or_else(|| IoError::Io("no primary compressor".into()))?;
+        let fast_comp = if fast { self.fast.as_ref() } else { None };
+        let fast = fast_comp.is_some();
+        let comp = match fast_comp {
+            Some(c) => c,
+            None => self.comps[PRIMARY].as_ref().ok_or_else(|| IoError::Io("no primary compressor".into()))?,
+        };
         COMP_BUF.with(|cell| {
             let mut buf = cell.borrow_mut();
             let comp_len = match comp.streams.compress(page, &mut buf[..]) {
@@ -96,9 +109,9 @@ impl Meta {
                 Err(e) => return Err(IoError::Io(format!("compression failed: {e}"))),
             };
             if comp_len >= self.huge_class_size {
-                self.store(index, page, true, 0, limit_pages)
+                self.store(index, page, true, 0, fast, limit_pages)
             } else {
-                self.store(index, &buf[..comp_len], false, 0, limit_pages)
+                self.store(index, &buf[..comp_len], false, 0, fast, limit_pages)
             }
         })
     }
@@ -111,6 +124,7 @@ impl Meta {
         obj: &[u8],
         huge: bool,
         prio: u8,
+        fast: bool,
         limit_pages: &AtomicU64,
     ) -> Result<(), IoError> {
         let h = self.pool.malloc(obj.len()).map_err(|e| match e {
@@ -136,6 +150,9 @@ impl Meta {
         g.set_handle(h.0.get());
         g.set_size(obj.len());
         g.set_priority(prio);
+        if fast {
+            g.set(Flag::Fast);
+        }
         self.mark_accessed(&mut g);
         drop(g);
         let st = &self.stats;
@@ -144,6 +161,9 @@ impl Meta {
         if huge {
             st.huge_pages.fetch_add(1, Relaxed);
             st.huge_pages_since.fetch_add(1, Relaxed);
+        }
+        if fast {
+            st.fast_writes.fetch_add(1, Relaxed);
         }
         Ok(())
     }

@@ -4,9 +4,9 @@ mod common;
 use proptest::prelude::*;
 use zmem_zram::{BlockDevice, Zram};
 
-const NAMES: [&str; 12] = [
+const NAMES: [&str; 15] = [
     "disksize", "comp_algorithm", "algorithm_params", "mem_limit", "mem_used_max", "compact", "idle", "allocator",
-    "reset", "mm_stat", "initstate", "nope",
+    "reset", "mm_stat", "initstate", "nope", "fast_algorithm", "fast_path", "recompress",
 ];
 
 fn value() -> impl Strategy<Value = String> {
@@ -15,6 +15,8 @@ fn value() -> impl Strategy<Value = String> {
         "(0x|0)?[0-9a-fA-F]{0,20}[kKmMgGtTpPeE]?\n?",
         "(priority|algo|level|dict|deflate.winbits)=\"?[-a-z0-9/ ]{0,12}\"?( [a-z]+=?[0-9]*){0,3}",
         "(all|lz4|lzo-rle|zstd|zsmalloc|zbud)\n?",
+        "(mode|limit_pct|rate|algo|from|type|max_pages|threshold)=[-a-z0-9%]{0,10}( [a-z_]+=?[0-9a-z]*){0,3}\n?",
+        "(off|always|pressure)( limit_pct=[0-9]{1,3})?( rate=[0-9]{1,6})?",
     ]
 }
 
@@ -22,7 +24,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
     #[test]
     fn attribute_writes_never_panic(ops in proptest::collection::vec((0..NAMES.len(), value()), 1..12)) {
-        let dev = Zram::builder().disksize(64 << 10).algorithm("lz4", Default::default()).build().unwrap();
+        let dev = Zram::builder()
+            .disksize(64 << 10)
+            .algorithm("lz4", Default::default())
+            .fast_algorithm("lz4m")
+            .build()
+            .unwrap();
         dev.write_page(1, &common::page(2, 5)).unwrap();
         for (n, v) in ops {
             // The slot table is allocated eagerly (as vzalloc): keep random

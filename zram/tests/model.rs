@@ -1,10 +1,14 @@
 //! Model-based property test: random writes, reads, discards, write-zeroes
 //! and partial I/O against a reference map of bytes; the mm_stat invariants
-//! of spec §12 are checked after every sequence.
+//! of spec §12 are checked after every sequence. The device has a fast
+//! algorithm (lz4m) and a secondary (zstd): fast-path writes, the `always`
+//! fast path, idle marking, precise recompression back to the primary and
+//! kernel-syntax recompression are mixed in; no data may be lost.
 mod common;
 use common::*;
 use proptest::prelude::*;
-use zmem_zram::{BlockDevice, PAGE_SIZE};
+use zmem_codec::Params;
+use zmem_zram::{BlockDevice, RecompressParams, Zram, PAGE_SIZE};
 
 const PAGES: u64 = 24;
 const SIZE: u64 = PAGES * PAGE_SIZE as u64;
@@ -18,6 +22,17 @@ enum Op {
     Zeroes { at: u64, sectors: u64 },
     /// An unaligned or out-of-range request: must fail and change nothing.
     Bad { at: u64, len: u64 },
+    /// `Zram::write_page_fast` of one whole page.
+    FastWrite { page: u64, kind: u64, seed: u64 },
+    /// `fast_path mode=always` (true) or `mode=off`.
+    FastMode(bool),
+    /// `idle all`.
+    IdleAll,
+    /// `recompress from=lz4m` (to the primary) or `from=lz4 algo=zstd`, with
+    /// an optional idle filter and max_pages.
+    Precise { to_zstd: bool, idle: bool, max_pages: u64 },
+    /// Kernel-syntax `recompress` (to zstd).
+    Recompress { idle: bool },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -28,6 +43,11 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..sec, 1u64..24).prop_map(|(at, n)| Op::Discard { at, sectors: n }),
         1 => (0..sec, 1u64..24).prop_map(|(at, n)| Op::Zeroes { at, sectors: n }),
         1 => (0..SIZE + 8192, 1u64..9000).prop_map(|(at, len)| Op::Bad { at, len }),
+        3 => (0..PAGES, 0u64..6, any::<u64>()).prop_map(|(page, kind, seed)| Op::FastWrite { page, kind, seed }),
+        1 => any::<bool>().prop_map(Op::FastMode),
+        1 => Just(Op::IdleAll),
+        2 => (any::<bool>(), any::<bool>(), 0u64..30).prop_map(|(to_zstd, idle, max_pages)| Op::Precise { to_zstd, idle, max_pages }),
+        1 => any::<bool>().prop_map(|idle| Op::Recompress { idle }),
     ]
 }
 
@@ -46,8 +66,17 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
     fn engine_matches_a_byte_map(ops in proptest::collection::vec(op(), 1..60)) {
-        let dev = device(SIZE);
+        let dev = Zram::builder()
+            .algorithm(ALGO, Params::default())
+            .secondary(1, "zstd", Params::default())
+            .fast_algorithm("lz4m")
+            .disksize(SIZE)
+            .build()
+            .unwrap();
         let mut model = vec![0u8; SIZE as usize];
+        // The kernel's recompression allocates without sampling the peak
+        // (mem_used_max is updated on the write path only).
+        let mut recompressed = false;
         for op in ops {
             match op {
                 Op::Write { at, sectors, kind, seed } => {
@@ -75,6 +104,26 @@ proptest! {
                     dev.write_zeroes(off, len).unwrap();
                     model[off as usize..(off + len) as usize].fill(0);
                 }
+                Op::FastWrite { page: i, kind, seed } => {
+                    let d = page(kind, seed);
+                    dev.write_page_fast(i as usize, &d).unwrap();
+                    let off = (i * PAGE_SIZE as u64) as usize;
+                    model[off..off + PAGE_SIZE].copy_from_slice(&d);
+                }
+                Op::FastMode(on) => dev.attr_write("fast_path", if on { "mode=always" } else { "mode=off" }).unwrap(),
+                Op::IdleAll => dev.attr_write("idle", "all").unwrap(),
+                Op::Precise { to_zstd, idle, max_pages } => {
+                    let mut p = if to_zstd { RecompressParams::new().from(ALGO).algo("zstd") } else { RecompressParams::new().from("lz4m") };
+                    if idle { p = p.idle(); }
+                    if max_pages != 0 { p = p.max_pages(max_pages); }
+                    let r = dev.recompress(&p).unwrap();
+                    recompressed |= r.recompressed > 0;
+                    prop_assert!(r.recompressed <= r.attempted && r.attempted <= r.candidates);
+                }
+                Op::Recompress { idle } => {
+                    let p = if idle { RecompressParams::new().idle() } else { RecompressParams::new() };
+                    recompressed |= dev.recompress(&p).unwrap().recompressed > 0;
+                }
                 Op::Bad { at, len } => {
                     let bad = at % 512 != 0 || len % 512 != 0 || at + len > SIZE;
                     if bad {
@@ -98,9 +147,10 @@ proptest! {
         prop_assert_eq!(m.huge_pages, huge);
         prop_assert_eq!(m.compr_data_size, compr);
         prop_assert!(m.huge_pages_since >= m.huge_pages);
-        prop_assert!(m.mem_used_max >= m.mem_used_total);
+        prop_assert!(recompressed || m.mem_used_max >= m.mem_used_total);
         let objects = slots.iter().filter(|s| s.size > 0).count() as u64;
         prop_assert!(m.mem_used_total >= compr + 8 * (objects - huge));
+        prop_assert!(slots.iter().all(|s| !s.pp_slot && !(s.fast && (s.priority != 0 || s.same))));
         // Discarding everything returns every page to the allocator.
         dev.discard(0, SIZE).unwrap();
         let m = dev.mm_stat();

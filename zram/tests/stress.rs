@@ -85,3 +85,92 @@ fn threads_on_shared_pages_always_read_a_written_version() {
     assert_eq!(m.huge_pages, slots.iter().filter(|s| s.huge).count() as u64);
     assert_eq!(dev.io_stat().failed_reads + dev.io_stat().failed_writes, 0);
 }
+
+/// Fast-path and primary writes from several threads while the maintenance
+/// worker keeps recompressing (fast slots back to lz4, idle slots to zstd):
+/// every read sees exactly the last write of its page.
+#[test]
+fn fast_writes_during_background_recompression() {
+    use std::time::Duration;
+    use zmem_codec::Params;
+    use zmem_zram::{MaintPolicy, MaintWorker, Zram};
+    const PAGES: usize = 64;
+    const THREADS: usize = 3;
+    let dev = Arc::new(
+        Zram::builder()
+            .algorithm(ALGO, Params::default())
+            .secondary(1, "zstd", Params::default())
+            .fast_algorithm("lz4m")
+            .disksize((PAGES * PAGE_SIZE) as u64)
+            .build()
+            .unwrap(),
+    );
+    let policy = MaintPolicy {
+        interval: Duration::from_millis(1),
+        fast_idle_age: Duration::ZERO,
+        recompress_idle_age: Duration::ZERO,
+        recompress_threshold: 0,
+        writeback: false,
+        min_pages: 0,
+        ..MaintPolicy::default()
+    };
+    // Writers keep going until the worker has run 20 rounds beside them.
+    let rounds = Arc::new(AtomicU64::new(0));
+    let r2 = rounds.clone();
+    let worker = MaintWorker::start_with(
+        dev.clone(),
+        policy,
+        Box::new(move |_| {
+            r2.fetch_add(1, Ordering::Relaxed);
+        }),
+    )
+    .unwrap();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let dev = dev.clone();
+            let rounds = rounds.clone();
+            std::thread::spawn(move || {
+                let mut r = Rng(t as u64 * 104_729 + 7);
+                let mut version = vec![0u64; PAGES];
+                let mut n = 0u64;
+                while n < 3000 || (rounds.load(Ordering::Relaxed) < 20 && n < 50_000_000) {
+                    n += 1;
+                    let index = r.below(PAGES as u64) as usize;
+                    if index % THREADS != t {
+                        continue;
+                    }
+                    match r.below(4) {
+                        0 => {
+                            version[index] += 1;
+                            dev.write_page_fast(index, &content(index, version[index])).unwrap();
+                        }
+                        1 => {
+                            version[index] += 1;
+                            dev.write_page(index, &content(index, version[index])).unwrap();
+                        }
+                        _ => {
+                            let mut b = vec![0u8; PAGE_SIZE];
+                            dev.read_page(index, &mut b).unwrap();
+                            assert!(b == content(index, version[index]), "page {index} v{}", version[index]);
+                        }
+                    }
+                }
+                version
+            })
+        })
+        .collect();
+    let versions: Vec<Vec<u64>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let rounds = rounds.load(Ordering::Relaxed);
+    drop(worker);
+    for i in 0..PAGES {
+        let mut b = vec![0u8; PAGE_SIZE];
+        dev.read_page(i, &mut b).unwrap();
+        assert_eq!(b, content(i, versions[i % THREADS][i]), "page {i}");
+    }
+    let m = dev.mm_stat();
+    let slots = dev.block_state();
+    assert_eq!(m.compr_data_size, slots.iter().map(|s| s.size as u64).sum::<u64>());
+    assert_eq!(m.huge_pages, slots.iter().filter(|s| s.huge).count() as u64);
+    assert!(slots.iter().all(|s| !s.pp_slot));
+    println!("{rounds} maintenance rounds ran during the writes");
+}

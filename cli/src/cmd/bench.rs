@@ -85,6 +85,15 @@ pub struct Args {
     /// alone. Without corpus files, a heap-like corpus is used
     #[arg(long, value_name = "ALGO")]
     pub recomp: Option<String>,
+    /// Fast path: write the corpus with the fast algorithm ALGO and with the primary (first
+    /// --algo, default lz4) side by side, timing every write (mean, p50, p99); then recompress
+    /// the fast-path slots back to the primary (`recompress type=idle from=ALGO`) and compare
+    /// the effective ratio with the primary alone. Without corpus files, a heap-like corpus is used
+    #[arg(long, value_name = "ALGO", conflicts_with = "recomp")]
+    pub fastpath: Option<String>,
+    /// Fast-path mode: write passes into fresh devices (latencies pooled over all passes)
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub passes: usize,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -93,6 +102,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(algo) = &args.recomp {
         return run_recomp(&args, algo);
+    }
+    if let Some(algo) = &args.fastpath {
+        return run_fastpath(&args, algo);
     }
     if args.codecs {
         return run_codecs(args);
@@ -206,6 +218,29 @@ fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
         Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),
         Format::Csv | Format::Table => results.iter().map(recomp::render).collect(),
     };
+    print_quietly(&text)
+}
+
+fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
+    use zmem_lab::bench::{fastpath, recomp};
+    let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
+    let corpora = if args.corpus.is_empty() {
+        vec![recomp::heap_corpus(8)?]
+    } else {
+        zmem_lab::corpus::load_all(&args.corpus)?
+    };
+    let mut results = Vec::new();
+    for c in &corpora {
+        results.push(fastpath::run(c, primary, algo, args.passes)?);
+    }
+    let text = match args.format {
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),
+        Format::Csv | Format::Table => results.iter().map(fastpath::render).collect(),
+    };
+    print_quietly(&text)
+}
+
+fn print_quietly(text: &str) -> anyhow::Result<()> {
     // A closed pipe (`| head`) ends quietly instead of panicking.
     use std::io::Write;
     let mut o = std::io::stdout().lock();

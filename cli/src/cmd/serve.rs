@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use zmem_nbd::{Control, CtlServer, Listen, Listener, Options, Server};
-use zmem_zram::{BlockDevice, Errno, Zram};
+use zmem_zram::{BlockDevice, Errno, MaintPolicy, Zram};
+
+use super::serve_maint::Maintained;
 
 /// Arguments of `zmem serve`.
 #[derive(clap::Args, Debug)]
@@ -32,6 +34,19 @@ pub struct Args {
     /// backing_dev: a file for writeback of idle/huge pages
     #[arg(long)]
     pub backing_dev: Option<PathBuf>,
+    /// Fast path: the fast algorithm (fast_algorithm), e.g. lz4m or wkdm
+    #[arg(long, value_name = "ALGO")]
+    pub fast: Option<String>,
+    /// Fast path: when writes use it: off, always, or pressure[:N%][,RATE/s] (pool above N% of
+    /// --mem-limit, default 80%, or a write rate above RATE pages/s over 100 ms)
+    #[arg(long, value_name = "WHEN", default_value = "pressure", requires = "fast")]
+    pub fast_when: String,
+    /// Maintenance worker: idle marking, fast-path slots back to the primary, recompression
+    /// with --recomp, writeback when available; optional policy, e.g.
+    /// --maint=interval=10min,fast-idle=60s,recompress-idle=1h,min-per-round=5M,max-per-round=300M.
+    /// `zmem ctl SOCKET maint` shows the last round, `zmem ctl SOCKET maint run` runs one now
+    #[arg(long, value_name = "POLICY", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub maint: Option<String>,
     /// Engine: zram, or zswap (a compressed cache in front of --backing-dev FILE;
     /// --mem-limit is then zswap's max_pool_bytes)
     #[arg(long, default_value = "zram")]
@@ -93,15 +108,49 @@ fn build_device(a: &Args) -> anyhow::Result<Zram> {
     if let Some(b) = &a.backing_dev {
         attr(&dev, "backing_dev", &b.display().to_string(), "--backing-dev")?;
     }
+    if let Some(f) = &a.fast {
+        attr(&dev, "fast_algorithm", &format!("algo={f}"), "--fast")?;
+    }
     attr(&dev, "disksize", &a.size, "--size")?;
+    if a.fast.is_some() {
+        let when = fast_when(&a.fast_when)?;
+        attr(&dev, "fast_path", &when, "--fast-when")?;
+        if when.starts_with("mode=pressure") && a.mem_limit.is_none() && !when.contains("rate=") {
+            eprintln!("zmem serve: --fast-when {}: without --mem-limit or a rate, the fast path stays off", a.fast_when);
+        }
+    }
     Ok(dev)
+}
+
+/// `off`, `always`, `pressure[:N%][,RATE/s]` → the `fast_path` attribute value.
+pub fn fast_when(s: &str) -> anyhow::Result<String> {
+    let bad = || anyhow::anyhow!("--fast-when {s:?}: expected off, always or pressure[:N%][,RATE/s] (e.g. pressure:80%,20000/s)");
+    let (mode, rest) = s.split_once(':').unwrap_or((s, ""));
+    match mode {
+        "off" | "always" if rest.is_empty() => return Ok(format!("mode={mode}")),
+        "pressure" => {}
+        _ => return Err(bad()),
+    }
+    let mut v = "mode=pressure".to_string();
+    for c in rest.split(',').filter(|c| !c.is_empty()) {
+        if let Some(p) = c.strip_suffix('%') {
+            let p: u32 = p.parse().ok().filter(|&p| p <= 100).ok_or_else(bad)?;
+            v.push_str(&format!(" limit_pct={p}"));
+        } else if let Some(r) = c.strip_suffix("/s") {
+            let r: u64 = r.parse().map_err(|_| bad())?;
+            v.push_str(&format!(" rate={r}"));
+        } else {
+            return Err(bad());
+        }
+    }
+    Ok(v)
 }
 
 /// zswap's block view over the backing file.
 fn build_zswap(a: &Args) -> anyhow::Result<zmem_zswap::ZswapDevice> {
     let Some(file) = &a.backing_dev else { bail!("--mode zswap needs --backing-dev FILE (the swap device zswap caches)") };
-    if !a.recomp.is_empty() || a.params.is_some() {
-        bail!("--recomp/--params: zram options, not available with --mode zswap");
+    if !a.recomp.is_empty() || a.params.is_some() || a.fast.is_some() || a.maint.is_some() {
+        bail!("--recomp/--params/--fast/--maint: zram options, not available with --mode zswap");
     }
     let size = parse_size(&a.size, "--size")?;
     let mut b = zmem_zswap::Zswap::builder().compressor(a.algo.clone()).zpool(a.allocator.clone());
@@ -132,11 +181,24 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             bail!("--listen {addr}: not a loopback address; NBD has no authentication here, pass --allow-remote to serve other hosts");
         }
     }
+    let policy = match &a.maint {
+        Some(spec) => Some(MaintPolicy::default().apply(spec).map_err(|e| anyhow::anyhow!("--maint: {e}"))?),
+        None => None,
+    };
+    let mut maintained = None;
     let (zram, dev): (Option<Arc<Zram>>, Arc<dyn BlockDevice>) = if a.mode == "zswap" {
         (None, Arc::new(build_zswap(&a)?))
     } else {
         let z = Arc::new(build_device(&a)?);
-        (Some(z.clone()), z)
+        match policy {
+            Some(p) => {
+                eprintln!("zmem serve: maintenance every {} s", p.interval.as_secs_f64());
+                let m = Arc::new(Maintained::start(z.clone(), p)?);
+                maintained = Some(m.clone());
+                (Some(z), m)
+            }
+            None => (Some(z.clone()), z),
+        }
     };
     if a.mlock {
         zmem_nbd::server::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
@@ -168,10 +230,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let stop = zmem_nbd::server::stop_on_signals().context("installing SIGINT/SIGTERM handlers")?;
     eprintln!(
-        "zmem serve: export {:?}: {} bytes, {} on {}, {} threads per connection{}",
+        "zmem serve: export {:?}: {} bytes, {}{} on {}, {} threads per connection{}",
         a.export,
         dev.size(),
         a.algo,
+        a.fast.as_ref().map(|f| format!(" (fast path {f}, {})", a.fast_when)).unwrap_or_default(),
         a.allocator,
         opts.threads,
         ctl.as_ref().map(|c| format!(", control socket {}", c.path().display())).unwrap_or_default()
@@ -180,6 +243,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let server = Server::new(dev.clone(), listener, opts);
     server.run(&stop).context("serving")?;
     drop(ctl);
+    if let Some(m) = &maintained {
+        m.stop();
+    }
     // zram's mm_stat; zswap's pool size and stored pages.
     let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
         .iter()
@@ -191,4 +257,22 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         final_stats.join(", ")
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fast_when;
+
+    #[test]
+    fn fast_when_syntax() {
+        assert_eq!(fast_when("off").unwrap(), "mode=off");
+        assert_eq!(fast_when("always").unwrap(), "mode=always");
+        assert_eq!(fast_when("pressure").unwrap(), "mode=pressure");
+        assert_eq!(fast_when("pressure:90%").unwrap(), "mode=pressure limit_pct=90");
+        assert_eq!(fast_when("pressure:90%,20000/s").unwrap(), "mode=pressure limit_pct=90 rate=20000");
+        assert_eq!(fast_when("pressure:20000/s").unwrap(), "mode=pressure rate=20000");
+        for bad in ["", "on", "always:80%", "pressure:101%", "pressure:x%", "pressure:80", "pressure:-1/s", "pressure:80%;1/s"] {
+            assert!(fast_when(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -4,8 +4,20 @@
 use libfuzzer_sys::fuzz_target;
 use zmem_zram::{BlockDevice, Zram};
 
-const NAMES: [&str; 9] =
-    ["disksize", "comp_algorithm", "algorithm_params", "mem_limit", "mem_used_max", "compact", "idle", "allocator", "reset"];
+const NAMES: [&str; 12] = [
+    "disksize",
+    "comp_algorithm",
+    "algorithm_params",
+    "mem_limit",
+    "mem_used_max",
+    "compact",
+    "idle",
+    "allocator",
+    "reset",
+    "fast_algorithm",
+    "fast_path",
+    "recompress",
+];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else { return };
@@ -18,4 +30,5 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = zmem_zram::parse::next_args(&String::from_utf8_lossy(rest));
     let _ = zmem_zram::parse::memparse(&String::from_utf8_lossy(rest));
+    let _ = zmem_zram::MaintPolicy::default().apply(&String::from_utf8_lossy(rest));
 });

@@ -1,0 +1,192 @@
+//! Precise recompression (zmem extension of `recompress`): `from=ALGO`
+//! selects the slots by the algorithm that stored them — the fast algorithm
+//! (slots flagged FAST) or a configured priority — and recompresses them with
+//! `algo=` (any configured algorithm, the primary included) or, by default,
+//! the **primary**. This is how fast-path slots go back to the primary; the
+//! kernel's syntax only moves slots to a higher secondary priority.
+//!
+//! Rules (the kernel's where they apply, see [`crate::recompress`]):
+//! * checks: parse errors, `threshold >= huge_class_size`, not initialised,
+//!   another pass (EAGAIN) as the kernel's; then `from=` must name the fast
+//!   algorithm or a configured one, `algo=` a configured one (EINVAL), the
+//!   two must differ (EINVAL), and `priority=` is refused (EINVAL: the target
+//!   is chosen by `algo=`);
+//! * candidates: allocated, type filter (`idle`, `huge`, `huge_idle`), not WB
+//!   or SAME, stored by `from`. INCOMPRESSIBLE does not exclude a slot (it
+//!   says the *secondary* algorithms made no progress);
+//! * largest first through the pp buckets with PP_SLOT; a slot accessed or
+//!   freed since the scan is skipped; below `threshold` skipped without
+//!   consuming `max_pages`; every slot that is compressed consumes one;
+//! * progress: the new object lands in the **same or a smaller** size class
+//!   (same class costs the same allocator memory and moves the slot off the
+//!   source algorithm) and under the threshold (if any). A HUGE slot whose
+//!   page is still huge with the target is relabelled in place when the
+//!   target is the primary (the raw page is what a primary write stores);
+//! * no progress: the slot keeps its object and is **not** flagged
+//!   INCOMPRESSIBLE; IDLE is cleared as in the kernel's pass;
+//! * success: `slot_free` semantics (huge_pages−1 if it was huge,
+//!   compr_data_size −old +new), new handle, size and priority, FAST cleared;
+//!   unlike the kernel's pass the slot keeps its access time, so pages that
+//!   came back from the fast path do not look idle for writeback at once.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use zmem_codec::{CodecError, MAX_COMPRESSED, PAGE_SIZE};
+
+use crate::blockdev::{AttrError, Errno};
+use crate::device::Meta;
+use crate::pp::PpCtl;
+use crate::recompress::{RecompressParams, RecompressReport, SECONDARY};
+use crate::slot::Flag;
+use crate::streams::{MAX_COMPS, PRIMARY};
+
+impl Meta {
+    /// `recompress from=…` after the kernel's common checks (pp_in_progress held).
+    pub(crate) fn precise_pass(
+        &self,
+        p: &RecompressParams,
+        from: &str,
+        names: &[Option<String>; MAX_COMPS],
+    ) -> Result<RecompressReport, AttrError> {
+        if (p.prio, p.prio_max) != (SECONDARY as u32, MAX_COMPS as u32) {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                "recompress from=: choose the target with algo= (priority= is for the kernel syntax)",
+            ));
+        }
+        let configured = |q: usize| self.comps[q].is_some() && names[q].is_some();
+        let known_from = self.fast.as_ref().is_some_and(|c| c.name == from)
+            || (0..MAX_COMPS).any(|q| configured(q) && names[q].as_deref() == Some(from));
+        if !known_from {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("from={from}: not the fast algorithm nor a configured algorithm of this device"),
+            ));
+        }
+        let target = match &p.algo {
+            None => PRIMARY,
+            Some(a) => (0..MAX_COMPS)
+                .find(|&q| configured(q) && names[q].as_deref() == Some(a.as_str()))
+                .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("algo={a}: not a configured algorithm")))?,
+        };
+        let target_name = self.comps[target].as_ref().map(|c| c.name).unwrap_or("");
+        if target_name == from {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("from={from} and the target ({target_name}) are the same algorithm"),
+            ));
+        }
+        let mut ctl = PpCtl::new();
+        for (index, s) in self.table.iter().enumerate() {
+            let mut g = s.lock();
+            if !g.allocated()
+                || (p.idle && !g.test(Flag::Idle))
+                || (p.huge && !g.test(Flag::Huge))
+                || g.test(Flag::Wb)
+                || g.test(Flag::Same)
+                || self.stored_by(&g) != Some(from)
+            {
+                continue;
+            }
+            if !ctl.place(index, &mut g) {
+                break;
+            }
+        }
+        let mut rep = RecompressReport { candidates: ctl.len() as u64, ..Default::default() };
+        let mut page = vec![0u8; PAGE_SIZE];
+        let mut buf = vec![0u8; MAX_COMPRESSED];
+        let mut budget = p.max_pages;
+        let mut result = Ok(());
+        while budget != 0 {
+            let Some(index) = ctl.select() else { break };
+            let r = self.precise_slot(index, &mut page, &mut buf, &mut budget, p.threshold, target, &mut rep);
+            crate::pp::release_slot(self, index);
+            if let Err(e) = r {
+                result = Err(e);
+                break;
+            }
+        }
+        ctl.release_all(self);
+        result.map(|_| rep)
+    }
+
+    /// One slot of a precise pass.
+    #[allow(clippy::too_many_arguments)]
+    fn precise_slot(
+        &self,
+        index: usize,
+        page: &mut [u8],
+        buf: &mut [u8],
+        budget: &mut u64,
+        threshold: u32,
+        target: usize,
+        rep: &mut RecompressReport,
+    ) -> Result<(), AttrError> {
+        let mut g = self.table[index].lock();
+        if !g.test(Flag::PpSlot) {
+            return Ok(());
+        }
+        if g.handle() == 0 {
+            return Err(AttrError::new(Errno::EINVAL, format!("slot {index} has no object")));
+        }
+        let size_old = g.size();
+        if size_old < threshold as usize {
+            return Ok(());
+        }
+        self.read_locked(&g, page)
+            .map_err(|e| AttrError::new(Errno::EIO, format!("recompress: slot {index}: {e}")))?;
+        g.clear(Flag::Idle);
+        let comp = self.comps[target]
+            .as_ref()
+            .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("no compressor of priority {target}")))?;
+        let res = comp.streams.compress(page, buf);
+        if *budget != 0 {
+            *budget -= 1;
+        }
+        rep.attempted += 1;
+        let len = match res {
+            Ok(n) => n,
+            Err(CodecError::DstTooSmall { .. }) => usize::MAX,
+            Err(e) => return Err(AttrError::new(Errno::EIO, format!("recompress: {} failed: {e}", comp.name))),
+        };
+        let under_threshold = |n: usize| threshold == 0 || n < threshold as usize;
+        if len >= self.huge_class_size {
+            // Still huge with the target: the object is the raw page either way.
+            if g.test(Flag::Huge) && target == PRIMARY && under_threshold(PAGE_SIZE) {
+                g.clear(Flag::Fast);
+                g.set_priority(PRIMARY as u8);
+                rep.recompressed += 1;
+                rep.bytes_before += size_old as u64;
+                rep.bytes_after += size_old as u64;
+            }
+            return Ok(());
+        }
+        let class_old = self.pool.class_index(size_old);
+        if self.pool.class_index(len) > class_old || !under_threshold(len) {
+            return Ok(());
+        }
+        let h = self
+            .pool
+            .malloc(len)
+            .map_err(|e| AttrError::new(Errno::ENOMEM, format!("recompress: allocation of {len} bytes failed: {e}")))?;
+        if let Err(e) = self.pool.write(h, &buf[..len]) {
+            let _ = self.pool.free(h);
+            return Err(AttrError::new(Errno::EIO, format!("recompress: writing the object failed: {e}")));
+        }
+        let ac_time = g.ac_time();
+        self.free_slot(&mut g);
+        g.set_handle(h.0.get());
+        g.set_size(len);
+        g.set_priority(target as u8);
+        if self.track_actime {
+            g.set_ac_time(ac_time);
+        }
+        drop(g);
+        self.stats.compr_data_size.fetch_add(len as u64, Relaxed);
+        self.stats.pages_stored.fetch_add(1, Relaxed);
+        rep.recompressed += 1;
+        rep.bytes_before += size_old as u64;
+        rep.bytes_after += len as u64;
+        Ok(())
+    }
+}
