@@ -14,8 +14,21 @@ use crate::stats::render_debug_stat;
 use crate::streams::{MAX_COMPS, PRIMARY};
 
 /// Attributes that can be read.
-pub const READABLE: &[&str] =
-    &["disksize", "initstate", "comp_algorithm", "mm_stat", "io_stat", "debug_stat", "allocator", "recomp_algorithm"];
+pub const READABLE: &[&str] = &[
+    "disksize",
+    "initstate",
+    "comp_algorithm",
+    "mm_stat",
+    "io_stat",
+    "debug_stat",
+    "allocator",
+    "recomp_algorithm",
+    "backing_dev",
+    "bd_stat",
+    "writeback_limit",
+    "writeback_limit_enable",
+    "writeback_compressed",
+];
 /// Attributes that can be written.
 pub const WRITABLE: &[&str] = &[
     "disksize",
@@ -29,6 +42,11 @@ pub const WRITABLE: &[&str] = &[
     "allocator",
     "recomp_algorithm",
     "recompress",
+    "backing_dev",
+    "writeback",
+    "writeback_limit",
+    "writeback_limit_enable",
+    "writeback_compressed",
 ];
 
 fn no_attr(name: &str) -> AttrError {
@@ -53,6 +71,11 @@ impl Zram {
             "debug_stat" => Ok(render_debug_stat(self.miss_free())),
             "allocator" => Ok(format!("{}\n", self.lock_config().allocator)),
             "recomp_algorithm" => Ok(self.recomp_algorithm_show()),
+            "backing_dev" => Ok(self.backing_dev_show()),
+            "bd_stat" => Ok(self.bd_stat().render()),
+            "writeback_limit" => Ok(format!("{}\n", self.writeback_limit().remaining)),
+            "writeback_limit_enable" => Ok(format!("{}\n", self.writeback_limit().enable as u32)),
+            "writeback_compressed" => Ok(format!("{}\n", self.wb_compressed.load(Relaxed) as u32)),
             // debugfs's file in the kernel, so not listed in READABLE.
             "block_state" => Ok(self.block_state_show()),
             n if WRITABLE.contains(&n) => {
@@ -76,6 +99,11 @@ impl Zram {
             "allocator" => self.allocator_store(value),
             "recomp_algorithm" => self.recomp_algorithm_store(value),
             "recompress" => self.recompress_store(value),
+            "backing_dev" => self.backing_dev_store(value),
+            "writeback" => self.writeback_store(value),
+            "writeback_limit" => self.writeback_limit_store(value),
+            "writeback_limit_enable" => self.writeback_limit_enable_store(value),
+            "writeback_compressed" => self.writeback_compressed_store(value),
             n if READABLE.contains(&n) => {
                 Err(AttrError::new(Errno::EACCES, format!("attribute '{n}' is read-only")))
             }

@@ -11,7 +11,8 @@
 //! * `attrs` + [`parse`]: attributes and the kernel's parsers;
 //! * [`stats`]: counters and their exact rendering;
 //! * [`streams`], [`pool`]: compressors and allocators;
-//! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets.
+//! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets;
+//! * [`writeback`]: backing file, `writeback`, `writeback_limit`, `bd_stat`.
 //!
 //! ```no_run
 //! use zmem_zram::{Zram, BlockDevice};
@@ -37,11 +38,13 @@ pub mod slot;
 pub mod stats;
 pub mod streams;
 mod write;
+pub mod writeback;
 
 pub use blockdev::{AttrError, BlockDevice, Errno, IoError};
 pub use device::{Config, OpenGuard, Zram, ZramBuilder};
 pub use pool::PoolFactory;
 pub use recompress::{RecompressParams, RecompressReport};
 pub use slot::SlotInfo;
-pub use stats::{IoStat, MmStat};
+pub use stats::{BdStat, IoStat, MmStat};
+pub use writeback::{BackingFault, BdOp, WbLimit, WritebackParams, WritebackReport};
 pub use zmem_codec::PAGE_SIZE;

@@ -1,4 +1,5 @@
-//! The read path (`zram_read_page`).
+//! The read path (`zram_read_page`); a WB slot is read from the backing
+//! device (`writeback.rs`).
 
 use zmem_codec::{fill_page, CodecError, PAGE_SIZE};
 
@@ -23,7 +24,7 @@ impl Meta {
     pub(crate) fn read_locked(&self, g: &SlotGuard<'_>, dst: &mut [u8]) -> Result<(), String> {
         debug_assert_eq!(dst.len(), PAGE_SIZE);
         if g.test(Flag::Wb) {
-            return Err("slot is written back, but this device has no backing device".into());
+            return self.read_from_bdev(g, dst);
         }
         let Some(h) = (!g.test(Flag::Same)).then(|| Meta::handle_of(g.handle())).flatten() else {
             fill_page(dst, g.handle());
@@ -53,5 +54,13 @@ impl Meta {
             })
             .map_err(|e| e.to_string())?;
         res
+    }
+
+    /// Decompress `src` into one page with the algorithm of priority `prio`
+    /// (the written-back object of a `writeback_compressed` slot).
+    pub(crate) fn decompress(&self, prio: usize, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+        let comp = self.comps[prio].as_ref().ok_or_else(|| format!("no compressor of priority {prio}"))?;
+        let mut stream = comp.streams.get().map_err(|e| e.to_string())?;
+        stream.decompress(src, dst).map_err(|e: CodecError| format!("decompression failed: {e}"))
     }
 }
