@@ -1,10 +1,13 @@
 //! Model-based property test: random writes, reads, discards, write-zeroes
 //! and partial I/O against a reference map of bytes; the mm_stat invariants
-//! of spec §12 are checked after every sequence.
+//! of spec §12 are checked after every sequence. The device has a backing
+//! file of random size (often too small, so ENOSPC happens) in plain or
+//! writeback_compressed mode, and the ops include idle marking and writeback
+//! of random ranges/modes: whatever happens, no byte is ever lost.
 mod common;
 use common::*;
 use proptest::prelude::*;
-use zmem_zram::{BlockDevice, PAGE_SIZE};
+use zmem_zram::{BlockDevice, Errno, Zram, PAGE_SIZE};
 
 const PAGES: u64 = 24;
 const SIZE: u64 = PAGES * PAGE_SIZE as u64;
@@ -18,7 +21,13 @@ enum Op {
     Zeroes { at: u64, sectors: u64 },
     /// An unaligned or out-of-range request: must fail and change nothing.
     Bad { at: u64, len: u64 },
+    /// `idle all`.
+    Idle,
+    /// `writeback` of pages `lo..=hi`, then (mode 1..4) `type=` of that range.
+    Writeback { lo: u64, hi: u64, mode: usize },
 }
+
+const MODES: [&str; 5] = ["", "idle", "huge", "huge_idle", "incompressible"];
 
 fn op() -> impl Strategy<Value = Op> {
     let sec = SIZE / 512;
@@ -28,6 +37,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..sec, 1u64..24).prop_map(|(at, n)| Op::Discard { at, sectors: n }),
         1 => (0..sec, 1u64..24).prop_map(|(at, n)| Op::Zeroes { at, sectors: n }),
         1 => (0..SIZE + 8192, 1u64..9000).prop_map(|(at, len)| Op::Bad { at, len }),
+        1 => Just(Op::Idle),
+        2 => (0..PAGES, 0..PAGES, 0..MODES.len()).prop_map(|(a, b, mode)| Op::Writeback { lo: a.min(b), hi: a.max(b), mode }),
     ]
 }
 
@@ -45,8 +56,17 @@ fn data(kind: u64, seed: u64, len: usize) -> Vec<u8> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
-    fn engine_matches_a_byte_map(ops in proptest::collection::vec(op(), 1..60)) {
-        let dev = device(SIZE);
+    fn engine_matches_a_byte_map(ops in proptest::collection::vec(op(), 1..60), bpages in 2u64..PAGES, compressed: bool) {
+        let backing = std::env::temp_dir().join(format!("zmem-model-wb-{}-{bpages}-{compressed}-{:?}", std::process::id(), std::thread::current().id()));
+        std::fs::File::create(&backing).unwrap().set_len(bpages * PAGE_SIZE as u64).unwrap();
+        let dev = Zram::builder()
+            .algorithm(ALGO, Default::default())
+            .backing_dev(&backing)
+            .writeback_compressed(compressed)
+            .disksize(SIZE)
+            .build()
+            .unwrap();
+        std::fs::remove_file(&backing).unwrap(); // the open file lives on
         let mut model = vec![0u8; SIZE as usize];
         for op in ops {
             match op {
@@ -82,6 +102,19 @@ proptest! {
                         prop_assert!(dev.read_at(at, &mut vec![0; len as usize]).is_err());
                     }
                 }
+                Op::Idle => dev.attr_write("idle", "all").unwrap(),
+                Op::Writeback { lo, hi, mode } => {
+                    let cmd = match MODES[mode] {
+                        "" => format!("page_indexes={lo}-{hi}"),
+                        m => format!("page_indexes={lo}-{hi} type={m}"),
+                    };
+                    // A full backing file is the only error possible here.
+                    if let Err(e) = dev.attr_write("writeback", &cmd) {
+                        prop_assert_eq!(e.errno, Errno::ENOSPC, "{}", e);
+                    }
+                    let wb = dev.block_state().iter().filter(|s| s.wb).count() as u64;
+                    prop_assert!(wb < bpages, "block 0 is never used");
+                }
             }
         }
         let mut all = vec![0u8; SIZE as usize];
@@ -91,19 +124,24 @@ proptest! {
         let m = dev.mm_stat();
         let slots = dev.block_state();
         let same = slots.iter().filter(|s| s.same).count() as u64;
-        let huge = slots.iter().filter(|s| s.huge).count() as u64;
-        let compr: u64 = slots.iter().map(|s| s.size as u64).sum();
+        // WB slots: no allocator object (with writeback_compressed they keep size and HUGE for the read path).
+        let huge = slots.iter().filter(|s| s.huge && !s.wb).count() as u64;
+        let compr: u64 = slots.iter().filter(|s| !s.wb).map(|s| s.size as u64).sum();
+        let wb = slots.iter().filter(|s| s.wb).count() as u64;
+        prop_assert_eq!(dev.bd_stat().bd_count, wb);
+        prop_assert!(slots.iter().all(|s| !(s.wb && s.idle) && !s.pp_slot));
         prop_assert_eq!(m.orig_data_size, slots.len() as u64 * PAGE_SIZE as u64);
         prop_assert_eq!(m.same_pages, same);
         prop_assert_eq!(m.huge_pages, huge);
         prop_assert_eq!(m.compr_data_size, compr);
         prop_assert!(m.huge_pages_since >= m.huge_pages);
         prop_assert!(m.mem_used_max >= m.mem_used_total);
-        let objects = slots.iter().filter(|s| s.size > 0).count() as u64;
+        let objects = slots.iter().filter(|s| s.size > 0 && !s.wb).count() as u64;
         prop_assert!(m.mem_used_total >= compr + 8 * (objects - huge));
         // Discarding everything returns every page to the allocator.
         dev.discard(0, SIZE).unwrap();
         let m = dev.mm_stat();
         prop_assert_eq!((m.orig_data_size, m.compr_data_size, m.mem_used_total, m.same_pages, m.huge_pages), (0, 0, 0, 0, 0));
+        prop_assert_eq!(dev.bd_stat().bd_count, 0, "every block released");
     }
 }
