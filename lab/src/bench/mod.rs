@@ -5,3 +5,4 @@ pub mod device;
 pub mod kernel;
 pub mod zswap;
 pub mod recomp;
+pub mod writeback;
