@@ -587,3 +587,44 @@ fn slot_rewritten_during_the_write_is_skipped() {
     assert_eq!(read(&dev, 7), new);
     assert_eq!(bd(&dev), BdStat { bd_count: 0, bd_reads: 0, bd_writes: 1 }, "written, then released");
 }
+
+// ------------------------------------------------------------------ random input
+
+mod random_input {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NAMES: [&str; 6] =
+        ["writeback", "writeback_limit", "writeback_limit_enable", "writeback_compressed", "backing_dev", "idle"];
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            ".{0,40}",
+            "((type|page_index|page_indexes|foo)=?[-a-z0-9_]{0,12} ?){0,4}\n?",
+            "(idle|huge|huge_idle|incompressible|all|[0-9]{1,22})\n?",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Random and mutated input never panics; a refused write gives a
+        /// message; whatever was written back, every page reads back.
+        #[test]
+        fn writeback_attributes_never_panic_or_lose_data(ops in proptest::collection::vec((0..NAMES.len(), value()), 1..12)) {
+            let (dev, _f) = dev_with(8, false);
+            let pages = fill(&dev, 16);
+            for (n, v) in ops {
+                if let Err(e) = dev.attr_write(NAMES[n], &v) {
+                    prop_assert!(!e.message.is_empty());
+                }
+                let _ = dev.attr_read(NAMES[n]);
+                prop_assert!(BdStat::parse(&dev.attr_read("bd_stat").unwrap()).is_some());
+                let _ = WritebackParams::parse(&v, 16);
+            }
+            prop_assert!(dev.block_state().iter().filter(|s| s.wb).count() <= 7);
+            for (i, p) in pages.iter().enumerate() {
+                prop_assert_eq!(&read(&dev, i), p);
+            }
+        }
+    }
+}
