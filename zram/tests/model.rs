@@ -129,7 +129,8 @@ proptest! {
         let compr: u64 = slots.iter().filter(|s| !s.wb).map(|s| s.size as u64).sum();
         let wb = slots.iter().filter(|s| s.wb).count() as u64;
         prop_assert_eq!(dev.bd_stat().bd_count, wb);
-        prop_assert!(slots.iter().all(|s| !(s.wb && s.idle) && !s.pp_slot));
+        prop_assert!(slots.iter().all(|s| !s.pp_slot), "every PP_SLOT released");
+        prop_assert!(slots.iter().filter(|s| s.wb).all(|s| !s.idle), "WB slots are never idle");
         prop_assert_eq!(m.orig_data_size, slots.len() as u64 * PAGE_SIZE as u64);
         prop_assert_eq!(m.same_pages, same);
         prop_assert_eq!(m.huge_pages, huge);
