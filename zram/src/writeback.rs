@@ -52,6 +52,13 @@ pub enum BdOp {
 /// failure drills; see [`crate::ZramBuilder::backing_fault`].
 pub type BackingFault = Arc<dyn Fn(BdOp, u64) -> bool + Send + Sync>;
 
+/// The free-block bitmap and a hint: no word before `first` has a free bit,
+/// so the search for the first free block (the kernel's order) starts there.
+struct Bitmap {
+    words: Vec<u64>,
+    first: usize,
+}
+
 /// The backing device: file, size in blocks, free-block bitmap.
 pub struct Backing {
     /// The path as `backing_dev` shows it.
@@ -59,7 +66,7 @@ pub struct Backing {
     file: File,
     nr_pages: u64,
     /// One bit per block; bit set = in use. Bit 0 is never handed out.
-    bitmap: Mutex<Vec<u64>>,
+    bitmap: Mutex<Bitmap>,
     fault: Option<BackingFault>,
 }
 
@@ -109,7 +116,7 @@ impl Backing {
         bitmap.resize(words, 0u64);
         // The kernel's file_path(): the resolved absolute path.
         let shown = std::fs::canonicalize(path).map(|p| p.display().to_string()).unwrap_or_else(|_| path.to_string());
-        Ok(Backing { path: shown, file, nr_pages, bitmap: Mutex::new(bitmap), fault })
+        Ok(Backing { path: shown, file, nr_pages, bitmap: Mutex::new(Bitmap { words: bitmap, first: 0 }), fault })
     }
 
     /// The path `backing_dev` shows.
@@ -122,17 +129,19 @@ impl Backing {
         self.nr_pages
     }
 
-    fn bitmap(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
+    fn bitmap(&self) -> std::sync::MutexGuard<'_, Bitmap> {
         self.bitmap.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// `alloc_block_bdev`: the first free block from 1 on, or None when full.
     fn alloc(&self) -> Option<u64> {
         let mut bm = self.bitmap();
-        for (w, word) in bm.iter_mut().enumerate() {
+        let start = bm.first;
+        for w in start..bm.words.len() {
             // Block 0 is never used: treat its bit as taken.
-            let taken = if w == 0 { *word | 1 } else { *word };
+            let taken = if w == 0 { bm.words[w] | 1 } else { bm.words[w] };
             if taken == u64::MAX {
+                bm.first = w + 1;
                 continue;
             }
             let bit = (!taken).trailing_zeros() as u64;
@@ -140,7 +149,7 @@ impl Backing {
             if blk >= self.nr_pages {
                 return None;
             }
-            *word |= 1 << bit;
+            bm.words[w] |= 1 << bit;
             return Some(blk);
         }
         None
@@ -153,8 +162,9 @@ impl Backing {
         }
         let mut bm = self.bitmap();
         let (w, b) = ((blk / 64) as usize, blk % 64);
-        let was = bm[w] & (1 << b) != 0;
-        bm[w] &= !(1 << b);
+        let was = bm.words[w] & (1 << b) != 0;
+        bm.words[w] &= !(1 << b);
+        bm.first = bm.first.min(w);
         was
     }
 
@@ -674,6 +684,19 @@ mod tests {
         for bad in ["", "o", "2", "x", " 1"] {
             assert_eq!(kstrtobool(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn blocks_first_free_from_1() {
+        let p = std::env::temp_dir().join(format!("zmem-wb-bitmap-{}", std::process::id()));
+        std::fs::File::create(&p).unwrap().set_len(200 * PAGE_SIZE as u64).unwrap();
+        let b = Backing::open(p.to_str().unwrap(), None).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        let got: Vec<u64> = std::iter::from_fn(|| b.alloc()).collect();
+        assert_eq!(got, (1..200).collect::<Vec<_>>(), "block 0 never, then in order, 199 usable");
+        assert!(b.free(130) && b.free(5) && b.free(70));
+        assert!(!b.free(5) && !b.free(0) && !b.free(200), "not in use / out of range");
+        assert_eq!((b.alloc(), b.alloc(), b.alloc(), b.alloc()), (Some(5), Some(70), Some(130), None));
     }
 
     #[test]
