@@ -12,7 +12,7 @@
 //! * [`stats`]: counters and their exact rendering;
 //! * [`streams`], [`pool`]: compressors and allocators;
 //! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets;
-//! * [`writeback`]: backing file, `writeback`, `writeback_limit`, `bd_stat`.
+//! * [`writeback`] + [`backing`]: `writeback`, `writeback_limit`, `bd_stat`; the backing file and its bitmap.
 //!
 //! ```no_run
 //! use zmem_zram::{Zram, BlockDevice};
@@ -26,6 +26,7 @@
 pub mod attrs;
 pub mod blockdev;
 pub mod device;
+pub mod backing;
 mod discard;
 pub mod idle;
 mod io;
