@@ -14,19 +14,23 @@ use crate::stats::render_debug_stat;
 use crate::streams::{MAX_COMPS, PRIMARY};
 
 /// Attributes that can be read.
-pub const READABLE: &[&str] =
-    &[
-        "disksize",
-        "initstate",
-        "comp_algorithm",
-        "mm_stat",
-        "io_stat",
-        "debug_stat",
-        "allocator",
-        "recomp_algorithm",
-        "fast_algorithm",
-        "fast_path",
-    ];
+pub const READABLE: &[&str] = &[
+    "disksize",
+    "initstate",
+    "comp_algorithm",
+    "mm_stat",
+    "io_stat",
+    "debug_stat",
+    "allocator",
+    "recomp_algorithm",
+    "backing_dev",
+    "bd_stat",
+    "writeback_limit",
+    "writeback_limit_enable",
+    "writeback_compressed",
+    "fast_algorithm",
+    "fast_path",
+];
 /// Attributes that can be written.
 pub const WRITABLE: &[&str] = &[
     "disksize",
@@ -40,6 +44,11 @@ pub const WRITABLE: &[&str] = &[
     "allocator",
     "recomp_algorithm",
     "recompress",
+    "backing_dev",
+    "writeback",
+    "writeback_limit",
+    "writeback_limit_enable",
+    "writeback_compressed",
     "fast_algorithm",
     "fast_path",
 ];
@@ -66,6 +75,11 @@ impl Zram {
             "debug_stat" => Ok(render_debug_stat(self.miss_free())),
             "allocator" => Ok(format!("{}\n", self.lock_config().allocator)),
             "recomp_algorithm" => Ok(self.recomp_algorithm_show()),
+            "backing_dev" => Ok(self.backing_dev_show()),
+            "bd_stat" => Ok(self.bd_stat().render()),
+            "writeback_limit" => Ok(format!("{}\n", self.writeback_limit().remaining)),
+            "writeback_limit_enable" => Ok(format!("{}\n", self.writeback_limit().enable as u32)),
+            "writeback_compressed" => Ok(format!("{}\n", self.wb_compressed.load(Relaxed) as u32)),
             "fast_algorithm" => Ok(self.fast_algorithm_show()),
             "fast_path" => Ok(self.fast_path_show()),
             // debugfs's file in the kernel, so not listed in READABLE.
@@ -91,6 +105,11 @@ impl Zram {
             "allocator" => self.allocator_store(value),
             "recomp_algorithm" => self.recomp_algorithm_store(value),
             "recompress" => self.recompress_store(value),
+            "backing_dev" => self.backing_dev_store(value),
+            "writeback" => self.writeback_store(value),
+            "writeback_limit" => self.writeback_limit_store(value),
+            "writeback_limit_enable" => self.writeback_limit_enable_store(value),
+            "writeback_compressed" => self.writeback_compressed_store(value),
             "fast_algorithm" => self.fast_algorithm_store(value),
             "fast_path" => self.fast_path_store(value),
             n if READABLE.contains(&n) => {

@@ -20,6 +20,7 @@ use crate::pool::{self, PoolFactory, DEFAULT_ALLOCATOR};
 use crate::slot::{self, Slot, SlotInfo};
 use crate::stats::{IoStat, MmStat, Stats};
 use crate::streams::{self, Backends, Comp, DEFAULT_ALGORITHM, MAX_COMPS, PRIMARY};
+use crate::writeback::{Backing, BackingFault, WbLimit};
 
 /// Configuration that takes effect at the next `disksize` (and is cleared by `reset`).
 #[derive(Debug, Clone)]
@@ -62,6 +63,10 @@ pub struct Meta {
     pub track_actime: bool,
     /// A recompress (or writeback) pass is running (`pp_in_progress`).
     pub pp_in_progress: AtomicBool,
+    /// The backing device set before `disksize` (fixed while initialised).
+    pub backing: Option<Arc<Backing>>,
+    /// `writeback_compressed` as it was at `disksize`.
+    pub wb_compressed: bool,
 }
 
 impl Meta {
@@ -136,6 +141,13 @@ pub struct Zram {
     state: InitLock,
     openers: AtomicUsize,
     claim: AtomicBool,
+    /// `backing_dev` (set before init, released by reset).
+    pub(crate) backing: Mutex<Option<Arc<Backing>>>,
+    pub(crate) backing_fault: Option<BackingFault>,
+    /// `writeback_compressed` (before init only).
+    pub(crate) wb_compressed: AtomicBool,
+    /// `writeback_limit_enable` / `writeback_limit` (kept across reset, as the kernel's code).
+    pub(crate) wb_limit: Mutex<WbLimit>,
 }
 
 impl std::fmt::Debug for Zram {
@@ -267,6 +279,8 @@ impl Zram {
             stats: Stats::default(),
             track_actime: self.track_actime,
             pp_in_progress: AtomicBool::new(false),
+            backing: self.backing_dev(),
+            wb_compressed: self.wb_compressed.load(Ordering::Relaxed),
         });
         for mut g in self.state.write() {
             *g = Some(meta.clone());
@@ -275,9 +289,11 @@ impl Zram {
         Ok(())
     }
 
-    /// `reset`: refuse while open, then free every slot, destroy the pool and
-    /// compressors, zero the stats and the limit, and restore the default
-    /// algorithm and parameters.
+    /// `reset`: refuse while open, then free every slot (releasing backing
+    /// blocks), destroy the pool and compressors, zero the stats and the
+    /// limit, restore the default algorithm and parameters, and release the
+    /// backing device (`reset_bdev`). `writeback_limit[_enable]` and
+    /// `writeback_compressed` are kept, as the kernel's code does.
     pub fn reset(&self) -> Result<(), AttrError> {
         if self.openers.load(Ordering::Acquire) != 0 {
             return Err(AttrError::new(Errno::EBUSY, "device is open"));
@@ -303,6 +319,7 @@ impl Zram {
                 meta.free_slot(&mut g);
             }
         }
+        *self.backing.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let allocator = std::mem::take(&mut cfg.allocator);
         *cfg = Config { allocator, ..Config::default() };
         drop(cfg);
@@ -383,6 +400,9 @@ pub struct ZramBuilder {
     fast_path: (FastMode, u32, u64),
     extra: Vec<&'static dyn Backend>,
     pool_factory: Option<PoolFactory>,
+    backing_dev: Option<String>,
+    backing_fault: Option<BackingFault>,
+    wb_compressed: bool,
 }
 
 impl Default for ZramBuilder {
@@ -404,6 +424,9 @@ impl ZramBuilder {
             fast_path: (FastMode::Off, crate::fastpath::DEFAULT_LIMIT_PCT, 0),
             extra: Vec::new(),
             pool_factory: None,
+            backing_dev: None,
+            backing_fault: None,
+            wb_compressed: false,
         }
     }
     /// Device name, e.g. `zram0`.
@@ -456,6 +479,23 @@ impl ZramBuilder {
         self.extra.push(b);
         self
     }
+    /// Backing device for writeback (`backing_dev`): a block device or a
+    /// regular file of at least 2 pages, opened read-write.
+    pub fn backing_dev(mut self, path: impl AsRef<std::path::Path>) -> Self {
+        self.backing_dev = Some(path.as_ref().display().to_string());
+        self
+    }
+    /// `writeback_compressed`: write the compressed object, not the page.
+    pub fn writeback_compressed(mut self, on: bool) -> Self {
+        self.wb_compressed = on;
+        self
+    }
+    /// Fault injection for the backing file: `f(op, block)` returning true
+    /// fails that block I/O with an I/O error (tests and failure drills).
+    pub fn backing_fault(mut self, f: BackingFault) -> Self {
+        self.backing_fault = Some(f);
+        self
+    }
     /// Use a custom allocator factory (for embedding and tests).
     pub fn pool_factory(mut self, f: PoolFactory) -> Self {
         self.pool_factory = Some(f);
@@ -474,11 +514,15 @@ impl ZramBuilder {
             state: InitLock::new(),
             openers: AtomicUsize::new(0),
             claim: AtomicBool::new(false),
+            backing: Mutex::new(None),
+            backing_fault: self.backing_fault.take(),
+            wb_compressed: AtomicBool::new(self.wb_compressed),
+            wb_limit: Mutex::new(WbLimit::default()),
         }
     }
 
     /// Create the device, with the same checks and errors as the attribute
-    /// path (comp_algorithm, algorithm_params, then disksize).
+    /// path (comp_algorithm, algorithm_params, backing_dev, then disksize).
     pub fn build(mut self) -> Result<Zram, AttrError> {
         let dev = self.build_uninit();
         {
@@ -494,6 +538,9 @@ impl ZramBuilder {
             if let Some(name) = self.fast_alg.take() {
                 cfg.fast_alg = Some(dev.check_algorithm_name(&name)?);
             }
+        }
+        if let Some(path) = self.backing_dev.take() {
+            dev.backing_dev_store(&path)?;
         }
         if let Some(d) = self.disksize {
             dev.init(d)?;

@@ -12,6 +12,7 @@
 //! * [`stats`]: counters and their exact rendering;
 //! * [`streams`], [`pool`]: compressors and allocators;
 //! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets;
+//! * [`writeback`] + [`backing`]: `writeback`, `writeback_limit`, `bd_stat`; the backing file and its bitmap;
 //! * [`fastpath`]: the fast algorithm and when writes use it; [`maint`]: the maintenance worker.
 //!
 //! ```no_run
@@ -26,6 +27,7 @@
 pub mod attrs;
 pub mod blockdev;
 pub mod device;
+pub mod backing;
 mod discard;
 pub mod fastpath;
 pub mod idle;
@@ -42,6 +44,7 @@ pub mod slot;
 pub mod stats;
 pub mod streams;
 mod write;
+pub mod writeback;
 
 pub use blockdev::{AttrError, BlockDevice, Errno, IoError};
 pub use device::{Config, OpenGuard, Zram, ZramBuilder};
@@ -50,5 +53,6 @@ pub use maint::{MaintPolicy, MaintWorker, Maintainer, RoundReport, Stage};
 pub use pool::PoolFactory;
 pub use recompress::{RecompressParams, RecompressReport};
 pub use slot::SlotInfo;
-pub use stats::{IoStat, MmStat};
+pub use stats::{BdStat, IoStat, MmStat};
+pub use writeback::{BackingFault, BdOp, WbLimit, WritebackParams, WritebackReport};
 pub use zmem_codec::PAGE_SIZE;

@@ -1,6 +1,8 @@
-//! The read path (`zram_read_page`).
+//! The read path (`zram_read_page`); a WB slot is read from the backing
+//! device (`writeback.rs`).
 
 use zmem_codec::{fill_page, CodecError, PAGE_SIZE};
+use crate::streams::Comp;
 
 use crate::blockdev::IoError;
 use crate::device::Meta;
@@ -23,7 +25,7 @@ impl Meta {
     pub(crate) fn read_locked(&self, g: &SlotGuard<'_>, dst: &mut [u8]) -> Result<(), String> {
         debug_assert_eq!(dst.len(), PAGE_SIZE);
         if g.test(Flag::Wb) {
-            return Err("slot is written back, but this device has no backing device".into());
+            return self.read_from_bdev(g, dst);
         }
         let Some(h) = (!g.test(Flag::Same)).then(|| Meta::handle_of(g.handle())).flatten() else {
             fill_page(dst, g.handle());
@@ -42,13 +44,7 @@ impl Meta {
                 .map_err(|e| e.to_string())?;
             return res;
         }
-        let comp = if g.test(Flag::Fast) {
-            self.fast.as_ref().ok_or("slot is flagged FAST, but this device has no fast compressor")?
-        } else {
-            let prio = g.priority() as usize;
-            self.comps[prio].as_ref().ok_or_else(|| format!("no compressor of priority {prio}"))?
-        };
-        let mut stream = comp.streams.get().map_err(|e| e.to_string())?;
+        let mut stream = self.comp_of(g)?.streams.get().map_err(|e| e.to_string())?;
         let size = g.size();
         self.pool
             .read(h, &mut |src: &[u8]| {
@@ -57,5 +53,22 @@ impl Meta {
             })
             .map_err(|e| e.to_string())?;
         res
+    }
+
+    /// The compressor that stored the slot's object: the fast compressor
+    /// (FAST) or the one of the slot's priority.
+    fn comp_of(&self, g: &SlotGuard<'_>) -> Result<&Comp, String> {
+        if g.test(Flag::Fast) {
+            return self.fast.as_ref().ok_or_else(|| "slot is flagged FAST, but this device has no fast compressor".to_string());
+        }
+        let prio = g.priority() as usize;
+        self.comps[prio].as_ref().ok_or_else(|| format!("no compressor of priority {prio}"))
+    }
+
+    /// Decompress `src` into one page with the algorithm that stored the slot
+    /// (the written-back object of a `writeback_compressed` slot).
+    pub(crate) fn decompress(&self, g: &SlotGuard<'_>, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+        let mut stream = self.comp_of(g)?.streams.get().map_err(|e| e.to_string())?;
+        stream.decompress(src, dst).map_err(|e: CodecError| format!("decompression failed: {e}"))
     }
 }

@@ -195,7 +195,7 @@ pub struct RecompressReport {
 }
 
 /// Clears `pp_in_progress` when a pass ends, however it ends.
-struct PpGuard<'a>(&'a AtomicBool);
+pub(crate) struct PpGuard<'a>(pub(crate) &'a AtomicBool);
 
 impl Drop for PpGuard<'_> {
     fn drop(&mut self) {

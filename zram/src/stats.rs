@@ -18,6 +18,12 @@ pub struct Stats {
     pub failed_writes: AtomicU64,
     pub notify_free: AtomicU64,
     pub miss_free: AtomicU64,
+    /// Backing-device blocks in use (written-back slots).
+    pub bd_count: AtomicU64,
+    /// Pages read from the backing device.
+    pub bd_reads: AtomicU64,
+    /// Pages written to the backing device.
+    pub bd_writes: AtomicU64,
     /// zmem: pages stored by the fast algorithm (`fast_path` read).
     pub fast_writes: AtomicU64,
 }
@@ -91,7 +97,42 @@ pub fn render_debug_stat(miss_free: u64) -> String {
     format!("version: 1\n0 {miss_free:8}\n")
 }
 
+/// `bd_stat` as numbers (in 4 KiB units, as the kernel prints them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BdStat {
+    pub bd_count: u64,
+    pub bd_reads: u64,
+    pub bd_writes: u64,
+}
+
+/// `FOUR_K(x)`: pages to 4 KiB units (1 with 4 KiB pages).
+const fn four_k(pages: u64) -> u64 {
+    pages * (PAGE_SIZE as u64 / 4096)
+}
+
+impl BdStat {
+    /// `%8llu %8llu %8llu\n`: bd_count, bd_reads, bd_writes in 4 KiB units.
+    pub fn render(&self) -> String {
+        format!("{:8} {:8} {:8}\n", four_k(self.bd_count), four_k(self.bd_reads), four_k(self.bd_writes))
+    }
+
+    /// Parse a rendered line back.
+    pub fn parse(s: &str) -> Option<BdStat> {
+        let v: Vec<u64> = s.split_whitespace().map(|f| f.parse().ok()).collect::<Option<_>>()?;
+        let [bd_count, bd_reads, bd_writes]: [u64; 3] = v.try_into().ok()?;
+        Some(BdStat { bd_count, bd_reads, bd_writes })
+    }
+}
+
 impl Stats {
+    pub fn bd_stat(&self) -> BdStat {
+        BdStat {
+            bd_count: self.bd_count.load(Relaxed),
+            bd_reads: self.bd_reads.load(Relaxed),
+            bd_writes: self.bd_writes.load(Relaxed),
+        }
+    }
+
     /// mm_stat given the pool figures (pages owned, pages compacted) and the limit.
     pub fn mm_stat(&self, pool_pages: u64, pages_compacted: u64, limit_pages: u64) -> MmStat {
         let p = PAGE_SIZE as u64;
@@ -132,5 +173,9 @@ mod tests {
         let m = MmStat { orig_data_size: 123456789, huge_pages: 3, ..Default::default() };
         assert_eq!(MmStat::parse(&m.render()), Some(m));
         assert!(m.render().starts_with("123456789        0"), "wide numbers are not cut");
+        assert_eq!(BdStat::default().render(), "       0        0        0\n");
+        let b = BdStat { bd_count: 3, bd_reads: 12345678, bd_writes: 7 };
+        assert_eq!(b.render(), "       3 12345678        7\n");
+        assert_eq!(BdStat::parse(&b.render()), Some(b));
     }
 }

@@ -32,12 +32,15 @@ impl Meta {
         g.set_priority(0);
         if g.test(Flag::Huge) {
             g.clear(Flag::Huge);
-            st.huge_pages.fetch_sub(1, Relaxed);
+            // A WB slot keeps HUGE only for the read path of
+            // writeback_compressed; huge_pages already dropped at writeback.
+            if !g.test(Flag::Wb) {
+                st.huge_pages.fetch_sub(1, Relaxed);
+            }
         }
         if g.test(Flag::Wb) {
-            // Written-back slots need a backing device, which arrives with
-            // writeback; the block index is simply forgotten until then.
             g.clear(Flag::Wb);
+            self.free_block_bdev(g.handle());
         } else if g.test(Flag::Same) {
             g.clear(Flag::Same);
             st.same_pages.fetch_sub(1, Relaxed);

@@ -1,14 +1,16 @@
 //! Model-based property test: random writes, reads, discards, write-zeroes
 //! and partial I/O against a reference map of bytes; the mm_stat invariants
 //! of spec §12 are checked after every sequence. The device has a fast
-//! algorithm (lz4m) and a secondary (zstd): fast-path writes, the `always`
-//! fast path, idle marking, precise recompression back to the primary and
-//! kernel-syntax recompression are mixed in; no data may be lost.
+//! algorithm (lz4m), a secondary (zstd) and a backing file of random size
+//! (often too small, so ENOSPC happens) in plain or writeback_compressed mode:
+//! fast-path writes, the `always` fast path, idle marking, precise
+//! recompression back to the primary, kernel-syntax recompression and
+//! writeback of random ranges/modes are mixed in; no byte may ever be lost.
 mod common;
 use common::*;
 use proptest::prelude::*;
 use zmem_codec::Params;
-use zmem_zram::{BlockDevice, RecompressParams, Zram, PAGE_SIZE};
+use zmem_zram::{BlockDevice, Errno, RecompressParams, Zram, PAGE_SIZE};
 
 const PAGES: u64 = 24;
 const SIZE: u64 = PAGES * PAGE_SIZE as u64;
@@ -33,7 +35,11 @@ enum Op {
     Precise { to_zstd: bool, idle: bool, max_pages: u64 },
     /// Kernel-syntax `recompress` (to zstd).
     Recompress { idle: bool },
+    /// `writeback` of pages `lo..=hi`, then (mode 1..4) `type=` of that range.
+    Writeback { lo: u64, hi: u64, mode: usize },
 }
+
+const MODES: [&str; 5] = ["", "idle", "huge", "huge_idle", "incompressible"];
 
 fn op() -> impl Strategy<Value = Op> {
     let sec = SIZE / 512;
@@ -48,6 +54,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::IdleAll),
         2 => (any::<bool>(), any::<bool>(), 0u64..30).prop_map(|(to_zstd, idle, max_pages)| Op::Precise { to_zstd, idle, max_pages }),
         1 => any::<bool>().prop_map(|idle| Op::Recompress { idle }),
+        2 => (0..PAGES, 0..PAGES, 0..MODES.len()).prop_map(|(a, b, mode)| Op::Writeback { lo: a.min(b), hi: a.max(b), mode }),
     ]
 }
 
@@ -65,14 +72,19 @@ fn data(kind: u64, seed: u64, len: usize) -> Vec<u8> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
-    fn engine_matches_a_byte_map(ops in proptest::collection::vec(op(), 1..60)) {
+    fn engine_matches_a_byte_map(ops in proptest::collection::vec(op(), 1..60), bpages in 2u64..PAGES, compressed: bool) {
+        let backing = std::env::temp_dir().join(format!("zmem-model-wb-{}-{bpages}-{compressed}-{:?}", std::process::id(), std::thread::current().id()));
+        std::fs::File::create(&backing).unwrap().set_len(bpages * PAGE_SIZE as u64).unwrap();
         let dev = Zram::builder()
             .algorithm(ALGO, Params::default())
             .secondary(1, "zstd", Params::default())
             .fast_algorithm("lz4m")
+            .backing_dev(&backing)
+            .writeback_compressed(compressed)
             .disksize(SIZE)
             .build()
             .unwrap();
+        std::fs::remove_file(&backing).unwrap(); // the open file lives on
         let mut model = vec![0u8; SIZE as usize];
         // The kernel's recompression allocates without sampling the peak
         // (mem_used_max is updated on the write path only).
@@ -131,6 +143,18 @@ proptest! {
                         prop_assert!(dev.read_at(at, &mut vec![0; len as usize]).is_err());
                     }
                 }
+                Op::Writeback { lo, hi, mode } => {
+                    let cmd = match MODES[mode] {
+                        "" => format!("page_indexes={lo}-{hi}"),
+                        m => format!("page_indexes={lo}-{hi} type={m}"),
+                    };
+                    // A full backing file is the only error possible here.
+                    if let Err(e) = dev.attr_write("writeback", &cmd) {
+                        prop_assert_eq!(e.errno, Errno::ENOSPC, "{}", e);
+                    }
+                    let wb = dev.block_state().iter().filter(|s| s.wb).count() as u64;
+                    prop_assert!(wb < bpages, "block 0 is never used");
+                }
             }
         }
         let mut all = vec![0u8; SIZE as usize];
@@ -140,20 +164,26 @@ proptest! {
         let m = dev.mm_stat();
         let slots = dev.block_state();
         let same = slots.iter().filter(|s| s.same).count() as u64;
-        let huge = slots.iter().filter(|s| s.huge).count() as u64;
-        let compr: u64 = slots.iter().map(|s| s.size as u64).sum();
+        // WB slots: no allocator object (with writeback_compressed they keep size and HUGE for the read path).
+        let huge = slots.iter().filter(|s| s.huge && !s.wb).count() as u64;
+        let compr: u64 = slots.iter().filter(|s| !s.wb).map(|s| s.size as u64).sum();
+        let wb = slots.iter().filter(|s| s.wb).count() as u64;
+        prop_assert_eq!(dev.bd_stat().bd_count, wb);
+        prop_assert!(slots.iter().all(|s| !s.pp_slot), "every PP_SLOT released");
+        prop_assert!(slots.iter().filter(|s| s.wb).all(|s| !s.idle), "WB slots are never idle");
         prop_assert_eq!(m.orig_data_size, slots.len() as u64 * PAGE_SIZE as u64);
         prop_assert_eq!(m.same_pages, same);
         prop_assert_eq!(m.huge_pages, huge);
         prop_assert_eq!(m.compr_data_size, compr);
         prop_assert!(m.huge_pages_since >= m.huge_pages);
         prop_assert!(recompressed || m.mem_used_max >= m.mem_used_total);
-        let objects = slots.iter().filter(|s| s.size > 0).count() as u64;
+        let objects = slots.iter().filter(|s| s.size > 0 && !s.wb).count() as u64;
         prop_assert!(m.mem_used_total >= compr + 8 * (objects - huge));
         prop_assert!(slots.iter().all(|s| !s.pp_slot && !(s.fast && (s.priority != 0 || s.same))));
         // Discarding everything returns every page to the allocator.
         dev.discard(0, SIZE).unwrap();
         let m = dev.mm_stat();
         prop_assert_eq!((m.orig_data_size, m.compr_data_size, m.mem_used_total, m.same_pages, m.huge_pages), (0, 0, 0, 0, 0));
+        prop_assert_eq!(dev.bd_stat().bd_count, 0, "every block released");
     }
 }

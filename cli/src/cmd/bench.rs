@@ -94,6 +94,22 @@ pub struct Args {
     /// Fast-path mode: write passes into fresh devices (latencies pooled over all passes)
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub passes: usize,
+    /// Writeback: write the corpus (default corpus without files) with the first --algo
+    /// (default lz4) on a device with a backing file, mark all idle, write back --wb-type;
+    /// mem_used_total/orig/compr and effective ratio before/after, pages written back,
+    /// bd_stat, times; every page read back and compared
+    #[arg(long, conflicts_with_all = ["recomp", "fastpath"])]
+    pub writeback: bool,
+    /// Writeback mode: the pages written back (idle, huge, huge_idle, incompressible, all)
+    #[arg(long, value_name = "TYPE", default_value = "idle")]
+    pub wb_type: String,
+    /// Writeback mode: write the compressed objects (writeback_compressed=1)
+    #[arg(long)]
+    pub wb_compressed: bool,
+    /// Writeback mode: backing file (an existing one is used as is and kept; a new one is
+    /// created and removed) [default: a temporary file]
+    #[arg(long, value_name = "FILE")]
+    pub backing_dev: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -105,6 +121,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(algo) = &args.fastpath {
         return run_fastpath(&args, algo);
+    }
+    if args.writeback {
+        return run_writeback(&args);
     }
     if args.codecs {
         return run_codecs(args);
@@ -200,6 +219,40 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
     let rec = full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
         .and_then(|i| zmem_lab::recommend::recommend(&t, &i));
     full::print(&t, &rec, args.format, args.report.as_deref())
+}
+
+fn run_writeback(args: &Args) -> anyhow::Result<()> {
+    use zmem_lab::bench::writeback;
+    let opts = writeback::Options {
+        algo: args.algo.first().cloned().unwrap_or_else(|| "lz4".into()),
+        wb_type: args.wb_type.clone(),
+        compressed: args.wb_compressed,
+        backing_dev: args.backing_dev.clone(),
+    };
+    let corpora = if args.corpus.is_empty() {
+        vec![zmem_lab::corpus::default_corpus()]
+    } else {
+        zmem_lab::corpus::load_all(&args.corpus)?
+    };
+    let mut results = Vec::new();
+    for c in &corpora {
+        results.push(writeback::run(c, &opts)?);
+    }
+    let text = match args.format {
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),
+        Format::Csv | Format::Table => results.iter().map(writeback::render).collect(),
+    };
+    write_stdout(&text)
+}
+
+/// Print, ending quietly on a closed pipe (`| head`) instead of panicking.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {

@@ -79,7 +79,9 @@ pub struct Args {
 
 fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
     dev.attr_write(name, &format!("{value}\n")).map_err(|e| {
-        if e.errno == Errno::ENOENT {
+        // ENOENT is also what opening a missing backing file gives: only an
+        // unknown attribute name gets the "no attribute" message.
+        if e.errno == Errno::ENOENT && !zmem_zram::attrs::WRITABLE.contains(&name) {
             anyhow::anyhow!("{what}: this engine has no `{name}` attribute yet ({})", e.message)
         } else {
             anyhow::anyhow!("{what}: {name} {value:?}: {}: {}", e.errno, e.message)

@@ -6,3 +6,4 @@ pub mod kernel;
 pub mod zswap;
 pub mod recomp;
 pub mod fastpath;
+pub mod writeback;

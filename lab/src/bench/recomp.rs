@@ -59,7 +59,7 @@ pub struct Measure {
 }
 
 impl Measure {
-    pub(crate) fn of(m: &MmStat) -> Self {
+    pub fn of(m: &MmStat) -> Self {
         Measure {
             orig_data_size: m.orig_data_size,
             compr_data_size: m.compr_data_size,

@@ -1,0 +1,562 @@
+//! Writeback to a backing file (CONFIG_ZRAM_WRITEBACK, spec §5): the
+//! `backing_dev` store, its free-block bitmap, the `writeback` command with
+//! the 6.16+ syntax (and the legacy forms), `writeback_limit[_enable]`,
+//! `writeback_compressed` (post-6.18) and `bd_stat`.
+//!
+//! * **Backing store** ([`Backing`], `backing.rs`): a regular file or a block
+//!   device, free-block bitmap (block 0 never used); reserving a block counts
+//!   `bd_count++`, releasing `bd_count--` (done here, with the stats).
+//! * **A pass** ([`Zram::writeback`]): the requested ranges are scanned into
+//!   the post-processing buckets of [`crate::pp`] (allocated, not WB, not SAME,
+//!   mode filter), then processed largest first, one page at a time
+//!   (6.16–6.18, synchronous): limit check (EIO), block reservation (ENOSPC),
+//!   read the slot under its lock, write the block without the lock, re-lock
+//!   and — if PP_SLOT survived — free the slot (`slot_free`) and make it WB
+//!   with handle = block. `pages_stored` stays counted, `compr_data_size`
+//!   drops. A write error is remembered, the page stays in RAM and the pass
+//!   goes on. `pp_in_progress` excludes a concurrent `recompress` (EAGAIN).
+//! * **Reading** a WB slot reads its block (`bd_reads++`); the slot stays WB.
+//!   Unlike the kernel, which drops the slot lock before the block read, the
+//!   engine reads with the slot locked, so a concurrent free cannot hand the
+//!   block to another slot mid-read.
+//! * **writeback_compressed** (post-6.18): the object itself (padded to a
+//!   page) is written; size, priority, HUGE and FAST stay in the WB slot and
+//!   the read path decompresses the block with the algorithm that stored it.
+
+use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::{Arc, Mutex};
+
+use zmem_codec::PAGE_SIZE;
+
+pub use crate::backing::{Backing, BackingFault, BdOp};
+use crate::blockdev::{AttrError, Errno};
+use crate::device::{Meta, Zram};
+use crate::parse::{kstrtoull, next_args};
+use crate::pp::PpCtl;
+use crate::recompress::PpGuard;
+use crate::slot::{Flag, SlotGuard};
+
+/// `writeback_limit_enable` and the remaining `writeback_limit` budget (in
+/// 4 KiB units). Device-level, like the kernel's `wb_limit_enable` and
+/// `bd_wb_limit`, which `reset` does not touch.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WbLimit {
+    pub enable: bool,
+    pub remaining: u64,
+}
+
+/// Mode bits of a scan (`PAGE_WRITEBACK` = 0: no flag filter).
+pub mod mode {
+    pub const PAGE_WRITEBACK: u32 = 0;
+    pub const HUGE_WRITEBACK: u32 = 1 << 0;
+    pub const IDLE_WRITEBACK: u32 = 1 << 1;
+    pub const INCOMPRESSIBLE_WRITEBACK: u32 = 1 << 2;
+}
+
+/// One scan of a range with a mode, as `writeback_store` runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WbScan {
+    pub mode: u32,
+    /// First page.
+    pub lo: u64,
+    /// One past the last page; `u64::MAX` = end of the device.
+    pub hi: u64,
+}
+
+/// The scans of one writeback pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WritebackParams {
+    pub scans: Vec<WbScan>,
+}
+
+impl WritebackParams {
+    /// Nothing selected (an empty `writeback` write).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    fn whole(mut self, mode: u32) -> Self {
+        self.scans.push(WbScan { mode, lo: 0, hi: u64::MAX });
+        self
+    }
+    /// `type=idle`.
+    pub fn idle(self) -> Self {
+        self.whole(mode::IDLE_WRITEBACK)
+    }
+    /// `type=huge`.
+    pub fn huge(self) -> Self {
+        self.whole(mode::HUGE_WRITEBACK)
+    }
+    /// `type=huge_idle`.
+    pub fn huge_idle(self) -> Self {
+        self.whole(mode::IDLE_WRITEBACK | mode::HUGE_WRITEBACK)
+    }
+    /// `type=incompressible`.
+    pub fn incompressible(self) -> Self {
+        self.whole(mode::INCOMPRESSIBLE_WRITEBACK)
+    }
+    /// Every allocated page of the device (no flag filter).
+    pub fn all(self) -> Self {
+        self.whole(mode::PAGE_WRITEBACK)
+    }
+    /// `page_indexes=LO-HI` (inclusive).
+    pub fn page_indexes(mut self, lo: u64, hi: u64) -> Self {
+        self.scans.push(WbScan { mode: mode::PAGE_WRITEBACK, lo, hi: hi.saturating_add(1) });
+        self
+    }
+    /// `page_index=N`.
+    pub fn page_index(self, n: u64) -> Self {
+        self.page_indexes(n, n)
+    }
+
+    /// Parse the `writeback` attribute for a device of `nr_pages` pages
+    /// (`writeback_store`, 6.16+): tokens left to right; a valueless token is
+    /// a legacy mode word; `type=` scans the current range with its mode and
+    /// ends parsing; `page_index=N` / `page_indexes=LO-HI` set the range and
+    /// scan it with the current mode (no filter: `type=` ends parsing); other
+    /// keys are ignored.
+    pub fn parse(buf: &str, nr_pages: u64) -> Result<Self, AttrError> {
+        let mut p = WritebackParams::new();
+        let (mut lo, mut hi, mut mode) = (0u64, nr_pages, mode::PAGE_WRITEBACK);
+        for (key, val) in next_args(buf) {
+            match val.as_deref() {
+                None | Some("") => {
+                    mode = parse_mode(&key)?;
+                    p.scans.push(WbScan { mode, lo, hi });
+                    break;
+                }
+                Some(val) => match key.as_str() {
+                    "type" => {
+                        mode = parse_mode(val)?;
+                        p.scans.push(WbScan { mode, lo, hi });
+                        break;
+                    }
+                    "page_index" => {
+                        (lo, hi) = parse_page_index(val, nr_pages)?;
+                        p.scans.push(WbScan { mode, lo, hi });
+                    }
+                    "page_indexes" => {
+                        (lo, hi) = parse_page_indexes(val, nr_pages)?;
+                        p.scans.push(WbScan { mode, lo, hi });
+                    }
+                    _ => {}
+                },
+            }
+        }
+        Ok(p)
+    }
+}
+
+/// `parse_mode`: exact words; anything else EINVAL.
+fn parse_mode(val: &str) -> Result<u32, AttrError> {
+    match val {
+        "idle" => Ok(mode::IDLE_WRITEBACK),
+        "huge" => Ok(mode::HUGE_WRITEBACK),
+        "huge_idle" => Ok(mode::IDLE_WRITEBACK | mode::HUGE_WRITEBACK),
+        "incompressible" => Ok(mode::INCOMPRESSIBLE_WRITEBACK),
+        v => Err(AttrError::new(
+            Errno::EINVAL,
+            format!("unknown writeback mode {v:?} (idle, huge, huge_idle, incompressible, page_index=N, page_indexes=LO-HI)"),
+        )),
+    }
+}
+
+fn out_of_range(what: &str, nr_pages: u64) -> AttrError {
+    AttrError::new(Errno::ERANGE, format!("{what} is out of range: the device has pages 0..{nr_pages}"))
+}
+
+/// `parse_page_index`: kstrtoul base 10, must be < nr_pages (ERANGE).
+fn parse_page_index(val: &str, nr_pages: u64) -> Result<(u64, u64), AttrError> {
+    let lo = kstrtoull(val, 10)?;
+    if lo >= nr_pages {
+        return Err(out_of_range(&format!("page_index={val}"), nr_pages));
+    }
+    Ok((lo, lo + 1))
+}
+
+/// `parse_page_indexes`: `LO-HI` inclusive; no `-` EINVAL; LO or HI beyond
+/// the device, or LO > HI, ERANGE (LO is checked before HI is parsed).
+fn parse_page_indexes(val: &str, nr_pages: u64) -> Result<(u64, u64), AttrError> {
+    let Some((a, b)) = val.split_once('-') else {
+        return Err(AttrError::new(Errno::EINVAL, format!("page_indexes={val} needs LO-HI")));
+    };
+    let lo = kstrtoull(a, 10)?;
+    if lo >= nr_pages {
+        return Err(out_of_range(&format!("page_indexes={val}"), nr_pages));
+    }
+    let hi = kstrtoull(b, 10)?;
+    if hi >= nr_pages || lo > hi {
+        return Err(out_of_range(&format!("page_indexes={val}"), nr_pages));
+    }
+    Ok((lo, hi + 1))
+}
+
+/// What one writeback pass did (the kernel reports nothing but errors).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WritebackReport {
+    /// Slots the scans placed in the buckets (a slot in two scans counts twice).
+    pub candidates: u64,
+    /// Slots now WB.
+    pub written: u64,
+    /// Block writes that failed (those pages stayed in RAM).
+    pub io_errors: u64,
+    /// Object bytes (compr_data_size) the written slots held in RAM.
+    pub bytes_freed: u64,
+}
+
+impl Meta {
+    /// `scan_slots_for_writeback` over `[lo, hi)`.
+    fn scan_for_writeback(&self, s: &WbScan, ctl: &mut PpCtl) {
+        let hi = s.hi.min(self.nr_pages() as u64);
+        for index in s.lo..hi {
+            let index = index as usize;
+            let mut g = self.table[index].lock();
+            if !g.allocated()
+                || g.test(Flag::Wb)
+                || g.test(Flag::Same)
+                || (s.mode & mode::IDLE_WRITEBACK != 0 && !g.test(Flag::Idle))
+                || (s.mode & mode::HUGE_WRITEBACK != 0 && !g.test(Flag::Huge))
+                || (s.mode & mode::INCOMPRESSIBLE_WRITEBACK != 0 && !g.test(Flag::Incompressible))
+            {
+                continue;
+            }
+            if !ctl.place(index, &mut g) {
+                break;
+            }
+        }
+    }
+
+    /// Reserve a backing block (`bd_count++`).
+    fn alloc_block_bdev(&self, b: &Backing) -> Option<u64> {
+        let blk = b.alloc()?;
+        self.stats.bd_count.fetch_add(1, Relaxed);
+        Some(blk)
+    }
+
+    /// Release a backing block (`bd_count--`).
+    pub(crate) fn free_block_bdev(&self, blk: u64) {
+        if let Some(b) = &self.backing {
+            if b.free(blk) {
+                self.stats.bd_count.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+
+    /// The page a slot is written back as: the decompressed page, or with
+    /// `writeback_compressed` the object itself padded with zeros. Returns
+    /// (size, priority, huge, fast) of the slot for the compressed form.
+    fn wb_page_locked(&self, g: &SlotGuard<'_>, page: &mut [u8]) -> Result<(usize, u8, bool, bool), String> {
+        let meta = (g.size(), g.priority(), g.test(Flag::Huge), g.test(Flag::Fast));
+        if !self.wb_compressed {
+            self.read_locked(g, page)?;
+            return Ok(meta);
+        }
+        let h = Meta::handle_of(g.handle()).ok_or_else(|| "slot has no object".to_string())?;
+        let size = g.size();
+        let mut res = Ok(());
+        self.pool
+            .read(h, &mut |src: &[u8]| {
+                if src.len() < size || size > PAGE_SIZE {
+                    res = Err(format!("object is {} bytes, the slot says {size}", src.len()));
+                    return;
+                }
+                page[..size].copy_from_slice(&src[..size]);
+                page[size..].fill(0);
+            })
+            .map_err(|e| e.to_string())?;
+        res.map(|_| meta)
+    }
+
+    /// `zram_writeback_slots` (6.16–6.18, synchronous): process the buckets
+    /// largest first. Returns the report and the last error, if any.
+    fn writeback_slots(&self, ctl: &mut PpCtl, limit: &Mutex<WbLimit>) -> (WritebackReport, Option<AttrError>) {
+        let mut rep = WritebackReport { candidates: ctl.len() as u64, ..Default::default() };
+        let Some(b) = self.backing.as_deref() else {
+            return (rep, Some(AttrError::new(Errno::ENODEV, "no backing device")));
+        };
+        let mut page = vec![0u8; PAGE_SIZE];
+        let mut blk: Option<u64> = None;
+        let mut ret = None;
+        let lock_limit = || limit.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(index) = ctl.select() {
+            let l = *lock_limit();
+            if l.enable && l.remaining == 0 {
+                crate::pp::release_slot(self, index);
+                ret = Some(AttrError::new(Errno::EIO, "writeback_limit is used up (writeback_limit_enable=1)"));
+                break;
+            }
+            let blk_idx = match blk {
+                Some(x) => x,
+                None => match self.alloc_block_bdev(b) {
+                    Some(x) => *blk.insert(x),
+                    None => {
+                        crate::pp::release_slot(self, index);
+                        ret = Some(AttrError::new(
+                            Errno::ENOSPC,
+                            format!("backing device {} is full ({} usable blocks)", b.path(), b.nr_pages() - 1),
+                        ));
+                        break;
+                    }
+                },
+            };
+            let g = self.table[index].lock();
+            // Accessed or freed since the scan.
+            if !g.test(Flag::PpSlot) {
+                drop(g);
+                crate::pp::release_slot(self, index);
+                continue;
+            }
+            let Ok((size, prio, huge, fast)) = self.wb_page_locked(&g, &mut page) else {
+                drop(g);
+                crate::pp::release_slot(self, index);
+                continue;
+            };
+            drop(g);
+            if let Err(e) = b.write_block(blk_idx, &page) {
+                // Not fatal: remember it, keep the block for the next slot.
+                crate::pp::release_slot(self, index);
+                rep.io_errors += 1;
+                ret = Some(AttrError::new(Errno::EIO, format!("writing page {index} to block {blk_idx}: {e}")));
+                continue;
+            }
+            self.stats.bd_writes.fetch_add(1, Relaxed);
+            let mut g = self.table[index].lock();
+            // Rewritten or freed during the I/O: the block stays reserved.
+            if !g.test(Flag::PpSlot) {
+                drop(g);
+                crate::pp::release_slot(self, index);
+                continue;
+            }
+            let freed = g.size() as u64;
+            self.free_slot(&mut g);
+            g.set(Flag::Wb);
+            g.set_handle(blk_idx);
+            if self.wb_compressed {
+                // Kept for the read path; huge_pages was decremented by slot_free.
+                if huge {
+                    g.set(Flag::Huge);
+                }
+                // The algorithm that made the object: a priority, or FAST.
+                if fast {
+                    g.set(Flag::Fast);
+                }
+                g.set_size(size);
+                g.set_priority(prio);
+            }
+            drop(g);
+            blk = None;
+            self.stats.pages_stored.fetch_add(1, Relaxed);
+            {
+                let mut l = lock_limit();
+                if l.enable && l.remaining > 0 {
+                    l.remaining -= (PAGE_SIZE / 4096) as u64;
+                }
+            }
+            rep.written += 1;
+            rep.bytes_freed += freed;
+            crate::pp::release_slot(self, index);
+        }
+        if let Some(x) = blk {
+            self.free_block_bdev(x);
+        }
+        ctl.release_all(self);
+        (rep, ret)
+    }
+
+    /// `read_from_bdev` for a WB slot (locked by the caller): `bd_reads++`,
+    /// read the block; with `writeback_compressed`, decompress it with the
+    /// slot's priority (or copy a HUGE page).
+    pub(crate) fn read_from_bdev(&self, g: &SlotGuard<'_>, dst: &mut [u8]) -> Result<(), String> {
+        let b = self.backing.as_deref().ok_or_else(|| "slot is written back but there is no backing device".to_string())?;
+        let blk = g.handle();
+        self.stats.bd_reads.fetch_add(1, Relaxed);
+        if !self.wb_compressed {
+            return b.read_block(blk, dst).map_err(|e| format!("reading block {blk} of {}: {e}", b.path()));
+        }
+        let mut block = vec![0u8; PAGE_SIZE];
+        b.read_block(blk, &mut block).map_err(|e| format!("reading block {blk} of {}: {e}", b.path()))?;
+        if g.test(Flag::Huge) {
+            dst.copy_from_slice(&block);
+            return Ok(());
+        }
+        let size = g.size();
+        if size == 0 || size > PAGE_SIZE {
+            return Err(format!("written-back object of block {blk} has size {size}"));
+        }
+        self.decompress(g, &block[..size], dst)
+    }
+}
+
+impl Zram {
+    /// `backing_dev` read: the path, or `none`.
+    pub(crate) fn backing_dev_show(&self) -> String {
+        match self.backing.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
+            Some(b) => format!("{}\n", b.path()),
+            None => "none\n".to_string(),
+        }
+    }
+
+    /// `backing_dev` write: one trailing newline stripped; initialised →
+    /// EBUSY (checked first); then open (errors named after the file).
+    /// Replaces any previous backing device.
+    pub(crate) fn backing_dev_store(&self, buf: &str) -> Result<(), AttrError> {
+        let path = buf.strip_suffix('\n').unwrap_or(buf);
+        let _cfg = self.lock_config();
+        if self.is_initialized() {
+            return Err(AttrError::new(Errno::EBUSY, "cannot set up a backing device for an initialized device"));
+        }
+        if path.is_empty() {
+            return Err(AttrError::new(Errno::ENOENT, "cannot open backing device '': empty path"));
+        }
+        let b = Backing::open(path, self.backing_fault.clone())?;
+        *self.backing.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(b));
+        Ok(())
+    }
+
+    /// The configured backing device (before or after init).
+    pub fn backing_dev(&self) -> Option<Arc<Backing>> {
+        self.backing.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// `writeback_compressed` write: kstrtobool; initialised → EBUSY.
+    pub(crate) fn writeback_compressed_store(&self, buf: &str) -> Result<(), AttrError> {
+        let v = kstrtobool(buf).ok_or_else(|| {
+            AttrError::new(Errno::EINVAL, format!("{:?} is not a boolean (y/n/1/0/on/off)", buf.trim_end()))
+        })?;
+        let _cfg = self.lock_config();
+        if self.is_initialized() {
+            return Err(AttrError::new(Errno::EBUSY, "cannot change writeback_compressed of an initialized device"));
+        }
+        self.wb_compressed.store(v, Relaxed);
+        Ok(())
+    }
+
+    /// `writeback_limit_enable` write: kstrtoull base 10 (any error EINVAL); non-zero enables.
+    pub(crate) fn writeback_limit_enable_store(&self, buf: &str) -> Result<(), AttrError> {
+        let v = kstrtoull(buf, 10).map_err(|e| AttrError::new(Errno::EINVAL, e.message))?;
+        self.wb_limit.lock().unwrap_or_else(|e| e.into_inner()).enable = v != 0;
+        Ok(())
+    }
+
+    /// `writeback_limit` write: kstrtoull base 10 (any error EINVAL), the
+    /// budget in 4 KiB units.
+    pub(crate) fn writeback_limit_store(&self, buf: &str) -> Result<(), AttrError> {
+        let v = kstrtoull(buf, 10).map_err(|e| AttrError::new(Errno::EINVAL, e.message))?;
+        self.wb_limit.lock().unwrap_or_else(|e| e.into_inner()).remaining = v;
+        Ok(())
+    }
+
+    /// `writeback_limit_enable` and the remaining `writeback_limit`.
+    pub fn writeback_limit(&self) -> WbLimit {
+        *self.wb_limit.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `writeback` write.
+    pub(crate) fn writeback_store(&self, buf: &str) -> Result<(), AttrError> {
+        self.writeback_with(|nr_pages| WritebackParams::parse(buf, nr_pages)).map(|_| ())
+    }
+
+    /// Run one writeback pass: the scans of `p`, then the writes. Checks in
+    /// the kernel's order: not initialised EINVAL, another pass EAGAIN, no
+    /// backing device ENODEV, then the ranges (ERANGE). Errors of the pass:
+    /// EIO (limit used up, or a block write failed — the last error wins),
+    /// ENOSPC (backing device full). Pages not written back stay in RAM.
+    pub fn writeback(&self, p: &WritebackParams) -> Result<WritebackReport, AttrError> {
+        self.writeback_with(|nr_pages| {
+            for s in &p.scans {
+                let hi = if s.hi == u64::MAX { nr_pages } else { s.hi };
+                if s.lo >= nr_pages || hi > nr_pages || s.lo >= hi {
+                    return Err(out_of_range(&format!("pages {}..{}", s.lo, hi), nr_pages));
+                }
+            }
+            Ok(p.clone())
+        })
+    }
+
+    fn writeback_with(
+        &self,
+        parse: impl FnOnce(u64) -> Result<WritebackParams, AttrError>,
+    ) -> Result<WritebackReport, AttrError> {
+        let g = self.meta();
+        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        if m.pp_in_progress.swap(true, AcqRel) {
+            return Err(AttrError::new(Errno::EAGAIN, "another recompress or writeback is running"));
+        }
+        let _pp = PpGuard(&m.pp_in_progress);
+        if m.backing.is_none() {
+            return Err(AttrError::new(Errno::ENODEV, "no backing device: write a file to backing_dev before disksize"));
+        }
+        let p = parse(m.nr_pages() as u64)?;
+        let mut ctl = PpCtl::new();
+        for s in &p.scans {
+            m.scan_for_writeback(s, &mut ctl);
+        }
+        match m.writeback_slots(&mut ctl, &self.wb_limit) {
+            (rep, None) => Ok(rep),
+            (_, Some(e)) => Err(e),
+        }
+    }
+
+    /// `bd_stat` as numbers (zeros while uninitialised).
+    pub fn bd_stat(&self) -> crate::stats::BdStat {
+        self.meta().as_deref().map(|m| m.stats.bd_stat()).unwrap_or_default()
+    }
+}
+
+/// `kstrtobool`: first character y/Y/t/T/1 → true, n/N/f/F/0 → false,
+/// `on`/`off` (any case); anything else (and empty) → None.
+pub fn kstrtobool(s: &str) -> Option<bool> {
+    let b = s.as_bytes();
+    match b.first()? {
+        b'y' | b'Y' | b't' | b'T' | b'1' => Some(true),
+        b'n' | b'N' | b'f' | b'F' | b'0' => Some(false),
+        b'o' | b'O' => match b.get(1)? {
+            b'n' | b'N' => Some(true),
+            b'f' | b'F' => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kstrtobool_rules() {
+        for t in ["1", "y", "Yes", "true", "on", "ON\n", "1x"] {
+            assert_eq!(kstrtobool(t), Some(true), "{t}");
+        }
+        for f in ["0", "n", "no", "false", "off", "Of"] {
+            assert_eq!(kstrtobool(f), Some(false), "{f}");
+        }
+        for bad in ["", "o", "2", "x", " 1"] {
+            assert_eq!(kstrtobool(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn parse_left_to_right() {
+        use mode::*;
+        let p = WritebackParams::parse("page_index=42 page_index=99 page_indexes=100-200 page_indexes=500-700", 1000)
+            .unwrap();
+        assert_eq!(
+            p.scans,
+            vec![
+                WbScan { mode: PAGE_WRITEBACK, lo: 42, hi: 43 },
+                WbScan { mode: PAGE_WRITEBACK, lo: 99, hi: 100 },
+                WbScan { mode: PAGE_WRITEBACK, lo: 100, hi: 201 },
+                WbScan { mode: PAGE_WRITEBACK, lo: 500, hi: 701 },
+            ]
+        );
+        // type= scans the current range and ends parsing.
+        let p = WritebackParams::parse("page_indexes=1-5 type=huge page_index=999999", 10).unwrap();
+        assert_eq!(
+            p.scans,
+            vec![WbScan { mode: PAGE_WRITEBACK, lo: 1, hi: 6 }, WbScan { mode: HUGE_WRITEBACK, lo: 1, hi: 6 }]
+        );
+        assert_eq!(WritebackParams::parse("idle\n", 10).unwrap().scans, vec![WbScan { mode: IDLE_WRITEBACK, lo: 0, hi: 10 }]);
+        assert_eq!(WritebackParams::parse("foo=bar", 10).unwrap().scans, vec![]);
+        assert_eq!(WritebackParams::parse("", 10).unwrap().scans, vec![]);
+    }
+}
