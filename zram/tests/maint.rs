@@ -1,8 +1,8 @@
 //! The maintenance worker: one round (`run_once`) marks idle by age and
 //! recompresses fast-path slots back to the primary, then idle slots with
-//! the secondaries, within the per-round limits; writeback is skipped
-//! cleanly on a device without writeback attributes; the thread stops on
-//! `stop()` and on drop.
+//! the secondaries, within the per-round limits; writeback goes to the
+//! backing file within the daily budget, and is skipped cleanly on a device
+//! without one; the thread stops on `stop()` and on drop.
 
 mod common;
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::Rng;
 use zmem_codec::Params;
-use zmem_zram::{MaintPolicy, MaintWorker, Maintainer, Stage, Zram, PAGE_SIZE};
+use zmem_zram::{BlockDevice, MaintPolicy, MaintWorker, Maintainer, Stage, Zram, PAGE_SIZE};
 
 /// Word salad with stray bytes: lz4 stores it smaller than lz4m.
 fn phrases(seed: u64) -> Vec<u8> {
@@ -129,7 +129,7 @@ fn idle_age_protects_recent_slots() {
 }
 
 #[test]
-fn writeback_is_skipped_cleanly_without_the_attributes() {
+fn writeback_is_skipped_cleanly_without_a_backing_device() {
     let d = dev(false, true);
     d.write_page_fast(0, &phrases(0)).unwrap();
     let mut m = Maintainer::new(d.clone(), MaintPolicy { writeback: true, ..policy(0, 100) });
@@ -220,4 +220,41 @@ proptest::proptest! {
             proptest::prop_assert!(p.min_pages <= p.max_pages && !p.interval.is_zero());
         }
     }
+}
+
+#[test]
+fn writeback_stage_writes_back_within_the_daily_budget() {
+    let backing = std::env::temp_dir().join(format!("zmem-maint-wb-{}", std::process::id()));
+    std::fs::File::create(&backing).unwrap().set_len(128 * PAGE_SIZE as u64).unwrap();
+    let d = Arc::new(
+        Zram::builder()
+            .algorithm("lz4", Params::default())
+            .backing_dev(&backing)
+            .disksize(64 * PAGE_SIZE as u64)
+            .build()
+            .unwrap(),
+    );
+    std::fs::remove_file(&backing).unwrap(); // the open file lives on
+    for i in 0..40 {
+        d.write_page(i, &phrases(i as u64)).unwrap();
+    }
+    let wb_policy = MaintPolicy {
+        recompress_fast: false,
+        recompress_secondary: false,
+        writeback: true,
+        writeback_idle_age: Duration::ZERO,
+        daily_writeback_pages: 30,
+        ..policy(0, 100)
+    };
+    let mut m = Maintainer::new(d.clone(), wb_policy);
+    let r = m.run_once();
+    assert_eq!(r.writeback, Stage::WrittenBack(30), "the daily budget caps the round: {r}");
+    assert_eq!(r.writeback_budget_left, 0, "{r}");
+    let wb = d.block_state().iter().filter(|s| s.wb).count();
+    assert_eq!(wb, 30);
+    assert_eq!(d.attr_read("bd_stat").unwrap(), format!("{:>8} {:>8} {:>8}\n", 30, 0, 30));
+    // The budget is spent for the next 24 hours.
+    assert!(matches!(m.run_once().writeback, Stage::Skipped(_)));
+    assert_eq!(d.block_state().iter().filter(|s| s.wb).count(), 30);
+    verify(&d, 40);
 }
