@@ -29,9 +29,8 @@
 //!   unlike the kernel's pass the slot keeps its access time, so pages that
 //!   came back from the fast path do not look idle for writeback at once.
 
-use std::sync::atomic::Ordering::Relaxed;
 
-use zmem_codec::{CodecError, MAX_COMPRESSED, PAGE_SIZE};
+use zmem_codec::{CodecError, PAGE_SIZE};
 
 use crate::blockdev::{AttrError, Errno};
 use crate::device::Meta;
@@ -77,37 +76,10 @@ impl Meta {
             ));
         }
         let mut ctl = PpCtl::new();
-        for (index, s) in self.table.iter().enumerate() {
-            let mut g = s.lock();
-            if !g.allocated()
-                || (p.idle && !g.test(Flag::Idle))
-                || (p.huge && !g.test(Flag::Huge))
-                || g.test(Flag::Wb)
-                || g.test(Flag::Same)
-                || self.stored_by(&g) != Some(from)
-            {
-                continue;
-            }
-            if !ctl.place(index, &mut g) {
-                break;
-            }
-        }
-        let mut rep = RecompressReport { candidates: ctl.len() as u64, ..Default::default() };
-        let mut page = vec![0u8; PAGE_SIZE];
-        let mut buf = vec![0u8; MAX_COMPRESSED];
-        let mut budget = p.max_pages;
-        let mut result = Ok(());
-        while budget != 0 {
-            let Some(index) = ctl.select() else { break };
-            let r = self.precise_slot(index, &mut page, &mut buf, &mut budget, p.threshold, target, &mut rep);
-            crate::pp::release_slot(self, index);
-            if let Err(e) = r {
-                result = Err(e);
-                break;
-            }
-        }
-        ctl.release_all(self);
-        result.map(|_| rep)
+        self.scan_candidates(p, &mut ctl, |g| self.stored_by(g) != Some(from));
+        self.process_candidates(&mut ctl, p.max_pages, |index, page, buf, budget, rep| {
+            self.precise_slot(index, page, buf, budget, p.threshold, target, rep)
+        })
     }
 
     /// One slot of a precise pass.
@@ -122,20 +94,9 @@ impl Meta {
         target: usize,
         rep: &mut RecompressReport,
     ) -> Result<(), AttrError> {
-        let mut g = self.table[index].lock();
-        if !g.test(Flag::PpSlot) {
+        let Some((mut g, size_old)) = self.lock_candidate(index, threshold, page)? else {
             return Ok(());
-        }
-        if g.handle() == 0 {
-            return Err(AttrError::new(Errno::EINVAL, format!("slot {index} has no object")));
-        }
-        let size_old = g.size();
-        if size_old < threshold as usize {
-            return Ok(());
-        }
-        self.read_locked(&g, page)
-            .map_err(|e| AttrError::new(Errno::EIO, format!("recompress: slot {index}: {e}")))?;
-        g.clear(Flag::Idle);
+        };
         let comp = self.comps[target]
             .as_ref()
             .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("no compressor of priority {target}")))?;
@@ -165,28 +126,6 @@ impl Meta {
         if self.pool.class_index(len) > class_old || !under_threshold(len) {
             return Ok(());
         }
-        let h = self
-            .pool
-            .malloc(len)
-            .map_err(|e| AttrError::new(Errno::ENOMEM, format!("recompress: allocation of {len} bytes failed: {e}")))?;
-        if let Err(e) = self.pool.write(h, &buf[..len]) {
-            let _ = self.pool.free(h);
-            return Err(AttrError::new(Errno::EIO, format!("recompress: writing the object failed: {e}")));
-        }
-        let ac_time = g.ac_time();
-        self.free_slot(&mut g);
-        g.set_handle(h.0.get());
-        g.set_size(len);
-        g.set_priority(target as u8);
-        if self.track_actime {
-            g.set_ac_time(ac_time);
-        }
-        drop(g);
-        self.stats.compr_data_size.fetch_add(len as u64, Relaxed);
-        self.stats.pages_stored.fetch_add(1, Relaxed);
-        rep.recompressed += 1;
-        rep.bytes_before += size_old as u64;
-        rep.bytes_after += len as u64;
-        Ok(())
+        self.install_recompressed(g, &buf[..len], target, true, rep)
     }
 }

@@ -35,7 +35,7 @@ use crate::blockdev::{AttrError, Errno};
 use crate::device::{Meta, Zram};
 use crate::parse::{kstrtoint, kstrtoull, next_args};
 use crate::pp::PpCtl;
-use crate::slot::Flag;
+use crate::slot::{Flag, SlotGuard};
 use crate::streams::{MAX_COMPS, PRIMARY};
 
 /// The first secondary priority (`ZRAM_SECONDARY_COMP`).
@@ -303,6 +303,17 @@ impl Zram {
 impl Meta {
     /// `scan_slots_for_recompress`.
     fn scan_for_recompress(&self, p: &RecompressParams, prio_max: usize, ctl: &mut PpCtl) {
+        self.scan_candidates(p, ctl, |g| {
+            g.test(Flag::Incompressible)
+                // Already compressed with the same or a higher priority.
+                || g.priority() as usize + 1 >= prio_max
+        });
+    }
+
+    /// Select the slots a recompression pass may visit into `ctl`: allocated,
+    /// matching the type filter (`idle`, `huge`), not WB or SAME, and not
+    /// refused by `skip`.
+    pub(crate) fn scan_candidates(&self, p: &RecompressParams, ctl: &mut PpCtl, skip: impl Fn(&SlotGuard<'_>) -> bool) {
         for (index, s) in self.table.iter().enumerate() {
             let mut g = s.lock();
             if !g.allocated()
@@ -310,9 +321,7 @@ impl Meta {
                 || (p.huge && !g.test(Flag::Huge))
                 || g.test(Flag::Wb)
                 || g.test(Flag::Same)
-                || g.test(Flag::Incompressible)
-                // Already compressed with the same or a higher priority.
-                || g.priority() as usize + 1 >= prio_max
+                || skip(&g)
             {
                 continue;
             }
@@ -320,6 +329,98 @@ impl Meta {
                 break;
             }
         }
+    }
+
+    /// Visit the selected slots largest first while `max_pages` lasts, with
+    /// one page and one compression buffer for the whole pass; release what
+    /// is left. The first error ends the pass.
+    pub(crate) fn process_candidates(
+        &self,
+        ctl: &mut PpCtl,
+        max_pages: u64,
+        mut visit: impl FnMut(usize, &mut [u8], &mut [u8], &mut u64, &mut RecompressReport) -> Result<(), AttrError>,
+    ) -> Result<RecompressReport, AttrError> {
+        let mut rep = RecompressReport { candidates: ctl.len() as u64, ..Default::default() };
+        let mut page = vec![0u8; PAGE_SIZE];
+        let mut buf = vec![0u8; MAX_COMPRESSED];
+        let mut budget = max_pages;
+        let mut result = Ok(());
+        while budget != 0 {
+            let Some(index) = ctl.select() else { break };
+            let r = visit(index, &mut page, &mut buf, &mut budget, &mut rep);
+            crate::pp::release_slot(self, index);
+            if let Err(e) = r {
+                result = Err(e);
+                break;
+            }
+        }
+        ctl.release_all(self);
+        result.map(|_| rep)
+    }
+
+    /// Lock a selected slot and decompress it into `page`. `None` when it
+    /// was accessed or freed since the scan (PP_SLOT cleared) or is below
+    /// `threshold`; otherwise the guard (IDLE cleared: the data was touched)
+    /// and the object's size.
+    pub(crate) fn lock_candidate<'a>(
+        &'a self,
+        index: usize,
+        threshold: u32,
+        page: &mut [u8],
+    ) -> Result<Option<(SlotGuard<'a>, usize)>, AttrError> {
+        let mut g = self.table[index].lock();
+        if !g.test(Flag::PpSlot) {
+            return Ok(None);
+        }
+        if g.handle() == 0 {
+            return Err(AttrError::new(Errno::EINVAL, format!("slot {index} has no object")));
+        }
+        let size_old = g.size();
+        if size_old < threshold as usize {
+            return Ok(None);
+        }
+        self.read_locked(&g, page)
+            .map_err(|e| AttrError::new(Errno::EIO, format!("recompress: slot {index}: {e}")))?;
+        g.clear(Flag::Idle);
+        Ok(Some((g, size_old)))
+    }
+
+    /// Store `obj` (made by the compressor of priority `prio`) as the slot's
+    /// new object: allocate and write it, free the old one with `slot_free`'s
+    /// side effects, install handle, size and priority; count it in `rep`.
+    /// With `keep_ac_time` the slot keeps its access time.
+    pub(crate) fn install_recompressed(
+        &self,
+        mut g: SlotGuard<'_>,
+        obj: &[u8],
+        prio: usize,
+        keep_ac_time: bool,
+        rep: &mut RecompressReport,
+    ) -> Result<(), AttrError> {
+        let (len, size_old) = (obj.len(), g.size());
+        let h = self.pool.malloc(len).map_err(|e| match e {
+            ZpoolError::NoMemory => AttrError::new(Errno::ENOMEM, format!("recompress: allocator out of memory: {e}")),
+            e => AttrError::new(Errno::ENOMEM, format!("recompress: allocation of {len} bytes failed: {e}")),
+        })?;
+        if let Err(e) = self.pool.write(h, obj) {
+            let _ = self.pool.free(h);
+            return Err(AttrError::new(Errno::EIO, format!("recompress: writing the object failed: {e}")));
+        }
+        let ac_time = g.ac_time();
+        self.free_slot(&mut g);
+        g.set_handle(h.0.get());
+        g.set_size(len);
+        g.set_priority(prio as u8);
+        if keep_ac_time && self.track_actime {
+            g.set_ac_time(ac_time);
+        }
+        drop(g);
+        self.stats.compr_data_size.fetch_add(len as u64, Relaxed);
+        self.stats.pages_stored.fetch_add(1, Relaxed);
+        rep.recompressed += 1;
+        rep.bytes_before += size_old as u64;
+        rep.bytes_after += len as u64;
+        Ok(())
     }
 
     fn recompress_pass(&self, p: &RecompressParams, prio: usize, prio_max: usize) -> Result<RecompressReport, AttrError> {
@@ -336,22 +437,9 @@ impl Meta {
         prio: usize,
         prio_max: usize,
     ) -> Result<RecompressReport, AttrError> {
-        let mut rep = RecompressReport { candidates: ctl.len() as u64, ..Default::default() };
-        let mut page = vec![0u8; PAGE_SIZE];
-        let mut buf = vec![0u8; MAX_COMPRESSED];
-        let mut budget = p.max_pages;
-        let mut result = Ok(());
-        while budget != 0 {
-            let Some(index) = ctl.select() else { break };
-            let r = self.recompress_slot(index, &mut page, &mut buf, &mut budget, p.threshold, prio, prio_max, &mut rep);
-            crate::pp::release_slot(self, index);
-            if let Err(e) = r {
-                result = Err(e);
-                break;
-            }
-        }
-        ctl.release_all(self);
-        result.map(|_| rep)
+        self.process_candidates(ctl, p.max_pages, |index, page, buf, budget, rep| {
+            self.recompress_slot(index, page, buf, budget, p.threshold, prio, prio_max, rep)
+        })
     }
 
     /// `recompress_slot` (spec §4.4), for one slot taken from the buckets.
@@ -367,21 +455,10 @@ impl Meta {
         prio_max: usize,
         rep: &mut RecompressReport,
     ) -> Result<(), AttrError> {
-        let mut g = self.table[index].lock();
-        // Accessed or freed since the scan.
-        if !g.test(Flag::PpSlot) {
+        // Accessed or freed since the scan, or below the threshold: skipped.
+        let Some((mut g, size_old)) = self.lock_candidate(index, threshold, page)? else {
             return Ok(());
-        }
-        if g.handle() == 0 {
-            return Err(AttrError::new(Errno::EINVAL, format!("slot {index} has no object")));
-        }
-        let size_old = g.size();
-        if size_old < threshold as usize {
-            return Ok(());
-        }
-        self.read_locked(&g, page)
-            .map_err(|e| AttrError::new(Errno::EIO, format!("recompress: slot {index}: {e}")))?;
-        g.clear(Flag::Idle);
+        };
         let class_old = self.pool.class_index(size_old);
         let mut p = prio_min.max(g.priority() as usize + 1);
         if p >= prio_max {
@@ -429,25 +506,7 @@ impl Meta {
             }
             return Ok(());
         };
-        let h = self.pool.malloc(len_new).map_err(|e| match e {
-            ZpoolError::NoMemory => AttrError::new(Errno::ENOMEM, format!("recompress: allocator out of memory: {e}")),
-            e => AttrError::new(Errno::ENOMEM, format!("recompress: allocation of {len_new} bytes failed: {e}")),
-        })?;
-        if let Err(e) = self.pool.write(h, &buf[..len_new]) {
-            let _ = self.pool.free(h);
-            return Err(AttrError::new(Errno::EIO, format!("recompress: writing the object failed: {e}")));
-        }
-        self.free_slot(&mut g);
-        g.set_handle(h.0.get());
-        g.set_size(len_new);
-        g.set_priority(p as u8);
-        drop(g);
-        self.stats.compr_data_size.fetch_add(len_new as u64, Relaxed);
-        self.stats.pages_stored.fetch_add(1, Relaxed);
-        rep.recompressed += 1;
-        rep.bytes_before += size_old as u64;
-        rep.bytes_after += len_new as u64;
-        Ok(())
+        self.install_recompressed(g, &buf[..len_new], p, false, rep)
     }
 }
 
