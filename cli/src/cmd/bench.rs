@@ -229,66 +229,40 @@ fn run_writeback(args: &Args) -> anyhow::Result<()> {
         compressed: args.wb_compressed,
         backing_dev: args.backing_dev.clone(),
     };
-    let corpora = if args.corpus.is_empty() {
-        vec![zmem_lab::corpus::default_corpus()]
-    } else {
-        zmem_lab::corpus::load_all(&args.corpus)?
-    };
-    let mut results = Vec::new();
-    for c in &corpora {
-        results.push(writeback::run(c, &opts)?);
-    }
-    let text = match args.format {
-        Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),
-        Format::Csv | Format::Table => results.iter().map(writeback::render).collect(),
-    };
-    write_stdout(&text)
-}
-
-/// Print, ending quietly on a closed pipe (`| head`) instead of panicking.
-fn write_stdout(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut o = std::io::stdout().lock();
-    match o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    let default = || anyhow::Ok(zmem_lab::corpus::default_corpus());
+    per_corpus(args, default, |c| writeback::run(c, &opts), writeback::render)
 }
 
 fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
     use zmem_lab::bench::recomp;
     let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
-    let corpora = if args.corpus.is_empty() {
-        vec![recomp::heap_corpus(8)?]
-    } else {
-        zmem_lab::corpus::load_all(&args.corpus)?
-    };
-    let mut results = Vec::new();
-    for c in &corpora {
-        results.push(recomp::run(c, primary, algo)?);
-    }
-    let text = match args.format {
-        Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),
-        Format::Csv | Format::Table => results.iter().map(recomp::render).collect(),
-    };
-    print_quietly(&text)
+    per_corpus(args, || recomp::heap_corpus(8), |c| recomp::run(c, primary, algo), recomp::render)
 }
 
 fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
     use zmem_lab::bench::{fastpath, recomp};
     let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
+    per_corpus(args, || recomp::heap_corpus(8), |c| fastpath::run(c, primary, algo, args.passes), fastpath::render)
+}
+
+/// The one-measurement-per-corpus modes (`--recomp`, `--fastpath`,
+/// `--writeback`): run on each CORPUS (or on `default` without files) and
+/// print the results as JSON or as their text rendering.
+fn per_corpus<R: serde::Serialize, E: Into<anyhow::Error>, F: Into<anyhow::Error>>(
+    args: &Args,
+    default: impl FnOnce() -> Result<zmem_lab::corpus::Corpus, F>,
+    run: impl Fn(&zmem_lab::corpus::Corpus) -> Result<R, E>,
+    render: impl Fn(&R) -> String,
+) -> anyhow::Result<()> {
     let corpora = if args.corpus.is_empty() {
-        vec![recomp::heap_corpus(8)?]
+        vec![default().map_err(Into::into)?]
     } else {
         zmem_lab::corpus::load_all(&args.corpus)?
     };
-    let mut results = Vec::new();
-    for c in &corpora {
-        results.push(fastpath::run(c, primary, algo, args.passes)?);
-    }
+    let results = corpora.iter().map(|c| run(c).map_err(Into::into)).collect::<anyhow::Result<Vec<R>>>()?;
     let text = match args.format {
         Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),
-        Format::Csv | Format::Table => results.iter().map(fastpath::render).collect(),
+        Format::Csv | Format::Table => results.iter().map(render).collect(),
     };
     print_quietly(&text)
 }
