@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{page, Rng};
+use common::{page, phrases, Rng};
 use zmem_codec::Params;
 use zmem_zram::{BlockDevice, Errno, FastMode, RecompressParams, Zram, PAGE_SIZE};
 
@@ -22,20 +22,6 @@ fn random(seed: u64) -> Vec<u8> {
     page(3, seed)
 }
 
-/// Word-salad with stray bytes: lz4 (byte matches) beats lz4m (word matches).
-fn phrases(seed: u64) -> Vec<u8> {
-    let mut r = Rng(seed.wrapping_mul(2) | 1);
-    let words: [&[u8]; 6] = [b"alpha ", b"be ", b"gamma, ", b"de ", b"epsilon. ", b"z "];
-    let mut p = Vec::new();
-    while p.len() < PAGE_SIZE {
-        p.extend_from_slice(words[r.below(6) as usize]);
-        if r.below(5) == 0 {
-            p.push(r.next() as u8);
-        }
-    }
-    p.truncate(PAGE_SIZE);
-    p
-}
 
 /// Byte runs of 3..8 at any offset: lz4m stores it huge, lz4 compresses it.
 fn odd_runs(seed: u64) -> Vec<u8> {

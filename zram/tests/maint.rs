@@ -10,24 +10,10 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::Rng;
+use common::phrases;
 use zmem_codec::Params;
 use zmem_zram::{BlockDevice, MaintPolicy, MaintWorker, Maintainer, Stage, Zram, PAGE_SIZE};
 
-/// Word salad with stray bytes: lz4 stores it smaller than lz4m.
-fn phrases(seed: u64) -> Vec<u8> {
-    let mut r = Rng(seed.wrapping_mul(2) | 1);
-    let words: [&[u8]; 6] = [b"alpha ", b"be ", b"gamma, ", b"de ", b"epsilon. ", b"z "];
-    let mut p = Vec::new();
-    while p.len() < PAGE_SIZE {
-        p.extend_from_slice(words[r.below(6) as usize]);
-        if r.below(5) == 0 {
-            p.push(r.next() as u8);
-        }
-    }
-    p.truncate(PAGE_SIZE);
-    p
-}
 
 fn dev(zstd: bool, track: bool) -> Arc<Zram> {
     let mut b = Zram::builder().algorithm("lz4", Params::default()).fast_algorithm("lz4m").track_access_time(track);

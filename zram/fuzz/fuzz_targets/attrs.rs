@@ -4,28 +4,17 @@
 use libfuzzer_sys::fuzz_target;
 use zmem_zram::{BlockDevice, Zram};
 
-const NAMES: [&str; 12] = [
-    "disksize",
-    "comp_algorithm",
-    "algorithm_params",
-    "mem_limit",
-    "mem_used_max",
-    "compact",
-    "idle",
-    "allocator",
-    "reset",
-    "fast_algorithm",
-    "fast_path",
-    "recompress",
-];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else { return };
+    // Every writable attribute but backing_dev (fuzz input must not name
+    // files for the engine to open read-write).
+    let names: Vec<&str> = zmem_zram::attrs::WRITABLE.iter().copied().filter(|n| *n != "backing_dev").collect();
     let dev = Zram::new();
     let _ = dev.attr_write("comp_algorithm", "lz4");
     for chunk in rest.split(|&b| b == 0) {
         let v = String::from_utf8_lossy(chunk);
-        let _ = dev.attr_write(NAMES[sel as usize % NAMES.len()], &v);
+        let _ = dev.attr_write(names[sel as usize % names.len()], &v);
         let _ = dev.attr_read("mm_stat");
     }
     let _ = zmem_zram::parse::next_args(&String::from_utf8_lossy(rest));

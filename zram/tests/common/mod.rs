@@ -58,3 +58,19 @@ pub fn page(kind: u64, seed: u64) -> Vec<u8> {
     }
     p
 }
+
+/// Word salad with stray bytes: lz4 (byte matches) stores it smaller than
+/// lz4m (word matches).
+pub fn phrases(seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed.wrapping_mul(2) | 1);
+    let words: [&[u8]; 6] = [b"alpha ", b"be ", b"gamma, ", b"de ", b"epsilon. ", b"z "];
+    let mut p = Vec::new();
+    while p.len() < PAGE_SIZE {
+        p.extend_from_slice(words[r.below(6) as usize]);
+        if r.below(5) == 0 {
+            p.push(r.next() as u8);
+        }
+    }
+    p.truncate(PAGE_SIZE);
+    p
+}
