@@ -145,3 +145,94 @@ fn serve_devices_get_the_same_actions_through_their_control_socket() {
     );
     let _ = fs::remove_dir_all(&root);
 }
+
+/// The policy daemon drives a real `zmem serve` device (lz4 primary, zstd
+/// secondary, a backing file) through its control socket: with idle ages of
+/// 0 s one round recompresses and writes back for real, within the round's
+/// writeback limit, and every byte still reads back over NBD.
+#[test]
+fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let root = std::env::temp_dir().join(format!("zmem-cli-policy-real-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    copy_tree(&fixture("01-basic/root"), &root);
+    fs::create_dir_all(root.join("run/zmem")).unwrap();
+    let backing = root.join("backing.img");
+    fs::File::create(&backing).unwrap().set_len(16 << 20).unwrap();
+    let sock = root.join("nbd.sock");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["serve", "--size", "16M", "--algo", "lz4", "--recomp", "zstd", "--export", "vm1"])
+        .arg("--backing-dev")
+        .arg(&backing)
+        .arg("--ctl")
+        .arg(root.join("run/zmem/vm1.ctl"))
+        .arg("--listen")
+        .arg(format!("unix:{}", sock.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on"), "{line:?}");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _serve = Kill(serve);
+    // 2 MiB of word salad (lz4 stores 1.5-2.5 KiB a page, zstd less) and 256 KiB of random
+    // (huge) pages.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let words = ["policy ", "drives ", "zmem ", "serve ", "through ", "its ", "control ", "socket ", "idle ",
+        "slot ", "handle ", "zspage ", "recompress ", "writeback ", "the ", "a ", "of ", "page ", "\n", "42 "];
+    let mut data = Vec::new();
+    while data.len() < 2 << 20 {
+        data.extend_from_slice(words[(rand() % words.len() as u64) as usize].as_bytes());
+    }
+    data.truncate(2 << 20);
+    data.extend((0..(256 << 10)).map(|_| rand() as u8));
+    let mut c = zmem_nbd::client::Client::connect(&sock, "vm1").unwrap();
+    c.stream().set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    assert_eq!(c.write(0, &data).unwrap(), 0);
+    let ctl = root.join("run/zmem/vm1.ctl");
+    let mm = |field: usize| -> u64 {
+        let (ok, out, err) = zmem(&["ctl", ctl.to_str().unwrap(), "mm_stat"]);
+        assert!(ok, "{err}");
+        out.split_whitespace().nth(field).unwrap().parse().unwrap()
+    };
+    let compr_before = mm(1);
+    let conf = root.join("p.conf");
+    fs::write(
+        &conf,
+        "[policy]\nserve-sockets = /run/zmem\nrecompress-idle-min = 0s\nrecompress-idle-max = 0s\n\
+         writeback-idle-min = 0s\nwriteback-idle-max = 0s\nwriteback-min-per-round = 4K\n\
+         writeback-max-per-round = 400K\n",
+    )
+    .unwrap();
+    let (ok, out, err) =
+        zmem(&["policy", "--once", "--config", conf.to_str().unwrap(), "--root", root.to_str().unwrap(), "--now", "1700000000"]);
+    assert!(ok, "{out}\n{err}");
+    println!("{out}");
+    assert!(out.contains("serve:vm1: write recompress type=huge_idle threshold=1024: ok"), "{out}");
+    assert!(out.contains("serve:vm1: write writeback huge_idle"), "{out}");
+    assert!(out.contains("serve:vm1: wrote back"), "{out}");
+    // Recompression shrank what stays in RAM; writeback moved pages to the file.
+    let (_, bd, _) = zmem(&["ctl", ctl.to_str().unwrap(), "bd_stat"]);
+    let bd: Vec<u64> = bd.split_whitespace().map(|v| v.parse().unwrap()).collect();
+    assert!(bd[2] > 0, "pages written back: {bd:?}\n{out}");
+    assert!(bd[2] <= 100, "the round's writeback_limit (400 KiB at most = 100 pages): {bd:?}\n{out}");
+    assert!(mm(1) < compr_before, "compr_data_size {} -> {}\n{out}", compr_before, mm(1));
+    assert!(c.read(0, data.len() as u32).unwrap().unwrap() == data, "data changed after the policy round");
+    c.disconnect().unwrap();
+    let _ = fs::remove_dir_all(&root);
+}
