@@ -12,7 +12,7 @@
 //!   two must differ (EINVAL), and `priority=` is refused (EINVAL: the target
 //!   is chosen by `algo=`);
 //! * candidates: allocated, type filter (`idle`, `huge`, `huge_idle`), not WB
-//!   or SAME, stored by `from`. INCOMPRESSIBLE does not exclude a slot (it
+//!   or SAME or UNMOVED, stored by `from`. INCOMPRESSIBLE does not exclude a slot (it
 //!   says the *secondary* algorithms made no progress);
 //! * largest first through the pp buckets with PP_SLOT; a slot accessed or
 //!   freed since the scan is skipped; below `threshold` skipped without
@@ -23,7 +23,10 @@
 //!   page is still huge with the target is relabelled in place when the
 //!   target is the primary (the raw page is what a primary write stores);
 //! * no progress: the slot keeps its object and is **not** flagged
-//!   INCOMPRESSIBLE; IDLE is cleared as in the kernel's pass;
+//!   INCOMPRESSIBLE (that is the secondaries' verdict); it gets the zmem flag
+//!   UNMOVED instead, and later precise passes skip it until it is rewritten
+//!   (kernel-syntax `recompress` to a secondary still takes it); IDLE is
+//!   cleared as in the kernel's pass;
 //! * success: `slot_free` semantics (huge_pages−1 if it was huge,
 //!   compr_data_size −old +new), new handle, size and priority, FAST cleared;
 //!   unlike the kernel's pass the slot keeps its access time, so pages that
@@ -76,7 +79,7 @@ impl Meta {
             ));
         }
         let mut ctl = PpCtl::new();
-        self.scan_candidates(p, &mut ctl, |g| self.stored_by(g) != Some(from));
+        self.scan_candidates(p, &mut ctl, |g| g.test(Flag::Unmoved) || self.stored_by(g) != Some(from));
         self.process_candidates(&mut ctl, p.max_pages, |index, page, buf, budget, rep| {
             self.precise_slot(index, page, buf, budget, p.threshold, target, rep)
         })
@@ -119,11 +122,14 @@ impl Meta {
                 rep.recompressed += 1;
                 rep.bytes_before += size_old as u64;
                 rep.bytes_after += size_old as u64;
+            } else {
+                g.set(Flag::Unmoved);
             }
             return Ok(());
         }
         let class_old = self.pool.class_index(size_old);
         if self.pool.class_index(len) > class_old || !under_threshold(len) {
+            g.set(Flag::Unmoved);
             return Ok(());
         }
         self.install_recompressed(g, &buf[..len], target, true, rep)

@@ -7,7 +7,8 @@
 //! kernel's two priority bits (which of the 4 compressors, primary 0 or
 //! secondary 1..3, stored the slot), then one zmem bit, [`Flag::Fast`]: the
 //! slot was stored by the device's fast algorithm (a fifth compressor, not a
-//! priority), so all four kernel priorities stay available for recompression. Every field is changed only
+//! priority), so all four kernel priorities stay available for recompression,
+//! and [`Flag::Unmoved`] (precise recompression made no progress). Every field is changed only
 //! under the slot lock; the lock is a spin-then-yield bit lock, so slots are
 //! independent and there is no table-wide lock.
 
@@ -42,6 +43,12 @@ pub enum Flag {
     /// instead of the priority in the priority bits (which are 0 then). Cleared
     /// when the slot is freed or recompressed.
     Fast = 9,
+    /// zmem extension: a precise recompression pass (`recompress from=`) found
+    /// no progress for this slot; later precise passes skip it, as the kernel's
+    /// pass skips INCOMPRESSIBLE slots, so unshrinkable slots (often the
+    /// largest, visited first) do not use up every round's `max_pages`.
+    /// Cleared when the slot is freed or rewritten.
+    Unmoved = 10,
 }
 
 impl Flag {
@@ -192,6 +199,8 @@ pub struct SlotInfo {
     pub priority: u8,
     /// Stored by the fast algorithm (zmem extension flag).
     pub fast: bool,
+    /// A precise recompression pass made no progress (zmem extension flag).
+    pub unmoved: bool,
     pub ac_time_ns: u64,
 }
 
@@ -208,6 +217,7 @@ impl SlotInfo {
             pp_slot: g.test(Flag::PpSlot),
             priority: g.priority(),
             fast: g.test(Flag::Fast),
+            unmoved: g.test(Flag::Unmoved),
             ac_time_ns: g.ac_time(),
         }
     }

@@ -29,6 +29,7 @@ impl Meta {
         g.clear(Flag::Incompressible);
         g.clear(Flag::PpSlot);
         g.clear(Flag::Fast);
+        g.clear(Flag::Unmoved);
         g.set_priority(0);
         if g.test(Flag::Huge) {
             g.clear(Flag::Huge);

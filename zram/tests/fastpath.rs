@@ -273,6 +273,17 @@ fn precise_recompress_moves_only_the_chosen_algorithm_to_the_primary() {
         assert_eq!(read(&dev, i), want(i));
     }
     assert!(dev.slot_info(32).unwrap().huge, "still huge: relabelled in place");
+    // The slots lz4 cannot shrink are UNMOVED: the next pass skips them (they
+    // would otherwise be retried, largest first, every round) until rewritten.
+    for i in 0..35 {
+        assert_eq!(dev.slot_info(i).unwrap().unmoved, lz4m_better.contains(&i), "slot {i}");
+    }
+    let again = dev.recompress(&RecompressParams::new().from("lz4m")).unwrap();
+    assert_eq!((again.candidates, again.attempted), (0, 0), "{again:?}");
+    dev.write_page_fast(33, &want(33)).unwrap();
+    assert!(!dev.slot_info(33).unwrap().unmoved, "a rewrite clears UNMOVED");
+    assert_eq!(dev.recompress(&RecompressParams::new().from("lz4m")).unwrap().candidates, 1);
+    assert!(dev.slot_info(33).unwrap().unmoved);
     // Same sizes as a primary write of the same page.
     let primary = fast_dev(64, false);
     for i in (0..32).step_by(2) {
@@ -280,9 +291,10 @@ fn precise_recompress_moves_only_the_chosen_algorithm_to_the_primary() {
         assert_eq!(dev.slot_info(i).unwrap().size, primary.slot_info(i).unwrap().size, "slot {i}");
     }
     check_stats(&dev);
-    // Only the two lz4m-better slots are left for lz4m.
+    // Only the two lz4m-better slots are left with lz4m, and both are UNMOVED.
+    assert_eq!(dev.block_state().iter().filter(|s| s.fast).count(), 2);
     let rep = dev.recompress(&RecompressParams::new().from("lz4m")).unwrap();
-    assert_eq!((rep.candidates, rep.recompressed), (2, 0));
+    assert_eq!((rep.candidates, rep.recompressed), (0, 0));
     // Precise to a secondary: from=lz4 algo=zstd.
     let rep = dev.recompress(&RecompressParams::new().from("lz4").algo("zstd").max_pages(5)).unwrap();
     assert_eq!(rep.attempted, 5, "max_pages: {rep:?}");
