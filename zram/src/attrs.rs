@@ -8,7 +8,6 @@ use zmem_codec::{Params, PAGE_SIZE};
 
 use crate::blockdev::{AttrError, Errno};
 use crate::device::Zram;
-use crate::idle::now_ns;
 use crate::parse::{kstrtoint, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq};
 use crate::stats::render_debug_stat;
 use crate::streams::{MAX_COMPS, PRIMARY};
@@ -233,7 +232,7 @@ impl Zram {
 
     /// `idle`: `all`, or an age in seconds (base 0) when access times are tracked.
     fn idle_store(&self, buf: &str) -> Result<(), AttrError> {
-        let cutoff = if sysfs_streq(buf, "all") {
+        let age = if sysfs_streq(buf, "all") {
             None
         } else {
             if !self.tracks_access_time() {
@@ -246,14 +245,9 @@ impl Zram {
             let age = kstrtoull(buf, 0).ok().filter(|&a| a <= u32::MAX as u64).ok_or_else(|| {
                 AttrError::new(Errno::EINVAL, format!("idle takes 'all' or an age in seconds, not {:?}", buf.trim_end()))
             })?;
-            let c = now_ns() as i128 - (age.wrapping_mul(1_000_000_000)) as i128;
-            // A cutoff of 0 means "all", as in the kernel.
-            (c != 0).then_some(c)
+            Some(age)
         };
-        let g = self.meta();
-        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
-        m.mark_idle(cutoff);
-        Ok(())
+        self.mark_idle(age).map(|_| ())
     }
 
     /// `allocator` (zmem extension): zsmalloc, zbud or z3fold, before disksize.

@@ -247,27 +247,21 @@ impl Zram {
         let pool = (self.pool_factory)(&cfg.allocator).map_err(|e| AttrError::new(Errno::ENOMEM, e))?;
         let huge_class_size = pool.huge_class_size();
         crate::recompress::note_huge_class_size(huge_class_size);
-        let mut comps: [Option<Comp>; MAX_COMPS] = Default::default();
-        let mut num_active_comps = 0;
-        for prio in 0..MAX_COMPS {
-            let Some(name) = cfg.comp_algs[prio].as_deref() else { continue };
+        let comp = |name: &str, params: &Params| {
             let backend = self
                 .backends
                 .find(name)
                 .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'")))?;
-            comps[prio] = Some(streams::create(backend, &cfg.params[prio])?);
+            streams::create(backend, params)
+        };
+        let mut comps: [Option<Comp>; MAX_COMPS] = Default::default();
+        let mut num_active_comps = 0;
+        for prio in 0..MAX_COMPS {
+            let Some(name) = cfg.comp_algs[prio].as_deref() else { continue };
+            comps[prio] = Some(comp(name, &cfg.params[prio])?);
             num_active_comps += 1;
         }
-        let fast = match cfg.fast_alg.as_deref() {
-            Some(name) => {
-                let backend = self
-                    .backends
-                    .find(name)
-                    .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'")))?;
-                Some(streams::create(backend, &Params::default())?)
-            }
-            None => None,
-        };
+        let fast = cfg.fast_alg.as_deref().map(|name| comp(name, &Params::default())).transpose()?;
         let meta = Arc::new(Meta {
             disksize,
             table,
@@ -375,6 +369,21 @@ impl Zram {
                 lock.allocated().then(|| SlotInfo::of(i, &lock))
             })
             .collect()
+    }
+
+    /// How many allocated slots `pred` accepts (what `block_state()` would
+    /// list), without collecting them.
+    pub fn count_slots(&self, pred: impl Fn(&SlotInfo) -> bool) -> u64 {
+        let g = self.meta();
+        let Some(m) = g.as_deref() else { return 0 };
+        m.table
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                let lock = s.lock();
+                lock.allocated() && pred(&SlotInfo::of(*i, &lock))
+            })
+            .count() as u64
     }
 
     /// Current configuration (algorithms, params, allocator).

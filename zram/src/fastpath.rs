@@ -117,25 +117,24 @@ impl FastPath {
     /// rate when a rate threshold is set).
     #[inline]
     pub(crate) fn use_fast(&self, meta: &Meta, limit_pages: u64) -> bool {
-        match FastMode::from_u8(self.mode.load(Relaxed)) {
-            FastMode::Off => false,
-            FastMode::Always => true,
-            FastMode::Pressure => {
-                let rate = self.rate.load(Relaxed);
-                let rate_hot = rate != 0 && self.meter.note(now_ns()) >= rate;
-                rate_hot || self.usage_hot(meta.pool.total_pages(), limit_pages)
-            }
-        }
+        self.decide(meta, limit_pages, RateMeter::note)
     }
 
     /// What the next write would decide, without counting a write.
     fn active(&self, meta: &Meta, limit_pages: u64) -> bool {
+        self.decide(meta, limit_pages, RateMeter::peek)
+    }
+
+    /// The decision, with `rate_at` reading the write rate (counting a write
+    /// or not).
+    #[inline]
+    fn decide(&self, meta: &Meta, limit_pages: u64, rate_at: fn(&RateMeter, u64) -> u64) -> bool {
         match FastMode::from_u8(self.mode.load(Relaxed)) {
             FastMode::Off => false,
             FastMode::Always => true,
             FastMode::Pressure => {
                 let rate = self.rate.load(Relaxed);
-                (rate != 0 && self.meter.peek(now_ns()) >= rate)
+                (rate != 0 && rate_at(&self.meter, now_ns()) >= rate)
                     || self.usage_hot(meta.pool.total_pages(), limit_pages)
             }
         }

@@ -55,6 +55,7 @@ impl Zram {
             }
             Some(age) => {
                 let c = now_ns() as i128 - age.saturating_mul(1_000_000_000) as i128;
+                // A cutoff of 0 means "all", as in the kernel.
                 (c != 0).then_some(c)
             }
         };

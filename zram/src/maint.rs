@@ -161,7 +161,7 @@ impl Maintainer {
         if self.dev.tracks_access_time() {
             self.dev.mark_idle(Some(age.as_secs()))
         } else {
-            Ok(self.dev.block_state().iter().filter(|s| s.idle).count() as u64)
+            Ok(self.dev.count_slots(|s| s.idle))
         }
     }
 
@@ -194,7 +194,7 @@ impl Maintainer {
         if let Err(e) = self.mark(self.policy.fast_idle_age) {
             return Stage::Failed(format!("idle: {e}"));
         }
-        let candidates = self.dev.block_state().iter().filter(|s| s.fast && s.idle).count() as u64;
+        let candidates = self.dev.count_slots(|s| s.fast && s.idle);
         if candidates == 0 || candidates < self.policy.min_pages {
             return Stage::Skipped(format!("{candidates} idle fast-path pages, minimum {}", self.policy.min_pages));
         }

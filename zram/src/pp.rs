@@ -12,8 +12,12 @@
 //!   processor re-checks it under the slot lock and skips slots that changed;
 //! * releasing a slot (processed or not) clears PP_SLOT again.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{AcqRel, Release};
+
 use zmem_codec::PAGE_SIZE;
 
+use crate::blockdev::{AttrError, Errno};
 use crate::device::Meta;
 use crate::slot::{Flag, SlotGuard};
 
@@ -82,6 +86,47 @@ impl PpCtl {
         while let Some(i) = self.select() {
             release_slot(meta, i);
         }
+    }
+}
+
+impl Meta {
+    /// The scan shared by recompress and writeback: every slot of `range`
+    /// that is allocated, not WB and not SAME, and not refused by `skip`, is
+    /// placed in `ctl` (the scan stops when a bucket node cannot be
+    /// allocated, as the kernel's).
+    pub(crate) fn scan_pp_slots(
+        &self,
+        range: std::ops::Range<usize>,
+        ctl: &mut PpCtl,
+        skip: impl Fn(&SlotGuard<'_>) -> bool,
+    ) {
+        for index in range {
+            let mut g = self.table[index].lock();
+            if !g.allocated() || g.test(Flag::Wb) || g.test(Flag::Same) || skip(&g) {
+                continue;
+            }
+            if !ctl.place(index, &mut g) {
+                break;
+            }
+        }
+    }
+
+    /// Mark a recompress or writeback pass running (`pp_in_progress`); EAGAIN
+    /// when one already is. The pass ends when the guard drops.
+    pub(crate) fn begin_pp(&self) -> Result<PpGuard<'_>, AttrError> {
+        if self.pp_in_progress.swap(true, AcqRel) {
+            return Err(AttrError::new(Errno::EAGAIN, "another recompress or writeback is running"));
+        }
+        Ok(PpGuard(&self.pp_in_progress))
+    }
+}
+
+/// Clears `pp_in_progress` when a pass ends, however it ends.
+pub(crate) struct PpGuard<'a>(&'a AtomicBool);
+
+impl Drop for PpGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Release);
     }
 }
 

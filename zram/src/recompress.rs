@@ -25,8 +25,8 @@
 //! pass did ([`RecompressReport`]); the attribute is a parser on top of it.
 //! Writeback (§5) shares the buckets and the `pp_in_progress` exclusion.
 
-use std::sync::atomic::Ordering::{AcqRel, Relaxed, Release};
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::AtomicUsize;
 
 use zmem_codec::{CodecError, MAX_COMPRESSED, PAGE_SIZE};
 use zmem_zpool::ZpoolError;
@@ -194,14 +194,6 @@ pub struct RecompressReport {
     pub bytes_after: u64,
 }
 
-/// Clears `pp_in_progress` when a pass ends, however it ends.
-pub(crate) struct PpGuard<'a>(pub(crate) &'a AtomicBool);
-
-impl Drop for PpGuard<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Release);
-    }
-}
 
 impl Zram {
     /// `recomp_algorithm` read: `#P: ` and the comp_algorithm list for every
@@ -261,10 +253,7 @@ impl Zram {
         let names = self.config().comp_algs;
         let g = self.meta();
         let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
-        if m.pp_in_progress.swap(true, AcqRel) {
-            return Err(AttrError::new(Errno::EAGAIN, "another recompress or writeback is running"));
-        }
-        let _pp = PpGuard(&m.pp_in_progress);
+        let _pp = m.begin_pp()?;
         if let Some(from) = &p.from {
             return m.precise_pass(p, from, &names);
         }
@@ -314,21 +303,9 @@ impl Meta {
     /// matching the type filter (`idle`, `huge`), not WB or SAME, and not
     /// refused by `skip`.
     pub(crate) fn scan_candidates(&self, p: &RecompressParams, ctl: &mut PpCtl, skip: impl Fn(&SlotGuard<'_>) -> bool) {
-        for (index, s) in self.table.iter().enumerate() {
-            let mut g = s.lock();
-            if !g.allocated()
-                || (p.idle && !g.test(Flag::Idle))
-                || (p.huge && !g.test(Flag::Huge))
-                || g.test(Flag::Wb)
-                || g.test(Flag::Same)
-                || skip(&g)
-            {
-                continue;
-            }
-            if !ctl.place(index, &mut g) {
-                break;
-            }
-        }
+        self.scan_pp_slots(0..self.nr_pages(), ctl, |g| {
+            (p.idle && !g.test(Flag::Idle)) || (p.huge && !g.test(Flag::Huge)) || skip(g)
+        });
     }
 
     /// Visit the selected slots largest first while `max_pages` lasts, with
@@ -538,6 +515,7 @@ impl Zram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering::Release;
     use zmem_codec::Params;
 
     fn text(seed: u8) -> Vec<u8> {

@@ -23,7 +23,7 @@
 //!   page) is written; size, priority, HUGE and FAST stay in the WB slot and
 //!   the read path decompresses the block with the algorithm that stored it.
 
-use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use zmem_codec::PAGE_SIZE;
@@ -33,7 +33,6 @@ use crate::blockdev::{AttrError, Errno};
 use crate::device::{Meta, Zram};
 use crate::parse::{kstrtoull, next_args};
 use crate::pp::PpCtl;
-use crate::recompress::PpGuard;
 use crate::slot::{Flag, SlotGuard};
 
 /// `writeback_limit_enable` and the remaining `writeback_limit` budget (in
@@ -206,23 +205,13 @@ pub struct WritebackReport {
 impl Meta {
     /// `scan_slots_for_writeback` over `[lo, hi)`.
     fn scan_for_writeback(&self, s: &WbScan, ctl: &mut PpCtl) {
-        let hi = s.hi.min(self.nr_pages() as u64);
-        for index in s.lo..hi {
-            let index = index as usize;
-            let mut g = self.table[index].lock();
-            if !g.allocated()
-                || g.test(Flag::Wb)
-                || g.test(Flag::Same)
-                || (s.mode & mode::IDLE_WRITEBACK != 0 && !g.test(Flag::Idle))
+        let hi = s.hi.min(self.nr_pages() as u64) as usize;
+        let lo = (s.lo as usize).min(hi);
+        self.scan_pp_slots(lo..hi, ctl, |g| {
+            (s.mode & mode::IDLE_WRITEBACK != 0 && !g.test(Flag::Idle))
                 || (s.mode & mode::HUGE_WRITEBACK != 0 && !g.test(Flag::Huge))
                 || (s.mode & mode::INCOMPRESSIBLE_WRITEBACK != 0 && !g.test(Flag::Incompressible))
-            {
-                continue;
-            }
-            if !ctl.place(index, &mut g) {
-                break;
-            }
-        }
+        });
     }
 
     /// Reserve a backing block (`bd_count++`).
@@ -478,10 +467,7 @@ impl Zram {
     ) -> Result<WritebackReport, AttrError> {
         let g = self.meta();
         let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
-        if m.pp_in_progress.swap(true, AcqRel) {
-            return Err(AttrError::new(Errno::EAGAIN, "another recompress or writeback is running"));
-        }
-        let _pp = PpGuard(&m.pp_in_progress);
+        let _pp = m.begin_pp()?;
         if m.backing.is_none() {
             return Err(AttrError::new(Errno::ENODEV, "no backing device: write a file to backing_dev before disksize"));
         }
