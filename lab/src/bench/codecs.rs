@@ -265,8 +265,7 @@ fn mean_p99(ns: &mut [u64]) -> (f64, f64) {
     }
     let mean = ns.iter().sum::<u64>() as f64 / ns.len() as f64;
     ns.sort_unstable();
-    let rank = ((ns.len() as f64 * 0.99).ceil() as usize).clamp(1, ns.len());
-    (mean / 1e3, ns[rank - 1] as f64 / 1e3)
+    (mean / 1e3, super::percentile(ns, 0.99) / 1e3)
 }
 
 /// The column names of [`Row`] in order, for table and CSV output.

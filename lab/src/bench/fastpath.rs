@@ -22,7 +22,7 @@ use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_zram::{BlockDevice, RecompressParams, Zram};
 
-use super::recomp::Measure;
+use super::recomp::{measure, verify, Measure};
 use crate::corpus::Corpus;
 
 /// Write latency of one path.
@@ -42,7 +42,7 @@ impl Latency {
         }
         ns.sort_unstable();
         let total: u64 = ns.iter().sum();
-        let q = |p: f64| ns[((ns.len() as f64 * p).ceil() as usize).clamp(1, ns.len()) - 1] as f64 / 1000.0;
+        let q = |p: f64| super::percentile(&ns, p) / 1000.0;
         Latency { mean_us: total as f64 / ns.len() as f64 / 1000.0, p50_us: q(0.50), p99_us: q(0.99), total_s: total as f64 / 1e9 }
     }
 }
@@ -85,21 +85,6 @@ impl FastpathResult {
         }
         (self.primary_alone.effective_ratio - self.after.effective_ratio) / self.primary_alone.effective_ratio * 100.0
     }
-}
-
-fn measure(dev: &Zram) -> Result<Measure> {
-    dev.attr_write("compact", "1").context("compact")?;
-    Ok(Measure::of(&dev.mm_stat()))
-}
-
-fn verify(dev: &Zram, corpus: &Corpus) -> Result<bool> {
-    let mut buf = vec![0u8; PAGE_SIZE];
-    let mut ok = true;
-    for (i, p) in corpus.pages().enumerate() {
-        dev.read_page(i, &mut buf).with_context(|| format!("reading page {i}"))?;
-        ok &= buf == p;
-    }
-    Ok(ok)
 }
 
 fn timed(f: impl FnOnce() -> Result<(), zmem_zram::IoError>) -> Result<u64> {

@@ -7,3 +7,12 @@ pub mod zswap;
 pub mod recomp;
 pub mod fastpath;
 pub mod writeback;
+
+/// Nearest-rank percentile `p` (0..=1) of sorted samples; 0 when empty.
+pub(crate) fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i] as f64
+}

@@ -84,7 +84,8 @@ impl RecompResult {
     }
 }
 
-fn write_corpus(dev: &Zram, corpus: &Corpus) -> Result<Duration> {
+/// Write every page of `corpus` at its index; the time it took.
+pub(crate) fn write_corpus(dev: &Zram, corpus: &Corpus) -> Result<Duration> {
     let t = Instant::now();
     for (i, p) in corpus.pages().enumerate() {
         dev.write_page(i, p).with_context(|| format!("writing page {i}"))?;
@@ -92,9 +93,21 @@ fn write_corpus(dev: &Zram, corpus: &Corpus) -> Result<Duration> {
     Ok(t.elapsed())
 }
 
-fn measure(dev: &Zram) -> Result<Measure> {
+/// Compact, then take the mm_stat figures.
+pub(crate) fn measure(dev: &Zram) -> Result<Measure> {
     dev.attr_write("compact", "1").context("compact")?;
     Ok(Measure::of(&dev.mm_stat()))
+}
+
+/// Whether every page of the device reads back as `corpus` has it.
+pub(crate) fn verify(dev: &Zram, corpus: &Corpus) -> Result<bool> {
+    let mut buf = vec![0u8; PAGE_SIZE];
+    let mut ok = true;
+    for (i, p) in corpus.pages().enumerate() {
+        dev.read_page(i, &mut buf).with_context(|| format!("reading page {i}"))?;
+        ok &= buf == p;
+    }
+    Ok(ok)
 }
 
 /// Run the comparison on `corpus`.
@@ -119,12 +132,7 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
     let rep = dev.recompress(&RecompressParams::new().idle()).context("recompress type=idle")?;
     let recompress = t.elapsed();
     let after = measure(&dev)?;
-    let mut buf = vec![0u8; PAGE_SIZE];
-    let mut verified = true;
-    for (i, p) in corpus.pages().enumerate() {
-        dev.read_page(i, &mut buf).with_context(|| format!("reading page {i}"))?;
-        verified &= buf == p;
-    }
+    let verified = verify(&dev, corpus)?;
     if !verified {
         bail!("a page read back different after recompression");
     }

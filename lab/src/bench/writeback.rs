@@ -20,7 +20,7 @@ use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_zram::{BdStat, BlockDevice, WritebackParams, Zram};
 
-use super::recomp::Measure;
+use super::recomp::{measure, verify, write_corpus, Measure};
 use crate::corpus::Corpus;
 
 /// What to run.
@@ -108,11 +108,6 @@ fn params(wb_type: &str) -> Result<WritebackParams> {
     })
 }
 
-fn measure(dev: &Zram) -> Result<Measure> {
-    dev.attr_write("compact", "1").context("compact")?;
-    Ok(Measure::of(&dev.mm_stat()))
-}
-
 /// Run the writeback measurement on `corpus`.
 pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
     let n = corpus.page_count();
@@ -143,11 +138,7 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         .disksize((n * PAGE_SIZE) as u64)
         .build()
         .with_context(|| format!("device with {} and backing_dev {}", opts.algo, path.display()))?;
-    let t = Instant::now();
-    for (i, p) in corpus.pages().enumerate() {
-        dev.write_page(i, p).with_context(|| format!("writing page {i}"))?;
-    }
-    let write = t.elapsed();
+    let write = write_corpus(&dev, corpus)?;
     let before = measure(&dev)?;
     let t = Instant::now();
     dev.attr_write("idle", "all").context("idle all")?;
@@ -157,12 +148,7 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
     let writeback = t.elapsed();
     let after = measure(&dev)?;
     let t = Instant::now();
-    let mut buf = vec![0u8; PAGE_SIZE];
-    let mut verified = true;
-    for (i, p) in corpus.pages().enumerate() {
-        dev.read_page(i, &mut buf).with_context(|| format!("reading page {i}"))?;
-        verified &= buf == p;
-    }
+    let verified = verify(&dev, corpus)?;
     let verify = t.elapsed();
     if !verified {
         bail!("a page read back different after writeback");

@@ -178,14 +178,6 @@ pub fn accesses(pages: usize, opts: &Options) -> Vec<usize> {
         .collect()
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i] as f64
-}
-
 struct Tally {
     hits: u64,
     lat: Vec<u64>,
@@ -200,7 +192,7 @@ impl Tally {
             hits: self.hits,
             hit_rate: self.hits as f64 / n,
             lat_mean_ns: self.lat.iter().sum::<u64>() as f64 / n,
-            lat_p99_ns: percentile(&self.lat, 0.99),
+            lat_p99_ns: super::percentile(&self.lat, 0.99),
             ram_peak: self.peak.max(base.ram_used),
             ..base
         }
