@@ -27,10 +27,15 @@ impl Maintained {
         drop(w);
     }
 
-    fn maint_read(&self) -> Result<String, AttrError> {
+    /// `f` on the running worker; ENODEV once it has stopped.
+    fn with_worker<R>(&self, f: impl FnOnce(&MaintWorker) -> R) -> Result<R, AttrError> {
         let g = self.worker.lock().unwrap_or_else(|e| e.into_inner());
         let w = g.as_ref().ok_or_else(|| AttrError::new(Errno::ENODEV, "the maintenance worker has stopped"))?;
-        Ok(match w.last_report() {
+        Ok(f(w))
+    }
+
+    fn maint_read(&self) -> Result<String, AttrError> {
+        self.with_worker(|w| match w.last_report() {
             Some(r) => format!("{r}\n"),
             None => "no round yet\n".to_string(),
         })
@@ -40,9 +45,7 @@ impl Maintained {
         if value.trim() != "run" {
             return Err(AttrError::new(Errno::EINVAL, format!("maint takes 'run', not {:?}", value.trim())));
         }
-        let g = self.worker.lock().unwrap_or_else(|e| e.into_inner());
-        let w = g.as_ref().ok_or_else(|| AttrError::new(Errno::ENODEV, "the maintenance worker has stopped"))?;
-        let r = w.run_once();
+        let r = self.with_worker(|w| w.run_once())?;
         eprintln!("zmem maint {}: {r}", self.dev.name());
         Ok(())
     }
