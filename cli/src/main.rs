@@ -13,8 +13,10 @@ mod output;
 /// zram), and ops tools for the kernel's own zram and zswap.
 #[derive(Parser, Debug)]
 #[command(name = "zmem", version, about, long_about = None, propagate_version = true)]
-#[command(after_help = "Start with `zmem bench` (all algorithms on a corpus built from this machine's memory) \
-or `zmem status` (what the kernel's zram and zswap are doing now).")]
+#[command(
+    after_help = "Start with `zmem bench` (all algorithms on a corpus built from this machine's memory) \
+or `zmem status` (what the kernel's zram and zswap are doing now)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

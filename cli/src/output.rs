@@ -24,7 +24,10 @@ pub struct Table {
 
 impl Table {
     pub fn new(headers: &[&str]) -> Self {
-        Table { headers: headers.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
     }
 
     pub fn push(&mut self, row: Vec<String>) {
@@ -43,7 +46,13 @@ impl Table {
         // A column is right-aligned when every cell in it is a number (or `-`).
         let is_num = |c: &str| c == "-" || c.parse::<f64>().is_ok();
         let right: Vec<bool> = (0..n)
-            .map(|i| !self.rows.is_empty() && self.rows.iter().all(|r| r.get(i).map_or(true, |c| is_num(c))))
+            .map(|i| {
+                !self.rows.is_empty()
+                    && self
+                        .rows
+                        .iter()
+                        .all(|r| r.get(i).map_or(true, |c| is_num(c)))
+            })
             .collect();
         let mut out = String::new();
         let mut line = |cells: &[String], header: bool| {
@@ -108,6 +117,9 @@ mod tests {
         assert_eq!(lines[2], "deflate  10.25");
         assert_eq!(lines[3], "842          -  x");
         let c = t.render_csv();
-        assert_eq!(c, "name,ratio,note\nlz4,2.5,\"a, \"\"b\"\"\"\ndeflate,10.25,\n842,-,x\n");
+        assert_eq!(
+            c,
+            "name,ratio,note\nlz4,2.5,\"a, \"\"b\"\"\"\ndeflate,10.25,\n842,-,x\n"
+        );
     }
 }

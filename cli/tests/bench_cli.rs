@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("run zmem")
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(args)
+        .output()
+        .expect("run zmem")
 }
 
 fn text(b: &[u8]) -> String {
@@ -48,15 +51,38 @@ fn write_corpus(name: &str) -> PathBuf {
 #[test]
 fn json_rows_carry_the_documented_fields_and_kernel_accounting() {
     let c = write_corpus("json");
-    let o = zmem(&["bench", c.to_str().unwrap(), "--algo", "lz4", "--requests", "100", "--no-kernel", "--format", "json"]);
+    let o = zmem(&[
+        "bench",
+        c.to_str().unwrap(),
+        "--algo",
+        "lz4",
+        "--requests",
+        "100",
+        "--no-kernel",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let rows = rows.as_array().expect("array of rows");
     assert_eq!(rows.len(), 4, "one engine row per page-cluster 0..3");
     for (pc, r) in rows.iter().enumerate() {
         for k in [
-            "target", "algo", "page_cluster", "orig_data_size", "compr_data_size", "mem_used_total", "same_pages",
-            "huge_pages", "ratio", "effective_ratio", "write_mibps", "read_mibps", "iops", "lat_mean_ns", "lat_p99_ns",
+            "target",
+            "algo",
+            "page_cluster",
+            "orig_data_size",
+            "compr_data_size",
+            "mem_used_total",
+            "same_pages",
+            "huge_pages",
+            "ratio",
+            "effective_ratio",
+            "write_mibps",
+            "read_mibps",
+            "iops",
+            "lat_mean_ns",
+            "lat_p99_ns",
         ] {
             assert!(r.get(k).is_some(), "row lacks {k}: {r}");
         }
@@ -75,11 +101,27 @@ fn json_rows_carry_the_documented_fields_and_kernel_accounting() {
 #[test]
 fn table_explains_missing_kernel_rows_and_unavailable_algorithms() {
     let c = write_corpus("table");
-    let o = zmem(&["bench", c.to_str().unwrap(), "--algo", "lz4,lzo", "--requests", "50", "--no-kernel", "--threads", "2"]);
+    let o = zmem(&[
+        "bench",
+        c.to_str().unwrap(),
+        "--algo",
+        "lz4,lzo",
+        "--requests",
+        "50",
+        "--no-kernel",
+        "--threads",
+        "2",
+    ]);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     let out = text(&o.stdout);
-    assert!(out.contains("target") && out.contains("lat_p99_us"), "{out}");
-    assert!(out.contains("kernel rows missing: kernel rows not requested"), "{out}");
+    assert!(
+        out.contains("target") && out.contains("lat_p99_us"),
+        "{out}"
+    );
+    assert!(
+        out.contains("kernel rows missing: kernel rows not requested"),
+        "{out}"
+    );
     assert!(out.contains("lz4 overhead:"), "{out}");
     let engine_lines = out.lines().filter(|l| l.starts_with("engine")).count();
     assert_eq!(engine_lines, 8, "{out}");
@@ -93,14 +135,28 @@ fn kernel_rows_beside_engine_rows_with_root() {
         return;
     }
     let c = write_corpus("kernel");
-    let o = zmem(&["bench", c.to_str().unwrap(), "--algo", "lz4", "--requests", "50", "--format", "json"]);
+    let o = zmem(&[
+        "bench",
+        c.to_str().unwrap(),
+        "--algo",
+        "lz4",
+        "--requests",
+        "50",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     let kernel: Vec<_> = rows.iter().filter(|r| r["target"] == "kernel").collect();
     assert_eq!(kernel.len(), 4, "{rows:?}");
     let engine = rows.iter().find(|r| r["target"] == "engine").unwrap();
-    for k in ["orig_data_size", "same_pages", "huge_pages", "mem_used_total"] {
+    for k in [
+        "orig_data_size",
+        "same_pages",
+        "huge_pages",
+        "mem_used_total",
+    ] {
         assert_eq!(engine[k], kernel[0][k], "{k}");
     }
     std::fs::remove_file(c).unwrap();
@@ -110,21 +166,46 @@ fn kernel_rows_beside_engine_rows_with_root() {
 fn bad_algorithm_and_bad_corpus_are_errors() {
     let o = zmem(&["bench", "--algo", "lz5", "--no-kernel"]);
     assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("unknown algorithm 'lz5'"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("unknown algorithm 'lz5'"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = zmem(&["bench", "/nonexistent/zmem-corpus", "--no-kernel"]);
     assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("/nonexistent/zmem-corpus"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("/nonexistent/zmem-corpus"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]
 fn fastpath_mode_table_and_json() {
     let c = write_corpus("fastpath");
-    let o = zmem(&["bench", "--fastpath", "lz4m", "--algo", "lz4", c.to_str().unwrap(), "--passes", "3", "--format", "json"]);
+    let o = zmem(&[
+        "bench",
+        "--fastpath",
+        "lz4m",
+        "--algo",
+        "lz4",
+        c.to_str().unwrap(),
+        "--passes",
+        "3",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let r = &v.as_array().expect("one result per corpus")[0];
-    assert_eq!((r["pages"].as_u64(), r["passes"].as_u64()), (Some(48), Some(3)));
-    assert_eq!((r["primary"].as_str(), r["fast"].as_str()), (Some("lz4"), Some("lz4m")));
+    assert_eq!(
+        (r["pages"].as_u64(), r["passes"].as_u64()),
+        (Some(48), Some(3))
+    );
+    assert_eq!(
+        (r["primary"].as_str(), r["fast"].as_str()),
+        (Some("lz4"), Some("lz4m"))
+    );
     assert_eq!(r["verified"], true);
     for k in ["write_fast", "write_primary"] {
         for f in ["mean_us", "p50_us", "p99_us", "total_s"] {
@@ -145,10 +226,20 @@ fn fastpath_mode_table_and_json() {
     let o = zmem(&["bench", "--fastpath", "wkdm", c.to_str().unwrap()]);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     let out = text(&o.stdout);
-    for want in ["primary lz4, fast path wkdm", "fast/primary mean write latency", "back to lz4 (after)", "lz4 alone", "read-back verified: true"] {
+    for want in [
+        "primary lz4, fast path wkdm",
+        "fast/primary mean write latency",
+        "back to lz4 (after)",
+        "lz4 alone",
+        "read-back verified: true",
+    ] {
         assert!(out.contains(want), "{want}: {out}");
     }
     let o = zmem(&["bench", "--fastpath", "nope", c.to_str().unwrap()]);
-    assert!(!o.status.success() && text(&o.stderr).contains("nope"), "{}", text(&o.stderr));
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("nope"),
+        "{}",
+        text(&o.stderr)
+    );
     std::fs::remove_file(c).unwrap();
 }

@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("run zmem")
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(args)
+        .output()
+        .expect("run zmem")
 }
 
 fn stdout(o: &Output) -> String {
@@ -15,7 +18,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-const ALL: [&str; 9] = ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842", "lz4m", "wkdm"];
+const ALL: [&str; 9] = [
+    "lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842", "lz4m", "wkdm",
+];
 
 fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("zmem-codecs-cli-{}-{name}", std::process::id()))
@@ -28,14 +33,19 @@ fn write_corpus(name: &str) -> PathBuf {
         let mut p = vec![0u8; 4096];
         match i % 3 {
             0 => {
-                let line = format!("page {i}: the quick zram slot stores a handle of a compressed page\n");
+                let line =
+                    format!("page {i}: the quick zram slot stores a handle of a compressed page\n");
                 for (j, b) in line.bytes().cycle().take(4096).enumerate() {
                     p[j] = b;
                 }
             }
             1 => {
                 for (j, c) in p.chunks_exact_mut(8).enumerate() {
-                    let v = if j % 3 == 0 { 0x7f00_1234_0000u64 + (j as u64 * 24) } else { j as u64 % 7 };
+                    let v = if j % 3 == 0 {
+                        0x7f00_1234_0000u64 + (j as u64 * 24)
+                    } else {
+                        j as u64 % 7
+                    };
                     c.copy_from_slice(&v.to_le_bytes());
                 }
             }
@@ -53,19 +63,37 @@ fn codecs_lists_every_algorithm_in_registry_order() {
     let o = zmem(&["codecs"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let names: Vec<&str> = out.lines().skip(1).filter_map(|l| l.split_whitespace().next()).take(9).collect();
+    let names: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .take(9)
+        .collect();
     assert_eq!(names, ALL);
-    assert!(out.contains("level=9 (1..=12)"), "lz4hc default level: {out}");
+    assert!(
+        out.contains("level=9 (1..=12)"),
+        "lz4hc default level: {out}"
+    );
     assert!(out.contains("deflate.winbits=-11"), "{out}");
 
     let o = zmem(&["codecs", "--format", "json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("codecs json");
     let rows = v.as_array().unwrap();
-    assert_eq!(rows.iter().map(|r| r["name"].as_str().unwrap()).collect::<Vec<_>>(), ALL);
+    assert_eq!(
+        rows.iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ALL
+    );
     let zstd = rows.iter().find(|r| r["name"] == "zstd").unwrap();
     assert_eq!(zstd["origin"], "kernel");
-    let level = zstd["params"].as_array().unwrap().iter().find(|p| p["key"] == "level").unwrap();
+    let level = zstd["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["key"] == "level")
+        .unwrap();
     assert_eq!(level["default"], "3");
     let wkdm = rows.iter().find(|r| r["name"] == "wkdm").unwrap();
     assert_eq!(wkdm["origin"], "zmem");
@@ -80,11 +108,24 @@ fn codecs_lists_every_algorithm_in_registry_order() {
 #[test]
 fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
     let corpus = write_corpus("good.bin");
-    let o = zmem(&["bench", "--codecs", "--format", "json", "--min-time-ms", "0", corpus.to_str().unwrap()]);
+    let o = zmem(&[
+        "bench",
+        "--codecs",
+        "--format",
+        "json",
+        "--min-time-ms",
+        "0",
+        corpus.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("bench json");
     let rows = v.as_array().unwrap();
-    assert_eq!(rows.iter().map(|r| r["algorithm"].as_str().unwrap()).collect::<Vec<_>>(), ALL);
+    assert_eq!(
+        rows.iter()
+            .map(|r| r["algorithm"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ALL
+    );
     for r in rows {
         let name = r["algorithm"].as_str().unwrap();
         assert_eq!(r["corpus"], corpus.display().to_string());
@@ -103,15 +144,24 @@ fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
                     "decompress_us_mean",
                     "decompress_us_p99",
                 ] {
-                    let x = r[f].as_f64().unwrap_or_else(|| panic!("{name}: {f} missing: {r}"));
+                    let x = r[f]
+                        .as_f64()
+                        .unwrap_or_else(|| panic!("{name}: {f} missing: {r}"));
                     assert!(x.is_finite() && x > 0.0, "{name}: {f} = {x}");
                 }
                 let ratio = r["ratio"].as_f64().unwrap();
-                let want = r["orig_bytes"].as_f64().unwrap() / r["compressed_bytes"].as_f64().unwrap();
-                assert!((ratio - want).abs() < 1e-9 && ratio > 1.5, "{name}: ratio {ratio}");
+                let want =
+                    r["orig_bytes"].as_f64().unwrap() / r["compressed_bytes"].as_f64().unwrap();
+                assert!(
+                    (ratio - want).abs() < 1e-9 && ratio > 1.5,
+                    "{name}: ratio {ratio}"
+                );
                 let reclaim = r["reclaim_mb_s"].as_f64().unwrap();
                 let want = r["compress_mb_s"].as_f64().unwrap() * (1.0 - 1.0 / ratio);
-                assert!((reclaim - want).abs() <= 1e-6 * want, "{name}: reclaim {reclaim} vs {want}");
+                assert!(
+                    (reclaim - want).abs() <= 1e-6 * want,
+                    "{name}: reclaim {reclaim} vs {want}"
+                );
             }
             s => panic!("{name}: status {s}: {r}"),
         }
@@ -127,19 +177,52 @@ fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
 fn bench_codecs_table_and_csv() {
     let corpus = write_corpus("table.bin");
     let c = corpus.to_str().unwrap();
-    let o = zmem(&["bench", "--codecs", "--algo", "lz4,zstd", "--min-time-ms", "0", c, c]);
+    let o = zmem(&[
+        "bench",
+        "--codecs",
+        "--algo",
+        "lz4,zstd",
+        "--min-time-ms",
+        "0",
+        c,
+        c,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let first = out.lines().next().unwrap();
-    assert!(first.starts_with("algorithm") && first.contains("reclaim_mb_s"), "{out}");
-    assert_eq!(out.lines().filter(|l| l.starts_with("lz4 ") || l.starts_with("zstd ")).count(), 4, "{out}");
+    assert!(
+        first.starts_with("algorithm") && first.contains("reclaim_mb_s"),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("lz4 ") || l.starts_with("zstd "))
+            .count(),
+        4,
+        "{out}"
+    );
 
-    let o = zmem(&["bench", "--codecs", "--format", "csv", "--algo", "deflate", "--level", "9", "--min-time-ms", "0", c]);
+    let o = zmem(&[
+        "bench",
+        "--codecs",
+        "--format",
+        "csv",
+        "--algo",
+        "deflate",
+        "--level",
+        "9",
+        "--min-time-ms",
+        "0",
+        c,
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
-    assert!(lines[0].starts_with("algorithm,corpus,status,ratio,compress_mb_s"), "{out}");
+    assert!(
+        lines[0].starts_with("algorithm,corpus,status,ratio,compress_mb_s"),
+        "{out}"
+    );
     assert!(lines[1].starts_with(&format!("deflate,{c},ok,")), "{out}");
     std::fs::remove_file(&corpus).unwrap();
 }
@@ -151,14 +234,20 @@ fn bench_codecs_bad_corpus_names_the_file() {
     let o = zmem(&["bench", "--codecs", odd.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains(&odd.display().to_string()) && e.contains("multiple of 4096"), "{e}");
+    assert!(
+        e.contains(&odd.display().to_string()) && e.contains("multiple of 4096"),
+        "{e}"
+    );
     std::fs::remove_file(&odd).unwrap();
 
     let missing = tmp("missing.bin");
     let o = zmem(&["bench", "--codecs", missing.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains(&missing.display().to_string()) && e.contains("cannot read"), "{e}");
+    assert!(
+        e.contains(&missing.display().to_string()) && e.contains("cannot read"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -173,7 +262,16 @@ fn bench_codecs_unknown_algorithm_or_param_lists_valid_ones() {
     // A bad level makes the row unavailable with the valid range, not a crash.
     let corpus = write_corpus("level.bin");
     let o = zmem(&[
-        "bench", "--codecs", "--format", "json", "--algo", "lz4hc", "--level", "13", "--min-time-ms", "0",
+        "bench",
+        "--codecs",
+        "--format",
+        "json",
+        "--algo",
+        "lz4hc",
+        "--level",
+        "13",
+        "--min-time-ms",
+        "0",
         corpus.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -185,7 +283,16 @@ fn bench_codecs_unknown_algorithm_or_param_lists_valid_ones() {
 
 #[test]
 fn bench_codecs_default_corpus_when_none_given() {
-    let o = zmem(&["bench", "--codecs", "--format", "json", "--algo", "lz4", "--min-time-ms", "0"]);
+    let o = zmem(&[
+        "bench",
+        "--codecs",
+        "--format",
+        "json",
+        "--algo",
+        "lz4",
+        "--min-time-ms",
+        "0",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["corpus"], "default");

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("run zmem")
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(args)
+        .output()
+        .expect("run zmem")
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -17,7 +20,10 @@ fn tmp(name: &str) -> PathBuf {
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
-        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0")))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -41,7 +47,9 @@ sys.stdin.read()
             .spawn()
             .ok()?;
         let mut line = String::new();
-        BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut line).ok()?;
+        BufReader::new(c.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .ok()?;
         (line.trim() == "ready").then_some(Holder(c))
     }
 }
@@ -64,7 +72,15 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
     };
     let pid = h.0.id().to_string();
     let out = tmp("py.pages");
-    let o = zmem(&["capture", "--pid", &pid, "--max", "24M", "-o", out.to_str().unwrap()]);
+    let o = zmem(&[
+        "capture",
+        "--pid",
+        &pid,
+        "--max",
+        "24M",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("python"), "{text}");
@@ -76,35 +92,79 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
     let needle = b"zmem-marker-";
     let hits = data.windows(needle.len()).filter(|w| w == needle).count();
     println!("{hits} markers captured");
-    assert!(hits >= 10_000, "the Python bytes are in the capture ({hits} markers found)");
+    assert!(
+        hits >= 10_000,
+        "the Python bytes are in the capture ({hits} markers found)"
+    );
     let side = std::fs::read_to_string(format!("{}.json", out.display())).unwrap();
-    assert!(side.contains(&format!("\"pids\": [\n    {pid}\n  ]")) || side.contains(&pid), "{side}");
+    assert!(
+        side.contains(&format!("\"pids\": [\n    {pid}\n  ]")) || side.contains(&pid),
+        "{side}"
+    );
     assert!(side.contains("\"source\": \"pid\""), "{side}");
     drop(h);
 
     let report = tmp("py.html");
     let o = zmem(&[
-        "bench", "--full", out.to_str().unwrap(), "--algo", "lz4,lzo,zstd", "--requests", "500", "--min-time-ms", "10",
-        "--fs-read", "50", "--ram", "8G", "--report", report.to_str().unwrap(),
+        "bench",
+        "--full",
+        out.to_str().unwrap(),
+        "--algo",
+        "lz4,lzo,zstd",
+        "--requests",
+        "500",
+        "--min-time-ms",
+        "10",
+        "--fs-read",
+        "50",
+        "--ram",
+        "8G",
+        "--report",
+        report.to_str().unwrap(),
     ]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{text}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     for want in [
-        "read MiB/s", "IOPS", "p99 µs", "zstd+dict", "best for throughput", "best for latency", "best for IOPS",
-        "best for ratio", "best for overall", "recommendation", "vm.swappiness", "[zram0]", "vm.page-cluster",
+        "read MiB/s",
+        "IOPS",
+        "p99 µs",
+        "zstd+dict",
+        "best for throughput",
+        "best for latency",
+        "best for IOPS",
+        "best for ratio",
+        "best for overall",
+        "recommendation",
+        "vm.swappiness",
+        "[zram0]",
+        "vm.page-cluster",
         "RAM − disksize/ratio + disksize",
     ] {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
     for pc in 0..4 {
-        assert!(text.lines().any(|l| l.starts_with("engine") && l.contains(" lz4 ") && l.split_whitespace().nth(2) == Some(&pc.to_string())), "lz4 pc{pc}\n{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with("engine")
+                && l.contains(" lz4 ")
+                && l.split_whitespace().nth(2) == Some(&pc.to_string())),
+            "lz4 pc{pc}\n{text}"
+        );
     }
     if is_root() && std::path::Path::new("/sys/class/zram-control/hot_add").exists() {
-        assert!(text.lines().any(|l| l.starts_with("kernel")), "kernel rows side by side as root\n{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with("kernel")),
+            "kernel rows side by side as root\n{text}"
+        );
     } else {
         println!("SKIP kernel rows part: not root or no kernel zram");
     }
-    assert!(std::fs::read_to_string(&report).unwrap().contains("id=\"chart-pareto\""));
+    assert!(std::fs::read_to_string(&report)
+        .unwrap()
+        .contains("id=\"chart-pareto\""));
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
@@ -119,7 +179,13 @@ fn capture_errors_are_clear() {
     let o = zmem(&["capture", "-o", out.to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--pid"));
-    let o = zmem(&["capture", "--device", "/dev/null", "-o", out.to_str().unwrap()]);
+    let o = zmem(&[
+        "capture",
+        "--device",
+        "/dev/null",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a zram device"));
     // A kernel thread has no memory map.
@@ -132,14 +198,26 @@ fn capture_errors_are_clear() {
 #[test]
 fn capture_all_lists_what_it_skipped_or_takes_everything() {
     let out = tmp("all.pages");
-    let o = zmem(&["capture", "--all", "--max", "2M", "-o", out.to_str().unwrap(), "--format", "json"]);
+    let o = zmem(&[
+        "capture",
+        "--all",
+        "--max",
+        "2M",
+        "-o",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let j = String::from_utf8_lossy(&o.stdout);
     let pages: u64 = std::fs::metadata(&out).unwrap().len() / 4096;
     assert!(pages > 0 && pages <= 512, "{pages}");
     assert!(j.contains("\"skipped\""), "{j}");
     if !is_root() {
-        assert!(j.contains("permission denied"), "not root: other users' processes are skipped with the reason\n{j}");
+        assert!(
+            j.contains("permission denied"),
+            "not root: other users' processes are skipped with the reason\n{j}"
+        );
     }
 }
 
@@ -160,12 +238,21 @@ fn capture_device_dumps_a_hot_added_zram_device() {
         }
     }
     {
-        let mut f = std::fs::OpenOptions::new().write(true).open(dev.dev_path()).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dev.dev_path())
+            .unwrap();
         f.write_all(&pages).unwrap();
         f.sync_all().unwrap();
     }
     let out = tmp("dev.pages");
-    let o = zmem(&["capture", "--device", dev.dev_path().to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let o = zmem(&[
+        "capture",
+        "--device",
+        dev.dev_path().to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let data = std::fs::read(&out).unwrap();
     assert_eq!(data.len(), 4 << 20, "every slot of the 4 MiB device");

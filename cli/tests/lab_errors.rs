@@ -3,17 +3,33 @@
 use std::process::{Command, Output};
 
 fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("run zmem")
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(args)
+        .output()
+        .expect("run zmem")
 }
 
 #[test]
 fn bad_weights_show_the_expected_form() {
-    for w in ["speed=1", "latency=x", "latency", "latency=0,ratio=0", "ratio=-1"] {
-        for cmd in [&["bench", "--weights", w][..], &["recommend", "--weights", w][..]] {
+    for w in [
+        "speed=1",
+        "latency=x",
+        "latency",
+        "latency=0,ratio=0",
+        "ratio=-1",
+    ] {
+        for cmd in [
+            &["bench", "--weights", w][..],
+            &["recommend", "--weights", w][..],
+        ] {
             let o = zmem(cmd);
             assert!(!o.status.success(), "{cmd:?}");
             let e = String::from_utf8_lossy(&o.stderr);
-            assert!(e.contains("latency=W,ratio=W,throughput=W") && e.contains("e.g. latency=0.4,ratio=0.4,throughput=0.2"), "{cmd:?}: {e}");
+            assert!(
+                e.contains("latency=W,ratio=W,throughput=W")
+                    && e.contains("e.g. latency=0.4,ratio=0.4,throughput=0.2"),
+                "{cmd:?}: {e}"
+            );
         }
     }
 }
@@ -37,20 +53,56 @@ fn recommend_json_and_files() {
     let dir = std::env::temp_dir().join(format!("zmem-lab-rec-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let c = dir.join("c.pages");
-    assert!(zmem(&["corpus", "gen", "zero-mixed", "--size", "2M", "-o", c.to_str().unwrap()]).status.success());
+    assert!(zmem(&[
+        "corpus",
+        "gen",
+        "zero-mixed",
+        "--size",
+        "2M",
+        "-o",
+        c.to_str().unwrap()
+    ])
+    .status
+    .success());
     let o = zmem(&[
-        "recommend", c.to_str().unwrap(), "--algo", "lz4,lzo,zstd", "--ram", "16G", "--fs-read", "100", "--requests", "300",
-        "--out-dir", dir.to_str().unwrap(), "--format", "json",
+        "recommend",
+        c.to_str().unwrap(),
+        "--algo",
+        "lz4,lzo,zstd",
+        "--ram",
+        "16G",
+        "--fs-read",
+        "100",
+        "--requests",
+        "300",
+        "--out-dir",
+        dir.to_str().unwrap(),
+        "--format",
+        "json",
     ]);
     let j = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for k in ["\"primary\"", "\"swappiness\"", "\"disksize_mib\"", "\"zram_generator_conf\"", "\"use\""] {
+    for k in [
+        "\"primary\"",
+        "\"swappiness\"",
+        "\"disksize_mib\"",
+        "\"zram_generator_conf\"",
+        "\"use\"",
+    ] {
         assert!(j.contains(k), "{k} in {j}");
     }
     let conf = std::fs::read_to_string(dir.join("zram-generator.conf")).unwrap();
-    let parsed = zmem_kernel::config::parse(&conf, &dir.join("zram-generator.conf")).expect("parses back");
+    let parsed =
+        zmem_kernel::config::parse(&conf, &dir.join("zram-generator.conf")).expect("parses back");
     let d = &parsed.devices[0];
-    assert_eq!(d.resident_limit.as_ref().unwrap().eval_mib(16384.0).unwrap(), 8192.0);
+    assert_eq!(
+        d.resident_limit
+            .as_ref()
+            .unwrap()
+            .eval_mib(16384.0)
+            .unwrap(),
+        8192.0
+    );
     let sysctl = std::fs::read_to_string(dir.join("99-zmem.conf")).unwrap();
     assert!(sysctl.contains("vm.swappiness = ") && sysctl.contains("vm.page-cluster = "));
     let _ = std::fs::remove_dir_all(&dir);

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn fixture(case: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel/tests/fixtures").join(case)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kernel/tests/fixtures")
+        .join(case)
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -53,7 +55,9 @@ fn parse_exposition(text: &str) -> Result<Vec<Sample>, String> {
         if let Some(rest) = line.strip_prefix("# ") {
             let mut it = rest.splitn(3, ' ');
             let kw = it.next().unwrap_or("");
-            let name = it.next().ok_or(format!("{ln}: comment without metric name"))?;
+            let name = it
+                .next()
+                .ok_or(format!("{ln}: comment without metric name"))?;
             let val = it.next().unwrap_or("");
             match kw {
                 "HELP" => {
@@ -68,8 +72,12 @@ fn parse_exposition(text: &str) -> Result<Vec<Sample>, String> {
                     if !["counter", "gauge", "histogram", "summary", "untyped"].contains(&val) {
                         return Err(format!("{ln}: unknown type {val}"));
                     }
-                    if types.insert(name.to_string(), val.to_string()).is_some() || seen_samples.contains(name) {
-                        return Err(format!("{ln}: TYPE for {name} repeated or after its samples"));
+                    if types.insert(name.to_string(), val.to_string()).is_some()
+                        || seen_samples.contains(name)
+                    {
+                        return Err(format!(
+                            "{ln}: TYPE for {name} repeated or after its samples"
+                        ));
                     }
                     if val == "counter" && !name.ends_with("_total") {
                         return Err(format!("{ln}: counter {name} does not end in _total"));
@@ -163,7 +171,8 @@ fn parse_exposition(text: &str) -> Result<Vec<Sample>, String> {
             v => v.parse().map_err(|_| format!("{ln}: bad value {v:?}"))?,
         };
         if let Some(ts) = parts.next() {
-            ts.parse::<i64>().map_err(|_| format!("{ln}: bad timestamp"))?;
+            ts.parse::<i64>()
+                .map_err(|_| format!("{ln}: bad timestamp"))?;
         }
         if parts.next().is_some() {
             return Err(format!("{ln}: trailing text"));
@@ -203,7 +212,10 @@ fn fake_ctl(path: &Path, count: usize) -> std::thread::JoinHandle<()> {
     let l = UnixListener::bind(path).unwrap();
     std::thread::spawn(move || {
         let attrs = [
-            ("mm_stat", "  1048576   262144   327680        0   327680       16        0        0        0"),
+            (
+                "mm_stat",
+                "  1048576   262144   327680        0   327680       16        0        0        0",
+            ),
             ("comp_algorithm", "lzo lz4 [zstd] "),
             ("disksize", "67108864"),
             ("io_stat", "       0        0 0        3"),
@@ -214,7 +226,10 @@ fn fake_ctl(path: &Path, count: usize) -> std::thread::JoinHandle<()> {
             let _ = BufReader::new(&s).read_line(&mut req);
             let mut w = req.split_whitespace();
             let reply = match (w.next(), w.next()) {
-                (Some("list"), _) => format!("ok\n{}\n", attrs.iter().map(|a| a.0).collect::<Vec<_>>().join("\n")),
+                (Some("list"), _) => format!(
+                    "ok\n{}\n",
+                    attrs.iter().map(|a| a.0).collect::<Vec<_>>().join("\n")
+                ),
                 (Some("read"), Some(a)) => match attrs.iter().find(|x| x.0 == a) {
                     Some((_, v)) => format!("ok\n{v}\n"),
                     None => format!("err ENOENT no attribute {a}\n"),
@@ -234,23 +249,52 @@ fn once_output_parses_and_covers_zram_zswap_and_serve() {
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     // The exporter reads mm_stat, comp_algorithm, disksize, io_stat and bd_stat of the served device.
     let server = fake_ctl(&root.join("run/zmem/vm1.ctl"), 5);
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem")).args(["exporter", "--once", "--root", root.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     server.join().unwrap();
     let get = |name: &str, dev: &str| {
-        samples.iter().find(|(n, l, _)| n == name && l.get("device").map(String::as_str) == Some(dev)).map(|s| s.2)
+        samples
+            .iter()
+            .find(|(n, l, _)| n == name && l.get("device").map(String::as_str) == Some(dev))
+            .map(|s| s.2)
     };
-    assert_eq!(get("zmem_zram_orig_data_bytes", "zram0"), Some(2147483648.0));
+    assert_eq!(
+        get("zmem_zram_orig_data_bytes", "zram0"),
+        Some(2147483648.0)
+    );
     assert_eq!(get("zmem_zram_compression_ratio", "zram0"), Some(4.0));
-    assert_eq!(get("zmem_zram_backing_written_bytes_total", "zram0"), Some(200.0 * 4096.0));
-    assert_eq!(get("zmem_zram_orig_data_bytes", "serve:vm1"), Some(1048576.0));
+    assert_eq!(
+        get("zmem_zram_backing_written_bytes_total", "zram0"),
+        Some(200.0 * 4096.0)
+    );
+    assert_eq!(
+        get("zmem_zram_orig_data_bytes", "serve:vm1"),
+        Some(1048576.0)
+    );
     assert_eq!(get("zmem_zram_notify_free_total", "serve:vm1"), Some(3.0));
-    let serve = samples.iter().find(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "serve:vm1").unwrap();
-    assert_eq!((serve.1["algorithm"].as_str(), serve.1["source"].as_str()), ("zstd", "serve"));
-    assert!(samples.iter().any(|(n, _, v)| n == "zmem_zswap_stores_total" && *v == 20.0));
-    assert!(samples.iter().any(|(n, _, v)| n == "zmem_exporter_read_errors" && *v == 0.0));
+    let serve = samples
+        .iter()
+        .find(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "serve:vm1")
+        .unwrap();
+    assert_eq!(
+        (serve.1["algorithm"].as_str(), serve.1["source"].as_str()),
+        ("zstd", "serve")
+    );
+    assert!(samples
+        .iter()
+        .any(|(n, _, v)| n == "zmem_zswap_stores_total" && *v == 20.0));
+    assert!(samples
+        .iter()
+        .any(|(n, _, v)| n == "zmem_exporter_read_errors" && *v == 0.0));
     let _ = fs::remove_dir_all(&root);
 }
 
@@ -258,13 +302,28 @@ fn once_output_parses_and_covers_zram_zswap_and_serve() {
 fn http_metrics_endpoint() {
     let root = fixture("06-in-use/root");
     let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(["exporter", "--listen", "127.0.0.1:0", "--max-requests", "2", "--root", root.to_str().unwrap()])
+        .args([
+            "exporter",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-requests",
+            "2",
+            "--root",
+            root.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
-    let addr = first.trim().strip_prefix("zmem exporter listening on http://").and_then(|s| s.strip_suffix("/metrics")).unwrap().to_string();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("zmem exporter listening on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap()
+        .to_string();
     let get = |path: &str| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
         write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
@@ -274,9 +333,16 @@ fn http_metrics_endpoint() {
     };
     let r = get("/metrics");
     let (head, body) = r.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/plain; version=0.0.4"), "{head}");
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.contains("text/plain; version=0.0.4"),
+        "{head}"
+    );
     let samples = parse_exposition(body).unwrap_or_else(|e| panic!("{e}\n{body}"));
-    assert!(samples.iter().any(|(n, l, _)| n == "zmem_zram_mem_used_peak_bytes" && l["device"] == "zram0" && l["algorithm"] == "lzo-rle"));
+    assert!(samples
+        .iter()
+        .any(|(n, l, _)| n == "zmem_zram_mem_used_peak_bytes"
+            && l["device"] == "zram0"
+            && l["algorithm"] == "lzo-rle"));
     assert!(get("/nope").starts_with("HTTP/1.1 404"));
     assert!(child.wait().unwrap().success());
 }
@@ -288,24 +354,42 @@ fn grafana_dashboard_uses_only_exported_metrics() {
     copy_tree(&fixture("15-policy/root"), &root);
     let dbg = root.join("sys/kernel/debug/zswap");
     fs::create_dir_all(&dbg).unwrap();
-    for (k, v) in [("pool_limit_hit", "2"), ("reject_compress_poor", "5"), ("reject_alloc_fail", "0"), ("pool_total_size", "4096"), ("stored_pages", "3"), ("written_back_pages", "1")] {
+    for (k, v) in [
+        ("pool_limit_hit", "2"),
+        ("reject_compress_poor", "5"),
+        ("reject_alloc_fail", "0"),
+        ("pool_total_size", "4096"),
+        ("stored_pages", "3"),
+        ("written_back_pages", "1"),
+    ] {
         fs::write(dbg.join(k), format!("{v}\n")).unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem")).args(["exporter", "--once", "--root", root.to_str().unwrap()]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let names: BTreeSet<&str> = samples.iter().map(|s| s.0.as_str()).collect();
-    let dash = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/grafana-zmem.json")).unwrap();
+    let dash =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/grafana-zmem.json"))
+            .unwrap();
     let mut used = BTreeSet::new();
     for (i, _) in dash.match_indices("zmem_") {
-        let n: String = dash[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let n: String = dash[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
         if n != "zmem_" && !n.starts_with("zmem_zram_zswap") {
             used.insert(n);
         }
     }
     assert!(used.len() > 10);
     for n in &used {
-        assert!(names.contains(n.as_str()), "dashboard uses {n}, which the exporter does not export");
+        assert!(
+            names.contains(n.as_str()),
+            "dashboard uses {n}, which the exporter does not export"
+        );
     }
     let _ = fs::remove_dir_all(&root);
 }
@@ -318,11 +402,21 @@ fn a_dead_control_socket_is_counted_not_fatal() {
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     // A socket file whose server is gone (as after a crash of `zmem serve`).
     drop(UnixListener::bind(root.join("run/zmem/gone.ctl")).unwrap());
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem")).args(["exporter", "--once", "--root", root.to_str().unwrap()]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    assert!(samples.iter().any(|(n, _, v)| n == "zmem_exporter_read_errors" && *v == 1.0), "{text}");
-    assert!(samples.iter().any(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "zram0"));
+    assert!(
+        samples
+            .iter()
+            .any(|(n, _, v)| n == "zmem_exporter_read_errors" && *v == 1.0),
+        "{text}"
+    );
+    assert!(samples
+        .iter()
+        .any(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "zram0"));
     let _ = fs::remove_dir_all(&root);
 }

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn fixture(case: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel/tests/fixtures").join(case)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kernel/tests/fixtures")
+        .join(case)
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -22,8 +24,15 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 fn zmem(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -34,14 +43,29 @@ fn once_runs_one_round_and_remembers_backoff() {
     let r = root.to_str().unwrap();
     let (ok, out, err) = zmem(&["policy", "--once", "--root", r, "--now", "1700000000"]);
     assert!(ok, "{err}");
-    assert!(out.contains("2023-11-14T22:13:20Z zram0: write recompress type=huge_idle threshold=1024: ok"), "{out}");
-    assert!(out.contains("zram0: write writeback huge_idle: ok"), "{out}");
+    assert!(
+        out.contains(
+            "2023-11-14T22:13:20Z zram0: write recompress type=huge_idle threshold=1024: ok"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("zram0: write writeback huge_idle: ok"),
+        "{out}"
+    );
     let log = fs::read_to_string(root.join("zmem-fixture.log")).unwrap();
-    assert!(log.contains("write /sys/block/zram0/writeback_limit_enable 1"), "{log}");
+    assert!(
+        log.contains("write /sys/block/zram0/writeback_limit_enable 1"),
+        "{log}"
+    );
     // The next round, 1 minute later, backs off (state kept under run/zmem in the tree).
     let (ok, out, _) = zmem(&["policy", "--once", "--root", r, "--now", "1700000060"]);
     assert!(ok);
-    assert!(out.contains("recompression backs off for 29 min") && out.contains("writeback backs off for 9 min"), "{out}");
+    assert!(
+        out.contains("recompression backs off for 29 min")
+            && out.contains("writeback backs off for 9 min"),
+        "{out}"
+    );
     let _ = fs::remove_dir_all(&root);
 }
 
@@ -50,9 +74,20 @@ fn dry_run_writes_nothing() {
     let root = std::env::temp_dir().join(format!("zmem-cli-policy-dry-{}", std::process::id()));
     let _ = fs::remove_dir_all(&root);
     copy_tree(&fixture("15-policy/root"), &root);
-    let (ok, out, err) = zmem(&["policy", "--once", "--dry-run", "--root", root.to_str().unwrap(), "--now", "1700000000"]);
+    let (ok, out, err) = zmem(&[
+        "policy",
+        "--once",
+        "--dry-run",
+        "--root",
+        root.to_str().unwrap(),
+        "--now",
+        "1700000000",
+    ]);
     assert!(ok, "{err}");
-    assert!(out.contains("write writeback huge_idle: ok (dry run)"), "{out}");
+    assert!(
+        out.contains("write writeback huge_idle: ok (dry run)"),
+        "{out}"
+    );
     assert!(!root.join("zmem-fixture.log").exists(), "dry run wrote");
     let _ = fs::remove_dir_all(&root);
 }
@@ -63,8 +98,18 @@ fn bad_policy_key_is_reported_with_its_line() {
     fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("p.conf");
     fs::write(&conf, "[policy]\nwriteback-backoff = 10 minutes\n").unwrap();
-    let (ok, _, err) = zmem(&["policy", "--once", "--config", conf.to_str().unwrap(), "--root", dir.to_str().unwrap()]);
-    assert!(!ok && err.contains("p.conf:2: writeback-backoff must be a duration"), "{err}");
+    let (ok, _, err) = zmem(&[
+        "policy",
+        "--once",
+        "--config",
+        conf.to_str().unwrap(),
+        "--root",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        !ok && err.contains("p.conf:2: writeback-backoff must be a duration"),
+        "{err}"
+    );
     let _ = fs::remove_dir_all(&dir);
 }
 
@@ -74,7 +119,10 @@ fn recording_ctl(path: &Path, writes: std::sync::Arc<std::sync::Mutex<Vec<String
     let l = std::os::unix::net::UnixListener::bind(path).unwrap();
     std::thread::spawn(move || {
         let attrs = [
-            ("mm_stat", "104857600 26214400 28311552 0 28311552 0 0 100 100"),
+            (
+                "mm_stat",
+                "104857600 26214400 28311552 0 28311552 0 0 100 100",
+            ),
             ("disksize", "1073741824"),
             ("comp_algorithm", "lz4 [zstd] "),
             ("recomp_algorithm", "#1: lz4 [zstd] deflate "),
@@ -92,7 +140,10 @@ fn recording_ctl(path: &Path, writes: std::sync::Arc<std::sync::Mutex<Vec<String
             let _ = BufReader::new(&s).read_line(&mut req);
             let req = req.trim_end().to_string();
             let reply = if req == "list" {
-                format!("ok\n{}\n", attrs.iter().map(|a| a.0).collect::<Vec<_>>().join("\n"))
+                format!(
+                    "ok\n{}\n",
+                    attrs.iter().map(|a| a.0).collect::<Vec<_>>().join("\n")
+                )
             } else if let Some(a) = req.strip_prefix("read ") {
                 match attrs.iter().find(|x| x.0 == a) {
                     Some((_, v)) => format!("ok\n{v}\n"),
@@ -120,9 +171,21 @@ fn serve_devices_get_the_same_actions_through_their_control_socket() {
     let conf = root.join("p.conf");
     // serve-sockets is a path inside the root.
     fs::write(&conf, "[policy]\nserve-sockets = /run/zmem\n").unwrap();
-    let (ok, out, err) = zmem(&["policy", "--once", "--config", conf.to_str().unwrap(), "--root", root.to_str().unwrap(), "--now", "1700000000"]);
+    let (ok, out, err) = zmem(&[
+        "policy",
+        "--once",
+        "--config",
+        conf.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--now",
+        "1700000000",
+    ]);
     assert!(ok, "{err}");
-    assert!(out.contains("serve:vm1: write recompress type=huge_idle threshold=1024: ok"), "{out}");
+    assert!(
+        out.contains("serve:vm1: write recompress type=huge_idle threshold=1024: ok"),
+        "{out}"
+    );
     // zram0 of the fixture is uninitialised: nothing to do there.
     assert!(out.contains("zram0: empty, nothing to do"), "{out}");
     let w = writes.lock().unwrap().clone();
@@ -159,10 +222,15 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
     copy_tree(&fixture("01-basic/root"), &root);
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     let backing = root.join("backing.img");
-    fs::File::create(&backing).unwrap().set_len(16 << 20).unwrap();
+    fs::File::create(&backing)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
     let sock = root.join("nbd.sock");
     let mut serve = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(["serve", "--size", "16M", "--algo", "lz4", "--recomp", "zstd", "--export", "vm1"])
+        .args([
+            "serve", "--size", "16M", "--algo", "lz4", "--recomp", "zstd", "--export", "vm1",
+        ])
         .arg("--backing-dev")
         .arg(&backing)
         .arg("--ctl")
@@ -174,7 +242,9 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(serve.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     assert!(line.starts_with("listening on"), "{line:?}");
     struct Kill(std::process::Child);
     impl Drop for Kill {
@@ -193,8 +263,28 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
         x ^= x << 17;
         x
     };
-    let words = ["policy ", "drives ", "zmem ", "serve ", "through ", "its ", "control ", "socket ", "idle ",
-        "slot ", "handle ", "zspage ", "recompress ", "writeback ", "the ", "a ", "of ", "page ", "\n", "42 "];
+    let words = [
+        "policy ",
+        "drives ",
+        "zmem ",
+        "serve ",
+        "through ",
+        "its ",
+        "control ",
+        "socket ",
+        "idle ",
+        "slot ",
+        "handle ",
+        "zspage ",
+        "recompress ",
+        "writeback ",
+        "the ",
+        "a ",
+        "of ",
+        "page ",
+        "\n",
+        "42 ",
+    ];
     let mut data = Vec::new();
     while data.len() < 2 << 20 {
         data.extend_from_slice(words[(rand() % words.len() as u64) as usize].as_bytes());
@@ -202,7 +292,9 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
     data.truncate(2 << 20);
     data.extend((0..(256 << 10)).map(|_| rand() as u8));
     let mut c = zmem_nbd::client::Client::connect(&sock, "vm1").unwrap();
-    c.stream().set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    c.stream()
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
     assert_eq!(c.write(0, &data).unwrap(), 0);
     let ctl = root.join("run/zmem/vm1.ctl");
     let mm = |field: usize| -> u64 {
@@ -219,20 +311,45 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
          writeback-max-per-round = 400K\n",
     )
     .unwrap();
-    let (ok, out, err) =
-        zmem(&["policy", "--once", "--config", conf.to_str().unwrap(), "--root", root.to_str().unwrap(), "--now", "1700000000"]);
+    let (ok, out, err) = zmem(&[
+        "policy",
+        "--once",
+        "--config",
+        conf.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--now",
+        "1700000000",
+    ]);
     assert!(ok, "{out}\n{err}");
     println!("{out}");
-    assert!(out.contains("serve:vm1: write recompress type=huge_idle threshold=1024: ok"), "{out}");
-    assert!(out.contains("serve:vm1: write writeback huge_idle"), "{out}");
+    assert!(
+        out.contains("serve:vm1: write recompress type=huge_idle threshold=1024: ok"),
+        "{out}"
+    );
+    assert!(
+        out.contains("serve:vm1: write writeback huge_idle"),
+        "{out}"
+    );
     assert!(out.contains("serve:vm1: wrote back"), "{out}");
     // Recompression shrank what stays in RAM; writeback moved pages to the file.
     let (_, bd, _) = zmem(&["ctl", ctl.to_str().unwrap(), "bd_stat"]);
     let bd: Vec<u64> = bd.split_whitespace().map(|v| v.parse().unwrap()).collect();
     assert!(bd[2] > 0, "pages written back: {bd:?}\n{out}");
-    assert!(bd[2] <= 100, "the round's writeback_limit (400 KiB at most = 100 pages): {bd:?}\n{out}");
-    assert!(mm(1) < compr_before, "compr_data_size {} -> {}\n{out}", compr_before, mm(1));
-    assert!(c.read(0, data.len() as u32).unwrap().unwrap() == data, "data changed after the policy round");
+    assert!(
+        bd[2] <= 100,
+        "the round's writeback_limit (400 KiB at most = 100 pages): {bd:?}\n{out}"
+    );
+    assert!(
+        mm(1) < compr_before,
+        "compr_data_size {} -> {}\n{out}",
+        compr_before,
+        mm(1)
+    );
+    assert!(
+        c.read(0, data.len() as u32).unwrap().unwrap() == data,
+        "data changed after the policy round"
+    );
     c.disconnect().unwrap();
     let _ = fs::remove_dir_all(&root);
 }

@@ -4,12 +4,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn fixture(case: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel/tests/fixtures").join(case)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kernel/tests/fixtures")
+        .join(case)
 }
 
 fn zmem(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -17,7 +26,10 @@ fn text_matches_the_fixture_expectation() {
     let root = fixture("06-in-use/root");
     let (ok, out, err) = zmem(&["status", "--root", root.to_str().unwrap()]);
     assert!(ok, "{err}");
-    assert_eq!(out, std::fs::read_to_string(fixture("06-in-use/expected-status.txt")).unwrap());
+    assert_eq!(
+        out,
+        std::fs::read_to_string(fixture("06-in-use/expected-status.txt")).unwrap()
+    );
     // Current and peak apart, limits "none", ratio and savings.
     assert!(out.contains("RAM used now") && out.contains("RAM used at peak"));
     assert!(out.contains("memory limit           none"));
@@ -29,7 +41,14 @@ fn json_has_the_numbers_in_bytes() {
     let root = fixture("15-policy/root");
     let (ok, out, err) = zmem(&["status", "--json", "--root", root.to_str().unwrap()]);
     assert!(ok, "{err}");
-    for key in ["\"name\": \"zram0\"", "\"orig_data_bytes\": 2147483648", "\"mem_limit_bytes\": null", "\"ratio\": 4", "\"backing_dev\": \"/dev/vdb1\"", "\"zswap\": {"] {
+    for key in [
+        "\"name\": \"zram0\"",
+        "\"orig_data_bytes\": 2147483648",
+        "\"mem_limit_bytes\": null",
+        "\"ratio\": 4",
+        "\"backing_dev\": \"/dev/vdb1\"",
+        "\"zswap\": {",
+    ] {
         assert!(out.contains(key), "{key} missing in {out}");
     }
     // Balanced braces and brackets outside strings: the document is complete.

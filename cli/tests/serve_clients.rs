@@ -12,7 +12,9 @@ use serve_common::*;
 #[test]
 fn serve_nbdinfo_shows_size_and_block_sizes() {
     if !have("nbdinfo") {
-        println!("SKIP serve_nbdinfo_shows_size_and_block_sizes: nbdinfo (libnbd-bin) not installed");
+        println!(
+            "SKIP serve_nbdinfo_shows_size_and_block_sizes: nbdinfo (libnbd-bin) not installed"
+        );
         return;
     }
     let s = Served::start("48M", &[]);
@@ -47,14 +49,26 @@ fn serve_qemu_img_convert_round_trip() {
     let img = s.path("in.img");
     let data = mixed_bytes(32 << 20, 42);
     std::fs::write(&img, &data).unwrap();
-    run(Command::new("qemu-img").args(["convert", "-n", "-f", "raw", "-O", "raw"]).arg(&img).arg(s.uri()));
+    run(Command::new("qemu-img")
+        .args(["convert", "-n", "-f", "raw", "-O", "raw"])
+        .arg(&img)
+        .arg(s.uri()));
     let back = s.path("out.img");
-    run(Command::new("qemu-img").args(["convert", "-f", "raw", "-O", "raw"]).arg(s.uri()).arg(&back));
+    run(Command::new("qemu-img")
+        .args(["convert", "-f", "raw", "-O", "raw"])
+        .arg(s.uri())
+        .arg(&back));
     let got = std::fs::read(&back).unwrap();
     assert_eq!(got.len(), data.len());
-    assert!(got == data, "bytes differ after qemu-img convert into the export and back");
+    assert!(
+        got == data,
+        "bytes differ after qemu-img convert into the export and back"
+    );
     // The device holds it compressed: mm_stat orig_data_size counts the non-zero pages.
-    let mm = run(Command::new(env!("CARGO_BIN_EXE_zmem")).arg("ctl").arg(&s.ctl).arg("mm_stat"));
+    let mm = run(Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .arg("ctl")
+        .arg(&s.ctl)
+        .arg("mm_stat"));
     let f: Vec<u64> = mm.split_whitespace().map(|v| v.parse().unwrap()).collect();
     assert!(f[0] > 0 && f[1] < f[0], "mm_stat {mm}");
     let (ok, err) = s.stop();
@@ -66,7 +80,10 @@ fn fio_nbd() -> Option<&'static str> {
         return Some("fio not installed");
     }
     let out = Command::new("fio").arg("--enghelp").output().ok()?;
-    if !String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == "nbd") {
+    if !String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.trim() == "nbd")
+    {
         return Some("this fio has no nbd engine");
     }
     None
@@ -106,18 +123,21 @@ fn serve_fio_randwrite_then_randread_verify() {
     let r = run(&mut job(&["--verify_only"]));
     assert!(r.contains("err= 0") && !r.contains("verify: bad"), "{r}");
     // And a mixed run with verify inline, two jobs on two connections.
-    let m = run(Command::new("fio").args([
-        "--name=mixed",
-        "--ioengine=nbd",
-        "--rw=randwrite",
-        "--bs=16k",
-        "--iodepth=8",
-        "--size=32M",
-        "--offset_increment=48M",
-        "--numjobs=2",
-        "--verify=crc32c",
-        "--do_verify=1",
-    ]).arg(format!("--uri={}", s.uri())).current_dir(&s.dir));
+    let m = run(Command::new("fio")
+        .args([
+            "--name=mixed",
+            "--ioengine=nbd",
+            "--rw=randwrite",
+            "--bs=16k",
+            "--iodepth=8",
+            "--size=32M",
+            "--offset_increment=48M",
+            "--numjobs=2",
+            "--verify=crc32c",
+            "--do_verify=1",
+        ])
+        .arg(format!("--uri={}", s.uri()))
+        .current_dir(&s.dir));
     assert!(m.contains("err= 0") && !m.contains("verify: bad"), "{m}");
     let (ok, err) = s.stop();
     assert!(ok, "{err}");
@@ -136,7 +156,9 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
         println!("SKIP {name}: mounting needs root");
         return;
     }
-    if !exists(std::path::Path::new("/dev/fuse")) || !exists(std::path::Path::new("/dev/loop-control")) {
+    if !exists(std::path::Path::new("/dev/fuse"))
+        || !exists(std::path::Path::new("/dev/loop-control"))
+    {
         println!("SKIP {name}: no /dev/fuse or /dev/loop-control");
         return;
     }
@@ -145,14 +167,25 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
     let mnt = s.path("mnt");
     std::fs::create_dir_all(&fuse_dir).unwrap();
     std::fs::create_dir_all(&mnt).unwrap();
-    let fuse = Command::new("nbdfuse").arg(&fuse_dir).arg(s.uri()).spawn().unwrap();
+    let fuse = Command::new("nbdfuse")
+        .arg(&fuse_dir)
+        .arg(s.uri())
+        .spawn()
+        .unwrap();
     // Whatever happens below (a failed assertion included), the loop mount and
     // the FUSE mount are taken down and nbdfuse is reaped.
-    let mut guard = MountGuard { mnt: mnt.clone(), fuse_dir: fuse_dir.clone(), fuse };
+    let mut guard = MountGuard {
+        mnt: mnt.clone(),
+        fuse_dir: fuse_dir.clone(),
+        fuse,
+    };
     let file = fuse_dir.join("nbd");
     let mut ready = false;
     for _ in 0..200 {
-        if std::fs::metadata(&file).map(|m| m.len() == 128 << 20).unwrap_or(false) {
+        if std::fs::metadata(&file)
+            .map(|m| m.len() == 128 << 20)
+            .unwrap_or(false)
+        {
             ready = true;
             break;
         }
@@ -163,9 +196,18 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
         return;
     }
     run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&file));
-    let mounted = output_within(Command::new("mount").args(["-o", "loop"]).arg(&file).arg(&mnt), COMMAND_LIMIT);
+    let mounted = output_within(
+        Command::new("mount")
+            .args(["-o", "loop"])
+            .arg(&file)
+            .arg(&mnt),
+        COMMAND_LIMIT,
+    );
     if !mounted.status.success() {
-        println!("SKIP {name}: loop mount refused: {}", String::from_utf8_lossy(&mounted.stderr).trim());
+        println!(
+            "SKIP {name}: loop mount refused: {}",
+            String::from_utf8_lossy(&mounted.stderr).trim()
+        );
         return;
     }
     // A tree of files: text, zeros, random, nested directories.
@@ -183,9 +225,15 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
     let um = |m: &std::path::Path| run(Command::new("umount").arg(m));
     um(&mnt);
     run(Command::new("e2fsck").args(["-f", "-n"]).arg(&file));
-    run(Command::new("mount").args(["-o", "loop"]).arg(&file).arg(&mnt));
+    run(Command::new("mount")
+        .args(["-o", "loop"])
+        .arg(&file)
+        .arg(&mnt));
     for (rel, data) in &files {
-        assert!(std::fs::read(mnt.join(rel)).unwrap() == *data, "{rel} differs after remount");
+        assert!(
+            std::fs::read(mnt.join(rel)).unwrap() == *data,
+            "{rel} differs after remount"
+        );
     }
     um(&mnt);
     guard.unmount_fuse();
@@ -204,7 +252,10 @@ struct MountGuard {
 impl MountGuard {
     /// Unmount the FUSE directory (nbdfuse then exits) and reap nbdfuse.
     fn unmount_fuse(&mut self) {
-        let _ = output_within(Command::new("fusermount3").arg("-u").arg(&self.fuse_dir), Duration::from_secs(30));
+        let _ = output_within(
+            Command::new("fusermount3").arg("-u").arg(&self.fuse_dir),
+            Duration::from_secs(30),
+        );
         if wait_exit(&mut self.fuse, Duration::from_secs(30)).is_none() {
             let _ = self.fuse.kill();
             let _ = self.fuse.wait();
@@ -217,7 +268,11 @@ impl Drop for MountGuard {
         if let Ok(None) = self.fuse.try_wait() {
             // Lazy unmounts: they cannot hang on a dead server.
             let _ = Command::new("umount").arg("-l").arg(&self.mnt).output();
-            let _ = Command::new("fusermount3").arg("-u").arg("-z").arg(&self.fuse_dir).output();
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg("-z")
+                .arg(&self.fuse_dir)
+                .output();
             let _ = self.fuse.kill();
             let _ = self.fuse.wait();
         }

@@ -22,12 +22,18 @@ fn zmem() -> Command {
 fn is_root() -> bool {
     fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
 fn zswap_enabled() -> bool {
-    fs::read_to_string("/sys/module/zswap/parameters/enabled").map(|s| s.trim() == "Y").unwrap_or(false)
+    fs::read_to_string("/sys/module/zswap/parameters/enabled")
+        .map(|s| s.trim() == "Y")
+        .unwrap_or(false)
 }
 
 fn active_swaps() -> Vec<String> {
@@ -50,15 +56,25 @@ fn skip_reason() -> Option<String> {
     if !Path::new("/sys/module/zswap/parameters/enabled").exists() {
         return Some("kernel has no zswap".into());
     }
-    if !fs::read_to_string("/proc/crypto").unwrap_or_default().lines().any(|l| l.starts_with("name") && l.ends_with(": lzo")) {
+    if !fs::read_to_string("/proc/crypto")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("name") && l.ends_with(": lzo"))
+    {
         return Some("no lzo in /proc/crypto for zswap".into());
     }
-    if !fs::read_to_string("/proc/self/mountinfo").unwrap_or_default().contains("cgroup") {
+    if !fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .contains("cgroup")
+    {
         return Some("no cgroup mounts".into());
     }
     let swaps = active_swaps();
     if !swaps.is_empty() {
-        return Some(format!("swap is already active ({}); the trial would refuse", swaps.join(", ")));
+        return Some(format!(
+            "swap is already active ({}); the trial would refuse",
+            swaps.join(", ")
+        ));
     }
     if zswap_enabled() {
         return Some("zswap is already enabled; the trial would refuse".into());
@@ -80,8 +96,13 @@ macro_rules! skip_unless_ready {
 fn cgroup_parents() -> Vec<PathBuf> {
     let mut v = Vec::new();
     let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    for line in fs::read_to_string("/proc/self/mountinfo").unwrap_or_default().lines() {
-        let Some((pre, post)) = line.split_once(" - ") else { continue };
+    for line in fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+    {
+        let Some((pre, post)) = line.split_once(" - ") else {
+            continue;
+        };
         let pre: Vec<&str> = pre.split(' ').collect();
         let post: Vec<&str> = post.split(' ').collect();
         if pre.len() < 5 || post.len() < 3 {
@@ -105,7 +126,12 @@ fn cgroup_parents() -> Vec<PathBuf> {
 
 fn subdirs(p: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(p)
-        .map(|it| it.filter_map(|e| e.ok()).filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -114,12 +140,21 @@ fn subdirs(p: &Path) -> Vec<String> {
 /// Everything a trial may touch, as text.
 fn snapshot() -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
-    m.insert("/proc/swaps".into(), fs::read_to_string("/proc/swaps").unwrap_or_default());
-    let zram: Vec<String> = subdirs(Path::new("/sys/block")).into_iter().filter(|d| d.starts_with("zram")).collect();
+    m.insert(
+        "/proc/swaps".into(),
+        fs::read_to_string("/proc/swaps").unwrap_or_default(),
+    );
+    let zram: Vec<String> = subdirs(Path::new("/sys/block"))
+        .into_iter()
+        .filter(|d| d.starts_with("zram"))
+        .collect();
     m.insert("zram devices".into(), zram.join(" "));
     for e in fs::read_dir("/sys/module/zswap/parameters").unwrap() {
         let p = e.unwrap().path();
-        m.insert(p.display().to_string(), fs::read_to_string(&p).unwrap_or_default());
+        m.insert(
+            p.display().to_string(),
+            fs::read_to_string(&p).unwrap_or_default(),
+        );
     }
     for k in ["/proc/sys/vm/swappiness", "/proc/sys/vm/page-cluster"] {
         m.insert(k.into(), fs::read_to_string(k).unwrap_or_default());
@@ -128,7 +163,12 @@ fn snapshot() -> BTreeMap<String, String> {
         m.insert(format!("cgroups in {}", p.display()), subdirs(&p).join(" "));
     }
     let leftovers: Vec<String> = fs::read_dir("/var/tmp")
-        .map(|it| it.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("zmem-trial.")).collect())
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("zmem-trial."))
+                .collect()
+        })
         .unwrap_or_default();
     m.insert("swap files in /var/tmp".into(), leftovers.join(" "));
     m
@@ -145,13 +185,42 @@ fn assert_same(before: &BTreeMap<String, String>, after: &BTreeMap<String, Strin
 fn trial_runs_every_configuration_and_restores_everything() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     skip_unless_ready!("trial_runs_every_configuration_and_restores_everything");
-    let html = std::env::temp_dir().join(format!("zmem-trial-test-report.{}.html", std::process::id()));
+    let html = std::env::temp_dir().join(format!(
+        "zmem-trial-test-report.{}.html",
+        std::process::id()
+    ));
     let before = snapshot();
     let out = zmem()
-        .args(["trial", "--builtin", "memalloc", "--memory", "64M", "--size", "96M", "--repeat", "1"])
-        .args(["--config", "none", "--config", "disk", "--config", "zram:lz4", "--config", "zswap:lzo"])
+        .args([
+            "trial",
+            "--builtin",
+            "memalloc",
+            "--memory",
+            "64M",
+            "--size",
+            "96M",
+            "--repeat",
+            "1",
+        ])
+        .args([
+            "--config",
+            "none",
+            "--config",
+            "disk",
+            "--config",
+            "zram:lz4",
+            "--config",
+            "zswap:lzo",
+        ])
         // Change the sysctls too, so their restoration is tested.
-        .args(["--swappiness", "133", "--page-cluster", "0", "--format", "json"])
+        .args([
+            "--swappiness",
+            "133",
+            "--page-cluster",
+            "0",
+            "--format",
+            "json",
+        ])
         .arg("--report")
         .arg(&html)
         .output()
@@ -164,17 +233,37 @@ fn trial_runs_every_configuration_and_restores_everything() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "{r}");
-    let run = |name: &str| runs.iter().find(|x| x["config"] == name).unwrap_or_else(|| panic!("no run {name}"));
+    let run = |name: &str| {
+        runs.iter()
+            .find(|x| x["config"] == name)
+            .unwrap_or_else(|| panic!("no run {name}"))
+    };
     // 96M of data under a 64M limit without swap cannot fit.
-    assert_ne!(run("none")["outcome"]["status"], "exited", "{}", run("none"));
+    assert_ne!(
+        run("none")["outcome"]["status"],
+        "exited",
+        "{}",
+        run("none")
+    );
     for c in ["disk", "zram:lz4", "zswap:lzo"] {
-        assert_eq!(run(c)["outcome"], serde_json::json!({"status": "exited", "code": 0}), "{c}: {}", run(c));
-        assert!(run(c)["cgroup_peak_bytes"].as_u64().unwrap() <= 64 << 20, "{c}");
+        assert_eq!(
+            run(c)["outcome"],
+            serde_json::json!({"status": "exited", "code": 0}),
+            "{c}: {}",
+            run(c)
+        );
+        assert!(
+            run(c)["cgroup_peak_bytes"].as_u64().unwrap() <= 64 << 20,
+            "{c}"
+        );
     }
     // Pages went where the configuration says.
     assert!(run("disk")["vm"]["pswpout"].as_u64().unwrap() > 0);
     let zram = &run("zram:lz4")["zram"]["mm_stat_fullest"];
-    assert!(zram[0].as_u64().unwrap() > 0 && zram[1].as_u64().unwrap() < zram[0].as_u64().unwrap(), "{zram}");
+    assert!(
+        zram[0].as_u64().unwrap() > 0 && zram[1].as_u64().unwrap() < zram[0].as_u64().unwrap(),
+        "{zram}"
+    );
     assert!(run("zswap:lzo")["vm"]["zswpout"].as_u64().unwrap() > 0);
     let s = r["summaries"].as_array().unwrap();
     assert_eq!(s.len(), 4);
@@ -191,7 +280,17 @@ fn trial_runs_every_configuration_and_restores_everything() {
 fn interrupt_during(config: &str, configs: &[&str], signal: &str) -> (Option<i32>, String) {
     let parents = cgroup_parents();
     let mut cmd = zmem();
-    cmd.args(["trial", "--builtin", "memalloc", "--memory", "64M", "--size", "160M", "--repeat", "2"]);
+    cmd.args([
+        "trial",
+        "--builtin",
+        "memalloc",
+        "--memory",
+        "64M",
+        "--size",
+        "160M",
+        "--repeat",
+        "2",
+    ]);
     for c in configs {
         cmd.args(["--config", c]);
     }
@@ -224,9 +323,14 @@ fn interrupt_during(config: &str, configs: &[&str], signal: &str) -> (Option<i32
         }
         if seen {
             hit = parents.iter().any(|p| {
-                subdirs(p).iter().filter(|d| d.starts_with("zmem-trial.")).any(|d| {
-                    fs::read_to_string(p.join(d).join("cgroup.procs")).map(|s| !s.trim().is_empty()).unwrap_or(false)
-                })
+                subdirs(p)
+                    .iter()
+                    .filter(|d| d.starts_with("zmem-trial."))
+                    .any(|d| {
+                        fs::read_to_string(p.join(d).join("cgroup.procs"))
+                            .map(|s| !s.trim().is_empty())
+                            .unwrap_or(false)
+                    })
             });
         }
         if !hit {
@@ -236,11 +340,17 @@ fn interrupt_during(config: &str, configs: &[&str], signal: &str) -> (Option<i32
     if !hit {
         let _ = child.kill();
     }
-    assert!(hit, "never saw the {config} run's workload in a trial cgroup");
+    assert!(
+        hit,
+        "never saw the {config} run's workload in a trial cgroup"
+    );
     if config.starts_with("zswap") {
         assert!(zswap_enabled(), "zswap should be on during {config}");
     }
-    Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();
+    Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
     let status = child.wait().unwrap();
     let log = reader.join().unwrap();
     (status.code(), log)
@@ -276,16 +386,40 @@ fn sigkill_leaves_a_journal_that_recover_replays() {
     assert_eq!(code, None, "killed by a signal");
     // SIGKILL runs no cleanup: the machine is changed, and new trials refuse.
     assert_ne!(before, snapshot());
-    let out = zmem().args(["trial", "--builtin", "memalloc", "--memory", "64M", "--config", "disk"]).output().unwrap();
+    let out = zmem()
+        .args([
+            "trial",
+            "--builtin",
+            "memalloc",
+            "--memory",
+            "64M",
+            "--config",
+            "disk",
+        ])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("zmem trial --recover"), "{stderr}");
+    assert!(
+        !out.status.success() && stderr.contains("zmem trial --recover"),
+        "{stderr}"
+    );
     let out = zmem().args(["trial", "--recover"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("swapoff") && stdout.contains("zram") && stdout.contains("cgroup"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("swapoff") && stdout.contains("zram") && stdout.contains("cgroup"),
+        "{stdout}"
+    );
     assert_same(&before, &snapshot());
     let out = zmem().args(["trial", "--recover"]).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "nothing to recover");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "nothing to recover"
+    );
 }
 
 /// A swap file this test activates itself, removed again on drop.
@@ -302,20 +436,41 @@ impl Drop for OwnSwap {
 fn refuses_to_run_over_active_swap_without_force() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     skip_unless_ready!("refuses_to_run_over_active_swap_without_force");
-    let path = PathBuf::from(format!("/var/tmp/zmem-trial-test-own.{}.swap", std::process::id()));
+    let path = PathBuf::from(format!(
+        "/var/tmp/zmem-trial-test-own.{}.swap",
+        std::process::id()
+    ));
     let _ = fs::remove_file(&path);
     swap::create_swap_file(&path, 16 << 20).unwrap();
     let own = OwnSwap(path.clone());
     swap::swapon(&path, 5).unwrap();
     let before = snapshot();
     let out = zmem()
-        .args(["trial", "--builtin", "memalloc", "--memory", "64M", "--repeat", "1", "--config", "disk", "--config", "zram:lz4"])
+        .args([
+            "trial",
+            "--builtin",
+            "memalloc",
+            "--memory",
+            "64M",
+            "--repeat",
+            "1",
+            "--config",
+            "disk",
+            "--config",
+            "zram:lz4",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("would distort") && stderr.contains("--force"), "{stderr}");
-    assert!(stderr.contains(&format!("swap is active on {}", path.display())), "{stderr}");
+    assert!(
+        stderr.contains("would distort") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("swap is active on {}", path.display())),
+        "{stderr}"
+    );
     // Nothing was touched: our swap is still on, nothing new exists.
     assert_same(&before, &snapshot());
     assert!(active_swaps().contains(&path.display().to_string()));
@@ -334,12 +489,28 @@ fn refuses_without_root() {
             return;
         }
         let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_zmem")]);
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_zmem"),
+        ]);
         c
     } else {
         zmem()
     };
-    let out = cmd.args(["trial", "--builtin", "memalloc", "--memory", "64M", "--config", "disk"]).output().unwrap();
+    let out = cmd
+        .args([
+            "trial",
+            "--builtin",
+            "memalloc",
+            "--memory",
+            "64M",
+            "--config",
+            "disk",
+        ])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("Permission denied") && stderr.contains("setpriv") {
         println!("SKIP {name}: nobody cannot execute the test binary here: {stderr}");
@@ -352,12 +523,59 @@ fn refuses_without_root() {
 #[test]
 fn bad_arguments_are_clear_errors() {
     for (args, want) in [
-        (vec!["--memory", "64M", "--config", "tmpfs", "--builtin", "memalloc"], "unknown swap configuration"),
-        (vec!["--memory", "64Q", "--config", "disk", "--builtin", "memalloc"], "not a size"),
+        (
+            vec![
+                "--memory",
+                "64M",
+                "--config",
+                "tmpfs",
+                "--builtin",
+                "memalloc",
+            ],
+            "unknown swap configuration",
+        ),
+        (
+            vec![
+                "--memory",
+                "64Q",
+                "--config",
+                "disk",
+                "--builtin",
+                "memalloc",
+            ],
+            "not a size",
+        ),
         (vec!["--memory", "64M", "--config", "disk"], "no workload"),
-        (vec!["--memory", "64M", "--builtin", "memalloc"], "at least one --config"),
-        (vec!["--memory", "64M", "--config", "disk", "--config", "disk", "--builtin", "memalloc"], "twice"),
-        (vec!["--memory", "64M", "--config", "disk", "--baseline", "zram:lz4", "--builtin", "memalloc"], "--baseline"),
+        (
+            vec!["--memory", "64M", "--builtin", "memalloc"],
+            "at least one --config",
+        ),
+        (
+            vec![
+                "--memory",
+                "64M",
+                "--config",
+                "disk",
+                "--config",
+                "disk",
+                "--builtin",
+                "memalloc",
+            ],
+            "twice",
+        ),
+        (
+            vec![
+                "--memory",
+                "64M",
+                "--config",
+                "disk",
+                "--baseline",
+                "zram:lz4",
+                "--builtin",
+                "memalloc",
+            ],
+            "--baseline",
+        ),
     ] {
         let out = zmem().arg("trial").args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -372,7 +590,10 @@ fn a_failing_command_is_reported_in_its_row() {
     skip_unless_ready!("a_failing_command_is_reported_in_its_row");
     let before = snapshot();
     let out = zmem()
-        .args(["trial", "--memory", "32M", "--repeat", "2", "--config", "none", "--config", "zram:lz4", "--format", "csv"])
+        .args([
+            "trial", "--memory", "32M", "--repeat", "2", "--config", "none", "--config",
+            "zram:lz4", "--format", "csv",
+        ])
         .args(["--", "/bin/sh", "-c", "echo to-stderr; exit 7"])
         .output()
         .unwrap();
@@ -383,23 +604,53 @@ fn a_failing_command_is_reported_in_its_row() {
     assert!(stderr.contains("to-stderr") && !stdout.contains("to-stderr"));
     let rows: Vec<&str> = stdout.lines().collect();
     assert_eq!(rows.len(), 3, "{stdout}");
-    assert!(rows[1].starts_with("none,2,0,") && rows[1].ends_with(",2× exit 7"), "{stdout}");
-    assert!(rows[2].starts_with("zram:lz4,2,0,") && rows[2].ends_with(",2× exit 7"), "{stdout}");
+    assert!(
+        rows[1].starts_with("none,2,0,") && rows[1].ends_with(",2× exit 7"),
+        "{stdout}"
+    );
+    assert!(
+        rows[2].starts_with("zram:lz4,2,0,") && rows[2].ends_with(",2× exit 7"),
+        "{stdout}"
+    );
     assert_same(&before, &snapshot());
 }
 
 #[test]
 fn a_missing_command_is_refused_up_front() {
-    let out = zmem().args(["trial", "--memory", "32M", "--config", "none", "--", "zmem-no-such-program"]).output().unwrap();
+    let out = zmem()
+        .args([
+            "trial",
+            "--memory",
+            "32M",
+            "--config",
+            "none",
+            "--",
+            "zmem-no-such-program",
+        ])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("\"zmem-no-such-program\" not found"), "{stderr}");
+    assert!(
+        stderr.contains("\"zmem-no-such-program\" not found"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn worker_verifies_memory() {
-    let out = zmem().args(["trial", "--worker", "memalloc", "--size", "8M"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = zmem().args(["trial", "--worker", "memalloc"]).output().unwrap();
+    let out = zmem()
+        .args(["trial", "--worker", "memalloc", "--size", "8M"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = zmem()
+        .args(["trial", "--worker", "memalloc"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 }

@@ -8,7 +8,10 @@ use std::process::{Command, Output};
 use serve_common::*;
 
 fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem")).args(args).output().expect("run zmem")
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(args)
+        .output()
+        .expect("run zmem")
 }
 
 fn text(b: &[u8]) -> String {
@@ -19,9 +22,23 @@ fn text(b: &[u8]) -> String {
 fn bench_writeback_json_table_and_backing_file() {
     let d = tmpdir("wbbench");
     let corpus = d.join("text.bin");
-    let o = zmem(&["corpus", "gen", "text", "--size", "1M", "-o", corpus.to_str().unwrap()]);
+    let o = zmem(&[
+        "corpus",
+        "gen",
+        "text",
+        "--size",
+        "1M",
+        "-o",
+        corpus.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "corpus gen: {}", text(&o.stderr));
-    let o = zmem(&["bench", "--writeback", corpus.to_str().unwrap(), "--format", "json"]);
+    let o = zmem(&[
+        "bench",
+        "--writeback",
+        corpus.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let r = &v.as_array().expect("array")[0];
@@ -33,9 +50,15 @@ fn bench_writeback_json_table_and_backing_file() {
     assert_eq!(r["bd_writes"].as_u64().unwrap(), written);
     assert_eq!(r["bd_count"].as_u64().unwrap(), written);
     assert_eq!(r["before"]["orig_data_size"], r["after"]["orig_data_size"]);
-    assert!(r["after"]["mem_used_total"].as_u64().unwrap() < r["before"]["mem_used_total"].as_u64().unwrap());
+    assert!(
+        r["after"]["mem_used_total"].as_u64().unwrap()
+            < r["before"]["mem_used_total"].as_u64().unwrap()
+    );
     let tmp_backing = r["backing_dev"].as_str().unwrap().to_string();
-    assert!(!std::path::Path::new(&tmp_backing).exists(), "temporary backing file removed: {tmp_backing}");
+    assert!(
+        !std::path::Path::new(&tmp_backing).exists(),
+        "temporary backing file removed: {tmp_backing}"
+    );
 
     // A named backing file that does not exist: created, then removed; compressed huge_idle.
     let back = d.join("backing.img");
@@ -51,13 +74,29 @@ fn bench_writeback_json_table_and_backing_file() {
     ]);
     let out = text(&o.stdout);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
-    for want in ["writeback type=all, writeback_compressed", "before writeback", "after writeback", "bd_stat", "read-back verified: true"] {
+    for want in [
+        "writeback type=all, writeback_compressed",
+        "before writeback",
+        "after writeback",
+        "bd_stat",
+        "read-back verified: true",
+    ] {
         assert!(out.contains(want), "{want:?} in {out}");
     }
     assert!(!exists(&back), "created backing file removed");
     // Bad input is refused with a message.
-    let o = zmem(&["bench", "--writeback", corpus.to_str().unwrap(), "--wb-type", "warm"]);
-    assert!(!o.status.success() && text(&o.stderr).contains("--wb-type"), "{}", text(&o.stderr));
+    let o = zmem(&[
+        "bench",
+        "--writeback",
+        corpus.to_str().unwrap(),
+        "--wb-type",
+        "warm",
+    ]);
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("--wb-type"),
+        "{}",
+        text(&o.stderr)
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -65,7 +104,10 @@ fn bench_writeback_json_table_and_backing_file() {
 fn serve_backing_dev_and_ctl_writeback() {
     let d = tmpdir("wbserve");
     let back = d.join("backing.img");
-    std::fs::File::create(&back).unwrap().set_len(8 << 20).unwrap();
+    std::fs::File::create(&back)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
     let s = Served::start("16M", &["--backing-dev", back.to_str().unwrap()]);
     let ctl = s.ctl.to_str().unwrap().to_string();
     let canon = std::fs::canonicalize(&back).unwrap();
@@ -76,14 +118,23 @@ fn serve_backing_dev_and_ctl_writeback() {
     let data = mixed_bytes(3 << 18, 4);
     assert_eq!(c.write(0, &data).unwrap(), 0);
     let o = zmem(&["ctl", &ctl, "mm_stat"]);
-    let huge_before: u64 = text(&o.stdout).split_whitespace().nth(7).unwrap().parse().unwrap();
+    let huge_before: u64 = text(&o.stdout)
+        .split_whitespace()
+        .nth(7)
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(huge_before, 64, "{}", text(&o.stdout));
     let o = zmem(&["ctl", &ctl, "writeback", "huge"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let o = zmem(&["ctl", &ctl, "bd_stat"]);
     assert_eq!(text(&o.stdout), "      64        0       64\n");
     let o = zmem(&["ctl", &ctl, "mm_stat"]);
-    assert_eq!(text(&o.stdout).split_whitespace().nth(7), Some("0"), "huge pages left RAM");
+    assert_eq!(
+        text(&o.stdout).split_whitespace().nth(7),
+        Some("0"),
+        "huge pages left RAM"
+    );
     // Data reads back identical, the written-back part from the file.
     assert!(c.read(0, data.len() as u32).unwrap().unwrap() == data);
     let o = zmem(&["ctl", &ctl, "bd_stat"]);
@@ -99,14 +150,30 @@ fn serve_backing_dev_and_ctl_writeback() {
         let mut a = vec!["ctl", ctl.as_str()];
         a.extend(args.iter().copied());
         let o = zmem(&a);
-        assert!(!o.status.success() && text(&o.stderr).contains(errno), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            !o.status.success() && text(&o.stderr).contains(errno),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
     }
-    assert!(zmem(&["ctl", &ctl, "writeback_limit_enable", "1"]).status.success());
+    assert!(zmem(&["ctl", &ctl, "writeback_limit_enable", "1"])
+        .status
+        .success());
     let o = zmem(&["ctl", &ctl, "writeback", "page_indexes=0-10"]);
-    assert!(text(&o.stderr).contains("EIO"), "limit 0: {}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("EIO"),
+        "limit 0: {}",
+        text(&o.stderr)
+    );
     // `zmem ctl TARGET` lists the writeback attributes.
     let all = text(&zmem(&["ctl", &ctl]).stdout);
-    for a in ["backing_dev:", "bd_stat:", "writeback_limit:", "writeback_limit_enable:", "writeback_compressed:"] {
+    for a in [
+        "backing_dev:",
+        "bd_stat:",
+        "writeback_limit:",
+        "writeback_limit_enable:",
+        "writeback_compressed:",
+    ] {
         assert!(all.contains(a), "{a} in {all}");
     }
     c.disconnect().unwrap();
@@ -125,6 +192,11 @@ fn serve_backing_dev_and_ctl_writeback() {
         &format!("unix:{}", d.join("s").display()),
     ]);
     let err = text(&o.stderr);
-    assert!(!o.status.success() && err.contains("ENOENT") && err.contains("/nonexistent/zmem-backing.img"), "{err}");
+    assert!(
+        !o.status.success()
+            && err.contains("ENOENT")
+            && err.contains("/nonexistent/zmem-backing.img"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

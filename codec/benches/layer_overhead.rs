@@ -18,7 +18,9 @@ fn pages() -> Vec<Vec<u8>> {
         s ^= s << 17;
         s
     };
-    let words = ["the ", "page ", "zram ", "slot ", "handle ", "memory ", "swap ", "of ", "\n", "0x7ffd "];
+    let words = [
+        "the ", "page ", "zram ", "slot ", "handle ", "memory ", "swap ", "of ", "\n", "0x7ffd ",
+    ];
     (0..64)
         .map(|i| {
             let mut p = vec![0u8; PAGE_SIZE];
@@ -98,12 +100,16 @@ struct Deflate(flate2::Compress, flate2::Decompress);
 impl Direct for Deflate {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> usize {
         self.0.reset();
-        self.0.compress(src, dst, flate2::FlushCompress::Finish).unwrap();
+        self.0
+            .compress(src, dst, flate2::FlushCompress::Finish)
+            .unwrap();
         self.0.total_out() as usize
     }
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) {
         self.1.reset(false);
-        self.1.decompress(src, dst, flate2::FlushDecompress::Finish).unwrap();
+        self.1
+            .decompress(src, dst, flate2::FlushDecompress::Finish)
+            .unwrap();
     }
 }
 
@@ -113,7 +119,8 @@ fn direct(name: &str) -> Box<dyn Direct> {
         "lz4hc" => Box::new(Lz4Hc),
         "zstd" => {
             let mut c = zstd_safe::CCtx::create();
-            c.set_parameter(zstd_safe::CParameter::CompressionLevel(3)).unwrap();
+            c.set_parameter(zstd_safe::CParameter::CompressionLevel(3))
+                .unwrap();
             Box::new(Zstd(c, zstd_safe::DCtx::create()))
         }
         "deflate" => Box::new(Deflate(

@@ -23,10 +23,18 @@ use zmem_codec::backend::lzo::{decompress, worst_compress, Compressor};
 fn corpora() -> Vec<Corpus> {
     let mut heap = lzo_support::heap_process(256);
     if heap.pages.len() < 64 {
-        eprintln!("note: only {} pages in this process's [heap]", heap.pages.len());
+        eprintln!(
+            "note: only {} pages in this process's [heap]",
+            heap.pages.len()
+        );
     }
     heap.name = "heap-process";
-    vec![heap, lzo_support::heap_synthetic(256, 1), lzo_support::text(256), lzo_support::zero_heavy(256, 2)]
+    vec![
+        heap,
+        lzo_support::heap_synthetic(256, 1),
+        lzo_support::text(256),
+        lzo_support::zero_heavy(256, 2),
+    ]
 }
 
 fn bench(c: &mut Criterion) {
@@ -140,7 +148,10 @@ criterion_group! {
 /// This thread's CPU time in seconds: time while descheduled (the machine is
 /// shared) does not count.
 fn thread_cpu() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec to a valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9

@@ -35,9 +35,31 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "page", "zram", "swap", "memory", "compressed", "slot", "handle", "kernel", "of",
-    "and", "a", "to", "in", "is", "idle", "writeback", "huge", "class", "zspage", "struct",
-    "request", "connection", "buffer", "timeout",
+    "the",
+    "page",
+    "zram",
+    "swap",
+    "memory",
+    "compressed",
+    "slot",
+    "handle",
+    "kernel",
+    "of",
+    "and",
+    "a",
+    "to",
+    "in",
+    "is",
+    "idle",
+    "writeback",
+    "huge",
+    "class",
+    "zspage",
+    "struct",
+    "request",
+    "connection",
+    "buffer",
+    "timeout",
 ];
 
 /// One heap-like page: malloc'd structs (size header, two pointers into a
@@ -127,7 +149,10 @@ impl Codec {
 fn codecs() -> Vec<(&'static str, Codec)> {
     let mut v = vec![("lz4 (C, acc 1)", Codec::Lz4C)];
     for name in ["842", "lz4m", "wkdm"] {
-        let s = zmem_codec::find(name).unwrap().new_stream(&Params::default()).unwrap();
+        let s = zmem_codec::find(name)
+            .unwrap()
+            .new_stream(&Params::default())
+            .unwrap();
         v.push((name, Codec::Own(s)));
     }
     v
@@ -165,14 +190,21 @@ fn process_heap_pages(max: usize) -> Option<Vec<Vec<u8>>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut r = Rng::new(42);
     let words: Vec<String> = (0..20_000)
-        .map(|i| format!("{}-{}", WORDS[r.below(WORDS.len() as u64) as usize], i % 977))
+        .map(|i| {
+            format!(
+                "{}-{}",
+                WORDS[r.below(WORDS.len() as u64) as usize],
+                i % 977
+            )
+        })
         .collect();
     let mut counts: HashMap<&str, u32> = HashMap::new();
     for w in &words {
         *counts.entry(w.as_str()).or_default() += 1;
     }
-    let tree: BTreeMap<u64, Vec<u32>> =
-        (0..3000).map(|i| (r.next() % 1_000_000, (0..(i % 7) as u32).collect())).collect();
+    let tree: BTreeMap<u64, Vec<u32>> = (0..3000)
+        .map(|i| (r.next() % 1_000_000, (0..(i % 7) as u32).collect()))
+        .collect();
     struct Node {
         id: u64,
         val: u32,
@@ -180,7 +212,11 @@ fn process_heap_pages(max: usize) -> Option<Vec<Vec<u8>>> {
     }
     let mut list: Option<Box<Node>> = None;
     for i in 0..30_000 {
-        list = Some(Box::new(Node { id: i, val: (i % 100) as u32, next: list }));
+        list = Some(Box::new(Node {
+            id: i,
+            val: (i % 100) as u32,
+            next: list,
+        }));
     }
     let floats: Vec<f64> = (0..5000).map(|i| i as f64 / 7.0).collect();
 
@@ -188,7 +224,10 @@ fn process_heap_pages(max: usize) -> Option<Vec<Vec<u8>>> {
     let line = maps.lines().find(|l| l.ends_with("[heap]"))?;
     let range = line.split_whitespace().next()?;
     let (a, b) = range.split_once('-')?;
-    let (start, end) = (u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?);
+    let (start, end) = (
+        u64::from_str_radix(a, 16).ok()?,
+        u64::from_str_radix(b, 16).ok()?,
+    );
     let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
     let mut all = Vec::new();
     let mut addr = start;
@@ -236,8 +275,14 @@ fn summary(label: &str, pages: &[Vec<u8>], rounds: usize) {
             best_d[i] = best_d[i].min(t.elapsed().as_secs_f64());
         }
     }
-    println!("{label}: {} x {PAGE_SIZE} B; best of {rounds} interleaved rounds", pages.len());
-    println!("{:16} {:>7} {:>12} {:>12} {:>9}", "codec", "ratio", "comp MB/s", "decomp MB/s", "C vs lz4");
+    println!(
+        "{label}: {} x {PAGE_SIZE} B; best of {rounds} interleaved rounds",
+        pages.len()
+    );
+    println!(
+        "{:16} {:>7} {:>12} {:>12} {:>9}",
+        "codec", "ratio", "comp MB/s", "decomp MB/s", "C vs lz4"
+    );
     let lz4_c = total / best_c[0];
     for (i, (name, outs)) in compressed.iter().enumerate() {
         let size: usize = outs.iter().map(|o| o.len()).sum();

@@ -25,9 +25,15 @@ pub enum CodecError {
 
 impl CodecError {
     pub fn corrupt(algo: &'static str, reason: impl Into<String>) -> Self {
-        CodecError::Corrupt { algo, reason: reason.into() }
+        CodecError::Corrupt {
+            algo,
+            reason: reason.into(),
+        }
     }
     pub fn invalid_param(algo: &'static str, reason: impl Into<String>) -> Self {
-        CodecError::InvalidParam { algo, reason: reason.into() }
+        CodecError::InvalidParam {
+            algo,
+            reason: reason.into(),
+        }
     }
 }

@@ -22,7 +22,10 @@ pub struct Params {
 impl Params {
     /// Parameters with only `level` set.
     pub fn with_level(level: i32) -> Self {
-        Params { level: Some(level), ..Params::default() }
+        Params {
+            level: Some(level),
+            ..Params::default()
+        }
     }
 
     /// Set a dictionary from bytes (builder style).
@@ -88,7 +91,10 @@ impl Params {
     /// For backends without a level: a set `level` is an error.
     pub fn reject_level(&self, algo: &'static str) -> Result<(), CodecError> {
         if self.level.is_some() {
-            return Err(CodecError::invalid_param(algo, format!("{algo} takes no level")));
+            return Err(CodecError::invalid_param(
+                algo,
+                format!("{algo} takes no level"),
+            ));
         }
         Ok(())
     }
@@ -107,7 +113,9 @@ impl Params {
             Some(l) if (min..=max).contains(&l) => Ok(l),
             Some(l) => Err(CodecError::invalid_param(
                 algo,
-                format!("level={l} is out of range; valid: level={min}..={max} (default {default})"),
+                format!(
+                    "level={l} is out of range; valid: level={min}..={max} (default {default})"
+                ),
             )),
         }
     }
@@ -125,14 +133,20 @@ mod tests {
         assert_eq!(Params::default().level_in("lz4hc", 9, 1, 12), Ok(9));
         assert_eq!(Params::with_level(12).level_in("lz4hc", 9, 1, 12), Ok(12));
         let d = Params::default().dict_bytes(vec![1, 2, 3]);
-        assert!(d.reject_dict("deflate").unwrap_err().to_string().contains("no dictionary"));
+        assert!(d
+            .reject_dict("deflate")
+            .unwrap_err()
+            .to_string()
+            .contains("no dictionary"));
         assert!(d.reject_winbits("lz4").is_ok());
         assert!(!d.is_default() && Params::default().is_default());
     }
 
     #[test]
     fn dict_file_errors_name_the_file() {
-        let e = Params::default().dict_file(Path::new("/nonexistent/zmem-dict")).unwrap_err();
+        let e = Params::default()
+            .dict_file(Path::new("/nonexistent/zmem-dict"))
+            .unwrap_err();
         assert!(e.to_string().contains("/nonexistent/zmem-dict"), "{e}");
         let dir = std::env::temp_dir().join(format!("zmem-codec-dict-{}", std::process::id()));
         std::fs::write(&dir, b"").unwrap();

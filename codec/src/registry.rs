@@ -32,10 +32,13 @@ pub fn names() -> Vec<&'static str> {
 /// sysfs does. An unknown name is an error that lists the valid ones.
 pub fn find(name: &str) -> Result<&'static dyn Backend, CodecError> {
     let n = name.strip_suffix('\n').unwrap_or(name);
-    ALL.iter().copied().find(|b| b.name() == n).ok_or_else(|| CodecError::UnknownAlgorithm {
-        name: n.to_string(),
-        valid: names().join(", "),
-    })
+    ALL.iter()
+        .copied()
+        .find(|b| b.name() == n)
+        .ok_or_else(|| CodecError::UnknownAlgorithm {
+            name: n.to_string(),
+            valid: names().join(", "),
+        })
 }
 
 #[cfg(test)]
@@ -49,7 +52,10 @@ mod tests {
         }
         assert_eq!(find("lz4\n").unwrap().name(), "lz4");
         let e = find("lz5").err().expect("lz5 is unknown").to_string();
-        assert!(e.contains("lz5") && e.contains("lzo-rle") && e.contains("wkdm"), "{e}");
+        assert!(
+            e.contains("lz5") && e.contains("lzo-rle") && e.contains("wkdm"),
+            "{e}"
+        );
     }
 
     #[test]

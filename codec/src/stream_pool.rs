@@ -54,13 +54,17 @@ pub struct PooledStream<'a> {
 impl Deref for PooledStream<'_> {
     type Target = dyn Stream;
     fn deref(&self) -> &Self::Target {
-        self.guard.as_deref().expect("stream slot is filled before it is handed out")
+        self.guard
+            .as_deref()
+            .expect("stream slot is filled before it is handed out")
     }
 }
 
 impl DerefMut for PooledStream<'_> {
     fn deref_mut(&mut self) -> &mut Self::Target {
-        self.guard.as_deref_mut().expect("stream slot is filled before it is handed out")
+        self.guard
+            .as_deref_mut()
+            .expect("stream slot is filled before it is handed out")
     }
 }
 
@@ -68,11 +72,19 @@ impl StreamPool {
     /// Create a pool; the parameters are checked by creating the first stream
     /// now, as the kernel creates its streams at `disksize` time.
     pub fn new(backend: &'static dyn Backend, params: Params) -> Result<Self, CodecError> {
-        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).max(1) * 2;
+        let n = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .max(1)
+            * 2;
         let first = backend.new_stream(&params)?;
         let slots: Vec<_> = (0..n).map(|_| Mutex::new(None)).collect();
         *slots[0].lock().unwrap_or_else(|e| e.into_inner()) = Some(first);
-        Ok(StreamPool { backend, params, slots: slots.into_boxed_slice() })
+        Ok(StreamPool {
+            backend,
+            params,
+            slots: slots.into_boxed_slice(),
+        })
     }
 
     /// The algorithm this pool compresses with.

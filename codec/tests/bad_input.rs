@@ -102,7 +102,10 @@ fn truncated_streams_are_errors() {
             let cuts: Vec<usize> = if c.len() <= 64 {
                 (0..c.len()).collect()
             } else {
-                (0..32).chain(c.len() - 32..c.len()).chain((32..c.len() - 32).step_by(37)).collect()
+                (0..32)
+                    .chain(c.len() - 32..c.len())
+                    .chain((32..c.len() - 32).step_by(37))
+                    .collect()
             };
             for cut in cuts {
                 let mut out = vec![0u8; PAGE_SIZE];
@@ -114,7 +117,12 @@ fn truncated_streams_are_errors() {
                     Ok(()) => out == page && !strict(b.name()),
                     Err(_) => false,
                 };
-                assert!(ok, "{} {kind}: stream cut to {cut} of {} bytes gave {r:?}", b.name(), c.len());
+                assert!(
+                    ok,
+                    "{} {kind}: stream cut to {cut} of {} bytes gave {r:?}",
+                    b.name(),
+                    c.len()
+                );
             }
         }
     }
@@ -127,7 +135,11 @@ fn wrong_output_size_is_an_error() {
             let c = compress(s.as_mut(), &page);
             for len in [PAGE_SIZE - 8, PAGE_SIZE - 1] {
                 let mut small = vec![0u8; len];
-                assert!(s.decompress(&c, &mut small).is_err(), "{} {kind}: decoded into {len} bytes", b.name());
+                assert!(
+                    s.decompress(&c, &mut small).is_err(),
+                    "{} {kind}: decoded into {len} bytes",
+                    b.name()
+                );
             }
         }
     }
@@ -135,7 +147,11 @@ fn wrong_output_size_is_an_error() {
 
 #[test]
 fn incompressible_page_into_small_buffer_is_dst_too_small() {
-    let random = sample_pages().into_iter().find(|(k, _)| *k == "random").unwrap().1;
+    let random = sample_pages()
+        .into_iter()
+        .find(|(k, _)| *k == "random")
+        .unwrap()
+        .1;
     for (b, mut s) in available("incompressible_page_into_small_buffer_is_dst_too_small") {
         let mut dst = vec![0u8; 3072];
         match s.compress(&random, &mut dst) {
@@ -157,7 +173,10 @@ fn input_that_is_not_one_page_is_rejected() {
         for len in [0, 100, PAGE_SIZE - 1, PAGE_SIZE + 1] {
             let src = vec![7u8; len];
             assert!(
-                matches!(s.compress(&src, &mut dst), Err(CodecError::InvalidInput { .. })),
+                matches!(
+                    s.compress(&src, &mut dst),
+                    Err(CodecError::InvalidInput { .. })
+                ),
                 "{}: {len}-byte input accepted",
                 b.name()
             );

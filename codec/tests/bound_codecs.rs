@@ -27,7 +27,10 @@ fn every_level_in_range_round_trips_and_out_of_range_names_the_range() {
     ];
     for (name, good, bad, range) in cases {
         for &l in good {
-            let mut s = find(name).unwrap().new_stream(&Params::with_level(l)).unwrap();
+            let mut s = find(name)
+                .unwrap()
+                .new_stream(&Params::with_level(l))
+                .unwrap();
             for (kind, page) in sample_pages() {
                 let c = compress(s.as_mut(), &page);
                 let mut out = vec![0u8; PAGE_SIZE];
@@ -37,37 +40,71 @@ fn every_level_in_range_round_trips_and_out_of_range_names_the_range() {
         }
         for &l in bad {
             let e = err_of(name, Params::with_level(l));
-            assert!(e.contains(&format!("level={l}")) && e.contains(range), "{name}: {e}");
+            assert!(
+                e.contains(&format!("level={l}")) && e.contains(range),
+                "{name}: {e}"
+            );
         }
     }
 }
 
 #[test]
 fn levels_change_the_output() {
-    let text = sample_pages().into_iter().find(|(k, _)| *k == "text").unwrap().1;
+    let text = sample_pages()
+        .into_iter()
+        .find(|(k, _)| *k == "text")
+        .unwrap()
+        .1;
     let size = |name: &str, l: i32| {
-        let mut s = find(name).unwrap().new_stream(&Params::with_level(l)).unwrap();
+        let mut s = find(name)
+            .unwrap()
+            .new_stream(&Params::with_level(l))
+            .unwrap();
         compress(s.as_mut(), &text).len()
     };
-    assert!(size("lz4", 1) < size("lz4", 64), "lz4 acceleration has no effect");
-    assert!(size("lz4hc", 12) < size("lz4", 1), "lz4hc is no better than lz4");
-    assert!(size("zstd", 19) < size("zstd", -50), "zstd level has no effect");
-    assert!(size("deflate", 9) < size("deflate", 0), "deflate level has no effect");
+    assert!(
+        size("lz4", 1) < size("lz4", 64),
+        "lz4 acceleration has no effect"
+    );
+    assert!(
+        size("lz4hc", 12) < size("lz4", 1),
+        "lz4hc is no better than lz4"
+    );
+    assert!(
+        size("zstd", 19) < size("zstd", -50),
+        "zstd level has no effect"
+    );
+    assert!(
+        size("deflate", 9) < size("deflate", 0),
+        "deflate level has no effect"
+    );
 }
 
 #[test]
 fn wrong_parameters_are_rejected() {
     let dict = Params::default().dict_bytes(b"some dictionary".to_vec());
     let e = err_of("deflate", dict.clone());
-    assert!(e.contains("no dictionary") && e.contains("lz4, lz4hc and zstd"), "{e}");
+    assert!(
+        e.contains("no dictionary") && e.contains("lz4, lz4hc and zstd"),
+        "{e}"
+    );
     for name in ["lz4", "lz4hc", "zstd"] {
-        let p = Params { deflate_winbits: Some(-11), ..Params::default() };
+        let p = Params {
+            deflate_winbits: Some(-11),
+            ..Params::default()
+        };
         assert!(err_of(name, p).contains("deflate.winbits"), "{name}");
         let e = err_of(name, Params::default().dict_bytes(Vec::new()));
         assert!(e.contains("empty"), "{name}: {e}");
     }
     for w in [0, 8, -8, 16, -16, 100] {
-        let e = err_of("deflate", Params { deflate_winbits: Some(w), ..Params::default() });
+        let e = err_of(
+            "deflate",
+            Params {
+                deflate_winbits: Some(w),
+                ..Params::default()
+            },
+        );
         assert!(e.contains("-15..=-9") && e.contains("9..=15"), "{e}");
     }
 }
@@ -85,15 +122,26 @@ fn far_match_page() -> Vec<u8> {
 #[test]
 fn deflate_window_bits_are_applied() {
     let page = far_match_page();
-    let mut small = find("deflate").unwrap().new_stream(&Params::default()).unwrap();
+    let mut small = find("deflate")
+        .unwrap()
+        .new_stream(&Params::default())
+        .unwrap();
     let mut wide = find("deflate")
         .unwrap()
-        .new_stream(&Params { deflate_winbits: Some(-15), ..Params::default() })
+        .new_stream(&Params {
+            deflate_winbits: Some(-15),
+            ..Params::default()
+        })
         .unwrap();
     let cs = compress(small.as_mut(), &page);
     let cw = compress(wide.as_mut(), &page);
     // Only the 32 KiB window sees the 1000-byte repeat 2950 bytes back.
-    assert!(cw.len() + 500 < cs.len(), "window 15: {} bytes, window 11: {} bytes", cw.len(), cs.len());
+    assert!(
+        cw.len() + 500 < cs.len(),
+        "window 15: {} bytes, window 11: {} bytes",
+        cw.len(),
+        cs.len()
+    );
     // Raw deflate: both decode with either stream (the decoder takes any window).
     let mut out = vec![0u8; PAGE_SIZE];
     small.decompress(&cw, &mut out).unwrap();
@@ -101,24 +149,37 @@ fn deflate_window_bits_are_applied() {
     // The kernel's -11 stream is plain raw deflate: no zlib header (0x78 ..).
     let mut z = find("deflate")
         .unwrap()
-        .new_stream(&Params { deflate_winbits: Some(11), ..Params::default() })
+        .new_stream(&Params {
+            deflate_winbits: Some(11),
+            ..Params::default()
+        })
         .unwrap();
     let cz = compress(z.as_mut(), &page);
     assert_eq!(cz[0] & 0x0f, 8, "positive winbits gives a zlib header");
     assert_eq!(cz[0] >> 4, 11 - 8, "zlib header CINFO is window bits - 8");
     z.decompress(&cz, &mut out).unwrap();
     assert_eq!(out, page);
-    assert!(small.decompress(&cz, &mut out).is_err(), "raw decoder accepted a zlib stream");
+    assert!(
+        small.decompress(&cz, &mut out).is_err(),
+        "raw decoder accepted a zlib stream"
+    );
 }
 
 #[test]
 fn zstd_writes_standard_frames_with_content_size() {
-    let mut s = find("zstd").unwrap().new_stream(&Params::default()).unwrap();
+    let mut s = find("zstd")
+        .unwrap()
+        .new_stream(&Params::default())
+        .unwrap();
     for (kind, page) in sample_pages() {
         let c = compress(s.as_mut(), &page);
         assert_eq!(&c[..4], &[0x28, 0xb5, 0x2f, 0xfd], "{kind}: zstd magic");
         let fhd = c[4];
-        assert_ne!(fhd >> 6, 0, "{kind}: frame content size flag set (a page is > 255 bytes)");
+        assert_ne!(
+            fhd >> 6,
+            0,
+            "{kind}: frame content size flag set (a page is > 255 bytes)"
+        );
         assert_eq!(fhd & 0x04, 0, "{kind}: no checksum");
     }
 }
@@ -133,11 +194,18 @@ fn dictionaries_are_used_and_required() {
     dict.extend_from_slice(&page);
     let dict = Arc::new(dict);
     for name in ["lz4", "lz4hc", "zstd"] {
-        let p = Params { dict: Some(dict.clone()), ..Params::default() };
+        let p = Params {
+            dict: Some(dict.clone()),
+            ..Params::default()
+        };
         let mut s = find(name).unwrap().new_stream(&p).unwrap();
         for round in 0..3 {
             let c = compress(s.as_mut(), &page);
-            assert!(c.len() < 200, "{name} round {round}: {} bytes with the page as dictionary", c.len());
+            assert!(
+                c.len() < 200,
+                "{name} round {round}: {} bytes with the page as dictionary",
+                c.len()
+            );
             let mut out = vec![0u8; PAGE_SIZE];
             s.decompress(&c, &mut out).unwrap();
             assert_eq!(out, page, "{name} round {round}");
@@ -151,7 +219,10 @@ fn dictionaries_are_used_and_required() {
         let mut plain = find(name).unwrap().new_stream(&Params::default()).unwrap();
         let mut out = vec![0u8; PAGE_SIZE];
         let r = plain.decompress(&c, &mut out);
-        assert!(r.is_err() || out != page, "{name}: decoded a dictionary stream without the dictionary");
+        assert!(
+            r.is_err() || out != page,
+            "{name}: decoded a dictionary stream without the dictionary"
+        );
     }
 }
 
@@ -189,7 +260,10 @@ fn over_long_input_is_an_error() {
             let mut c = compress(s.as_mut(), &page);
             c.extend_from_slice(&[0x55, 0x00, 0x13]);
             let mut out = vec![0u8; PAGE_SIZE];
-            assert!(s.decompress(&c, &mut out).is_err(), "{name} {kind}: trailing bytes accepted");
+            assert!(
+                s.decompress(&c, &mut out).is_err(),
+                "{name} {kind}: trailing bytes accepted"
+            );
         }
     }
 }

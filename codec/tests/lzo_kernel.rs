@@ -80,7 +80,11 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
     assert!(total > 1000, "corpora too small: {total} pages");
     // Every corpus that must be present is (the process heap can be small).
     for c in &corpora {
-        assert!(!c.pages.is_empty() || c.name == "heap-process", "corpus {} is empty", c.name);
+        assert!(
+            !c.pages.is_empty() || c.name == "heap-process",
+            "corpus {} is empty",
+            c.name
+        );
     }
 
     let mut overall = (0usize, 0usize);
@@ -97,13 +101,19 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
             .custom_flags(libc::O_DIRECT)
             .open(dev.dev_path())
             .unwrap_or_else(|e| panic!("open {} O_DIRECT: {e}", dev.dev_path().display()));
-        let mut stream = zmem_codec::find(algo).unwrap().new_stream(&Params::default()).unwrap();
+        let mut stream = zmem_codec::find(algo)
+            .unwrap()
+            .new_stream(&Params::default())
+            .unwrap();
         let mut dst = vec![0u8; MAX_COMPRESSED];
         let mut buf = Aligned::new();
         let mut slot = 0u64;
         let mut before = dev.mm_stat().unwrap();
         for c in &corpora {
-            let mut t = Tally { min_huge_ours: usize::MAX, ..Tally::default() };
+            let mut t = Tally {
+                min_huge_ours: usize::MAX,
+                ..Tally::default()
+            };
             for (i, p) in c.pages.iter().enumerate() {
                 buf.page().copy_from_slice(p);
                 file.write_all_at(buf.page(), slot * PAGE as u64).unwrap();
@@ -123,7 +133,11 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
                     t.same_filled += 1;
                     continue;
                 }
-                assert!(zmem_codec::same_filled(p).is_none(), "{algo} {} page {i}: same-filled not seen", c.name);
+                assert!(
+                    zmem_codec::same_filled(p).is_none(),
+                    "{algo} {} page {i}: same-filled not seen",
+                    c.name
+                );
                 let ours = stream.compress(p, &mut dst).unwrap();
                 let mut back = vec![0u8; PAGE];
                 stream.decompress(&dst[..ours], &mut back).unwrap();
@@ -137,13 +151,15 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
                         t.exact += 1;
                         t.huge_both += 1;
                     } else {
-                        t.mismatches.push(format!("page {i}: kernel huge, ours {ours}"));
+                        t.mismatches
+                            .push(format!("page {i}: kernel huge, ours {ours}"));
                     }
                 } else if grew == ours {
                     t.exact += 1;
                     t.max_exact_len = t.max_exact_len.max(ours);
                 } else {
-                    t.mismatches.push(format!("page {i}: kernel {grew}, ours {ours}"));
+                    t.mismatches
+                        .push(format!("page {i}: kernel {grew}, ours {ours}"));
                 }
             }
             println!(
@@ -167,7 +183,10 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
     let (compared, exact) = overall;
     println!("lzo fidelity: {exact} of {compared} compressed pages match the kernel exactly");
     assert!(compared > 1000);
-    assert!(exact * 1000 >= compared * 999, "only {exact} of {compared} pages match the kernel");
+    assert!(
+        exact * 1000 >= compared * 999,
+        "only {exact} of {compared} pages match the kernel"
+    );
 }
 
 /// Pages aimed at the encoder's corners: zero runs of 3..=5 and around the
@@ -179,7 +198,16 @@ fn edges() -> Corpus {
     let mut pages = Vec::new();
     // Background without zero bytes; every third page compressible word
     // salad, the others random (so short runs are seen by both paths).
-    let words: [&[u8]; 8] = [b"slot ", b"handle ", b"zspage ", b"idle ", b"huge ", b"mm_stat ", b"class ", b"page "];
+    let words: [&[u8]; 8] = [
+        b"slot ",
+        b"handle ",
+        b"zspage ",
+        b"idle ",
+        b"huge ",
+        b"mm_stat ",
+        b"class ",
+        b"page ",
+    ];
     let mut k = 0usize;
     let mut noise = |rng: &mut lzo_support::Rng| {
         k += 1;
@@ -233,7 +261,10 @@ fn edges() -> Corpus {
             pages.push(p);
         }
     }
-    Corpus { name: "edges", pages }
+    Corpus {
+        name: "edges",
+        pages,
+    }
 }
 
 /// zsmalloc's `huge_class_size` for 4 KiB pages on the reference kernel

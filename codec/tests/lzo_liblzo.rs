@@ -34,7 +34,9 @@ fn load(test: &str) -> Option<LibLzo> {
 
 #[test]
 fn liblzo_decodes_our_lzo_streams() {
-    let Some(lib) = load("liblzo_decodes_our_lzo_streams") else { return };
+    let Some(lib) = load("liblzo_decodes_our_lzo_streams") else {
+        return;
+    };
     let mut c = Compressor::new();
     let mut z = vec![0u8; worst_compress(PAGE) + 64];
     let mut back = vec![0u8; PAGE];
@@ -45,14 +47,35 @@ fn liblzo_decodes_our_lzo_streams() {
             back.fill(0xa5);
             let r = lib.decompress_safe(&z[..n], &mut back);
             assert_eq!(r, Ok(PAGE), "{}: liblzo2 rejects our stream", corpus.name);
-            assert!(back == *p, "{}: liblzo2 decodes our stream to other bytes", corpus.name);
+            assert!(
+                back == *p,
+                "{}: liblzo2 decodes our stream to other bytes",
+                corpus.name
+            );
             n_pages += 1;
         }
     }
     // Other lengths too, including inputs cut into chunks (over 0xbfff bytes).
     let mut rng = Rng(5);
     let text = lzo_support::text(40).pages.concat();
-    for len in [0, 1, 3, 4, 20, 21, 22, 100, 237, 238, 239, 1000, 0xbfff, 0xc000, 0xc001, text.len()] {
+    for len in [
+        0,
+        1,
+        3,
+        4,
+        20,
+        21,
+        22,
+        100,
+        237,
+        238,
+        239,
+        1000,
+        0xbfff,
+        0xc000,
+        0xc001,
+        text.len(),
+    ] {
         let mut src = text[..len.min(text.len())].to_vec();
         if len > text.len() {
             src.resize(len, 0);
@@ -63,7 +86,11 @@ fn liblzo_decodes_our_lzo_streams() {
         let mut z = vec![0u8; worst_compress(src.len()) + 64];
         let n = c.compress(&src, &mut z, false).unwrap();
         let mut back = vec![0u8; src.len()];
-        assert_eq!(lib.decompress_safe(&z[..n], &mut back), Ok(src.len()), "length {len}");
+        assert_eq!(
+            lib.decompress_safe(&z[..n], &mut back),
+            Ok(src.len()),
+            "length {len}"
+        );
         assert!(back == src, "length {len}");
     }
     println!("liblzo2 decoded {n_pages} of our lzo pages");
@@ -71,7 +98,9 @@ fn liblzo_decodes_our_lzo_streams() {
 
 #[test]
 fn we_decode_liblzo_streams() {
-    let Some(lib) = load("we_decode_liblzo_streams") else { return };
+    let Some(lib) = load("we_decode_liblzo_streams") else {
+        return;
+    };
     let mut wrk1 = vec![0u8; LZO1X_1_MEM_COMPRESS];
     let mut wrk999 = vec![0u8; LZO1X_999_MEM_COMPRESS];
     let mut z = vec![0u8; worst_compress(PAGE) + 64];
@@ -83,14 +112,32 @@ fn we_decode_liblzo_streams() {
         for (i, p) in corpus.pages.iter().enumerate() {
             let n = lib.compress_1(p, &mut z, &mut wrk1).unwrap();
             lib1_total += n;
-            assert_eq!(decompress(&z[..n], &mut back), Ok(PAGE), "{} page {i}: lzo1x_1 stream", corpus.name);
-            assert!(back == *p, "{} page {i}: lzo1x_1 stream decodes to other bytes", corpus.name);
+            assert_eq!(
+                decompress(&z[..n], &mut back),
+                Ok(PAGE),
+                "{} page {i}: lzo1x_1 stream",
+                corpus.name
+            );
+            assert!(
+                back == *p,
+                "{} page {i}: lzo1x_1 stream decodes to other bytes",
+                corpus.name
+            );
             // lzo1x_999 is slow (an optimal parse): every 4th page.
             if i % 4 == 0 {
                 let n = lib.compress_999(p, &mut z, &mut wrk999).unwrap();
                 lib999_total += n;
-                assert_eq!(decompress(&z[..n], &mut back), Ok(PAGE), "{} page {i}: lzo1x_999 stream", corpus.name);
-                assert!(back == *p, "{} page {i}: lzo1x_999 stream decodes to other bytes", corpus.name);
+                assert_eq!(
+                    decompress(&z[..n], &mut back),
+                    Ok(PAGE),
+                    "{} page {i}: lzo1x_999 stream",
+                    corpus.name
+                );
+                assert!(
+                    back == *p,
+                    "{} page {i}: lzo1x_999 stream decodes to other bytes",
+                    corpus.name
+                );
             }
             ours_total += c.compress(p, &mut ours, false).unwrap();
         }
@@ -100,13 +147,19 @@ fn we_decode_liblzo_streams() {
 
 #[test]
 fn decoders_agree_on_mutated_streams() {
-    let Some(lib) = load("decoders_agree_on_mutated_streams") else { return };
+    let Some(lib) = load("decoders_agree_on_mutated_streams") else {
+        return;
+    };
     let mut rng = Rng(99);
     let mut c = Compressor::new();
     let mut z = vec![0u8; worst_compress(PAGE) + 64];
     let (mut ours_buf, mut lib_buf) = (vec![0u8; PAGE], vec![0u8; PAGE]);
     let (mut both_ok, mut tried) = (0, 0);
-    for corpus in [lzo_support::text(20), lzo_support::heap_synthetic(20, 3), lzo_support::zero_heavy(20, 4)] {
+    for corpus in [
+        lzo_support::text(20),
+        lzo_support::heap_synthetic(20, 3),
+        lzo_support::zero_heavy(20, 4),
+    ] {
         for p in &corpus.pages {
             let n = c.compress(p, &mut z, false).unwrap();
             for _ in 0..100 {
@@ -125,12 +178,17 @@ fn decoders_agree_on_mutated_streams() {
                 let b = lib.decompress_safe(&m, &mut lib_buf);
                 if let (Ok(x), Ok(y)) = (a, b) {
                     assert_eq!(x, y);
-                    assert!(ours_buf[..x] == lib_buf[..y], "decoders disagree on an accepted stream");
+                    assert!(
+                        ours_buf[..x] == lib_buf[..y],
+                        "decoders disagree on an accepted stream"
+                    );
                     both_ok += 1;
                 }
             }
         }
     }
-    println!("mutated streams: {tried} tried, {both_ok} accepted by both decoders with equal output");
+    println!(
+        "mutated streams: {tried} tried, {both_ok} accepted by both decoders with equal output"
+    );
     assert!(tried > 1000);
 }

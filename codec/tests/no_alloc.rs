@@ -52,8 +52,14 @@ fn bound_codecs_allocate_nothing_per_page() {
             if with_dict && name == "deflate" {
                 continue;
             }
-            let params =
-                if with_dict { Params { dict: Some(dict.clone()), ..Params::default() } } else { Params::default() };
+            let params = if with_dict {
+                Params {
+                    dict: Some(dict.clone()),
+                    ..Params::default()
+                }
+            } else {
+                Params::default()
+            };
             let mut s = find(name).unwrap().new_stream(&params).unwrap();
             let mut dst = vec![0u8; MAX_COMPRESSED];
             let mut out = vec![0u8; PAGE_SIZE];
@@ -71,7 +77,10 @@ fn bound_codecs_allocate_nothing_per_page() {
                 }
             }
             let n = allocs() - before;
-            assert_eq!(n, 0, "{name} (dict: {with_dict}): {n} allocations in 200 pages");
+            assert_eq!(
+                n, 0,
+                "{name} (dict: {with_dict}): {n} allocations in 200 pages"
+            );
         }
     }
 }

@@ -41,12 +41,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = HotDevice::with_config("lz4", 512 << 20)?;
     let path = dev.dev_path().to_str().unwrap().to_string();
     let ok = |c: &mut Command| c.status().map(|s| s.success()).unwrap_or(false);
-    if !ok(Command::new("mkswap").arg(&path).stdout(Stdio::null())) || !ok(Command::new("swapon").args(["-p", "0", &path])) {
+    if !ok(Command::new("mkswap").arg(&path).stdout(Stdio::null()))
+        || !ok(Command::new("swapon").args(["-p", "0", &path]))
+    {
         return Err("mkswap/swapon failed".into());
     }
     fs::create_dir_all(CG)?;
-    fs::write(format!("{CG}/memory.limit_in_bytes"), (64u64 << 20).to_string())?;
-    let mut child = Command::new("python3").args(["-c", FILL]).stdout(Stdio::piped()).spawn()?;
+    fs::write(
+        format!("{CG}/memory.limit_in_bytes"),
+        (64u64 << 20).to_string(),
+    )?;
+    let mut child = Command::new("python3")
+        .args(["-c", FILL])
+        .stdout(Stdio::piped())
+        .spawn()?;
     fs::write(format!("{CG}/cgroup.procs"), child.id().to_string())?;
     let mut line = String::new();
     use std::io::BufRead;

@@ -31,10 +31,16 @@ impl std::error::Error for AttrError {}
 
 impl AttrError {
     pub fn new(errno: &str, message: impl Into<String>) -> AttrError {
-        AttrError { errno: errno.to_string(), message: message.into() }
+        AttrError {
+            errno: errno.to_string(),
+            message: message.into(),
+        }
     }
     fn io(e: &io::Error, what: String) -> AttrError {
-        AttrError { errno: errno_name(e).to_string(), message: format!("{what}: {e}") }
+        AttrError {
+            errno: errno_name(e).to_string(),
+            message: format!("{what}: {e}"),
+        }
     }
 }
 
@@ -50,7 +56,9 @@ pub trait AttrTarget {
     fn list_attrs(&self) -> Result<Vec<String>, AttrError>;
     /// Whether an attribute exists.
     fn has_attr(&self, name: &str) -> bool {
-        self.list_attrs().map(|v| v.iter().any(|a| a == name)).unwrap_or(false)
+        self.list_attrs()
+            .map(|v| v.iter().any(|a| a == name))
+            .unwrap_or(false)
     }
 }
 
@@ -92,11 +100,17 @@ pub struct SysfsDevice {
 
 impl SysfsDevice {
     pub fn new(sys: &Sys, name: &str) -> SysfsDevice {
-        SysfsDevice { sys: sys.clone(), name: name.to_string() }
+        SysfsDevice {
+            sys: sys.clone(),
+            name: name.to_string(),
+        }
     }
     fn path(&self, attr: &str) -> Result<String, AttrError> {
         if attr.is_empty() || attr.contains('/') || attr.starts_with('.') {
-            return Err(AttrError::new("EINVAL", format!("bad attribute name {attr:?}")));
+            return Err(AttrError::new(
+                "EINVAL",
+                format!("bad attribute name {attr:?}"),
+            ));
         }
         Ok(format!("/sys/block/{}/{}", self.name, attr))
     }
@@ -108,16 +122,25 @@ impl AttrTarget for SysfsDevice {
     }
     fn read_attr(&self, name: &str) -> Result<String, AttrError> {
         let p = self.path(name)?;
-        self.sys.read(&p).map_err(|e| AttrError::io(&e, format!("read {p}")))
+        self.sys
+            .read(&p)
+            .map_err(|e| AttrError::io(&e, format!("read {p}")))
     }
     fn write_attr(&self, name: &str, value: &str) -> Result<(), AttrError> {
         let p = self.path(name)?;
-        self.sys.write(&p, value).map_err(|e| AttrError::io(&e, format!("write {value:?} to {p}")))
+        self.sys
+            .write(&p, value)
+            .map_err(|e| AttrError::io(&e, format!("write {value:?} to {p}")))
     }
     fn list_attrs(&self) -> Result<Vec<String>, AttrError> {
         let dir = format!("/sys/block/{}", self.name);
-        let v = self.sys.list(&dir).map_err(|e| AttrError::io(&e, format!("list {dir}")))?;
-        Ok(v.into_iter().filter(|a| ZRAM_ATTRS.contains(&a.as_str())).collect())
+        let v = self
+            .sys
+            .list(&dir)
+            .map_err(|e| AttrError::io(&e, format!("list {dir}")))?;
+        Ok(v.into_iter()
+            .filter(|a| ZRAM_ATTRS.contains(&a.as_str()))
+            .collect())
     }
 }
 
@@ -130,7 +153,10 @@ pub struct CtlClient {
 
 impl CtlClient {
     pub fn new(path: impl Into<PathBuf>) -> CtlClient {
-        CtlClient { path: path.into(), timeout: Duration::from_secs(10) }
+        CtlClient {
+            path: path.into(),
+            timeout: Duration::from_secs(10),
+        }
     }
     pub fn path(&self) -> &Path {
         &self.path
@@ -141,11 +167,13 @@ impl CtlClient {
         if line.contains('\n') {
             return Err(AttrError::new("EINVAL", "request must be one line"));
         }
-        let io_err = |e: io::Error| AttrError::io(&e, format!("control socket {}", self.path.display()));
+        let io_err =
+            |e: io::Error| AttrError::io(&e, format!("control socket {}", self.path.display()));
         let mut s = UnixStream::connect(&self.path).map_err(io_err)?;
         s.set_read_timeout(Some(self.timeout)).map_err(io_err)?;
         s.set_write_timeout(Some(self.timeout)).map_err(io_err)?;
-        s.write_all(format!("{line}\n").as_bytes()).map_err(io_err)?;
+        s.write_all(format!("{line}\n").as_bytes())
+            .map_err(io_err)?;
         s.shutdown(std::net::Shutdown::Write).map_err(io_err)?;
         let mut reply = Vec::new();
         s.take(16 << 20).read_to_end(&mut reply).map_err(io_err)?;
@@ -155,7 +183,8 @@ impl CtlClient {
 
 /// Parse a reply: `ok\n<payload>` or `err ERRNO_NAME message\n`.
 pub fn parse_reply(reply: &[u8]) -> Result<String, AttrError> {
-    let text = std::str::from_utf8(reply).map_err(|_| AttrError::new("EPROTO", "reply is not UTF-8"))?;
+    let text =
+        std::str::from_utf8(reply).map_err(|_| AttrError::new("EPROTO", "reply is not UTF-8"))?;
     if let Some(payload) = text.strip_prefix("ok\n") {
         return Ok(payload.strip_suffix('\n').unwrap_or(payload).to_string());
     }
@@ -165,12 +194,19 @@ pub fn parse_reply(reply: &[u8]) -> Result<String, AttrError> {
     if let Some(rest) = text.strip_prefix("err ") {
         let rest = rest.trim_end_matches('\n');
         let (errno, msg) = rest.split_once(' ').unwrap_or((rest, ""));
-        if !errno.is_empty() && errno.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) {
+        if !errno.is_empty()
+            && errno
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        {
             return Err(AttrError::new(errno, msg));
         }
     }
     let shown: String = text.chars().take(80).collect();
-    Err(AttrError::new("EPROTO", format!("malformed reply {shown:?}")))
+    Err(AttrError::new(
+        "EPROTO",
+        format!("malformed reply {shown:?}"),
+    ))
 }
 
 fn check_token(s: &str, what: &str) -> Result<(), AttrError> {
@@ -182,7 +218,11 @@ fn check_token(s: &str, what: &str) -> Result<(), AttrError> {
 
 impl AttrTarget for CtlClient {
     fn label(&self) -> String {
-        let stem = self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = self
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         format!("serve:{stem}")
     }
     fn read_attr(&self, name: &str) -> Result<String, AttrError> {
@@ -197,7 +237,13 @@ impl AttrTarget for CtlClient {
         self.request(&format!("write {name} {value}")).map(|_| ())
     }
     fn list_attrs(&self) -> Result<Vec<String>, AttrError> {
-        Ok(self.request("list")?.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect())
+        Ok(self
+            .request("list")?
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect())
     }
 }
 
@@ -221,9 +267,15 @@ mod tests {
         assert_eq!(parse_reply(b"ok\n").unwrap(), "");
         assert_eq!(parse_reply(b"ok\na\nb\n").unwrap(), "a\nb");
         let e = parse_reply(b"err EBUSY device is initialised\n").unwrap_err();
-        assert_eq!((e.errno.as_str(), e.message.as_str()), ("EBUSY", "device is initialised"));
+        assert_eq!(
+            (e.errno.as_str(), e.message.as_str()),
+            ("EBUSY", "device is initialised")
+        );
         assert_eq!(parse_reply(b"hello").unwrap_err().errno, "EPROTO");
-        assert_eq!(parse_reply(b"err lower case\n").unwrap_err().errno, "EPROTO");
+        assert_eq!(
+            parse_reply(b"err lower case\n").unwrap_err().errno,
+            "EPROTO"
+        );
         assert_eq!(parse_reply(&[0xff, 0xfe]).unwrap_err().errno, "EPROTO");
     }
 }

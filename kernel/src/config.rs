@@ -23,10 +23,17 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Algorithms the kernel's zram knows by name (any kernel version).
-pub const KNOWN_ALGORITHMS: [&str; 7] = ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842"];
+pub const KNOWN_ALGORITHMS: [&str; 7] =
+    ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842"];
 
 /// zswap parameters zmem can set.
-pub const ZSWAP_PARAMS: [&str; 5] = ["enabled", "compressor", "max_pool_percent", "accept_threshold_percent", "shrinker_enabled"];
+pub const ZSWAP_PARAMS: [&str; 5] = [
+    "enabled",
+    "compressor",
+    "max_pool_percent",
+    "accept_threshold_percent",
+    "shrinker_enabled",
+];
 
 /// An error in a configuration file: `file:line: reason`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +104,11 @@ pub struct SizeExpr {
 impl SizeExpr {
     pub fn parse(source: &str, line: usize) -> Result<SizeExpr, String> {
         let expr = parse_expr(source)?;
-        Ok(SizeExpr { source: source.to_string(), line, expr })
+        Ok(SizeExpr {
+            source: source.to_string(),
+            line,
+            expr,
+        })
     }
     /// Value in MiB for a machine with `ram_mib` MiB.
     pub fn eval_mib(&self, ram_mib: f64) -> Result<f64, String> {
@@ -143,14 +154,21 @@ pub struct Config {
 
 impl Config {
     pub fn err(&self, line: usize, reason: impl Into<String>) -> ConfigError {
-        ConfigError { file: self.file.clone(), line, reason: reason.into() }
+        ConfigError {
+            file: self.file.clone(),
+            line,
+            reason: reason.into(),
+        }
     }
 }
 
 /// Read and parse a file.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError { file: path.to_path_buf(), line: 0, reason: format!("cannot read: {e}") })?;
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        line: 0,
+        reason: format!("cannot read: {e}"),
+    })?;
     parse(&text, path)
 }
 
@@ -180,8 +198,19 @@ enum Section {
 
 /// Parse the text of a file (`file` is used in errors only).
 pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
-    let mut cfg = Config { file: file.to_path_buf(), devices: Vec::new(), sysctls: Vec::new(), zswap: Vec::new(), disk_swap: None, policy: Vec::new() };
-    let err = |line: usize, reason: String| ConfigError { file: file.to_path_buf(), line, reason };
+    let mut cfg = Config {
+        file: file.to_path_buf(),
+        devices: Vec::new(),
+        sysctls: Vec::new(),
+        zswap: Vec::new(),
+        disk_swap: None,
+        policy: Vec::new(),
+    };
+    let err = |line: usize, reason: String| ConfigError {
+        file: file.to_path_buf(),
+        line,
+        reason,
+    };
     let mut section = Section::None;
     // Per device: raw keys collected first, interpreted at the end of the file.
     let mut dev_keys: Vec<Vec<Entry>> = Vec::new();
@@ -194,9 +223,17 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
             continue;
         }
         if let Some(rest) = l.strip_prefix('[') {
-            let name = rest.strip_suffix(']').ok_or_else(|| err(line, format!("section header `{l}` has no closing `]`")))?.trim();
+            let name = rest
+                .strip_suffix(']')
+                .ok_or_else(|| err(line, format!("section header `{l}` has no closing `]`")))?
+                .trim();
             section = if let Some(n) = name.strip_prefix("zram") {
-                let id: u32 = n.parse().map_err(|_| err(line, format!("unknown section [{name}]: device sections are [zramN]")))?;
+                let id: u32 = n.parse().map_err(|_| {
+                    err(
+                        line,
+                        format!("unknown section [{name}]: device sections are [zramN]"),
+                    )
+                })?;
                 if cfg.devices.iter().any(|d| d.id == id) {
                     return Err(err(line, format!("section [{name}] appears twice")));
                 }
@@ -204,7 +241,8 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
                     name: name.to_string(),
                     id,
                     line,
-                    zram_size: SizeExpr::parse("min(ram / 2, 4096)", line).expect("default expression"),
+                    zram_size: SizeExpr::parse("min(ram / 2, 4096)", line)
+                        .expect("default expression"),
                     resident_limit: None,
                     host_memory_limit: None,
                     algorithms: None,
@@ -239,25 +277,44 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
             };
             continue;
         }
-        let (k, v) = l.split_once('=').ok_or_else(|| err(line, format!("expected `key = value`, found `{l}`")))?;
+        let (k, v) = l
+            .split_once('=')
+            .ok_or_else(|| err(line, format!("expected `key = value`, found `{l}`")))?;
         let key = k.trim().to_string();
         let value = v.trim().to_string();
         if key.starts_with("set!") {
             return Err(err(line, format!("`{key}` runs a program at boot; zmem does not run programs from configuration (compute the value and write it into the size expression)")));
         }
-        let e = Entry { key: key.clone(), value, line };
+        let e = Entry {
+            key: key.clone(),
+            value,
+            line,
+        };
         match section {
             Section::None => return Err(err(line, format!("key `{key}` outside any section"))),
             Section::Device(i) => {
                 if !DEVICE_KEYS.contains(&key.as_str()) {
-                    return Err(err(line, format!("unknown key `{key}` in [{}]; known keys: {}", cfg.devices[i].name, DEVICE_KEYS.join(", "))));
+                    return Err(err(
+                        line,
+                        format!(
+                            "unknown key `{key}` in [{}]; known keys: {}",
+                            cfg.devices[i].name,
+                            DEVICE_KEYS.join(", ")
+                        ),
+                    ));
                 }
                 dev_keys[i].push(e);
             }
             Section::Sysctl => {
-                let ok = key.contains('.') && key.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+                let ok = key.contains('.')
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
                 if !ok {
-                    return Err(err(line, format!("`{key}` is not a sysctl name (like vm.swappiness)")));
+                    return Err(err(
+                        line,
+                        format!("`{key}` is not a sysctl name (like vm.swappiness)"),
+                    ));
                 }
                 if e.value.is_empty() {
                     return Err(err(line, format!("sysctl `{key}` has no value")));
@@ -269,7 +326,10 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
             }
             Section::DiskSwap => {
                 if key != "device" && key != "priority" {
-                    return Err(err(line, format!("unknown key `{key}` in [disk-swap]; known keys: device, priority")));
+                    return Err(err(
+                        line,
+                        format!("unknown key `{key}` in [disk-swap]; known keys: device, priority"),
+                    ));
                 }
                 disk_swap_keys.push(e);
             }
@@ -285,51 +345,93 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
             let v = e.value.as_str();
             dev.raw.push((e.key.clone(), e.value.clone()));
             match e.key.as_str() {
-                "zram-size" => dev.zram_size = SizeExpr::parse(v, line).map_err(|r| err(line, format!("bad size expression `{v}`: {r}")))?,
+                "zram-size" => {
+                    dev.zram_size = SizeExpr::parse(v, line)
+                        .map_err(|r| err(line, format!("bad size expression `{v}`: {r}")))?
+                }
                 "zram-resident-limit" => {
-                    dev.resident_limit = Some(SizeExpr::parse(v, line).map_err(|r| err(line, format!("bad size expression `{v}`: {r}")))?)
+                    dev.resident_limit = Some(
+                        SizeExpr::parse(v, line)
+                            .map_err(|r| err(line, format!("bad size expression `{v}`: {r}")))?,
+                    )
                 }
                 "host-memory-limit" | "memory-limit" => {
                     dev.host_memory_limit = if v == "none" {
                         None
                     } else {
-                        Some(v.parse().map_err(|_| err(line, format!("{} must be a number of MiB or `none`, not `{v}`", e.key)))?)
+                        Some(v.parse().map_err(|_| {
+                            err(
+                                line,
+                                format!("{} must be a number of MiB or `none`, not `{v}`", e.key),
+                            )
+                        })?)
                     }
                 }
                 "zram-fraction" => {
-                    let f: f64 = v.parse().map_err(|_| err(line, format!("zram-fraction must be a number, not `{v}`")))?;
+                    let f: f64 = v.parse().map_err(|_| {
+                        err(line, format!("zram-fraction must be a number, not `{v}`"))
+                    })?;
                     if !(f > 0.0 && f.is_finite()) {
-                        return Err(err(line, format!("zram-fraction must be positive, not `{v}`")));
+                        return Err(err(
+                            line,
+                            format!("zram-fraction must be positive, not `{v}`"),
+                        ));
                     }
                     fraction = Some((f, line));
                 }
                 "max-zram-size" => {
-                    let f: f64 = if v == "none" { f64::INFINITY } else { v.parse().map_err(|_| err(line, format!("max-zram-size must be MiB or `none`, not `{v}`")))? };
+                    let f: f64 = if v == "none" {
+                        f64::INFINITY
+                    } else {
+                        v.parse().map_err(|_| {
+                            err(
+                                line,
+                                format!("max-zram-size must be MiB or `none`, not `{v}`"),
+                            )
+                        })?
+                    };
                     max_size = Some((f, line));
                 }
-                "compression-algorithm" => dev.algorithms = Some(parse_algorithms(v).map_err(|r| err(line, r))?),
+                "compression-algorithm" => {
+                    dev.algorithms = Some(parse_algorithms(v).map_err(|r| err(line, r))?)
+                }
                 "writeback-device" => {
                     if !v.starts_with('/') {
-                        return Err(err(line, format!("writeback-device must be an absolute path, not `{v}`")));
+                        return Err(err(
+                            line,
+                            format!("writeback-device must be an absolute path, not `{v}`"),
+                        ));
                     }
                     dev.writeback_device = Some(v.to_string());
                 }
                 "swap-priority" => {
-                    let p: i32 = v.parse().map_err(|_| err(line, format!("swap-priority must be an integer, not `{v}`")))?;
+                    let p: i32 = v.parse().map_err(|_| {
+                        err(line, format!("swap-priority must be an integer, not `{v}`"))
+                    })?;
                     if !(-1..=32767).contains(&p) {
-                        return Err(err(line, format!("swap-priority {p} out of range -1…32767")));
+                        return Err(err(
+                            line,
+                            format!("swap-priority {p} out of range -1…32767"),
+                        ));
                     }
                     dev.swap_priority = p;
                 }
                 "fs-type" => {
-                    if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') {
+                    if v.is_empty()
+                        || !v
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                    {
                         return Err(err(line, format!("bad fs-type `{v}`")));
                     }
                     dev.fs_type = v.to_string();
                 }
                 "mount-point" => {
                     if !v.starts_with('/') {
-                        return Err(err(line, format!("mount-point must be an absolute path, not `{v}`")));
+                        return Err(err(
+                            line,
+                            format!("mount-point must be an absolute path, not `{v}`"),
+                        ));
                     }
                     dev.mount_point = Some(v.to_string());
                 }
@@ -341,19 +443,32 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
             let f = fraction.map(|x| x.0).unwrap_or(0.5);
             let m = max_size.map(|x| x.0).unwrap_or(4096.0);
             let line = fraction.or(max_size).map(|x| x.1).unwrap_or(dev.line);
-            let src = if m.is_infinite() { format!("ram * {f}") } else { format!("min(ram * {f}, {m})") };
+            let src = if m.is_infinite() {
+                format!("ram * {f}")
+            } else {
+                format!("min(ram * {f}, {m})")
+            };
             dev.zram_size = SizeExpr::parse(&src, line).map_err(|r| err(line, r))?;
         }
         if dev.mount_point.is_some() && dev.fs_type == "swap" {
             // zram-generator: a mount point without fs-type means ext2.
             let explicit = dev.raw.iter().any(|(k, _)| k == "fs-type");
             if explicit {
-                return Err(err(dev.line, format!("[{}] has mount-point but fs-type = swap", dev.name)));
+                return Err(err(
+                    dev.line,
+                    format!("[{}] has mount-point but fs-type = swap", dev.name),
+                ));
             }
             dev.fs_type = "ext2".into();
         }
         if dev.fs_type != "swap" && dev.fs_type != "none" && dev.mount_point.is_none() {
-            return Err(err(dev.line, format!("[{}] has fs-type = {} but no mount-point", dev.name, dev.fs_type)));
+            return Err(err(
+                dev.line,
+                format!(
+                    "[{}] has fs-type = {} but no mount-point",
+                    dev.name, dev.fs_type
+                ),
+            ));
         }
     }
     if disk_swap_line != 0 {
@@ -363,19 +478,34 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
             match e.key.as_str() {
                 "device" => {
                     if !e.value.starts_with('/') {
-                        return Err(err(e.line, format!("disk-swap device must be an absolute path, not `{}`", e.value)));
+                        return Err(err(
+                            e.line,
+                            format!(
+                                "disk-swap device must be an absolute path, not `{}`",
+                                e.value
+                            ),
+                        ));
                     }
                     device = Some(e.value);
                 }
                 _ => {
-                    priority = e.value.parse().map_err(|_| err(e.line, format!("priority must be an integer, not `{}`", e.value)))?;
+                    priority = e.value.parse().map_err(|_| {
+                        err(
+                            e.line,
+                            format!("priority must be an integer, not `{}`", e.value),
+                        )
+                    })?;
                     if !(-1..=32767).contains(&priority) {
-                        return Err(err(e.line, format!("priority {priority} out of range -1…32767")));
+                        return Err(err(
+                            e.line,
+                            format!("priority {priority} out of range -1…32767"),
+                        ));
                     }
                 }
             }
         }
-        let device = device.ok_or_else(|| err(disk_swap_line, "[disk-swap] needs `device = /path`".into()))?;
+        let device = device
+            .ok_or_else(|| err(disk_swap_line, "[disk-swap] needs `device = /path`".into()))?;
         for d in cfg.devices.iter().filter(|d| d.fs_type == "swap") {
             if d.swap_priority <= priority {
                 return Err(err(
@@ -384,7 +514,11 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
                 ));
             }
         }
-        cfg.disk_swap = Some(DiskSwap { device, priority, line: disk_swap_line });
+        cfg.disk_swap = Some(DiskSwap {
+            device,
+            priority,
+            line: disk_swap_line,
+        });
     }
     Ok(cfg)
 }
@@ -395,22 +529,36 @@ fn check_zswap(e: Entry) -> Result<Entry, String> {
         "enabled" | "shrinker_enabled" => match v.to_ascii_lowercase().as_str() {
             "y" | "yes" | "1" | "true" | "on" => "Y".to_string(),
             "n" | "no" | "0" | "false" | "off" => "N".to_string(),
-            _ => return Err(format!("zswap {} must be a boolean (Y/N), not `{v}`", e.key)),
+            _ => {
+                return Err(format!(
+                    "zswap {} must be a boolean (Y/N), not `{v}`",
+                    e.key
+                ))
+            }
         },
         "compressor" => {
             if !KNOWN_ALGORITHMS.contains(&v) || v == "lzo-rle" {
-                return Err(format!("unknown zswap compressor `{v}`; known: lzo, lz4, lz4hc, zstd, deflate, 842"));
+                return Err(format!(
+                    "unknown zswap compressor `{v}`; known: lzo, lz4, lz4hc, zstd, deflate, 842"
+                ));
             }
             v.to_string()
         }
         "max_pool_percent" | "accept_threshold_percent" => {
-            let n: u32 = v.parse().map_err(|_| format!("zswap {} must be a whole percentage, not `{v}`", e.key))?;
+            let n: u32 = v
+                .parse()
+                .map_err(|_| format!("zswap {} must be a whole percentage, not `{v}`", e.key))?;
             if n > 100 {
                 return Err(format!("zswap {} = {n} is over 100", e.key));
             }
             n.to_string()
         }
-        k => return Err(format!("unknown key `{k}` in [zswap]; known keys: {}", ZSWAP_PARAMS.join(", "))),
+        k => {
+            return Err(format!(
+                "unknown key `{k}` in [zswap]; known keys: {}",
+                ZSWAP_PARAMS.join(", ")
+            ))
+        }
     };
     Ok(Entry { value, ..e })
 }
@@ -456,7 +604,9 @@ pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
     for t in tokens {
         let (name, params) = match t.find('(') {
             Some(i) => {
-                let inner = t[i + 1..].strip_suffix(')').ok_or_else(|| format!("text after `)` in `{t}`"))?;
+                let inner = t[i + 1..]
+                    .strip_suffix(')')
+                    .ok_or_else(|| format!("text after `)` in `{t}`"))?;
                 (&t[..i], parse_params(inner)?)
             }
             None => (t.as_str(), Vec::new()),
@@ -469,25 +619,37 @@ pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
                 match k.as_str() {
                     "type" => {
                         if !["idle", "huge", "huge_idle"].contains(&v.as_str()) {
-                            return Err(format!("recompression type must be idle, huge or huge_idle, not `{v}`"));
+                            return Err(format!(
+                                "recompression type must be idle, huge or huge_idle, not `{v}`"
+                            ));
                         }
                     }
                     "threshold" | "max_pages" => {
-                        v.parse::<u64>().map_err(|_| format!("recompression {k} must be a number, not `{v}`"))?;
+                        v.parse::<u64>().map_err(|_| {
+                            format!("recompression {k} must be a number, not `{v}`")
+                        })?;
                     }
-                    _ => return Err(format!("unknown recompression parameter `{k}`; known: type, threshold, max_pages")),
+                    _ => {
+                        return Err(format!(
+                        "unknown recompression parameter `{k}`; known: type, threshold, max_pages"
+                    ))
+                    }
                 }
             }
             global = params;
             continue;
         }
         if !KNOWN_ALGORITHMS.contains(&name) {
-            return Err(format!("unknown algorithm `{name}`; zram knows {}", KNOWN_ALGORITHMS.join(", ")));
+            return Err(format!(
+                "unknown algorithm `{name}`; zram knows {}",
+                KNOWN_ALGORITHMS.join(", ")
+            ));
         }
         for (k, v) in &params {
             match k.as_str() {
                 "level" => {
-                    v.parse::<i32>().map_err(|_| format!("{name} level must be an integer, not `{v}`"))?;
+                    v.parse::<i32>()
+                        .map_err(|_| format!("{name} level must be an integer, not `{v}`"))?;
                 }
                 "dict" => {
                     if !v.starts_with('/') {
@@ -495,30 +657,50 @@ pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
                     }
                 }
                 "deflate.winbits" => {
-                    v.parse::<i32>().map_err(|_| format!("deflate.winbits must be an integer, not `{v}`"))?;
+                    v.parse::<i32>()
+                        .map_err(|_| format!("deflate.winbits must be an integer, not `{v}`"))?;
                 }
-                _ => return Err(format!("unknown parameter `{k}` for {name}; known: level, dict, deflate.winbits")),
+                _ => {
+                    return Err(format!(
+                        "unknown parameter `{k}` for {name}; known: level, dict, deflate.winbits"
+                    ))
+                }
             }
         }
-        algos.push(Algo { name: name.to_string(), params });
+        algos.push(Algo {
+            name: name.to_string(),
+            params,
+        });
     }
     if algos.is_empty() {
         return Err("compression-algorithm names no algorithm".into());
     }
     if algos.len() > 4 {
-        return Err(format!("zram takes at most 3 recompression algorithms, {} given", algos.len() - 1));
+        return Err(format!(
+            "zram takes at most 3 recompression algorithms, {} given",
+            algos.len() - 1
+        ));
     }
     let primary = algos.remove(0);
     if !global.is_empty() && algos.is_empty() {
         return Err("recompression parameters given but no recompression algorithm".into());
     }
-    Ok(Algorithms { primary, recompress: algos, recompress_params: global })
+    Ok(Algorithms {
+        primary,
+        recompress: algos,
+        recompress_params: global,
+    })
 }
 
 fn parse_params(s: &str) -> Result<Vec<(String, String)>, String> {
     let mut v = Vec::new();
-    for p in s.split(|c: char| c == ',' || c.is_whitespace()).filter(|p| !p.is_empty()) {
-        let (k, val) = p.split_once('=').ok_or_else(|| format!("parameter `{p}` is not key=value"))?;
+    for p in s
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+    {
+        let (k, val) = p
+            .split_once('=')
+            .ok_or_else(|| format!("parameter `{p}` is not key=value"))?;
         if k.is_empty() || val.is_empty() {
             return Err(format!("parameter `{p}` is not key=value"));
         }
@@ -533,7 +715,15 @@ impl Algo {
         if self.params.is_empty() {
             self.name.clone()
         } else {
-            format!("{}({})", self.name, self.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
+            format!(
+                "{}({})",
+                self.name,
+                self.params
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
         }
     }
 }
@@ -561,7 +751,11 @@ fn parse_expr(src: &str) -> Result<Expr, String> {
     if src.trim().is_empty() {
         return Err("empty expression".into());
     }
-    let mut p = P { s: src.as_bytes(), i: 0, src };
+    let mut p = P {
+        s: src.as_bytes(),
+        i: 0,
+        src,
+    };
     let e = p.sum()?;
     p.ws();
     if p.i < p.s.len() {
@@ -634,7 +828,9 @@ impl P<'_> {
             }
             Some(c) if c.is_ascii_digit() || c == b'.' => {
                 let st = self.i;
-                while self.i < self.s.len() && (self.s[self.i].is_ascii_digit() || self.s[self.i] == b'.') {
+                while self.i < self.s.len()
+                    && (self.s[self.i].is_ascii_digit() || self.s[self.i] == b'.')
+                {
                     self.i += 1;
                 }
                 // Exponent: 1e3, 2.5E-2
@@ -653,11 +849,17 @@ impl P<'_> {
                     }
                 }
                 let t = &self.src[st..self.i];
-                t.parse().map(Expr::Num).map_err(|_| format!("bad number `{t}`"))
+                t.parse()
+                    .map(Expr::Num)
+                    .map_err(|_| format!("bad number `{t}`"))
             }
             Some(_) => {
                 let st = self.i;
-                while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_' || self.s[self.i] >= 0x80) {
+                while self.i < self.s.len()
+                    && (self.s[self.i].is_ascii_alphanumeric()
+                        || self.s[self.i] == b'_'
+                        || self.s[self.i] >= 0x80)
+                {
                     self.i += 1;
                 }
                 let name = &self.src[st..self.i];
@@ -678,7 +880,9 @@ impl P<'_> {
                                     self.i += 1;
                                     break;
                                 }
-                                _ => return Err(format!("missing `)` after arguments of {name}()")),
+                                _ => {
+                                    return Err(format!("missing `)` after arguments of {name}()"))
+                                }
                             }
                         }
                     }
@@ -698,7 +902,9 @@ impl P<'_> {
                     "ram" => Ok(Expr::Ram),
                     "e" => Ok(Expr::Num(std::f64::consts::E)),
                     "pi" | "π" => Ok(Expr::Num(std::f64::consts::PI)),
-                    _ => Err(format!("unknown variable `{name}` (only `ram`, MemTotal in MiB, is known)")),
+                    _ => Err(format!(
+                        "unknown variable `{name}` (only `ram`, MemTotal in MiB, is known)"
+                    )),
                 }
             }
         }
@@ -724,7 +930,10 @@ fn eval(e: &Expr, ram: f64) -> Result<f64, String> {
             }
         }
         Expr::Call(f, args) => {
-            let v: Vec<f64> = args.iter().map(|a| eval(a, ram)).collect::<Result<_, _>>()?;
+            let v: Vec<f64> = args
+                .iter()
+                .map(|a| eval(a, ram))
+                .collect::<Result<_, _>>()?;
             match f.as_str() {
                 "min" => v.iter().cloned().fold(f64::INFINITY, f64::min),
                 "max" => v.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
@@ -766,7 +975,9 @@ mod tests {
         assert_eq!(e("max(ram, 512) % 100", 1234.0), 34.0);
         assert_eq!(e("floor(ram / 3)", 10.0), 3.0);
         assert_eq!(e("1e3", 0.0), 1000.0);
-        for bad in ["", "ram *", "foo", "min()", "sqrt(4)", "(ram", "ram)", "ram ram"] {
+        for bad in [
+            "", "ram *", "foo", "min()", "sqrt(4)", "(ram", "ram)", "ram ram",
+        ] {
             assert!(SizeExpr::parse(bad, 1).is_err(), "{bad}");
         }
     }
@@ -777,11 +988,17 @@ mod tests {
         assert_eq!(a.primary.name, "zstd");
         assert_eq!(a.recompress.len(), 1);
         assert_eq!(a.recompress[0].name, "lz4");
-        assert_eq!(a.recompress_params, [("type".to_string(), "huge".to_string())]);
-        let a = parse_algorithms("lzo-rle zstd(level=3, dict=/etc/d) (type=idle,threshold=1024)").unwrap();
+        assert_eq!(
+            a.recompress_params,
+            [("type".to_string(), "huge".to_string())]
+        );
+        let a = parse_algorithms("lzo-rle zstd(level=3, dict=/etc/d) (type=idle,threshold=1024)")
+            .unwrap();
         assert_eq!(a.recompress[0].params.len(), 2);
         assert_eq!(a.recompress_params.len(), 2);
-        assert!(parse_algorithms("zsdt").unwrap_err().contains("unknown algorithm `zsdt`"));
+        assert!(parse_algorithms("zsdt")
+            .unwrap_err()
+            .contains("unknown algorithm `zsdt`"));
         assert!(parse_algorithms("zstd(level=x)").is_err());
         assert!(parse_algorithms("zstd (type=huge)").is_err());
         assert!(parse_algorithms("zstd lz4 (type=cold)").is_err());
@@ -802,11 +1019,22 @@ mod tests {
     fn errors_carry_line_and_reason() {
         let e = p("[zram0]\nzram-size = ram\nzram-sise = 5\n").unwrap_err();
         assert_eq!(e.line, 3);
-        assert!(e.to_string().starts_with("t.conf:3: unknown key `zram-sise`"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("t.conf:3: unknown key `zram-sise`"),
+            "{e}"
+        );
         let e = p("[zram0]\n\nzram-size = ram **\n").unwrap_err();
-        assert_eq!((e.line, e.reason.starts_with("bad size expression")), (3, true), "{e}");
+        assert_eq!(
+            (e.line, e.reason.starts_with("bad size expression")),
+            (3, true),
+            "{e}"
+        );
         let e = p("[zram0]\ncompression-algorithm = lz5\n").unwrap_err();
-        assert!(e.to_string().contains("t.conf:2: unknown algorithm `lz5`"), "{e}");
+        assert!(
+            e.to_string().contains("t.conf:2: unknown algorithm `lz5`"),
+            "{e}"
+        );
         let e = p("[zramx]\n").unwrap_err();
         assert_eq!(e.line, 1);
         let e = p("[zram0]\n[disk-swap]\ndevice=/s\npriority=200\n").unwrap_err();

@@ -31,7 +31,9 @@ impl HotDevice {
             return Err(KernelZramUnavailable("not running as root".into()));
         }
         if !Path::new(CONTROL).join("hot_add").exists() {
-            return Err(KernelZramUnavailable(format!("{CONTROL}/hot_add not found (zram not loaded?)")));
+            return Err(KernelZramUnavailable(format!(
+                "{CONTROL}/hot_add not found (zram not loaded?)"
+            )));
         }
         Ok(())
     }
@@ -41,8 +43,15 @@ impl HotDevice {
         Self::available()?;
         let s = fs::read_to_string(Path::new(CONTROL).join("hot_add"))
             .map_err(|e| KernelZramUnavailable(format!("hot_add failed: {e}")))?;
-        let id: u32 = s.trim().parse().map_err(|_| KernelZramUnavailable(format!("hot_add returned {s:?}")))?;
-        let dev = HotDevice { id, sys: PathBuf::from(format!("/sys/block/zram{id}")), dev: PathBuf::from(format!("/dev/zram{id}")) };
+        let id: u32 = s
+            .trim()
+            .parse()
+            .map_err(|_| KernelZramUnavailable(format!("hot_add returned {s:?}")))?;
+        let dev = HotDevice {
+            id,
+            sys: PathBuf::from(format!("/sys/block/zram{id}")),
+            dev: PathBuf::from(format!("/dev/zram{id}")),
+        };
         // udev may create the node a little later.
         for _ in 0..200 {
             if dev.dev.exists() {
@@ -51,7 +60,10 @@ impl HotDevice {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         if !dev.dev.exists() {
-            return Err(KernelZramUnavailable(format!("{} did not appear", dev.dev.display())));
+            return Err(KernelZramUnavailable(format!(
+                "{} did not appear",
+                dev.dev.display()
+            )));
         }
         Ok(dev)
     }
@@ -59,8 +71,9 @@ impl HotDevice {
     /// Create a device with `algo` and `disksize` bytes, initialised.
     pub fn with_config(algo: &str, disksize: u64) -> Result<Self, KernelZramUnavailable> {
         let d = Self::create()?;
-        d.write_attr("comp_algorithm", algo)
-            .map_err(|e| KernelZramUnavailable(format!("kernel zram has no algorithm {algo}: {e}")))?;
+        d.write_attr("comp_algorithm", algo).map_err(|e| {
+            KernelZramUnavailable(format!("kernel zram has no algorithm {algo}: {e}"))
+        })?;
         d.write_attr("disksize", &disksize.to_string())
             .map_err(|e| KernelZramUnavailable(format!("setting disksize failed: {e}")))?;
         Ok(d)
@@ -95,8 +108,12 @@ impl HotDevice {
     /// mm_stat as its nine numbers.
     pub fn mm_stat(&self) -> io::Result<[u64; 9]> {
         let s = self.read_attr("mm_stat")?;
-        let v: Vec<u64> = s.split_whitespace().filter_map(|f| f.parse().ok()).collect();
-        v.try_into().map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("bad mm_stat {s:?}")))
+        let v: Vec<u64> = s
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        v.try_into()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("bad mm_stat {s:?}")))
     }
 
     /// Which algorithms the kernel offers (names from comp_algorithm).

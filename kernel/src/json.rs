@@ -143,7 +143,14 @@ mod tests {
     use super::*;
     #[test]
     fn renders() {
-        let j = Json::obj().with("a", 1u64).with("b", "x\"y").with("c", Json::Arr(vec![])).with("d", None::<u64>);
-        assert_eq!(j.render(), "{\n  \"a\": 1,\n  \"b\": \"x\\\"y\",\n  \"c\": [],\n  \"d\": null\n}");
+        let j = Json::obj()
+            .with("a", 1u64)
+            .with("b", "x\"y")
+            .with("c", Json::Arr(vec![]))
+            .with("d", None::<u64>);
+        assert_eq!(
+            j.render(),
+            "{\n  \"a\": 1,\n  \"b\": \"x\\\"y\",\n  \"c\": [],\n  \"d\": null\n}"
+        );
     }
 }

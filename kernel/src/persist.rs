@@ -47,7 +47,10 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
         let mut s = format!("{MARK} from {src}; read by systemd's zram-generator at boot.\n");
         for d in &cfg.devices {
             if d.fs_type == "none" {
-                s.push_str(&format!("\n# [{}] has fs-type = none (a zmem extension) and is not created at boot.\n", d.name));
+                s.push_str(&format!(
+                    "\n# [{}] has fs-type = none (a zmem extension) and is not created at boot.\n",
+                    d.name
+                ));
                 continue;
             }
             s.push_str(&format!("\n[{}]\n", d.name));
@@ -55,24 +58,37 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
                 s.push_str(&format!("{k} = {val}\n"));
             }
         }
-        v.push(File { path: "/etc/systemd/zram-generator.conf".into(), contents: s });
+        v.push(File {
+            path: "/etc/systemd/zram-generator.conf".into(),
+            contents: s,
+        });
     }
     if !cfg.sysctls.is_empty() {
         let mut s = format!("{MARK} from {src}.\n");
         for e in &cfg.sysctls {
             s.push_str(&format!("{} = {}\n", e.key, e.value));
         }
-        v.push(File { path: "/etc/sysctl.d/90-zmem.conf".into(), contents: s });
+        v.push(File {
+            path: "/etc/sysctl.d/90-zmem.conf".into(),
+            contents: s,
+        });
     }
     if !cfg.zswap.is_empty() {
-        let mut s = format!("{MARK} from {src}: zswap parameters, set by systemd-tmpfiles at boot.\n");
+        let mut s =
+            format!("{MARK} from {src}: zswap parameters, set by systemd-tmpfiles at boot.\n");
         // compressor before enabled, so the first pool is created with the right compressor.
         let mut entries: Vec<_> = cfg.zswap.iter().collect();
         entries.sort_by_key(|e| e.key == "enabled");
         for e in entries {
-            s.push_str(&format!("w- /sys/module/zswap/parameters/{} - - - - {}\n", e.key, e.value));
+            s.push_str(&format!(
+                "w- /sys/module/zswap/parameters/{} - - - - {}\n",
+                e.key, e.value
+            ));
         }
-        v.push(File { path: "/etc/tmpfiles.d/zmem-zswap.conf".into(), contents: s });
+        v.push(File {
+            path: "/etc/tmpfiles.d/zmem-zswap.conf".into(),
+            contents: s,
+        });
     }
     if let Some(ds) = &cfg.disk_swap {
         let unit = format!("{}.swap", escape_path(&ds.device));
@@ -80,18 +96,27 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
             "{MARK} from {src}: the disk tier below zram.\n[Unit]\nDescription=zmem disk swap tier {}\n\n[Swap]\nWhat={}\nPriority={}\n\n[Install]\nWantedBy=swap.target\n",
             ds.device, ds.device, ds.priority
         );
-        v.push(File { path: format!("/etc/systemd/system/{unit}"), contents: s });
+        v.push(File {
+            path: format!("/etc/systemd/system/{unit}"),
+            contents: s,
+        });
     }
     if !cfg.policy.is_empty() {
         let mut conf = String::new();
         if let Ok(text) = fs::read_to_string(&cfg.file) {
             conf = text;
         }
-        v.push(File { path: "/etc/zmem/zmem.conf".into(), contents: conf });
+        v.push(File {
+            path: "/etc/zmem/zmem.conf".into(),
+            contents: conf,
+        });
         let s = format!(
             "{MARK} from {src}.\n[Unit]\nDescription=zmem policy: idle marking, recompression and writeback for zram\nAfter=swap.target\n\n[Service]\nExecStart={zmem_binary} policy --config /etc/zmem/zmem.conf\nRestart=on-failure\nNice=10\nIOSchedulingClass=idle\n\n[Install]\nWantedBy=multi-user.target\n"
         );
-        v.push(File { path: "/etc/systemd/system/zmem-policy.service".into(), contents: s });
+        v.push(File {
+            path: "/etc/systemd/system/zmem-policy.service".into(),
+            contents: s,
+        });
     }
     v
 }
@@ -106,7 +131,10 @@ pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf
             if !ours && !force {
                 return Err(io::Error::new(
                     io::ErrorKind::AlreadyExists,
-                    format!("{} exists and was not written by zmem; use --force to replace it", p.display()),
+                    format!(
+                        "{} exists and was not written by zmem; use --force to replace it",
+                        p.display()
+                    ),
                 ));
             }
         }

@@ -113,8 +113,14 @@ fn parse_bool(s: &str) -> Option<bool> {
 }
 
 fn parse_types(s: &str) -> Option<Vec<String>> {
-    let v: Vec<String> = s.split([',', ' ']).filter(|x| !x.is_empty()).map(str::to_string).collect();
-    v.iter().all(|t| ["idle", "huge", "huge_idle"].contains(&t.as_str())).then_some(v)
+    let v: Vec<String> = s
+        .split([',', ' '])
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect();
+    v.iter()
+        .all(|t| ["idle", "huge", "huge_idle"].contains(&t.as_str()))
+        .then_some(v)
 }
 
 impl Policy {
@@ -126,32 +132,83 @@ impl Policy {
             let v = value.as_str();
             let e = |what: &str| cfg.err(*line, format!("{key} must be {what}, not `{v}`"));
             match key.as_str() {
-                "interval" => p.interval = parse_duration(v).filter(|n| *n > 0).ok_or_else(|| e("a duration like 5min"))?,
+                "interval" => {
+                    p.interval = parse_duration(v)
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| e("a duration like 5min"))?
+                }
                 "writeback" => p.writeback = parse_bool(v).ok_or_else(|| e("yes or no"))?,
-                "writeback-backoff" => p.writeback_backoff = parse_duration(v).ok_or_else(|| e("a duration like 10min"))?,
-                "writeback-idle-min" => p.writeback_idle_min = parse_duration(v).ok_or_else(|| e("a duration like 20h"))?,
-                "writeback-idle-max" => p.writeback_idle_max = parse_duration(v).ok_or_else(|| e("a duration like 25h"))?,
-                "writeback-min-per-round" => p.writeback_min_bytes = parse_size(v).ok_or_else(|| e("a size like 5MiB"))?,
-                "writeback-max-per-round" => p.writeback_max_bytes = parse_size(v).ok_or_else(|| e("a size like 300MiB"))?,
-                "writeback-daily-limit" => p.writeback_daily_bytes = parse_size(v).ok_or_else(|| e("a size like 1GiB"))?,
-                "writeback-types" => p.writeback_types = parse_types(v).ok_or_else(|| e("a list of huge_idle, idle, huge"))?,
+                "writeback-backoff" => {
+                    p.writeback_backoff =
+                        parse_duration(v).ok_or_else(|| e("a duration like 10min"))?
+                }
+                "writeback-idle-min" => {
+                    p.writeback_idle_min =
+                        parse_duration(v).ok_or_else(|| e("a duration like 20h"))?
+                }
+                "writeback-idle-max" => {
+                    p.writeback_idle_max =
+                        parse_duration(v).ok_or_else(|| e("a duration like 25h"))?
+                }
+                "writeback-min-per-round" => {
+                    p.writeback_min_bytes = parse_size(v).ok_or_else(|| e("a size like 5MiB"))?
+                }
+                "writeback-max-per-round" => {
+                    p.writeback_max_bytes = parse_size(v).ok_or_else(|| e("a size like 300MiB"))?
+                }
+                "writeback-daily-limit" => {
+                    p.writeback_daily_bytes = parse_size(v).ok_or_else(|| e("a size like 1GiB"))?
+                }
+                "writeback-types" => {
+                    p.writeback_types =
+                        parse_types(v).ok_or_else(|| e("a list of huge_idle, idle, huge"))?
+                }
                 "recompress" => p.recompress = parse_bool(v).ok_or_else(|| e("yes or no"))?,
-                "recompress-backoff" => p.recompress_backoff = parse_duration(v).ok_or_else(|| e("a duration like 30min"))?,
-                "recompress-idle-min" => p.recompress_idle_min = parse_duration(v).ok_or_else(|| e("a duration like 1h"))?,
-                "recompress-idle-max" => p.recompress_idle_max = parse_duration(v).ok_or_else(|| e("a duration like 6h"))?,
-                "recompress-threshold" => p.recompress_threshold = parse_size(v).filter(|n| *n < 4096).ok_or_else(|| e("a size below 4096 bytes"))?,
-                "recompress-max-pages" => p.recompress_max_pages = Some(v.parse().map_err(|_| e("a number of pages"))?),
-                "recompress-types" => p.recompress_types = parse_types(v).ok_or_else(|| e("a list of huge_idle, idle, huge"))?,
-                "devices" => p.devices = v.split([',', ' ']).filter(|x| !x.is_empty()).map(str::to_string).collect(),
+                "recompress-backoff" => {
+                    p.recompress_backoff =
+                        parse_duration(v).ok_or_else(|| e("a duration like 30min"))?
+                }
+                "recompress-idle-min" => {
+                    p.recompress_idle_min =
+                        parse_duration(v).ok_or_else(|| e("a duration like 1h"))?
+                }
+                "recompress-idle-max" => {
+                    p.recompress_idle_max =
+                        parse_duration(v).ok_or_else(|| e("a duration like 6h"))?
+                }
+                "recompress-threshold" => {
+                    p.recompress_threshold = parse_size(v)
+                        .filter(|n| *n < 4096)
+                        .ok_or_else(|| e("a size below 4096 bytes"))?
+                }
+                "recompress-max-pages" => {
+                    p.recompress_max_pages = Some(v.parse().map_err(|_| e("a number of pages"))?)
+                }
+                "recompress-types" => {
+                    p.recompress_types =
+                        parse_types(v).ok_or_else(|| e("a list of huge_idle, idle, huge"))?
+                }
+                "devices" => {
+                    p.devices = v
+                        .split([',', ' '])
+                        .filter(|x| !x.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                }
                 "serve-sockets" => p.serve_sockets = v.to_string(),
                 _ => return Err(cfg.err(*line, format!("unknown key `{key}` in [policy]"))),
             }
         }
-        if p.writeback_idle_min > p.writeback_idle_max || p.recompress_idle_min > p.recompress_idle_max {
+        if p.writeback_idle_min > p.writeback_idle_max
+            || p.recompress_idle_min > p.recompress_idle_max
+        {
             return Err(cfg.err(0, "[policy] idle-min must not be above idle-max"));
         }
         if p.writeback_min_bytes > p.writeback_max_bytes {
-            return Err(cfg.err(0, "[policy] writeback-min-per-round must not be above writeback-max-per-round"));
+            return Err(cfg.err(
+                0,
+                "[policy] writeback-min-per-round must not be above writeback-max-per-round",
+            ));
         }
         Ok(p)
     }
@@ -190,7 +247,11 @@ pub struct State {
 impl State {
     pub fn load(sys: &Sys) -> State {
         let mut st = State::default();
-        let text = sys.read_opt(&state_file(sys)).ok().flatten().unwrap_or_default();
+        let text = sys
+            .read_opt(&state_file(sys))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         for l in text.lines() {
             let f: Vec<&str> = l.split('\t').collect();
             if f.len() < 3 {
@@ -255,22 +316,38 @@ impl AttrTarget for DryRun<'_> {
 }
 
 /// Mark pages idle for an action that wants `age` seconds. Returns whether the action may go on now.
-fn mark_idle(t: &dyn AttrTarget, st: &mut DeviceState, now: u64, age: u64, log: &mut dyn FnMut(String)) -> bool {
+fn mark_idle(
+    t: &dyn AttrTarget,
+    st: &mut DeviceState,
+    now: u64,
+    age: u64,
+    log: &mut dyn FnMut(String),
+) -> bool {
     let dev = t.label();
     match t.write_attr("idle", &age.to_string()) {
         Ok(()) => {
-            log(format!("{dev}: write idle {age} (mark pages not accessed for {})", duration(age)));
+            log(format!(
+                "{dev}: write idle {age} (mark pages not accessed for {})",
+                duration(age)
+            ));
             true
         }
         Err(e) if e.errno == "EINVAL" => {
             // No CONFIG_ZRAM_TRACK_ENTRY_ACTIME: mark all now, act after `age`.
             match st.marked_all_at {
                 Some(t0) if now.saturating_sub(t0) >= age => {
-                    log(format!("{dev}: pages marked idle {} ago are old enough (kernel has no idle ages)", duration(now - t0)));
+                    log(format!(
+                        "{dev}: pages marked idle {} ago are old enough (kernel has no idle ages)",
+                        duration(now - t0)
+                    ));
                     true
                 }
                 Some(t0) => {
-                    log(format!("{dev}: waiting: pages were marked idle {} ago, need {}", duration(now.saturating_sub(t0)), duration(age)));
+                    log(format!(
+                        "{dev}: waiting: pages were marked idle {} ago, need {}",
+                        duration(now.saturating_sub(t0)),
+                        duration(age)
+                    ));
                     false
                 }
                 None => {
@@ -310,13 +387,30 @@ fn mem_util(sys: &Sys) -> f64 {
 /// blocks in use (bd_stat bd_count) and block 0, which zram ≤ 6.18 never uses.
 fn backing_free(sys: &Sys, t: &dyn AttrTarget, backing: &str) -> Option<u64> {
     let name = backing.strip_prefix("/dev/")?.rsplit('/').next()?;
-    let sectors: u64 = sys.read(&format!("/sys/class/block/{name}/size")).ok()?.trim().parse().ok()?;
-    let used = t.read_attr("bd_stat").ok().and_then(|s| BdStat::parse(&s))?.bd_count;
+    let sectors: u64 = sys
+        .read(&format!("/sys/class/block/{name}/size"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let used = t
+        .read_attr("bd_stat")
+        .ok()
+        .and_then(|s| BdStat::parse(&s))?
+        .bd_count;
     Some((sectors * 512 / 4096).saturating_sub(used + 1) * 4096)
 }
 
 /// One round on one device at time `now` (seconds since the epoch).
-pub fn round(sys: &Sys, p: &Policy, t: &dyn AttrTarget, st: &mut DeviceState, now: u64, recompress_types: Option<&[String]>, log: &mut dyn FnMut(String)) {
+pub fn round(
+    sys: &Sys,
+    p: &Policy,
+    t: &dyn AttrTarget,
+    st: &mut DeviceState,
+    now: u64,
+    recompress_types: Option<&[String]>,
+    log: &mut dyn FnMut(String),
+) {
     let dev = t.label();
     let attrs = match t.list_attrs() {
         Ok(a) => a,
@@ -340,11 +434,28 @@ pub fn round(sys: &Sys, p: &Policy, t: &dyn AttrTarget, st: &mut DeviceState, no
     let has = |a: &str| attrs.iter().any(|x| x == a);
     // Recompression.
     if p.recompress {
-        let configured = t.read_attr("recomp_algorithm").map(|s| !parse_recomp_algorithm(&s).is_empty()).unwrap_or(false);
+        let configured = t
+            .read_attr("recomp_algorithm")
+            .map(|s| !parse_recomp_algorithm(&s).is_empty())
+            .unwrap_or(false);
         if !has("recompress") || !configured {
-            log(format!("{dev}: recompression skipped: {}", if has("recompress") { "no recompression algorithm configured" } else { "not supported (no recompress attribute; CONFIG_ZRAM_MULTI_COMP)" }));
-        } else if let Some(wait) = st.last_recompress.map(|l| (l + p.recompress_backoff).saturating_sub(now)).filter(|w| *w > 0) {
-            log(format!("{dev}: recompression backs off for {}", duration(wait)));
+            log(format!(
+                "{dev}: recompression skipped: {}",
+                if has("recompress") {
+                    "no recompression algorithm configured"
+                } else {
+                    "not supported (no recompress attribute; CONFIG_ZRAM_MULTI_COMP)"
+                }
+            ));
+        } else if let Some(wait) = st
+            .last_recompress
+            .map(|l| (l + p.recompress_backoff).saturating_sub(now))
+            .filter(|w| *w > 0)
+        {
+            log(format!(
+                "{dev}: recompression backs off for {}",
+                duration(wait)
+            ));
         } else {
             let age = idle_age(p.recompress_idle_min, p.recompress_idle_max, util);
             if mark_idle(t, st, now, age, log) {
@@ -358,7 +469,11 @@ pub fn round(sys: &Sys, p: &Policy, t: &dyn AttrTarget, st: &mut DeviceState, no
                     let r = t.write_attr("recompress", &v);
                     let after = t.read_attr("mm_stat").ok().and_then(|s| MmStat::parse(&s));
                     let gain = match (before, after) {
-                        (Some(b), Some(a)) => format!(", compressed size {} → {}", bytes(b.compr_data_size), bytes(a.compr_data_size)),
+                        (Some(b), Some(a)) => format!(
+                            ", compressed size {} → {}",
+                            bytes(b.compr_data_size),
+                            bytes(a.compr_data_size)
+                        ),
                         _ => String::new(),
                     };
                     log(format!("{dev}: write recompress {v}: {}{gain}", result(&r)));
@@ -372,25 +487,53 @@ pub fn round(sys: &Sys, p: &Policy, t: &dyn AttrTarget, st: &mut DeviceState, no
     }
     // Writeback.
     if p.writeback {
-        let backing = t.read_attr("backing_dev").ok().map(|s| s.trim().to_string()).filter(|s| s != "none" && !s.is_empty());
+        let backing = t
+            .read_attr("backing_dev")
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| s != "none" && !s.is_empty());
         st.written.retain(|(ts, _)| now.saturating_sub(*ts) < 86400);
         let used: u64 = st.written.iter().map(|(_, b)| b).sum();
         let left = p.writeback_daily_bytes.saturating_sub(used);
-        let disksize: u64 = t.read_attr("disksize").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
-        let fill = if disksize > 0 { mm.orig_data_size as f64 / disksize as f64 } else { 0.0 };
-        let per_round = p.writeback_min_bytes + ((p.writeback_max_bytes - p.writeback_min_bytes) as f64 * fill.clamp(0.0, 1.0)) as u64;
+        let disksize: u64 = t
+            .read_attr("disksize")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        let fill = if disksize > 0 {
+            mm.orig_data_size as f64 / disksize as f64
+        } else {
+            0.0
+        };
+        let per_round = p.writeback_min_bytes
+            + ((p.writeback_max_bytes - p.writeback_min_bytes) as f64 * fill.clamp(0.0, 1.0))
+                as u64;
         let mut this_round = per_round.min(left);
         // Capped by free space on a backing block device (as ChromeOS does), when its size is known.
         let mut cap_note = None;
         if let Some(free) = backing.as_deref().and_then(|b| backing_free(sys, t, b)) {
             if free < this_round {
-                cap_note = Some(format!("{dev}: backing device has {} free; this round is capped to it", bytes(free)));
+                cap_note = Some(format!(
+                    "{dev}: backing device has {} free; this round is capped to it",
+                    bytes(free)
+                ));
                 this_round = free;
             }
         }
         if !has("writeback") || backing.is_none() {
-            log(format!("{dev}: writeback skipped: {}", if has("writeback") { "no backing device" } else { "not supported (no writeback attribute; CONFIG_ZRAM_WRITEBACK)" }));
-        } else if let Some(wait) = st.last_writeback.map(|l| (l + p.writeback_backoff).saturating_sub(now)).filter(|w| *w > 0) {
+            log(format!(
+                "{dev}: writeback skipped: {}",
+                if has("writeback") {
+                    "no backing device"
+                } else {
+                    "not supported (no writeback attribute; CONFIG_ZRAM_WRITEBACK)"
+                }
+            ));
+        } else if let Some(wait) = st
+            .last_writeback
+            .map(|l| (l + p.writeback_backoff).saturating_sub(now))
+            .filter(|w| *w > 0)
+        {
             log(format!("{dev}: writeback backs off for {}", duration(wait)));
         } else if this_round < p.writeback_min_bytes {
             log(format!(
@@ -410,7 +553,12 @@ pub fn round(sys: &Sys, p: &Policy, t: &dyn AttrTarget, st: &mut DeviceState, no
                 let pages = this_round / 4096;
                 let r1 = t.write_attr("writeback_limit_enable", "1");
                 let r2 = t.write_attr("writeback_limit", &pages.to_string());
-                log(format!("{dev}: write writeback_limit_enable 1: {}; writeback_limit {pages} ({}): {}", result(&r1), bytes(this_round), result(&r2)));
+                log(format!(
+                    "{dev}: write writeback_limit_enable 1: {}; writeback_limit {pages} ({}): {}",
+                    result(&r1),
+                    bytes(this_round),
+                    result(&r2)
+                ));
                 let before = t.read_attr("bd_stat").ok().and_then(|s| BdStat::parse(&s));
                 if r1.is_ok() && r2.is_ok() {
                     for ty in &p.writeback_types {
@@ -427,7 +575,12 @@ pub fn round(sys: &Sys, p: &Policy, t: &dyn AttrTarget, st: &mut DeviceState, no
                     (Some(b), Some(a)) => a.bd_writes.saturating_sub(b.bd_writes) * 4096,
                     _ => 0,
                 };
-                log(format!("{dev}: wrote back {} this round; {} of the daily {} left", bytes(wrote), bytes(left.saturating_sub(wrote)), bytes(p.writeback_daily_bytes)));
+                log(format!(
+                    "{dev}: wrote back {} this round; {} of the daily {} left",
+                    bytes(wrote),
+                    bytes(left.saturating_sub(wrote)),
+                    bytes(p.writeback_daily_bytes)
+                ));
                 st.written.push((now, wrote));
                 st.last_writeback = Some(now);
                 st.marked_all_at = None;
@@ -445,7 +598,10 @@ mod tests {
         assert_eq!(idle_age(72000, 90000, 0.0), 90000);
         let mid = idle_age(72000, 90000, 0.5);
         assert!(mid > 72000 && mid < 90000);
-        assert_eq!(idle_age(72000, 90000, 1.0), 72000 + (18000.0 * (-5.0f64).exp()).round() as u64);
+        assert_eq!(
+            idle_age(72000, 90000, 1.0),
+            72000 + (18000.0 * (-5.0f64).exp()).round() as u64
+        );
         assert_eq!(idle_age(3600, 3600, 0.3), 3600);
     }
 
@@ -462,11 +618,22 @@ mod tests {
 
     #[test]
     fn policy_section() {
-        let cfg = crate::config::parse("[policy]\nwriteback-backoff = 1h\nrecompress = no\n", std::path::Path::new("p.conf")).unwrap();
+        let cfg = crate::config::parse(
+            "[policy]\nwriteback-backoff = 1h\nrecompress = no\n",
+            std::path::Path::new("p.conf"),
+        )
+        .unwrap();
         let p = Policy::from_config(&cfg).unwrap();
         assert_eq!(p.writeback_backoff, 3600);
         assert!(!p.recompress);
-        let cfg = crate::config::parse("[policy]\nwriteback-backof = 1h\n", std::path::Path::new("p.conf")).unwrap();
-        assert_eq!(Policy::from_config(&cfg).unwrap_err().to_string(), "p.conf:2: unknown key `writeback-backof` in [policy]");
+        let cfg = crate::config::parse(
+            "[policy]\nwriteback-backof = 1h\n",
+            std::path::Path::new("p.conf"),
+        )
+        .unwrap();
+        assert_eq!(
+            Policy::from_config(&cfg).unwrap_err().to_string(),
+            "p.conf:2: unknown key `writeback-backof` in [policy]"
+        );
     }
 }

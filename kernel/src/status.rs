@@ -20,7 +20,14 @@ pub struct Status {
 /// Collect the status (mounting debugfs read-only on the real kernel if `mount_debugfs`).
 pub fn collect(sys: &Sys, mount_debugfs: bool) -> io::Result<Status> {
     let devices = zram::read_all(sys)?;
-    let zswap = zswap::read(sys, if mount_debugfs { Debugfs::MountReadOnly } else { Debugfs::ReadIfMounted })?;
+    let zswap = zswap::read(
+        sys,
+        if mount_debugfs {
+            Debugfs::MountReadOnly
+        } else {
+            Debugfs::ReadIfMounted
+        },
+    )?;
     let mut warnings = Vec::new();
     let zram_swap: Vec<&ZramDevice> = devices.iter().filter(|d| d.swap.is_some()).collect();
     if !zram_swap.is_empty() && zswap.enabled() {
@@ -36,13 +43,24 @@ pub fn collect(sys: &Sys, mount_debugfs: bool) -> io::Result<Status> {
     }
     for d in &devices {
         if d.initialised && d.mm.mem_limit > 0 && d.mm.mem_used_total >= d.mm.mem_limit {
-            warnings.push(format!("{}: RAM used has reached the memory limit; further writes fail", d.name));
+            warnings.push(format!(
+                "{}: RAM used has reached the memory limit; further writes fail",
+                d.name
+            ));
         }
         if d.io.failed_writes > 0 {
-            warnings.push(format!("{}: {} failed writes (memory limit reached or allocation failure)", d.name, count(d.io.failed_writes)));
+            warnings.push(format!(
+                "{}: {} failed writes (memory limit reached or allocation failure)",
+                d.name,
+                count(d.io.failed_writes)
+            ));
         }
     }
-    Ok(Status { devices, zswap, warnings })
+    Ok(Status {
+        devices,
+        zswap,
+        warnings,
+    })
 }
 
 fn row(out: &mut String, label: &str, value: impl AsRef<str>) {
@@ -72,52 +90,134 @@ pub fn render_text(st: &Status) -> String {
         };
         let _ = writeln!(o, "{}: {}", d.name, role);
         if !d.initialised {
-            row(&mut o, "algorithm", d.algorithm.clone().unwrap_or_else(|| "-".into()));
+            row(
+                &mut o,
+                "algorithm",
+                d.algorithm.clone().unwrap_or_else(|| "-".into()),
+            );
             row(&mut o, "kernel offers", d.offered.join(", "));
-            row(&mut o, "recompression", if d.has_multi_comp() { "supported" } else { "not in this kernel (CONFIG_ZRAM_MULTI_COMP)" });
-            row(&mut o, "writeback", if d.has_writeback() { "supported" } else { "not in this kernel (CONFIG_ZRAM_WRITEBACK)" });
+            row(
+                &mut o,
+                "recompression",
+                if d.has_multi_comp() {
+                    "supported"
+                } else {
+                    "not in this kernel (CONFIG_ZRAM_MULTI_COMP)"
+                },
+            );
+            row(
+                &mut o,
+                "writeback",
+                if d.has_writeback() {
+                    "supported"
+                } else {
+                    "not in this kernel (CONFIG_ZRAM_WRITEBACK)"
+                },
+            );
             o.push('\n');
             continue;
         }
         let m = &d.mm;
         let pages = m.orig_data_size / 4096;
-        row(&mut o, "capacity", format!("{} of uncompressed data (disksize)", bytes(d.disksize)));
+        row(
+            &mut o,
+            "capacity",
+            format!("{} of uncompressed data (disksize)", bytes(d.disksize)),
+        );
         row(
             &mut o,
             "data stored now",
-            format!("{} in {} pages ({} of capacity)", bytes(m.orig_data_size), count(pages), pct(m.orig_data_size, d.disksize)),
+            format!(
+                "{} in {} pages ({} of capacity)",
+                bytes(m.orig_data_size),
+                count(pages),
+                pct(m.orig_data_size, d.disksize)
+            ),
         );
-        row(&mut o, "  same-filled pages", format!("{} (e.g. all zeros; stored without memory)", count(m.same_pages)));
-        row(&mut o, "  huge pages", format!("{} (did not compress, stored whole); {} since reset", count(m.huge_pages), count(m.huge_pages_since)));
+        row(
+            &mut o,
+            "  same-filled pages",
+            format!(
+                "{} (e.g. all zeros; stored without memory)",
+                count(m.same_pages)
+            ),
+        );
+        row(
+            &mut o,
+            "  huge pages",
+            format!(
+                "{} (did not compress, stored whole); {} since reset",
+                count(m.huge_pages),
+                count(m.huge_pages_since)
+            ),
+        );
         if let Some(bd) = d.bd {
             if bd.bd_count > 0 {
-                row(&mut o, "  written back", format!("{} on the backing device", bytes(bd.bd_count * 4096)));
+                row(
+                    &mut o,
+                    "  written back",
+                    format!("{} on the backing device", bytes(bd.bd_count * 4096)),
+                );
             }
         }
-        row(&mut o, "compressed size", format!("{} (ratio {})", bytes(m.compr_data_size), ratio(m.ratio())));
+        row(
+            &mut o,
+            "compressed size",
+            format!("{} (ratio {})", bytes(m.compr_data_size), ratio(m.ratio())),
+        );
         row(
             &mut o,
             "RAM used now",
-            format!("{} incl. allocator overhead (effective ratio {})", bytes(m.mem_used_total), ratio(m.effective_ratio())),
+            format!(
+                "{} incl. allocator overhead (effective ratio {})",
+                bytes(m.mem_used_total),
+                ratio(m.effective_ratio())
+            ),
         );
-        row(&mut o, "RAM used at peak", format!("{} (highest since reset; not current usage)", bytes(m.mem_used_max)));
+        row(
+            &mut o,
+            "RAM used at peak",
+            format!(
+                "{} (highest since reset; not current usage)",
+                bytes(m.mem_used_max)
+            ),
+        );
         row(&mut o, "RAM saved", bytes(m.saved()));
-        row(&mut o, "memory limit", if m.mem_limit == 0 { "none".into() } else { bytes(m.mem_limit) });
+        row(
+            &mut o,
+            "memory limit",
+            if m.mem_limit == 0 {
+                "none".into()
+            } else {
+                bytes(m.mem_limit)
+            },
+        );
         let mut algo = d.algorithm.clone().unwrap_or_else(|| "-".into());
         match &d.recompression {
             None => {}
             Some(r) if r.is_empty() => algo.push_str("; recompression: none configured"),
             Some(r) => {
-                let list: Vec<String> = r.iter().map(|(p, a)| format!("{a} (priority {p})")).collect();
+                let list: Vec<String> = r
+                    .iter()
+                    .map(|(p, a)| format!("{a} (priority {p})"))
+                    .collect();
                 let _ = write!(algo, "; recompression: {}", list.join(", "));
             }
         }
         row(&mut o, "algorithm", algo);
         if d.recompression.is_none() {
-            row(&mut o, "recompression", "not in this kernel (CONFIG_ZRAM_MULTI_COMP)");
+            row(
+                &mut o,
+                "recompression",
+                "not in this kernel (CONFIG_ZRAM_MULTI_COMP)",
+            );
         }
         match (&d.backing_dev, d.bd) {
-            (None, _) => row(&mut o, "backing device", "not in this kernel (CONFIG_ZRAM_WRITEBACK)"),
+            (None, _) => row(
+                &mut o,
+                "backing device",
+                "not in this kernel (CONFIG_ZRAM_WRITEBACK)",
+            ),
             (Some(None), _) => row(&mut o, "backing device", "none"),
             (Some(Some(b)), bd) => {
                 let bd = bd.unwrap_or_default();
@@ -137,7 +237,11 @@ pub fn render_text(st: &Status) -> String {
             }
         }
         if let Some(s) = &d.swap {
-            row(&mut o, "swap in use", format!("{} of {}", bytes(s.used), bytes(s.size)));
+            row(
+                &mut o,
+                "swap in use",
+                format!("{} of {}", bytes(s.used), bytes(s.size)),
+            );
         }
         row(
             &mut o,
@@ -155,7 +259,11 @@ pub fn render_text(st: &Status) -> String {
     if !z.present {
         o.push_str("zswap: not in this kernel\n");
     } else {
-        let _ = writeln!(o, "zswap: {}", if z.enabled() { "enabled" } else { "disabled" });
+        let _ = writeln!(
+            o,
+            "zswap: {}",
+            if z.enabled() { "enabled" } else { "disabled" }
+        );
         let comp = z.param("compressor").unwrap_or("-");
         row(&mut o, "compressor", comp);
         let limit = match (z.param("max_pool_percent"), z.pool_limit()) {
@@ -165,27 +273,51 @@ pub fn render_text(st: &Status) -> String {
         };
         row(&mut o, "pool limit", limit);
         if let Some(a) = z.param("accept_threshold_percent") {
-            row(&mut o, "after the limit", format!("accepts pages again below {a}% of the limit"));
+            row(
+                &mut o,
+                "after the limit",
+                format!("accepts pages again below {a}% of the limit"),
+            );
         }
         if let Some(s) = z.param("shrinker_enabled") {
-            row(&mut o, "shrinker", if s == "Y" { "on (writes cold pages to disk under pressure)" } else { "off" });
+            row(
+                &mut o,
+                "shrinker",
+                if s == "Y" {
+                    "on (writes cold pages to disk under pressure)"
+                } else {
+                    "off"
+                },
+            );
         }
         let pool = z.counter("pool_total_size").or(z.pool_bytes);
-        let stored = z.stored_bytes.or(z.counter("stored_pages").map(|p| p * 4096));
+        let stored = z
+            .stored_bytes
+            .or(z.counter("stored_pages").map(|p| p * 4096));
         row(
             &mut o,
             "data stored now",
             format!(
                 "{}{}",
                 stored.map(bytes).unwrap_or_else(|| "-".into()),
-                z.counter("stored_pages").map(|p| format!(" in {} pages", count(p))).unwrap_or_default()
+                z.counter("stored_pages")
+                    .map(|p| format!(" in {} pages", count(p)))
+                    .unwrap_or_default()
             ),
         );
         let r = match (stored, pool) {
             (Some(s), Some(p)) if p > 0 => Some(s as f64 / p as f64),
             _ => None,
         };
-        row(&mut o, "RAM used now", format!("{} (effective ratio {})", pool.map(bytes).unwrap_or_else(|| "-".into()), ratio(r)));
+        row(
+            &mut o,
+            "RAM used now",
+            format!(
+                "{} (effective ratio {})",
+                pool.map(bytes).unwrap_or_else(|| "-".into()),
+                ratio(r)
+            ),
+        );
         if let (Some(i), Some(out)) = (z.zswpin, z.zswpout) {
             row(
                 &mut o,
@@ -199,7 +331,12 @@ pub fn render_text(st: &Status) -> String {
             );
         }
         if !z.debugfs.is_empty() {
-            let rejects: u64 = z.debugfs.iter().filter(|(k, _)| k.starts_with("reject_")).map(|(_, v)| v).sum();
+            let rejects: u64 = z
+                .debugfs
+                .iter()
+                .filter(|(k, _)| k.starts_with("reject_"))
+                .map(|(_, v)| v)
+                .sum();
             row(
                 &mut o,
                 "refused stores",
@@ -237,7 +374,15 @@ pub fn to_json(st: &Status) -> Json {
                     "recompression",
                     match &d.recompression {
                         None => Json::Null,
-                        Some(r) => Json::Arr(r.iter().map(|(p, a)| Json::obj().with("priority", *p).with("algorithm", a.as_str())).collect()),
+                        Some(r) => Json::Arr(
+                            r.iter()
+                                .map(|(p, a)| {
+                                    Json::obj()
+                                        .with("priority", *p)
+                                        .with("algorithm", a.as_str())
+                                })
+                                .collect(),
+                        ),
                     },
                 )
                 .with("multi_comp", d.has_multi_comp())
@@ -247,7 +392,14 @@ pub fn to_json(st: &Status) -> Json {
                 .with("compr_data_bytes", m.compr_data_size)
                 .with("mem_used_bytes", m.mem_used_total)
                 .with("mem_used_peak_bytes", m.mem_used_max)
-                .with("mem_limit_bytes", if m.mem_limit == 0 { Json::Null } else { m.mem_limit.into() })
+                .with(
+                    "mem_limit_bytes",
+                    if m.mem_limit == 0 {
+                        Json::Null
+                    } else {
+                        m.mem_limit.into()
+                    },
+                )
                 .with("same_pages", m.same_pages)
                 .with("huge_pages", m.huge_pages)
                 .with("huge_pages_since", m.huge_pages_since)
@@ -261,13 +413,21 @@ pub fn to_json(st: &Status) -> Json {
                 .with(
                     "bd_stat",
                     d.bd.map(|b| {
-                        Json::obj().with("count_bytes", b.bd_count * 4096).with("reads_bytes", b.bd_reads * 4096).with("writes_bytes", b.bd_writes * 4096)
+                        Json::obj()
+                            .with("count_bytes", b.bd_count * 4096)
+                            .with("reads_bytes", b.bd_reads * 4096)
+                            .with("writes_bytes", b.bd_writes * 4096)
                     }),
                 )
                 .with("writeback_limit_bytes", d.writeback_limit.map(|l| l * 4096))
                 .with(
                     "swap",
-                    d.swap.as_ref().map(|s| Json::obj().with("priority", s.priority).with("size_bytes", s.size).with("used_bytes", s.used)),
+                    d.swap.as_ref().map(|s| {
+                        Json::obj()
+                            .with("priority", s.priority)
+                            .with("size_bytes", s.size)
+                            .with("used_bytes", s.used)
+                    }),
                 )
                 .with("mount_point", d.mount.clone())
         })
@@ -276,14 +436,33 @@ pub fn to_json(st: &Status) -> Json {
     let zs = Json::obj()
         .with("present", z.present)
         .with("enabled", z.enabled())
-        .with("parameters", Json::Obj(z.params.iter().map(|(k, v)| (k.clone(), Json::Str(v.clone()))).collect()))
+        .with(
+            "parameters",
+            Json::Obj(
+                z.params
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Json::Str(v.clone())))
+                    .collect(),
+            ),
+        )
         .with("pool_limit_bytes", z.pool_limit())
         .with("pool_bytes", z.pool_bytes)
         .with("stored_bytes", z.stored_bytes)
-        .with("debugfs", Json::Obj(z.debugfs.iter().map(|(k, v)| (k.clone(), Json::UInt(*v))).collect()))
+        .with(
+            "debugfs",
+            Json::Obj(
+                z.debugfs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Json::UInt(*v)))
+                    .collect(),
+            ),
+        )
         .with("debugfs_note", z.debugfs_note.clone())
         .with("zswpin", z.zswpin)
         .with("zswpout", z.zswpout)
         .with("zswpwb", z.zswpwb);
-    Json::obj().with("zram", Json::Arr(devices)).with("zswap", zs).with("warnings", st.warnings.clone())
+    Json::obj()
+        .with("zram", Json::Arr(devices))
+        .with("zswap", zs)
+        .with("warnings", st.warnings.clone())
 }

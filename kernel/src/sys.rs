@@ -36,14 +36,22 @@ pub const FIXTURE_LOG: &str = "zmem-fixture.log";
 impl Sys {
     /// The running kernel.
     pub fn real() -> Sys {
-        Sys { root: PathBuf::from("/"), fixture: false, state_dir: "/run/zmem".into() }
+        Sys {
+            root: PathBuf::from("/"),
+            fixture: false,
+            state_dir: "/run/zmem".into(),
+        }
     }
 
     /// Rooted at `root`: `/` is the running kernel, anything else a fixture tree.
     pub fn new(root: impl Into<PathBuf>) -> Sys {
         let root = root.into();
         let fixture = root != Path::new("/");
-        Sys { root, fixture, state_dir: "/run/zmem".into() }
+        Sys {
+            root,
+            fixture,
+            state_dir: "/run/zmem".into(),
+        }
     }
 
     /// Whether this is a fixture tree (commands are emulated, not run).
@@ -114,7 +122,12 @@ impl Sys {
         }
         self.log(&format!("write {abs} {value}"))?;
         let p = self.path(abs);
-        let fail = p.with_file_name(format!("{}.fail", p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()));
+        let fail = p.with_file_name(format!(
+            "{}.fail",
+            p.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
+        ));
         if let Ok(spec) = fs::read_to_string(&fail) {
             // `ERRNO` fails every write; `ERRNO numeric` only writes of a number.
             let mut it = spec.split_whitespace();
@@ -135,7 +148,12 @@ impl Sys {
     pub fn hot_add(&self) -> io::Result<u32> {
         if !self.fixture {
             let s = fs::read_to_string(self.path("/sys/class/zram-control/hot_add"))?;
-            return s.trim().parse().map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("hot_add returned {s:?}")));
+            return s.trim().parse().map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("hot_add returned {s:?}"),
+                )
+            });
         }
         if !self.exists("/sys/class/zram-control/hot_add") {
             return Err(io::Error::from_raw_os_error(libc::ENOENT));
@@ -177,7 +195,10 @@ impl Sys {
     /// Remove a zram device (`/sys/class/zram-control/hot_remove`).
     pub fn hot_remove(&self, id: u32) -> io::Result<()> {
         if !self.fixture {
-            return fs::write(self.path("/sys/class/zram-control/hot_remove"), id.to_string());
+            return fs::write(
+                self.path("/sys/class/zram-control/hot_remove"),
+                id.to_string(),
+            );
         }
         self.log(&format!("hot_remove zram{id}"))?;
         let dir = self.path(&format!("/sys/block/zram{id}"));
@@ -203,13 +224,21 @@ impl Sys {
         let out = Command::new(&argv[0]).args(&argv[1..]).output()?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
-            return Err(io::Error::other(format!("`{}` failed ({}): {}", argv.join(" "), out.status, err.trim())));
+            return Err(io::Error::other(format!(
+                "`{}` failed ({}): {}",
+                argv.join(" "),
+                out.status,
+                err.trim()
+            )));
         }
         Ok(())
     }
 
     fn log(&self, line: &str) -> io::Result<()> {
-        let mut f = fs::OpenOptions::new().create(true).append(true).open(self.root.join(FIXTURE_LOG))?;
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.root.join(FIXTURE_LOG))?;
         writeln!(f, "{line}")
     }
 
@@ -229,7 +258,11 @@ impl Sys {
 
     /// One `/proc/meminfo` value in bytes.
     pub fn meminfo_get(&self, key: &str) -> io::Result<Option<u64>> {
-        Ok(self.meminfo()?.into_iter().find(|(k, _)| k == key).map(|(_, v)| v))
+        Ok(self
+            .meminfo()?
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v))
     }
 
     /// `/proc/vmstat` as (key, value).
@@ -255,7 +288,11 @@ impl Sys {
         Ok(s.lines()
             .filter_map(|l| {
                 let mut it = l.split_whitespace();
-                Some((it.next()?.to_string(), unescape_mount(it.next()?), it.next()?.to_string()))
+                Some((
+                    it.next()?.to_string(),
+                    unescape_mount(it.next()?),
+                    it.next()?.to_string(),
+                ))
             })
             .collect())
     }
@@ -300,7 +337,10 @@ pub fn parse_swaps(s: &str) -> Vec<SwapEntry> {
 }
 
 fn unescape_mount(s: &str) -> String {
-    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+    s.replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
 }
 
 /// An io::Error for an errno name such as `EBUSY`.
@@ -369,16 +409,19 @@ fn device_in_use(sys: &Sys, dev: &str) -> io::Result<bool> {
 /// The kernel's memparse: integer (0x hex, leading-0 octal) with an optional K/M/G/T/P/E suffix.
 pub fn memparse(s: &str) -> Option<u64> {
     let s = s.trim();
-    let (digits, radix, rest) = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        let end = h.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(h.len());
-        (&h[..end], 16, &h[end..])
-    } else if s.len() > 1 && s.starts_with('0') {
-        let end = s.find(|c: char| !('0'..='7').contains(&c)).unwrap_or(s.len());
-        (&s[..end], 8, &s[end..])
-    } else {
-        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        (&s[..end], 10, &s[end..])
-    };
+    let (digits, radix, rest) =
+        if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            let end = h.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(h.len());
+            (&h[..end], 16, &h[end..])
+        } else if s.len() > 1 && s.starts_with('0') {
+            let end = s
+                .find(|c: char| !('0'..='7').contains(&c))
+                .unwrap_or(s.len());
+            (&s[..end], 8, &s[end..])
+        } else {
+            let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+            (&s[..end], 10, &s[end..])
+        };
     if digits.is_empty() {
         return None;
     }
@@ -408,14 +451,20 @@ fn emulate_write(sys: &Sys, abs: &str, p: &Path, value: &str) -> io::Result<()> 
         return fs::write(p, format!("{value_t}\n"));
     };
     let dir = format!("/sys/block/{dev}");
-    let initialised = sys.read(&format!("{dir}/initstate")).map(|s| s.trim() == "1").unwrap_or(false);
+    let initialised = sys
+        .read(&format!("{dir}/initstate"))
+        .map(|s| s.trim() == "1")
+        .unwrap_or(false);
     match attr {
         "comp_algorithm" => {
             if initialised {
                 return Err(ebusy());
             }
             let cur = sys.read(abs)?;
-            let names: Vec<&str> = cur.split_whitespace().map(|a| a.trim_matches(|c| c == '[' || c == ']')).collect();
+            let names: Vec<&str> = cur
+                .split_whitespace()
+                .map(|a| a.trim_matches(|c| c == '[' || c == ']'))
+                .collect();
             if !names.contains(&value_t) {
                 return Err(einval());
             }
@@ -440,7 +489,10 @@ fn emulate_write(sys: &Sys, abs: &str, p: &Path, value: &str) -> io::Result<()> 
                 return Err(einval());
             }
             let offered = sys.read(&format!("{dir}/comp_algorithm"))?;
-            let names: Vec<&str> = offered.split_whitespace().map(|a| a.trim_matches(|c| c == '[' || c == ']')).collect();
+            let names: Vec<&str> = offered
+                .split_whitespace()
+                .map(|a| a.trim_matches(|c| c == '[' || c == ']'))
+                .collect();
             if !names.contains(&algo.as_str()) {
                 return Err(einval());
             }
@@ -453,7 +505,12 @@ fn emulate_write(sys: &Sys, abs: &str, p: &Path, value: &str) -> io::Result<()> 
                 })
                 .filter(|(p, _)| *p != prio)
                 .collect();
-            lines.push((prio, select_line(&names, &algo).trim_end_matches('\n').to_string()));
+            lines.push((
+                prio,
+                select_line(&names, &algo)
+                    .trim_end_matches('\n')
+                    .to_string(),
+            ));
             lines.sort();
             let text: String = lines.iter().map(|(p, l)| format!("#{p}: {l}\n")).collect();
             fs::write(p, text)
@@ -497,11 +554,17 @@ fn emulate_write(sys: &Sys, abs: &str, p: &Path, value: &str) -> io::Result<()> 
             fs::write(sys.path(&format!("{dir}/disksize")), "0\n")?;
             fs::write(sys.path(&format!("{dir}/initstate")), "0\n")?;
             let ca = sys.read(&format!("{dir}/comp_algorithm"))?;
-            let names: Vec<&str> = ca.split_whitespace().map(|a| a.trim_matches(|c| c == '[' || c == ']')).collect();
+            let names: Vec<&str> = ca
+                .split_whitespace()
+                .map(|a| a.trim_matches(|c| c == '[' || c == ']'))
+                .collect();
             let default = sys
                 .read_opt("/sys/class/zram-control/default_comp")?
                 .unwrap_or_else(|| names.first().map(|s| s.to_string()).unwrap_or_default());
-            fs::write(sys.path(&format!("{dir}/comp_algorithm")), select_line(&names, default.trim()))?;
+            fs::write(
+                sys.path(&format!("{dir}/comp_algorithm")),
+                select_line(&names, default.trim()),
+            )?;
             if sys.exists(&format!("{dir}/recomp_algorithm")) {
                 fs::write(sys.path(&format!("{dir}/recomp_algorithm")), "")?;
             }
@@ -540,7 +603,9 @@ fn select_line(names: &[&str], sel: &str) -> String {
 
 fn set_mm_stat_field(sys: &Sys, dir: &str, idx: usize, v: u64) -> io::Result<()> {
     let path = format!("{dir}/mm_stat");
-    let Some(cur) = sys.read_opt(&path)? else { return Ok(()) };
+    let Some(cur) = sys.read_opt(&path)? else {
+        return Ok(());
+    };
     let mut f: Vec<String> = cur.split_whitespace().map(str::to_string).collect();
     if f.len() > idx {
         f[idx] = v.to_string();
@@ -551,7 +616,10 @@ fn set_mm_stat_field(sys: &Sys, dir: &str, idx: usize, v: u64) -> io::Result<()>
 }
 
 fn emulate_command(sys: &Sys, argv: &[String]) -> io::Result<()> {
-    let prog = Path::new(&argv[0]).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let prog = Path::new(&argv[0])
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
     let positional: Vec<&str> = {
         let mut v = Vec::new();
@@ -577,20 +645,30 @@ fn emulate_command(sys: &Sys, argv: &[String]) -> io::Result<()> {
     match prog.as_str() {
         "swapon" => {
             let dev = positional.first().ok_or_else(einval)?;
-            let prio: i32 = args.iter().position(|a| *a == "-p").and_then(|i| args.get(i + 1)).and_then(|p| p.parse().ok()).unwrap_or(-2);
+            let prio: i32 = args
+                .iter()
+                .position(|a| *a == "-p")
+                .and_then(|i| args.get(i + 1))
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(-2);
             let mut cur = fs::read_to_string(&swaps_path).unwrap_or_default();
             if cur.is_empty() {
                 cur = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n".into();
             }
             if parse_swaps(&cur).iter().any(|s| s.device == *dev) {
-                return Err(io::Error::other(format!("swapon: {dev}: swapon failed: Device or resource busy")));
+                return Err(io::Error::other(format!(
+                    "swapon: {dev}: swapon failed: Device or resource busy"
+                )));
             }
             let size = dev
                 .strip_prefix("/dev/")
                 .and_then(|n| sys.read(&format!("/sys/block/{n}/disksize")).ok())
                 .and_then(|s| s.trim().parse::<u64>().ok())
                 .unwrap_or(0);
-            cur.push_str(&format!("{dev}                               partition\t{}\t\t0\t\t{prio}\n", size / 1024));
+            cur.push_str(&format!(
+                "{dev}                               partition\t{}\t\t0\t\t{prio}\n",
+                size / 1024
+            ));
             fs::write(swaps_path, cur)
         }
         "swapoff" => {
@@ -607,7 +685,9 @@ fn emulate_command(sys: &Sys, argv: &[String]) -> io::Result<()> {
                 out.push('\n');
             }
             if !found {
-                return Err(io::Error::other(format!("swapoff: {dev}: swapoff failed: Invalid argument")));
+                return Err(io::Error::other(format!(
+                    "swapoff: {dev}: swapoff failed: Invalid argument"
+                )));
             }
             fs::write(swaps_path, out)
         }
@@ -616,9 +696,17 @@ fn emulate_command(sys: &Sys, argv: &[String]) -> io::Result<()> {
                 [d, m, ..] => (*d, *m),
                 _ => return Err(einval()),
             };
-            let fstype = args.iter().position(|a| *a == "-t").and_then(|i| args.get(i + 1)).copied().unwrap_or("auto");
+            let fstype = args
+                .iter()
+                .position(|a| *a == "-t")
+                .and_then(|i| args.get(i + 1))
+                .copied()
+                .unwrap_or("auto");
             let mut cur = fs::read_to_string(&mounts_path).unwrap_or_default();
-            cur.push_str(&format!("{dev} {} {fstype} rw 0 0\n", dir.replace(' ', "\\040")));
+            cur.push_str(&format!(
+                "{dev} {} {fstype} rw 0 0\n",
+                dir.replace(' ', "\\040")
+            ));
             fs::write(mounts_path, cur)
         }
         "umount" => {
@@ -628,7 +716,10 @@ fn emulate_command(sys: &Sys, argv: &[String]) -> io::Result<()> {
             let mut found = false;
             for l in cur.lines() {
                 let mut it = l.split_whitespace();
-                let (d, m) = (it.next().unwrap_or(""), it.next().map(unescape_mount).unwrap_or_default());
+                let (d, m) = (
+                    it.next().unwrap_or(""),
+                    it.next().map(unescape_mount).unwrap_or_default(),
+                );
                 if !found && (d == *target || m == *target) {
                     found = true;
                     continue;
@@ -642,7 +733,10 @@ fn emulate_command(sys: &Sys, argv: &[String]) -> io::Result<()> {
             fs::write(mounts_path, out)
         }
         p if p == "mkswap" || p.starts_with("mkfs") || p == "systemd-makefs" => Ok(()),
-        _ => Err(io::Error::other(format!("fixture tree cannot emulate `{}`", argv.join(" ")))),
+        _ => Err(io::Error::other(format!(
+            "fixture tree cannot emulate `{}`",
+            argv.join(" ")
+        ))),
     }
 }
 

@@ -3,7 +3,12 @@
 /// `count` deterministic pseudo-random strings (xorshift64 from `seed`) of
 /// length `0..max_len`, drawn from `alphabet`: input for "never panics" tests
 /// of the text parsers.
-pub(crate) fn random_strings(seed: u64, alphabet: &[u8], max_len: u64, count: usize) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn random_strings(
+    seed: u64,
+    alphabet: &[u8],
+    max_len: u64,
+    count: usize,
+) -> impl Iterator<Item = String> + '_ {
     let mut x = seed;
     (0..count).map(move |_| {
         let len = (x % max_len) as usize;

@@ -2,7 +2,7 @@
 
 use std::io;
 
-use crate::sys::{Sys, SwapEntry};
+use crate::sys::{SwapEntry, Sys};
 
 /// `mm_stat`, nine columns (kernel-zram-zswap-spec §2.1).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,7 +29,10 @@ pub struct MmStat {
 
 impl MmStat {
     pub fn parse(s: &str) -> Option<MmStat> {
-        let v: Vec<u64> = s.split_whitespace().map(|f| f.parse().ok()).collect::<Option<Vec<_>>>()?;
+        let v: Vec<u64> = s
+            .split_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<Vec<_>>>()?;
         if v.len() < 8 {
             return None;
         }
@@ -73,11 +76,19 @@ pub struct IoStat {
 
 impl IoStat {
     pub fn parse(s: &str) -> Option<IoStat> {
-        let v: Vec<u64> = s.split_whitespace().map(|f| f.parse().ok()).collect::<Option<Vec<_>>>()?;
+        let v: Vec<u64> = s
+            .split_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<Vec<_>>>()?;
         if v.len() < 4 {
             return None;
         }
-        Some(IoStat { failed_reads: v[0], failed_writes: v[1], invalid_io: v[2], notify_free: v[3] })
+        Some(IoStat {
+            failed_reads: v[0],
+            failed_writes: v[1],
+            invalid_io: v[2],
+            notify_free: v[3],
+        })
     }
 }
 
@@ -91,11 +102,18 @@ pub struct BdStat {
 
 impl BdStat {
     pub fn parse(s: &str) -> Option<BdStat> {
-        let v: Vec<u64> = s.split_whitespace().map(|f| f.parse().ok()).collect::<Option<Vec<_>>>()?;
+        let v: Vec<u64> = s
+            .split_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<Vec<_>>>()?;
         if v.len() < 3 {
             return None;
         }
-        Some(BdStat { bd_count: v[0], bd_reads: v[1], bd_writes: v[2] })
+        Some(BdStat {
+            bd_count: v[0],
+            bd_reads: v[1],
+            bd_writes: v[2],
+        })
     }
 }
 
@@ -185,7 +203,10 @@ pub fn list_devices(sys: &Sys) -> io::Result<Vec<String>> {
 }
 
 fn bad(what: &str, name: &str, s: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("{name}: cannot parse {what} {s:?}"))
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{name}: cannot parse {what} {s:?}"),
+    )
 }
 
 /// Read one device.
@@ -193,13 +214,23 @@ pub fn read_device(sys: &Sys, name: &str) -> io::Result<ZramDevice> {
     let id: u32 = name
         .strip_prefix("zram")
         .and_then(|n| n.parse().ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{name} is not a zram device name")))?;
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name} is not a zram device name"),
+            )
+        })?;
     let dir = format!("/sys/block/{name}");
     if !sys.exists(&dir) {
-        return Err(io::Error::new(io::ErrorKind::NotFound, format!("{dir} does not exist")));
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{dir} does not exist"),
+        ));
     }
     let get = |a: &str| sys.read_opt(&format!("{dir}/{a}"));
-    let disksize: u64 = get("disksize")?.and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+    let disksize: u64 = get("disksize")?
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
     let initialised = get("initstate")?.map(|s| s.trim() == "1").unwrap_or(false) || disksize > 0;
     let (offered, algorithm) = parse_comp_algorithm(&get("comp_algorithm")?.unwrap_or_default());
     let recompression = get("recomp_algorithm")?.map(|s| parse_recomp_algorithm(&s));
@@ -219,10 +250,19 @@ pub fn read_device(sys: &Sys, name: &str) -> io::Result<ZramDevice> {
         Some(s) => Some(BdStat::parse(&s).ok_or_else(|| bad("bd_stat", name, &s))?),
         None => None,
     };
-    let wb_enabled = get("writeback_limit_enable")?.map(|s| s.trim() == "1").unwrap_or(false);
-    let writeback_limit =
-        if wb_enabled { get("writeback_limit")?.and_then(|s| s.trim().parse().ok()) } else { None };
-    let miss_free = get("debug_stat")?.and_then(|s| s.lines().nth(1).and_then(|l| l.split_whitespace().last()?.parse().ok()));
+    let wb_enabled = get("writeback_limit_enable")?
+        .map(|s| s.trim() == "1")
+        .unwrap_or(false);
+    let writeback_limit = if wb_enabled {
+        get("writeback_limit")?.and_then(|s| s.trim().parse().ok())
+    } else {
+        None
+    };
+    let miss_free = get("debug_stat")?.and_then(|s| {
+        s.lines()
+            .nth(1)
+            .and_then(|l| l.split_whitespace().last()?.parse().ok())
+    });
     let dev = format!("/dev/{name}");
     let swap = sys.swaps()?.into_iter().find(|s| s.device == dev);
     let mount = sys.mounts()?.into_iter().find(|m| m.0 == dev).map(|m| m.1);
@@ -247,7 +287,10 @@ pub fn read_device(sys: &Sys, name: &str) -> io::Result<ZramDevice> {
 
 /// Read every device.
 pub fn read_all(sys: &Sys) -> io::Result<Vec<ZramDevice>> {
-    list_devices(sys)?.iter().map(|n| read_device(sys, n)).collect()
+    list_devices(sys)?
+        .iter()
+        .map(|n| read_device(sys, n))
+        .collect()
 }
 
 #[cfg(test)]
@@ -283,7 +326,12 @@ mod tests {
             if let Some(m) = MmStat::parse(&s) {
                 let _ = (m.ratio(), m.effective_ratio(), m.saved());
             }
-            let _ = (IoStat::parse(&s), BdStat::parse(&s), parse_comp_algorithm(&s), parse_recomp_algorithm(&s));
+            let _ = (
+                IoStat::parse(&s),
+                BdStat::parse(&s),
+                parse_comp_algorithm(&s),
+                parse_recomp_algorithm(&s),
+            );
             let _ = (crate::sys::parse_swaps(&s), crate::sys::memparse(&s));
             let _ = crate::attr::parse_reply(s.as_bytes());
         }

@@ -32,13 +32,19 @@ pub struct Zswap {
 
 impl Zswap {
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
     pub fn enabled(&self) -> bool {
         matches!(self.param("enabled"), Some("Y") | Some("y") | Some("1"))
     }
     pub fn counter(&self, name: &str) -> Option<u64> {
-        self.debugfs.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+        self.debugfs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| *v)
     }
     /// Whether zswap holds anything now.
     pub fn holds_data(&self) -> bool {
@@ -62,7 +68,10 @@ pub enum Debugfs {
 }
 
 pub fn read(sys: &Sys, debugfs: Debugfs) -> io::Result<Zswap> {
-    let mut z = Zswap { present: sys.exists("/sys/module/zswap"), ..Default::default() };
+    let mut z = Zswap {
+        present: sys.exists("/sys/module/zswap"),
+        ..Default::default()
+    };
     for name in sys.list(PARAMS)? {
         if let Some(v) = sys.read_opt(&format!("{PARAMS}/{name}"))? {
             z.params.push((name, v.trim().to_string()));
@@ -90,7 +99,9 @@ pub fn read(sys: &Sys, debugfs: Debugfs) -> io::Result<Zswap> {
                 }
             }
         } else {
-            z.debugfs_note = Some(format!("{DEBUGFS} not available (debugfs not mounted or not root)"));
+            z.debugfs_note = Some(format!(
+                "{DEBUGFS} not available (debugfs not mounted or not root)"
+            ));
         }
     }
     if mounted_here {
@@ -113,8 +124,21 @@ pub fn read(sys: &Sys, debugfs: Debugfs) -> io::Result<Zswap> {
 /// Mount debugfs read-only at /sys/kernel/debug for one read; whether it was mounted.
 fn mount_debugfs_ro(sys: &Sys) -> bool {
     // Only when debugfs is not mounted anywhere yet; read-only so nothing can be changed through it.
-    if sys.mounts().map(|m| m.iter().any(|(_, _, t)| t == "debugfs")).unwrap_or(true) {
+    if sys
+        .mounts()
+        .map(|m| m.iter().any(|(_, _, t)| t == "debugfs"))
+        .unwrap_or(true)
+    {
         return false;
     }
-    sys.run(&["mount".into(), "-t".into(), "debugfs".into(), "-o".into(), "ro,nosuid,nodev,noexec".into(), "debugfs".into(), "/sys/kernel/debug".into()]).is_ok()
+    sys.run(&[
+        "mount".into(),
+        "-t".into(),
+        "debugfs".into(),
+        "-o".into(),
+        "ro,nosuid,nodev,noexec".into(),
+        "debugfs".into(),
+        "/sys/kernel/debug".into(),
+    ])
+    .is_ok()
 }

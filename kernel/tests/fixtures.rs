@@ -14,11 +14,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use zmem_kernel::apply::{self, Options};
+use zmem_kernel::attr::SysfsDevice;
 use zmem_kernel::config;
 use zmem_kernel::policy::{self, Policy, State};
 use zmem_kernel::status;
 use zmem_kernel::sys::{Sys, FIXTURE_LOG};
-use zmem_kernel::attr::SysfsDevice;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -91,7 +91,11 @@ fn assert_same_tree(case: &str, original: &Path, now: &Path, allowed: &[String])
         if allowed.iter().any(|x| x == k) {
             continue;
         }
-        assert_eq!(a.get(k), b.get(k), "{case}: {k} differs from the original tree");
+        assert_eq!(
+            a.get(k),
+            b.get(k),
+            "{case}: {k} differs from the original tree"
+        );
     }
 }
 
@@ -99,22 +103,30 @@ fn run_case(dir: &Path) {
     let case = dir.file_name().unwrap().to_string_lossy().into_owned();
     let conf = dir.join("zmem.conf");
     let args = fs::read_to_string(dir.join("args")).unwrap_or_default();
-    let opts = Options { force: args.contains("--force") };
+    let opts = Options {
+        force: args.contains("--force"),
+    };
     let root = scratch(&case);
     copy_tree(&dir.join("root"), &root);
     let sys = Sys::new(&root);
     let expected_error = fs::read_to_string(dir.join("expected-error")).ok();
-    let result = config::load(&conf).map_err(|e| e.to_string()).and_then(|cfg| {
-        let plan = apply::plan(&sys, &cfg, opts).map_err(|e| e.to_string())?;
-        apply::execute(&sys, &plan, &mut |_| {}).map_err(|e| e.to_string())
-    });
+    let result = config::load(&conf)
+        .map_err(|e| e.to_string())
+        .and_then(|cfg| {
+            let plan = apply::plan(&sys, &cfg, opts).map_err(|e| e.to_string())?;
+            apply::execute(&sys, &plan, &mut |_| {}).map_err(|e| e.to_string())
+        });
     match (result, expected_error) {
         (Ok(()), None) => {
             expect_file(dir, "expected-apply.log", &log_of(&root));
             // Idempotent: a second apply plans nothing.
             let cfg = config::load(&conf).unwrap();
             let again = apply::plan(&sys, &cfg, opts).unwrap();
-            assert!(again.steps.is_empty(), "{case}: second apply would change {:?}", again.steps);
+            assert!(
+                again.steps.is_empty(),
+                "{case}: second apply would change {:?}",
+                again.steps
+            );
             // Revert: back to the original tree.
             let before_revert = log_of(&root);
             let had_state = sys.exists(&apply::state_file(&sys));
@@ -123,21 +135,34 @@ fn run_case(dir: &Path) {
             }
             let revert_log = log_of(&root)[before_revert.len()..].to_string();
             expect_file(dir, "expected-revert.log", &revert_log);
-            let allowed: Vec<String> =
-                fs::read_to_string(dir.join("revert-differs")).unwrap_or_default().lines().map(str::to_string).collect();
+            let allowed: Vec<String> = fs::read_to_string(dir.join("revert-differs"))
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect();
             assert_same_tree(&case, &dir.join("root"), &root, &allowed);
         }
         (Err(e), Some(want)) => {
-            assert!(e.contains(want.trim()), "{case}: error {e:?} does not contain {:?}", want.trim());
+            assert!(
+                e.contains(want.trim()),
+                "{case}: error {e:?} does not contain {:?}",
+                want.trim()
+            );
             if dir.join("expected-apply.log").exists() || (bless() && !log_of(&root).is_empty()) {
                 // Partial failure: the writes, then the rollback.
                 expect_file(dir, "expected-apply.log", &log_of(&root));
             } else {
-                assert_eq!(log_of(&root), "", "{case}: something was written although apply failed before starting");
+                assert_eq!(
+                    log_of(&root),
+                    "",
+                    "{case}: something was written although apply failed before starting"
+                );
             }
             assert_same_tree(&case, &dir.join("root"), &root, &[]);
         }
-        (Ok(()), Some(want)) => panic!("{case}: apply succeeded, expected an error containing {want:?}"),
+        (Ok(()), Some(want)) => {
+            panic!("{case}: apply succeeded, expected an error containing {want:?}")
+        }
         (Err(e), None) => {
             if bless() {
                 fs::write(dir.join("expected-error"), format!("{e}\n")).unwrap();
@@ -155,7 +180,11 @@ fn run_case(dir: &Path) {
 #[test]
 fn apply_fixture_cases() {
     let mut n = 0;
-    let mut dirs: Vec<PathBuf> = fs::read_dir(fixtures()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("zmem.conf").exists()).collect();
+    let mut dirs: Vec<PathBuf> = fs::read_dir(fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("zmem.conf").exists())
+        .collect();
     dirs.sort();
     for d in dirs {
         let name = d.file_name().unwrap().to_string_lossy().into_owned();
@@ -170,7 +199,12 @@ fn apply_fixture_cases() {
 
 #[test]
 fn status_of_fixture_trees() {
-    for case in ["01-basic", "03-multi-comp-writeback", "06-in-use", "15-policy"] {
+    for case in [
+        "01-basic",
+        "03-multi-comp-writeback",
+        "06-in-use",
+        "15-policy",
+    ] {
         let dir = fixtures().join(case);
         let sys = Sys::new(dir.join("root"));
         let st = status::collect(&sys, false).unwrap();
@@ -185,7 +219,13 @@ fn status_warns_when_zram_and_zswap_both_active() {
     copy_tree(&dir.join("root"), &root);
     fs::write(root.join("sys/module/zswap/parameters/enabled"), "Y\n").unwrap();
     let st = status::collect(&Sys::new(&root), false).unwrap();
-    assert!(st.warnings.iter().any(|w| w.contains("zram and zswap are both active")), "{:?}", st.warnings);
+    assert!(
+        st.warnings
+            .iter()
+            .any(|w| w.contains("zram and zswap are both active")),
+        "{:?}",
+        st.warnings
+    );
     let _ = fs::remove_dir_all(&root);
 }
 
@@ -225,5 +265,9 @@ fn policy_rounds_on_a_device_with_recompression_and_writeback() {
 #[test]
 fn policy_without_idle_ages_marks_all_and_waits() {
     let out = policy_case("16-policy-no-idle-age");
-    expect_file(&fixtures().join("16-policy-no-idle-age"), "expected-policy.log", &out);
+    expect_file(
+        &fixtures().join("16-policy-no-idle-age"),
+        "expected-policy.log",
+        &out,
+    );
 }

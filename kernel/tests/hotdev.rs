@@ -6,7 +6,10 @@ fn hot_added_device_is_removed_on_drop() {
         println!("SKIP hot_added_device_is_removed_on_drop: {why}");
         return;
     }
-    let before: Vec<_> = std::fs::read_dir("/sys/block").unwrap().map(|e| e.unwrap().file_name()).collect();
+    let before: Vec<_> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     let id;
     {
         let d = HotDevice::with_config("lzo", 1 << 20).expect("create");
@@ -16,6 +19,9 @@ fn hot_added_device_is_removed_on_drop() {
         assert!(d.algorithms().unwrap().contains(&"lzo".to_string()));
     }
     assert!(!std::path::Path::new(&format!("/sys/block/zram{id}")).exists());
-    let after: Vec<_> = std::fs::read_dir("/sys/block").unwrap().map(|e| e.unwrap().file_name()).collect();
+    let after: Vec<_> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(before, after);
 }

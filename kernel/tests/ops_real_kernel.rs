@@ -14,9 +14,15 @@ use zmem_kernel::HotDevice;
 
 fn zswap_params() -> Vec<(String, String)> {
     let mut v = Vec::new();
-    for e in fs::read_dir("/sys/module/zswap/parameters").into_iter().flatten() {
+    for e in fs::read_dir("/sys/module/zswap/parameters")
+        .into_iter()
+        .flatten()
+    {
         let e = e.unwrap();
-        v.push((e.file_name().to_string_lossy().into_owned(), fs::read_to_string(e.path()).unwrap_or_default()));
+        v.push((
+            e.file_name().to_string_lossy().into_owned(),
+            fs::read_to_string(e.path()).unwrap_or_default(),
+        ));
     }
     v.sort();
     v
@@ -33,7 +39,10 @@ fn apply_check_revert_on_a_hot_added_device() {
         return;
     }
     for tool in ["mkswap", "swapon", "swapoff"] {
-        if !["/usr/sbin", "/sbin", "/usr/bin", "/bin"].iter().any(|d| std::path::Path::new(d).join(tool).exists()) {
+        if !["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+            .iter()
+            .any(|d| std::path::Path::new(d).join(tool).exists())
+        {
             println!("SKIP apply_check_revert_on_a_hot_added_device: {tool} not installed");
             return;
         }
@@ -43,9 +52,18 @@ fn apply_check_revert_on_a_hot_added_device() {
     let state = std::env::temp_dir().join(format!("zmem-ops-real-{}", std::process::id()));
     let sys = Sys::real().with_state_dir(state.to_str().unwrap());
     let zswap_before = zswap_params();
-    let pool: u32 = fs::read_to_string("/sys/module/zswap/parameters/max_pool_percent").unwrap().trim().parse().unwrap();
+    let pool: u32 = fs::read_to_string("/sys/module/zswap/parameters/max_pool_percent")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let new_pool = if pool == 20 { 21 } else { 20 };
-    let algo = dev.algorithms().unwrap().into_iter().find(|a| a == "lz4").unwrap_or_else(|| "lzo".into());
+    let algo = dev
+        .algorithms()
+        .unwrap()
+        .into_iter()
+        .find(|a| a == "lz4")
+        .unwrap_or_else(|| "lzo".into());
     // Swap priority 0: below every swap device other tests set up, used only when they are full.
     let text = format!(
         "[{name}]\nzram-size = 64\ncompression-algorithm = {algo}\nswap-priority = 0\n\n[zswap]\nmax_pool_percent = {new_pool}\n"
@@ -59,7 +77,10 @@ fn apply_check_revert_on_a_hot_added_device() {
         result.clone().map_err(|e| e.to_string())?;
         let d = zram::read_device(&sys, &name).map_err(|e| e.to_string())?;
         if d.algorithm.as_deref() != Some(algo.as_str()) || d.disksize != 64 << 20 {
-            return Err(format!("device not configured: {:?} {}", d.algorithm, d.disksize));
+            return Err(format!(
+                "device not configured: {:?} {}",
+                d.algorithm, d.disksize
+            ));
         }
         let swap = d.swap.as_ref().ok_or("device not swapped on")?;
         if swap.priority != 0 {
@@ -75,7 +96,11 @@ fn apply_check_revert_on_a_hot_added_device() {
             return Err(format!("second apply would change {:?}", again.steps));
         }
         // In use: a different config is refused without --force, and nothing changes.
-        let other = config::parse(&text.replace("zram-size = 64", "zram-size = 32"), std::path::Path::new("real.conf")).unwrap();
+        let other = config::parse(
+            &text.replace("zram-size = 64", "zram-size = 32"),
+            std::path::Path::new("real.conf"),
+        )
+        .unwrap();
         match apply::plan(&sys, &other, Options::default()) {
             Err(ApplyError::InUse(_)) => {}
             x => return Err(format!("expected in-use refusal, got {x:?}")),
@@ -83,7 +108,9 @@ fn apply_check_revert_on_a_hot_added_device() {
         // Status shows it with units written out.
         let st = status::collect(&sys, false).map_err(|e| e.to_string())?;
         let text = status::render_text(&st);
-        if !text.contains(&format!("{name}: swap, priority 0")) || !text.contains("64.0 MiB of uncompressed data") {
+        if !text.contains(&format!("{name}: swap, priority 0"))
+            || !text.contains("64.0 MiB of uncompressed data")
+        {
             return Err(format!("status text:\n{text}"));
         }
         Ok(())
@@ -93,9 +120,22 @@ fn apply_check_revert_on_a_hot_added_device() {
     let _ = fs::remove_dir_all(&state);
     checked.unwrap_or_else(|e| panic!("{e}\nlog:\n{}", log.join("\n")));
     reverted.unwrap_or_else(|e| panic!("revert: {e}\nlog:\n{}", log.join("\n")));
-    assert_eq!(dev.read_attr("initstate").unwrap(), "0", "device reset by revert");
-    assert!(!fs::read_to_string("/proc/swaps").unwrap().contains(&format!("/dev/{name} ")), "swap still on");
-    assert_eq!(zswap_params(), zswap_before, "zswap parameters not as found");
+    assert_eq!(
+        dev.read_attr("initstate").unwrap(),
+        "0",
+        "device reset by revert"
+    );
+    assert!(
+        !fs::read_to_string("/proc/swaps")
+            .unwrap()
+            .contains(&format!("/dev/{name} ")),
+        "swap still on"
+    );
+    assert_eq!(
+        zswap_params(),
+        zswap_before,
+        "zswap parameters not as found"
+    );
 }
 
 #[test]
@@ -108,12 +148,17 @@ fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
     }
     let dev = HotDevice::with_config("lzo", 8 << 20).expect("device");
     // Some compressible data.
-    let page: Vec<u8> = (0..4096u32).map(|i| b"zram policy test "[(i % 17) as usize]).collect();
+    let page: Vec<u8> = (0..4096u32)
+        .map(|i| b"zram policy test "[(i % 17) as usize])
+        .collect();
     let data: Vec<u8> = page.iter().cycle().take(4 << 20).copied().collect();
     {
         // Through the page cache: sync so the pages reach zram before mm_stat is read.
         use std::io::Write;
-        let mut f = fs::OpenOptions::new().write(true).open(dev.dev_path()).unwrap();
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .open(dev.dev_path())
+            .unwrap();
         f.write_all(&data).unwrap();
         f.sync_all().unwrap();
     }
@@ -123,11 +168,22 @@ fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
     let has_writeback = t.has_attr("writeback");
     let mut st = DeviceState::default();
     let mut log = Vec::new();
-    policy::round(&sys, &Policy::default(), &t, &mut st, 1_700_000_000, None, &mut |l| log.push(l));
+    policy::round(
+        &sys,
+        &Policy::default(),
+        &t,
+        &mut st,
+        1_700_000_000,
+        None,
+        &mut |l| log.push(l),
+    );
     let text = log.join("\n");
     assert!(!text.contains("failed"), "{text}");
     if !has_recompress {
-        assert!(text.contains("recompression skipped: not supported"), "{text}");
+        assert!(
+            text.contains("recompression skipped: not supported"),
+            "{text}"
+        );
     }
     if !has_writeback {
         assert!(text.contains("writeback skipped: not supported"), "{text}");
@@ -138,6 +194,9 @@ fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
     // The data is still there.
     let mut back = vec![0u8; 4096];
     use std::io::Read;
-    fs::File::open(dev.dev_path()).unwrap().read_exact(&mut back).unwrap();
+    fs::File::open(dev.dev_path())
+        .unwrap()
+        .read_exact(&mut back)
+        .unwrap();
     assert_eq!(back, page);
 }

@@ -60,7 +60,13 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
             let (a, b) = range.split_once('-')?;
             let start = u64::from_str_radix(a, 16).ok()?;
             let end = u64::from_str_radix(b, 16).ok()?;
-            (end > start).then_some(Mapping { start, end, perms, inode, name })
+            (end > start).then_some(Mapping {
+                start,
+                end,
+                perms,
+                inode,
+                name,
+            })
         })
         .collect()
 }
@@ -96,8 +102,14 @@ fn sample(runs: &[Run], max_pages: Option<u64>) -> Vec<Run> {
                 let n = n.min(max - taken);
                 let first = r.first + off;
                 match out.last_mut() {
-                    Some(last) if last.src == r.src && last.first + last.pages == first => last.pages += n,
-                    _ => out.push(Run { src: r.src, first, pages: n }),
+                    Some(last) if last.src == r.src && last.first + last.pages == first => {
+                        last.pages += n
+                    }
+                    _ => out.push(Run {
+                        src: r.src,
+                        first,
+                        pages: n,
+                    }),
                 }
                 taken += n;
             }
@@ -109,7 +121,12 @@ fn sample(runs: &[Run], max_pages: Option<u64>) -> Vec<Run> {
 
 /// Split `[first, first+pages)` into runs of pages whose pagemap entry says
 /// present or swapped. Returns the runs and the count of pages left out.
-fn resident_runs(pagemap: &File, src: usize, first: u64, pages: u64) -> io::Result<(Vec<Run>, u64)> {
+fn resident_runs(
+    pagemap: &File,
+    src: usize,
+    first: u64,
+    pages: u64,
+) -> io::Result<(Vec<Run>, u64)> {
     let mut runs: Vec<Run> = Vec::new();
     let mut absent = 0u64;
     let mut buf = vec![0u8; 8 * 4096];
@@ -124,7 +141,11 @@ fn resident_runs(pagemap: &File, src: usize, first: u64, pages: u64) -> io::Resu
             if v & (3 << 62) != 0 {
                 match runs.last_mut() {
                     Some(last) if last.first + last.pages == pn => last.pages += 1,
-                    _ => runs.push(Run { src, first: pn, pages: 1 }),
+                    _ => runs.push(Run {
+                        src,
+                        first: pn,
+                        pages: 1,
+                    }),
                 }
             } else {
                 absent += 1;
@@ -137,13 +158,19 @@ fn resident_runs(pagemap: &File, src: usize, first: u64, pages: u64) -> io::Resu
 
 /// The command name of a process, or `?`.
 pub fn comm(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
 }
 
 fn euid_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -173,8 +200,18 @@ pub struct Captured {
 
 /// Capture processes. With `strict`, a PID that does not exist or cannot be
 /// read is an error (explicit `--pid`); otherwise it is skipped and listed.
-fn capture_procs(pids: &[u32], strict: bool, max_bytes: Option<u64>, out: &mut dyn Write, source: &str) -> Result<Sidecar> {
-    let mut sc = Sidecar { source: source.into(), created_unix: sidecar::now_unix(), ..Default::default() };
+fn capture_procs(
+    pids: &[u32],
+    strict: bool,
+    max_bytes: Option<u64>,
+    out: &mut dyn Write,
+    source: &str,
+) -> Result<Sidecar> {
+    let mut sc = Sidecar {
+        source: source.into(),
+        created_unix: sidecar::now_unix(),
+        ..Default::default()
+    };
     let mut sources: Vec<ProcSource> = Vec::new();
     let mut runs: Vec<Run> = Vec::new();
     for &pid in pids {
@@ -185,7 +222,10 @@ fn capture_procs(pids: &[u32], strict: bool, max_bytes: Option<u64>, out: &mut d
                 if strict {
                     bail!(msg);
                 }
-                sc.skipped.push(Skipped { what: format!("pid {pid}"), reason: msg });
+                sc.skipped.push(Skipped {
+                    what: format!("pid {pid}"),
+                    reason: msg,
+                });
                 continue;
             }
         };
@@ -196,24 +236,39 @@ fn capture_procs(pids: &[u32], strict: bool, max_bytes: Option<u64>, out: &mut d
                 if strict {
                     bail!(msg);
                 }
-                sc.skipped.push(Skipped { what: format!("pid {pid} ({})", comm(pid)), reason: msg });
+                sc.skipped.push(Skipped {
+                    what: format!("pid {pid} ({})", comm(pid)),
+                    reason: msg,
+                });
                 continue;
             }
         };
         let pagemap = File::open(format!("/proc/{pid}/pagemap")).ok();
-        let regions: Vec<Mapping> = parse_maps(&maps).into_iter().filter(Mapping::is_anon_private_writable).collect();
+        let regions: Vec<Mapping> = parse_maps(&maps)
+            .into_iter()
+            .filter(Mapping::is_anon_private_writable)
+            .collect();
         if regions.is_empty() {
-            let why = if maps.is_empty() { "no memory map (kernel thread or exited)" } else { "no anonymous private writable mappings" };
+            let why = if maps.is_empty() {
+                "no memory map (kernel thread or exited)"
+            } else {
+                "no anonymous private writable mappings"
+            };
             if strict {
                 bail!("PID {pid} ({}) has {why}", comm(pid));
             }
-            sc.skipped.push(Skipped { what: format!("pid {pid} ({})", comm(pid)), reason: why.into() });
+            sc.skipped.push(Skipped {
+                what: format!("pid {pid} ({})", comm(pid)),
+                reason: why.into(),
+            });
             continue;
         }
         sc.pids.push(pid);
         sc.commands.push(comm(pid));
         if pagemap.is_none() {
-            sc.notes.push(format!("pid {pid}: pagemap unreadable, untouched pages included (as zero pages)"));
+            sc.notes.push(format!(
+                "pid {pid}: pagemap unreadable, untouched pages included (as zero pages)"
+            ));
         }
         for m in regions {
             let src = sources.len();
@@ -226,7 +281,9 @@ fn capture_procs(pids: &[u32], strict: bool, max_bytes: Option<u64>, out: &mut d
                 None => (vec![Run { src, first, pages }], 0),
             };
             runs.append(&mut rr);
-            let mem = mem.try_clone().context("duplicating /proc/PID/mem handle")?;
+            let mem = mem
+                .try_clone()
+                .context("duplicating /proc/PID/mem handle")?;
             sources.push(ProcSource {
                 pid,
                 mem,
@@ -241,8 +298,19 @@ fn capture_procs(pids: &[u32], strict: bool, max_bytes: Option<u64>, out: &mut d
         }
     }
     if sources.is_empty() {
-        let why: Vec<String> = sc.skipped.iter().map(|s| format!("{}: {}", s.what, s.reason)).collect();
-        bail!("nothing to capture: {}", if why.is_empty() { "no processes given".into() } else { why.join("; ") });
+        let why: Vec<String> = sc
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {}", s.what, s.reason))
+            .collect();
+        bail!(
+            "nothing to capture: {}",
+            if why.is_empty() {
+                "no processes given".into()
+            } else {
+                why.join("; ")
+            }
+        );
     }
     let total: u64 = runs.iter().map(|r| r.pages).sum();
     let chosen = sample(&runs, max_bytes.map(|b| b / PAGE));
@@ -285,10 +353,22 @@ fn capture_procs(pids: &[u32], strict: bool, max_bytes: Option<u64>, out: &mut d
     }
     for (src, n) in unreadable {
         let s = &sources[src];
-        match sc.skipped.iter_mut().find(|k| k.what == format!("pid {} region {}", s.pid, s.region.range)) {
+        match sc
+            .skipped
+            .iter_mut()
+            .find(|k| k.what == format!("pid {} region {}", s.pid, s.region.range))
+        {
             Some(k) => {
-                let c: u64 = k.reason.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(0);
-                k.reason = format!("{} unreadable pages (I/O error reading /proc/PID/mem)", c + n);
+                let c: u64 = k
+                    .reason
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0);
+                k.reason = format!(
+                    "{} unreadable pages (I/O error reading /proc/PID/mem)",
+                    c + n
+                );
             }
             None => sc.skipped.push(Skipped {
                 what: format!("pid {} region {}", s.pid, s.region.range),
@@ -335,17 +415,30 @@ pub fn capture_machine(max_bytes: u64, out: &mut dyn Write) -> Result<Sidecar> {
 
 /// Check that `dev` is a zram block device; return its name (`zramN`) and sysfs directory.
 pub fn check_zram_device(dev: &Path) -> Result<(String, PathBuf)> {
-    let real = std::fs::canonicalize(dev).with_context(|| format!("{} does not exist", dev.display()))?;
-    let name = real.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
-    let is_zram_name = name.strip_prefix("zram").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    let real =
+        std::fs::canonicalize(dev).with_context(|| format!("{} does not exist", dev.display()))?;
+    let name = real
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_string();
+    let is_zram_name = name
+        .strip_prefix("zram")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
     let md = std::fs::metadata(&real).with_context(|| format!("stat {}", real.display()))?;
     let sys = PathBuf::from("/sys/block").join(&name);
     if !is_zram_name || !md.file_type().is_block_device() || !sys.exists() {
-        bail!("{} is not a zram device (expected a block device /dev/zramN)", dev.display());
+        bail!(
+            "{} is not a zram device (expected a block device /dev/zramN)",
+            dev.display()
+        );
     }
     let want = std::fs::read_to_string(sys.join("dev")).unwrap_or_default();
     let rdev = md.rdev();
-    let (major, minor) = (((rdev >> 8) & 0xfff) | ((rdev >> 32) & !0xfff), (rdev & 0xff) | ((rdev >> 12) & !0xff));
+    let (major, minor) = (
+        ((rdev >> 8) & 0xfff) | ((rdev >> 32) & !0xfff),
+        (rdev & 0xff) | ((rdev >> 12) & !0xff),
+    );
     if want.trim() != format!("{major}:{minor}") {
         bail!("{} is not a zram device (device number {major}:{minor}, /sys/block/{name}/dev says {})", dev.display(), want.trim());
     }
@@ -355,7 +448,11 @@ pub fn check_zram_device(dev: &Path) -> Result<(String, PathBuf)> {
 /// Slots the kernel reports as allocated (debugfs `block_state`), if readable.
 fn allocated_slots(name: &str) -> Option<Vec<u64>> {
     let s = std::fs::read_to_string(format!("/sys/kernel/debug/zram/{name}/block_state")).ok()?;
-    Some(s.lines().filter_map(|l| l.split_whitespace().next()?.parse().ok()).collect())
+    Some(
+        s.lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect(),
+    )
 }
 
 /// Dump the pages of a zram device (read-only; nothing is ever written to it).
@@ -367,7 +464,10 @@ pub fn capture_device(dev: &Path, max_bytes: Option<u64>, out: &mut dyn Write) -
         .parse()
         .context("parsing disksize")?;
     if disksize == 0 {
-        bail!("{} is not initialised (disksize 0): nothing to dump", dev.display());
+        bail!(
+            "{} is not initialised (disksize 0): nothing to dump",
+            dev.display()
+        );
     }
     let mm_stat = std::fs::read_to_string(sys.join("mm_stat")).unwrap_or_default();
     let f = File::open(dev).with_context(|| format!("opening {} read-only", dev.display()))?;
@@ -377,30 +477,42 @@ pub fn capture_device(dev: &Path, max_bytes: Option<u64>, out: &mut dyn Write) -
         created_unix: sidecar::now_unix(),
         ..Default::default()
     };
-    sc.notes.push(format!("mm_stat at capture: {}", mm_stat.trim()));
+    sc.notes
+        .push(format!("mm_stat at capture: {}", mm_stat.trim()));
     let slots = disksize / PAGE;
     let runs: Vec<Run> = match allocated_slots(&name) {
         Some(list) => {
-            sc.notes.push("only allocated slots (debugfs block_state)".into());
+            sc.notes
+                .push("only allocated slots (debugfs block_state)".into());
             let mut runs: Vec<Run> = Vec::new();
             for s in list.into_iter().filter(|&s| s < slots) {
                 match runs.last_mut() {
                     Some(l) if l.first + l.pages == s => l.pages += 1,
-                    _ => runs.push(Run { src: 0, first: s, pages: 1 }),
+                    _ => runs.push(Run {
+                        src: 0,
+                        first: s,
+                        pages: 1,
+                    }),
                 }
             }
             runs
         }
         None => {
             sc.notes.push("debugfs block_state unavailable: every slot read; never-written slots read as zero pages".into());
-            vec![Run { src: 0, first: 0, pages: slots }]
+            vec![Run {
+                src: 0,
+                first: 0,
+                pages: slots,
+            }]
         }
     };
     let total: u64 = runs.iter().map(|r| r.pages).sum();
     let chosen = sample(&runs, max_bytes.map(|b| b / PAGE));
     let chosen_pages: u64 = chosen.iter().map(|r| r.pages).sum();
     if chosen_pages < total {
-        sc.notes.push(format!("sampled {chosen_pages} of {total} slots in evenly spread 64 KiB blocks (--max)"));
+        sc.notes.push(format!(
+            "sampled {chosen_pages} of {total} slots in evenly spread 64 KiB blocks (--max)"
+        ));
     }
     let mut buf = vec![0u8; (READ_PAGES * PAGE) as usize];
     let mut bad = 0u64;
@@ -421,7 +533,10 @@ pub fn capture_device(dev: &Path, max_bytes: Option<u64>, out: &mut dyn Write) -
         }
     }
     if bad > 0 {
-        sc.skipped.push(Skipped { what: format!("{bad} slots"), reason: "read error".into() });
+        sc.skipped.push(Skipped {
+            what: format!("{bad} slots"),
+            reason: "read error".into(),
+        });
     }
     Ok(sc)
 }
@@ -438,7 +553,8 @@ pub fn to_file(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<Sidecar>) -
             return Err(e);
         }
     };
-    w.flush().with_context(|| format!("writing {}", path.display()))?;
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
     sc.write_for(path)?;
     Ok(sc)
 }
@@ -461,19 +577,37 @@ garbage line
 ";
         let m = parse_maps(text);
         assert_eq!(m.len(), 7);
-        let anon: Vec<_> = m.iter().filter(|m| m.is_anon_private_writable()).map(|m| m.name.as_str()).collect();
+        let anon: Vec<_> = m
+            .iter()
+            .filter(|m| m.is_anon_private_writable())
+            .map(|m| m.name.as_str())
+            .collect();
         assert_eq!(anon, ["[heap]", "", "[stack]"]);
     }
 
     #[test]
     fn sampling_is_even_bounded_and_deterministic() {
-        let runs = vec![Run { src: 0, first: 0, pages: 1000 }, Run { src: 1, first: 5000, pages: 1000 }];
+        let runs = vec![
+            Run {
+                src: 0,
+                first: 0,
+                pages: 1000,
+            },
+            Run {
+                src: 1,
+                first: 5000,
+                pages: 1000,
+            },
+        ];
         assert_eq!(sample(&runs, None), runs);
         assert_eq!(sample(&runs, Some(5000)), runs);
         let s = sample(&runs, Some(320));
         let n = s.iter().map(|r| r.pages).sum::<u64>();
         assert!((320 - BLOCK_PAGES..=320).contains(&n), "{n}");
-        assert!(s.iter().any(|r| r.src == 0) && s.iter().any(|r| r.src == 1), "both sources sampled");
+        assert!(
+            s.iter().any(|r| r.src == 0) && s.iter().any(|r| r.src == 1),
+            "both sources sampled"
+        );
         assert_eq!(s, sample(&runs, Some(320)));
         let one = sample(&runs, Some(1));
         assert!(one.iter().map(|r| r.pages).sum::<u64>() <= 1);
@@ -482,7 +616,9 @@ garbage line
     #[test]
     fn captures_own_heap_data() {
         // A recognisable, resident buffer in this process.
-        let marker: Vec<u8> = (0..64 * PAGE_SIZE).map(|i| (i % 251) as u8 ^ 0x5a).collect();
+        let marker: Vec<u8> = (0..64 * PAGE_SIZE)
+            .map(|i| (i % 251) as u8 ^ 0x5a)
+            .collect();
         let mut out = Vec::new();
         let sc = capture_pids(&[std::process::id()], None, &mut out).unwrap();
         std::hint::black_box(&marker);
@@ -490,21 +626,30 @@ garbage line
         assert!(sc.pages >= 64);
         let off = (PAGE_SIZE - marker.as_ptr() as usize % PAGE_SIZE) % PAGE_SIZE;
         let page = &marker[off + PAGE_SIZE * 10..off + PAGE_SIZE * 11];
-        assert!(out.chunks_exact(PAGE_SIZE).any(|p| p == page), "the marker page is in the capture");
+        assert!(
+            out.chunks_exact(PAGE_SIZE).any(|p| p == page),
+            "the marker page is in the capture"
+        );
         assert_eq!(sc.pids, vec![std::process::id()]);
     }
 
     #[test]
     fn missing_pid_is_a_clear_error() {
-        let e = capture_pids(&[u32::MAX - 7], None, &mut Vec::new()).unwrap_err().to_string();
+        let e = capture_pids(&[u32::MAX - 7], None, &mut Vec::new())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no process with PID"), "{e}");
     }
 
     #[test]
     fn non_zram_device_is_refused() {
-        let e = check_zram_device(Path::new("/dev/null")).unwrap_err().to_string();
+        let e = check_zram_device(Path::new("/dev/null"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a zram device"), "{e}");
-        let e = check_zram_device(Path::new("/nonexistent/zram9")).unwrap_err().to_string();
+        let e = check_zram_device(Path::new("/nonexistent/zram9"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("does not exist"), "{e}");
     }
 }

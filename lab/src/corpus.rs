@@ -27,17 +27,26 @@ pub struct Corpus {
 
 impl Corpus {
     /// A corpus from page bytes; `data.len()` must be a multiple of [`PAGE_SIZE`].
-    pub fn from_bytes(name: impl Into<String>, source: impl Into<String>, data: Vec<u8>) -> Result<Self> {
+    pub fn from_bytes(
+        name: impl Into<String>,
+        source: impl Into<String>,
+        data: Vec<u8>,
+    ) -> Result<Self> {
         let name = name.into();
         check_len(&name, data.len() as u64)?;
-        Ok(Corpus { name, source: source.into(), data })
+        Ok(Corpus {
+            name,
+            source: source.into(),
+            data,
+        })
     }
 
     /// Load a file of raw 4 KiB pages. An unreadable file, an empty one or a
     /// length that is not a multiple of 4096 is an error naming the file.
     pub fn load(path: &Path) -> Result<Self> {
         let shown = path.display().to_string();
-        let meta = std::fs::metadata(path).with_context(|| format!("corpus {shown}: cannot read"))?;
+        let meta =
+            std::fs::metadata(path).with_context(|| format!("corpus {shown}: cannot read"))?;
         if meta.is_dir() {
             bail!("corpus {shown}: is a directory, expected a file of raw 4 KiB pages");
         }
@@ -47,7 +56,11 @@ impl Corpus {
         // Not a regular file (a pipe, a block device): read it, then check.
         let data = std::fs::read(path).with_context(|| format!("corpus {shown}: cannot read"))?;
         check_len(&shown, data.len() as u64)?;
-        Ok(Corpus { name: shown.clone(), source: shown, data })
+        Ok(Corpus {
+            name: shown.clone(),
+            source: shown,
+            data,
+        })
     }
 
     /// Number of pages.
@@ -124,9 +137,9 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "of", "and", "memory", "page", "swap", "kernel", "process", "compress", "device",
-    "is", "to", "in", "a", "that", "with", "for", "zram", "slot", "handle", "write", "read",
-    "return", "error", "value", "struct", "file", "system", "user", "time", "size", "data",
+    "the", "of", "and", "memory", "page", "swap", "kernel", "process", "compress", "device", "is",
+    "to", "in", "a", "that", "with", "for", "zram", "slot", "handle", "write", "read", "return",
+    "error", "value", "struct", "file", "system", "user", "time", "size", "data",
 ];
 
 /// English-like prose, log lines and JSON records.
@@ -140,7 +153,13 @@ fn text_page(r: &mut Rng) -> Vec<u8> {
                 for i in 0..n {
                     let w = WORDS[r.below(WORDS.len() as u64) as usize];
                     if i == 0 {
-                        p.extend(w.bytes().enumerate().map(|(j, b)| if j == 0 { b.to_ascii_uppercase() } else { b }));
+                        p.extend(w.bytes().enumerate().map(|(j, b)| {
+                            if j == 0 {
+                                b.to_ascii_uppercase()
+                            } else {
+                                b
+                            }
+                        }));
                     } else {
                         p.push(b' ');
                         p.extend_from_slice(w.as_bytes());
@@ -228,7 +247,11 @@ fn sparse_page(r: &mut Rng) -> Vec<u8> {
 
 /// Same-filled: mostly zero pages, some one repeated non-zero word.
 fn same_filled_page(r: &mut Rng, i: usize) -> Vec<u8> {
-    let word: u64 = if i % 4 == 3 { [0xffff_ffff_ffff_ffff, 0x0101_0101_0101_0101, r.next()][i % 3] } else { 0 };
+    let word: u64 = if i % 4 == 3 {
+        [0xffff_ffff_ffff_ffff, 0x0101_0101_0101_0101, r.next()][i % 3]
+    } else {
+        0
+    };
     let mut p = vec![0u8; PAGE_SIZE];
     zmem_codec::fill_page(&mut p, word);
     p
@@ -249,20 +272,47 @@ fn section(name: &str, what: &str, n: usize, mut make: impl FnMut(usize) -> Vec<
         debug_assert_eq!(p.len(), PAGE_SIZE);
         pages.extend_from_slice(&p);
     }
-    Section { name: name.into(), what: what.into(), pages }
+    Section {
+        name: name.into(),
+        what: what.into(),
+        pages,
+    }
 }
 
 /// The synthetic sections of the default corpus, from `seed` (1024 pages, 4 MiB).
 pub fn default_sections(seed: u64) -> Vec<Section> {
     let mut r = Rng(seed);
     vec![
-        section("text", "English-like prose, log lines and JSON records", 320, |_| text_page(&mut r)),
-        section("heap", "malloc chunks: pointers, small integers, doubles, short strings", 384, |_| heap_page(&mut r)),
-        section("sparse", "zero pages with 4..64 scattered words", 128, |_| sparse_page(&mut r)),
-        section("same-filled", "zero pages and pages of one repeated word (zram stores only the word)", 160, |i| {
-            same_filled_page(&mut r, i)
-        }),
-        section("random", "random bytes (incompressible: zram stores them huge)", 32, |_| random_page(&mut r)),
+        section(
+            "text",
+            "English-like prose, log lines and JSON records",
+            320,
+            |_| text_page(&mut r),
+        ),
+        section(
+            "heap",
+            "malloc chunks: pointers, small integers, doubles, short strings",
+            384,
+            |_| heap_page(&mut r),
+        ),
+        section(
+            "sparse",
+            "zero pages with 4..64 scattered words",
+            128,
+            |_| sparse_page(&mut r),
+        ),
+        section(
+            "same-filled",
+            "zero pages and pages of one repeated word (zram stores only the word)",
+            160,
+            |i| same_filled_page(&mut r, i),
+        ),
+        section(
+            "random",
+            "random bytes (incompressible: zram stores them huge)",
+            32,
+            |_| random_page(&mut r),
+        ),
     ]
 }
 
@@ -278,7 +328,9 @@ pub fn from_sections(sections: &[Section]) -> Corpus {
             let share = (s.page_count() * 16).div_ceil(total.max(1)).max(1);
             for _ in 0..share {
                 if next[i] < s.page_count() {
-                    data.extend_from_slice(&s.pages[next[i] * PAGE_SIZE..(next[i] + 1) * PAGE_SIZE]);
+                    data.extend_from_slice(
+                        &s.pages[next[i] * PAGE_SIZE..(next[i] + 1) * PAGE_SIZE],
+                    );
                     next[i] += 1;
                 }
             }
@@ -286,9 +338,17 @@ pub fn from_sections(sections: &[Section]) -> Corpus {
     }
     let source = format!(
         "built-in: {}",
-        sections.iter().map(|s| format!("{} {}", s.page_count(), s.name)).collect::<Vec<_>>().join(", ")
+        sections
+            .iter()
+            .map(|s| format!("{} {}", s.page_count(), s.name))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    Corpus { name: "default".into(), source, data }
+    Corpus {
+        name: "default".into(),
+        source,
+        data,
+    }
 }
 
 /// The built-in default corpus: [`default_sections`] of [`DEFAULT_SEED`].
@@ -312,14 +372,24 @@ mod tests {
         assert_eq!(a.page_count(), 1024);
         let c = from_sections(&default_sections(1));
         assert_ne!(a.bytes(), c.bytes(), "the seed changes the pages");
-        let same = a.pages().filter(|p| zmem_codec::same_filled(p).is_some()).count();
+        let same = a
+            .pages()
+            .filter(|p| zmem_codec::same_filled(p).is_some())
+            .count();
         assert!(same >= 160, "same-filled pages: {same}");
         let zero = a.pages().filter(|p| p.iter().all(|&b| b == 0)).count();
         assert!(zero > 64 && zero < same, "zero pages: {zero}");
         let text = a.pages().filter(|p| p.iter().all(|b| b.is_ascii())).count();
         assert!(text >= 320, "text pages: {text}");
         // Interleaved: the first 32 pages are not all from one section.
-        let first_text = a.pages().take(32).filter(|p| p.iter().all(|b| b.is_ascii_graphic() || *b == b' ' || *b == b'\n')).count();
+        let first_text = a
+            .pages()
+            .take(32)
+            .filter(|p| {
+                p.iter()
+                    .all(|b| b.is_ascii_graphic() || *b == b' ' || *b == b'\n')
+            })
+            .count();
         assert!(first_text > 0 && first_text < 32, "{first_text}");
     }
 
@@ -336,15 +406,24 @@ mod tests {
 
         std::fs::write(&p, vec![0u8; PAGE_SIZE + 10]).unwrap();
         let e = format!("{:#}", Corpus::load(&p).unwrap_err());
-        assert!(e.contains(&p.display().to_string()) && e.contains("not a multiple of 4096"), "{e}");
+        assert!(
+            e.contains(&p.display().to_string()) && e.contains("not a multiple of 4096"),
+            "{e}"
+        );
 
         std::fs::write(&p, b"").unwrap();
         let e = format!("{:#}", Corpus::load(&p).unwrap_err());
-        assert!(e.contains(&p.display().to_string()) && e.contains("empty"), "{e}");
+        assert!(
+            e.contains(&p.display().to_string()) && e.contains("empty"),
+            "{e}"
+        );
         std::fs::remove_file(&p).unwrap();
 
         let e = format!("{:#}", Corpus::load(&p).unwrap_err());
-        assert!(e.contains(&p.display().to_string()) && e.contains("cannot read"), "{e}");
+        assert!(
+            e.contains(&p.display().to_string()) && e.contains("cannot read"),
+            "{e}"
+        );
         let e = format!("{:#}", Corpus::load(&std::env::temp_dir()).unwrap_err());
         assert!(e.contains("directory"), "{e}");
     }

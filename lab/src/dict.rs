@@ -23,7 +23,9 @@ pub fn samples(corpus: &[u8], step: usize) -> Vec<&[u8]> {
     if cand.len() <= MAX_SAMPLES {
         return cand;
     }
-    (0..MAX_SAMPLES).map(|i| cand[i * cand.len() / MAX_SAMPLES]).collect()
+    (0..MAX_SAMPLES)
+        .map(|i| cand[i * cand.len() / MAX_SAMPLES])
+        .collect()
 }
 
 /// Train a dictionary of at most `size` bytes on the pages of `corpus`
@@ -34,7 +36,10 @@ pub fn train(corpus: &[u8], size: usize, step: usize) -> Result<Vec<u8>> {
     }
     let s = samples(corpus, step);
     if s.len() < 8 {
-        bail!("too few pages to train a dictionary: {} compressible pages (need at least 8)", s.len());
+        bail!(
+            "too few pages to train a dictionary: {} compressible pages (need at least 8)",
+            s.len()
+        );
     }
     let dict = zstd::dict::from_samples(&s, size)
         .map_err(|e| anyhow::anyhow!("zstd dictionary training failed on {} pages: {e} (the pages may be too uniform or too random)", s.len()))?;
@@ -57,7 +62,9 @@ mod tests {
         let d = train(&c, 8192, 1).unwrap();
         assert!(d.len() <= 8192 && d.len() > 256);
         assert!(is_zstd_dict(&d));
-        let e = train(&vec![0u8; 64 * PAGE_SIZE], 8192, 1).unwrap_err().to_string();
+        let e = train(&vec![0u8; 64 * PAGE_SIZE], 8192, 1)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("too few pages"), "{e}");
         assert!(train(&c, 10, 1).is_err());
     }
@@ -69,7 +76,11 @@ mod tests {
         let d = train(&c, 16384, 2).unwrap();
         let test_page = &c[PAGE_SIZE * 3..PAGE_SIZE * 4];
         let plain = zstd::bulk::compress(test_page, 3).unwrap().len();
-        let with = zstd::bulk::Compressor::with_dictionary(3, &d).unwrap().compress(test_page).unwrap().len();
+        let with = zstd::bulk::Compressor::with_dictionary(3, &d)
+            .unwrap()
+            .compress(test_page)
+            .unwrap()
+            .len();
         assert!(with < plain, "with dict {with} vs plain {plain}");
     }
 }

@@ -37,7 +37,8 @@ pub fn measure(dir: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
 fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
     let mut rng = Rng::new(0xf5);
     {
-        let mut f = File::create(path).with_context(|| format!("creating scratch file in {}", dir.display()))?;
+        let mut f = File::create(path)
+            .with_context(|| format!("creating scratch file in {}", dir.display()))?;
         let mut buf = vec![0u8; 1 << 20];
         for _ in 0..file_mib {
             rng.fill(&mut buf);
@@ -46,7 +47,11 @@ fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<
         f.sync_all()?;
     }
     let pages = (file_mib << 20) / 4096;
-    let (f, direct) = match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
+    let (f, direct) = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    {
         Ok(f) => (f, true),
         Err(_) => (File::open(path)?, false),
     };
@@ -61,7 +66,8 @@ fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<
     let t = Instant::now();
     for _ in 0..reads {
         let p = rng.below(pages as u64);
-        f.read_exact_at(buf, p * 4096).context("reading the scratch file")?;
+        f.read_exact_at(buf, p * 4096)
+            .context("reading the scratch file")?;
     }
     let s = t.elapsed().as_secs_f64().max(1e-9);
     Ok(FsRead {
@@ -80,6 +86,8 @@ mod tests {
         let dir = std::env::temp_dir();
         let r = super::measure(&dir, 4, 200).unwrap();
         assert!(r.mib_s > 0.0 && r.mean_us > 0.0);
-        assert!(!dir.join(format!(".zmem-fsread-{}", std::process::id())).exists());
+        assert!(!dir
+            .join(format!(".zmem-fsread-{}", std::process::id()))
+            .exists());
     }
 }

@@ -56,7 +56,11 @@ impl Default for Options {
 }
 
 /// Run everything and assemble the table. `progress(what, done, total)`.
-pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(&str, usize, usize)) -> Result<FullTable> {
+pub fn run(
+    corpus: &Corpus,
+    opts: &Options,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<FullTable> {
     let copts = codecs::Options {
         algorithms: opts.algorithms.clone(),
         min_time: opts.min_time,
@@ -65,7 +69,11 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(&str, usize
     codecs::select(&copts.algorithms)?;
     let with_dict = !matches!(opts.dict, Dict::None)
         && (opts.algorithms.is_empty() || opts.algorithms.iter().any(|a| a == "zstd"));
-    let n_algos = if opts.algorithms.is_empty() { zmem_codec::all().len() } else { opts.algorithms.len() };
+    let n_algos = if opts.algorithms.is_empty() {
+        zmem_codec::all().len()
+    } else {
+        opts.algorithms.len()
+    };
     let dev_steps = n_algos * (1 + opts.page_clusters.len()) * if opts.kernel { 2 } else { 1 };
     let total = n_algos + usize::from(with_dict) * 2 + dev_steps;
     let mut done = 0usize;
@@ -84,7 +92,10 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(&str, usize
         Dict::None => None,
         _ if !with_dict => None,
         Dict::Given(d, name) => {
-            notes.push(format!("{DICT_LABEL}: zstd with the dictionary {name} ({} bytes)", d.len()));
+            notes.push(format!(
+                "{DICT_LABEL}: zstd with the dictionary {name} ({} bytes)",
+                d.len()
+            ));
             Some(d.clone())
         }
         Dict::Train(size) => match crate::dict::train(corpus.bytes(), *size, 2) {
@@ -120,12 +131,18 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(&str, usize
         ..Default::default()
     };
     let base = done;
-    let report = device::run(corpus, &dopts, &mut |p| progress(&p.what, base + p.done, total));
+    let report = device::run(corpus, &dopts, &mut |p| {
+        progress(&p.what, base + p.done, total)
+    });
     done = base + dev_steps;
     let mut device_rows = report.rows;
     if let Some(p) = dict_params {
         progress(&format!("{DICT_LABEL} engine"), done, total);
-        let o = device::Options { params: p, kernel: false, ..dopts.clone() };
+        let o = device::Options {
+            params: p,
+            kernel: false,
+            ..dopts.clone()
+        };
         let mut rows = device::run_engine(corpus, "zstd", &o, &mut |_| {});
         for r in &mut rows {
             r.algo = DICT_LABEL.into();
@@ -133,7 +150,14 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(&str, usize
         device_rows.extend(rows);
     }
     progress("done", total, total);
-    let mut t = table::assemble(&corpus.name, corpus.page_count(), &codec_rows, &device_rows, report.kernel_missing, opts.weights);
+    let mut t = table::assemble(
+        &corpus.name,
+        corpus.page_count(),
+        &codec_rows,
+        &device_rows,
+        report.kernel_missing,
+        opts.weights,
+    );
     t.notes.extend(notes);
     t.notes.push(format!("corpus source: {}", corpus.source));
     Ok(t)
@@ -156,8 +180,16 @@ mod tests {
         };
         let t = run(&c, &opts, &mut |_, _, _| {}).unwrap();
         let labels: Vec<String> = t.rows.iter().map(|r| r.label()).collect();
-        for want in ["lz4 pc0 (engine)", "lz4 pc1 (engine)", "zstd pc0 (engine)", "zstd+dict pc0 (engine)"] {
-            assert!(labels.iter().any(|l| l == want), "{want} missing from {labels:?}");
+        for want in [
+            "lz4 pc0 (engine)",
+            "lz4 pc1 (engine)",
+            "zstd pc0 (engine)",
+            "zstd+dict pc0 (engine)",
+        ] {
+            assert!(
+                labels.iter().any(|l| l == want),
+                "{want} missing from {labels:?}"
+            );
         }
         assert!(t.best.is_some());
         let zd = t.rows.iter().find(|r| r.algo == DICT_LABEL).unwrap();

@@ -20,10 +20,18 @@ pub fn default_corpus_with_memory(max_capture: u64) -> (Corpus, Vec<String>) {
                 sc.pages,
                 sc.pids.len(),
                 if sc.pids.len() == 1 { "" } else { "es" },
-                if sc.source == "self" { "zmem's own: not root".to_string() } else { format!("{} unreadable skipped", sc.skipped.len()) }
+                if sc.source == "self" {
+                    "zmem's own: not root".to_string()
+                } else {
+                    format!("{} unreadable skipped", sc.skipped.len())
+                }
             );
             notes.push(format!("captured: {what}"));
-            sections.push(Section { name: "captured".into(), what, pages: buf });
+            sections.push(Section {
+                name: "captured".into(),
+                what,
+                pages: buf,
+            });
         }
         Ok(_) => notes.push("captured: nothing readable; synthetic pages only".into()),
         Err(e) => notes.push(format!("captured: none ({e:#}); synthetic pages only")),
@@ -39,7 +47,11 @@ mod tests {
         let (c, notes) = super::default_corpus_with_memory(1 << 20);
         assert!(c.page_count() > 1024, "{} pages", c.page_count());
         assert!(c.page_count() <= 1024 + 256);
-        assert!(c.source.contains("captured") && c.source.contains("text"), "{}", c.source);
+        assert!(
+            c.source.contains("captured") && c.source.contains("text"),
+            "{}",
+            c.source
+        );
         assert!(notes[0].starts_with("captured: "), "{notes:?}");
     }
 }

@@ -66,7 +66,14 @@ pub fn sizes(ram_mib: u64, measured_ratio: f64) -> Sizes {
     let capped = uncapped > ram * 2.0;
     let disksize_mib = uncapped.min(ram * 2.0).floor() as u64;
     let memory_when_full_mib = ram - disksize_mib as f64 / ratio + disksize_mib as f64;
-    Sizes { ram_mib, ratio, mem_limit_mib, disksize_mib, capped, memory_when_full_mib }
+    Sizes {
+        ram_mib,
+        ratio,
+        mem_limit_mib,
+        disksize_mib,
+        capped,
+        memory_when_full_mib,
+    }
 }
 
 /// vm.swappiness for swap-in `x` times as fast as file reads: 200·x/(x+1), rounded, 0..=200.
@@ -101,7 +108,9 @@ pub struct Recommendation {
 
 fn allowed(algo: &str, inp: &Inputs) -> bool {
     if inp.kernel_algos.is_empty() {
-        zmem_codec::find(algo).map(|b| b.in_kernel()).unwrap_or(false)
+        zmem_codec::find(algo)
+            .map(|b| b.in_kernel())
+            .unwrap_or(false)
     } else {
         inp.kernel_algos.iter().any(|a| a == algo)
     }
@@ -114,12 +123,21 @@ fn ratio_of(r: &FullRow) -> f64 {
 /// Recommend from a scored table.
 pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
     // Candidates: scored rows of allowed algorithms; kernel rows where the kernel was measured.
-    let kernel_measured = t.rows.iter().any(|r| r.target == "kernel" && r.score.is_some());
+    let kernel_measured = t
+        .rows
+        .iter()
+        .any(|r| r.target == "kernel" && r.score.is_some());
     let target = if kernel_measured { "kernel" } else { "engine" };
-    let cand: Vec<&FullRow> =
-        t.rows.iter().filter(|r| r.target == target && r.score.is_some() && allowed(&r.algo, inp)).collect();
+    let cand: Vec<&FullRow> = t
+        .rows
+        .iter()
+        .filter(|r| r.target == target && r.score.is_some() && allowed(&r.algo, inp))
+        .collect();
     let at_pc0: Vec<&&FullRow> = cand.iter().filter(|r| r.page_cluster == 0).collect();
-    let Some(best) = at_pc0.iter().max_by(|a, b| a.score.partial_cmp(&b.score).unwrap()) else {
+    let Some(best) = at_pc0
+        .iter()
+        .max_by(|a, b| a.score.partial_cmp(&b.score).unwrap())
+    else {
         bail!(
             "cannot recommend: no algorithm the kernel offers ({}) has measured device figures at page-cluster 0",
             if inp.kernel_algos.is_empty() { "unknown; assumed its built-in list".to_string() } else { inp.kernel_algos.join(", ") }
@@ -137,9 +155,15 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
         best.lat_mean_ns.unwrap_or(0.0) / 1000.0
     )];
     // Recompression: any allowed algorithm (engine or kernel figures) with ≥ 10% better ratio.
-    let ratio_rows: Vec<&FullRow> =
-        t.rows.iter().filter(|r| r.page_cluster == 0 && r.algo != primary && allowed(&r.algo, inp)).collect();
-    let better = ratio_rows.iter().filter(|r| ratio_of(r) >= ratio_of(best) * 1.10).max_by(|a, b| ratio_of(a).partial_cmp(&ratio_of(b)).unwrap());
+    let ratio_rows: Vec<&FullRow> = t
+        .rows
+        .iter()
+        .filter(|r| r.page_cluster == 0 && r.algo != primary && allowed(&r.algo, inp))
+        .collect();
+    let better = ratio_rows
+        .iter()
+        .filter(|r| ratio_of(r) >= ratio_of(best) * 1.10)
+        .max_by(|a, b| ratio_of(a).partial_cmp(&ratio_of(b)).unwrap());
     let recompress = match better {
         Some(r) => {
             algorithm_reasons.push(format!(
@@ -184,11 +208,16 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
         ),
     ];
     if sz.ratio < 1.3 {
-        size_arithmetic.push("warning: these pages hardly compress; zram gains little memory on them".into());
+        size_arithmetic
+            .push("warning: these pages hardly compress; zram gains little memory on them".into());
     }
     // Swappiness.
     let zram_speed = best.read_mib_s.unwrap_or(0.0);
-    let x = if inp.fs_read_mib_s > 0.0 { zram_speed / inp.fs_read_mib_s } else { f64::INFINITY };
+    let x = if inp.fs_read_mib_s > 0.0 {
+        zram_speed / inp.fs_read_mib_s
+    } else {
+        f64::INFINITY
+    };
     let swp = swappiness(x);
     let swappiness_arithmetic = vec![
         format!("zram random 4 KiB reads ({primary}, {target}, page-cluster 0): {zram_speed:.0} MiB/s"),
@@ -198,7 +227,11 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
     ];
     // Page-cluster.
     let pc_rows: Vec<&&FullRow> = cand.iter().filter(|r| r.algo == primary).collect();
-    let best_pc = pc_rows.iter().max_by(|a, b| a.score.partial_cmp(&b.score).unwrap()).map(|r| r.page_cluster).unwrap_or(0);
+    let best_pc = pc_rows
+        .iter()
+        .max_by(|a, b| a.score.partial_cmp(&b.score).unwrap())
+        .map(|r| r.page_cluster)
+        .unwrap_or(0);
     let mut page_cluster_reasons = vec![];
     for r in &pc_rows {
         page_cluster_reasons.push(format!(
@@ -210,14 +243,19 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
             r.score.unwrap_or(0.0)
         ));
     }
-    page_cluster_reasons.push(format!("vm.page-cluster = {best_pc}: the best score for {primary}"));
+    page_cluster_reasons.push(format!(
+        "vm.page-cluster = {best_pc}: the best score for {primary}"
+    ));
     page_cluster_reasons.push(
         "note: zram is a synchronous swap device; swap-in of a page mapped once (swap count 1) bypasses the swap cache and reads only that page, skipping readahead, so page-cluster matters mainly for shared pages".into(),
     );
     // zram or zswap.
     let mut use_reasons = Vec::new();
     let use_ = if inp.disk_swap.is_empty() {
-        use_reasons.push("zram: there is no disk swap, and zswap is only a cache in front of a swap device".into());
+        use_reasons.push(
+            "zram: there is no disk swap, and zswap is only a cache in front of a swap device"
+                .into(),
+        );
         "zram"
     } else if sz.ratio < 1.5 {
         use_reasons.push(format!(
@@ -239,11 +277,26 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
     }
     // Files.
     let mut conf = String::new();
-    let _ = writeln!(conf, "# zram-generator.conf from `zmem recommend` ({} on corpus {})", primary, t.corpus);
-    let _ = writeln!(conf, "# Sizes scale with RAM (`ram` = MemTotal in MiB). On this machine ({ram_mib} MiB):");
-    let _ = writeln!(conf, "#   disksize {} MiB, mem_limit {} MiB, effective ratio {:.2}", sz.disksize_mib, sz.mem_limit_mib, sz.ratio);
+    let _ = writeln!(
+        conf,
+        "# zram-generator.conf from `zmem recommend` ({} on corpus {})",
+        primary, t.corpus
+    );
+    let _ = writeln!(
+        conf,
+        "# Sizes scale with RAM (`ram` = MemTotal in MiB). On this machine ({ram_mib} MiB):"
+    );
+    let _ = writeln!(
+        conf,
+        "#   disksize {} MiB, mem_limit {} MiB, effective ratio {:.2}",
+        sz.disksize_mib, sz.mem_limit_mib, sz.ratio
+    );
     let _ = writeln!(conf, "[zram0]");
-    let _ = writeln!(conf, "zram-size = floor(min(ram * 0.5 * {:.2}, ram * 2))", sz.ratio);
+    let _ = writeln!(
+        conf,
+        "zram-size = floor(min(ram * 0.5 * {:.2}, ram * 2))",
+        sz.ratio
+    );
     let _ = writeln!(conf, "zram-resident-limit = floor(ram * 0.5)");
     match &recompress {
         Some(r) => {
@@ -256,7 +309,10 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
     let _ = writeln!(conf, "swap-priority = 100");
     let mut sysctl = String::new();
     let _ = writeln!(sysctl, "# /etc/sysctl.d/99-zmem.conf from `zmem recommend`");
-    let _ = writeln!(sysctl, "# swappiness = 200·x/(x+1) with x = zram/filesystem random-read speed = {x:.2}");
+    let _ = writeln!(
+        sysctl,
+        "# swappiness = 200·x/(x+1) with x = zram/filesystem random-read speed = {x:.2}"
+    );
     let _ = writeln!(sysctl, "vm.swappiness = {swp}");
     let _ = writeln!(sysctl, "vm.page-cluster = {best_pc}");
     Ok(Recommendation {
@@ -283,11 +339,19 @@ impl Recommendation {
         let _ = writeln!(o, "recommendation");
         let _ = writeln!(o, "  use {}", self.use_);
         let _ = writeln!(o, "  primary algorithm: {}", self.primary);
-        let _ = writeln!(o, "  recompression: {}", self.recompress.as_deref().unwrap_or("none"));
+        let _ = writeln!(
+            o,
+            "  recompression: {}",
+            self.recompress.as_deref().unwrap_or("none")
+        );
         for r in &self.algorithm_reasons {
             let _ = writeln!(o, "    - {r}");
         }
-        let _ = writeln!(o, "  disksize {} MiB, mem_limit {} MiB", self.sizes.disksize_mib, self.sizes.mem_limit_mib);
+        let _ = writeln!(
+            o,
+            "  disksize {} MiB, mem_limit {} MiB",
+            self.sizes.disksize_mib, self.sizes.mem_limit_mib
+        );
         for r in &self.size_arithmetic {
             let _ = writeln!(o, "    - {r}");
         }
@@ -303,7 +367,11 @@ impl Recommendation {
         for r in &self.use_reasons {
             let _ = writeln!(o, "    - {r}");
         }
-        let _ = writeln!(o, "\n--- zram-generator.conf ---\n{}", self.zram_generator_conf);
+        let _ = writeln!(
+            o,
+            "\n--- zram-generator.conf ---\n{}",
+            self.zram_generator_conf
+        );
         let _ = writeln!(o, "--- sysctl.d snippet ---\n{}", self.sysctl_conf);
         o
     }
@@ -347,13 +415,18 @@ pub fn machine_facts() -> (Option<u64>, Vec<String>, Option<bool>, Vec<String>) 
         .filter_map(|l| l.split_whitespace().next().map(String::from))
         .filter(|d| !d.starts_with("/dev/zram"))
         .collect();
-    let zswap = std::fs::read_to_string("/sys/module/zswap/parameters/enabled").ok().map(|s| s.trim() == "Y");
+    let zswap = std::fs::read_to_string("/sys/module/zswap/parameters/enabled")
+        .ok()
+        .map(|s| s.trim() == "Y");
     let mut algos = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/sys/block") {
         for e in rd.flatten() {
             if e.file_name().to_string_lossy().starts_with("zram") {
                 if let Ok(s) = std::fs::read_to_string(e.path().join("comp_algorithm")) {
-                    algos = s.split_whitespace().map(|a| a.trim_matches(|c| c == '[' || c == ']').to_string()).collect();
+                    algos = s
+                        .split_whitespace()
+                        .map(|a| a.trim_matches(|c| c == '[' || c == ']').to_string())
+                        .collect();
                     break;
                 }
             }
@@ -390,7 +463,10 @@ mod tests {
         assert!((s.memory_when_full_mib - (24576.0 - 32317.0 / 2.63 + 32317.0)).abs() < 1e-9);
         // A huge ratio is capped at 2 × RAM.
         let s = sizes(1000, 10.0);
-        assert_eq!((s.mem_limit_mib, s.disksize_mib, s.capped), (500, 2000, true));
+        assert_eq!(
+            (s.mem_limit_mib, s.disksize_mib, s.capped),
+            (500, 2000, true)
+        );
         assert_eq!(s.memory_when_full_mib, 1000.0 - 200.0 + 2000.0);
         // An incompressible corpus: ratio 1, disksize = mem_limit, no memory gained.
         let s = sizes(1000, 0.8);
@@ -422,7 +498,14 @@ mod tests {
     fn table() -> FullTable {
         let mut rows = Vec::new();
         for pc in 0..4 {
-            rows.push(row("engine", "lz4", pc, 4000.0 + pc as f64 * 500.0, 2.5, 1000.0));
+            rows.push(row(
+                "engine",
+                "lz4",
+                pc,
+                4000.0 + pc as f64 * 500.0,
+                2.5,
+                1000.0,
+            ));
             rows.push(row("engine", "zstd", pc, 1500.0, 3.4, 3000.0));
             rows.push(row("engine", "wkdm", pc, 9000.0, 2.5, 500.0));
         }
@@ -460,8 +543,12 @@ mod tests {
         assert_eq!(r.swappiness, swappiness(40.0));
         assert_eq!(r.use_, "zram");
         assert!(r.use_reasons.iter().any(|u| u.contains("disable zswap")));
-        assert!(r.zram_generator_conf.contains("compression-algorithm = lz4 zstd (type=idle)"));
-        assert!(r.sysctl_conf.contains(&format!("vm.swappiness = {}", r.swappiness)));
+        assert!(r
+            .zram_generator_conf
+            .contains("compression-algorithm = lz4 zstd (type=idle)"));
+        assert!(r
+            .sysctl_conf
+            .contains(&format!("vm.swappiness = {}", r.swappiness)));
         assert!(r.sysctl_conf.contains("vm.page-cluster = 0"));
         assert!(r.render_text().contains("RAM − disksize/ratio + disksize"));
         // Without zstd in the kernel, no recompression.
@@ -470,7 +557,10 @@ mod tests {
         assert_eq!(recommend(&table(), &i).unwrap().recompress, None);
         // A kernel offering none of the measured algorithms: a clear error.
         i.kernel_algos = vec!["842".into()];
-        assert!(recommend(&table(), &i).unwrap_err().to_string().contains("cannot recommend"));
+        assert!(recommend(&table(), &i)
+            .unwrap_err()
+            .to_string()
+            .contains("cannot recommend"));
     }
 
     #[test]
@@ -492,20 +582,39 @@ mod tests {
     #[test]
     fn generator_conf_parses_back() {
         let r = recommend(&table(), &inputs()).unwrap();
-        let cfg = zmem_kernel::config::parse(&r.zram_generator_conf, std::path::Path::new("zram-generator.conf"))
-            .expect("our own reader parses the recommended config");
+        let cfg = zmem_kernel::config::parse(
+            &r.zram_generator_conf,
+            std::path::Path::new("zram-generator.conf"),
+        )
+        .expect("our own reader parses the recommended config");
         assert_eq!(cfg.devices.len(), 1);
         let d = &cfg.devices[0];
         let ram_mib = (8u64 << 30) >> 20;
-        assert_eq!(d.zram_size.eval_mib(ram_mib as f64).unwrap(), r.sizes.disksize_mib as f64);
         assert_eq!(
-            d.resident_limit.as_ref().unwrap().eval_mib(ram_mib as f64).unwrap(),
+            d.zram_size.eval_mib(ram_mib as f64).unwrap(),
+            r.sizes.disksize_mib as f64
+        );
+        assert_eq!(
+            d.resident_limit
+                .as_ref()
+                .unwrap()
+                .eval_mib(ram_mib as f64)
+                .unwrap(),
             r.sizes.mem_limit_mib as f64
         );
         let a = d.algorithms.as_ref().unwrap();
         assert_eq!(a.primary.name, "lz4");
-        assert_eq!(a.recompress.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(), ["zstd"]);
-        assert_eq!(a.recompress_params, vec![("type".to_string(), "idle".to_string())]);
+        assert_eq!(
+            a.recompress
+                .iter()
+                .map(|x| x.name.as_str())
+                .collect::<Vec<_>>(),
+            ["zstd"]
+        );
+        assert_eq!(
+            a.recompress_params,
+            vec![("type".to_string(), "idle".to_string())]
+        );
         assert_eq!(d.swap_priority, 100);
     }
 }

@@ -13,7 +13,10 @@ const KERNEL: &str = "#e07b1a";
 const FRONTIER: &str = "#c0392b";
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn color(target: &str) -> &'static str {
@@ -53,7 +56,10 @@ pub fn pareto(points: &[(f64, f64)]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..points.len())
         .filter(|&i| {
             let (x, y) = points[i];
-            !points.iter().enumerate().any(|(j, &(a, b))| j != i && a >= x && b >= y && (a > x || b > y))
+            !points
+                .iter()
+                .enumerate()
+                .any(|(j, &(a, b))| j != i && a >= x && b >= y && (a > x || b > y))
         })
         .collect();
     idx.sort_by(|&a, &b| points[a].0.partial_cmp(&points[b].0).unwrap());
@@ -62,13 +68,23 @@ pub fn pareto(points: &[(f64, f64)]) -> Vec<usize> {
 
 /// Scatter: read MiB/s (x) against effective ratio (y) at page-cluster 0.
 fn scatter(rows: &[&FullRow]) -> String {
-    let pts: Vec<(f64, f64)> = rows.iter().map(|r| (r.read_mib_s.unwrap_or(0.0), r.effective_ratio.or(r.ratio).unwrap_or(0.0))).collect();
+    let pts: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.read_mib_s.unwrap_or(0.0),
+                r.effective_ratio.or(r.ratio).unwrap_or(0.0),
+            )
+        })
+        .collect();
     let (w, h, l, b, t, rgt) = (760.0, 420.0, 70.0, 50.0, 20.0, 30.0);
     let xmax = nice_max(pts.iter().map(|p| p.0).fold(0.0, f64::max));
     let ymax = nice_max(pts.iter().map(|p| p.1).fold(0.0, f64::max));
     let px = |x: f64| l + x / xmax * (w - l - rgt);
     let py = |y: f64| h - b - y / ymax * (h - b - t);
-    let mut s = format!(r#"<svg class="chart" id="chart-pareto" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="ratio against speed">"#);
+    let mut s = format!(
+        r#"<svg class="chart" id="chart-pareto" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="ratio against speed">"#
+    );
     for i in 0..=5 {
         let xv = xmax * i as f64 / 5.0;
         let yv = ymax * i as f64 / 5.0;
@@ -95,18 +111,34 @@ fn scatter(rows: &[&FullRow]) -> String {
     );
     let front = pareto(&pts);
     if front.len() > 1 {
-        let path: Vec<String> = front.iter().map(|&i| format!("{:.1},{:.1}", px(pts[i].0), py(pts[i].1))).collect();
-        let _ = write!(s, r#"<polyline points="{}" fill="none" stroke="{FRONTIER}" stroke-width="2" stroke-dasharray="6 4"/>"#, path.join(" "));
+        let path: Vec<String> = front
+            .iter()
+            .map(|&i| format!("{:.1},{:.1}", px(pts[i].0), py(pts[i].1)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline points="{}" fill="none" stroke="{FRONTIER}" stroke-width="2" stroke-dasharray="6 4"/>"#,
+            path.join(" ")
+        );
     }
     for (i, r) in rows.iter().enumerate() {
         let (x, y) = (px(pts[i].0), py(pts[i].1));
         let on = front.contains(&i);
         let shape = if r.target == "kernel" {
-            format!(r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{}""#, x - 5.0, y - 5.0, KERNEL)
+            format!(
+                r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{}""#,
+                x - 5.0,
+                y - 5.0,
+                KERNEL
+            )
         } else {
             format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="5.5" fill="{ENGINE}""#)
         };
-        let stroke = if on { format!(r#" stroke="{FRONTIER}" stroke-width="3""#) } else { String::new() };
+        let stroke = if on {
+            format!(r#" stroke="{FRONTIER}" stroke-width="3""#)
+        } else {
+            String::new()
+        };
         let _ = write!(
             s,
             r#"{shape}{stroke}><title>{} ({}): {:.0} MiB/s, {:.2}:1</title></{}><text x="{:.1}" y="{:.1}" font-size="11" fill="{}">{}{}</text>"#,
@@ -114,7 +146,11 @@ fn scatter(rows: &[&FullRow]) -> String {
             r.target,
             pts[i].0,
             pts[i].1,
-            if r.target == "kernel" { "rect" } else { "circle" },
+            if r.target == "kernel" {
+                "rect"
+            } else {
+                "circle"
+            },
             x + 7.0,
             y - 6.0 - if r.target == "kernel" { 10.0 } else { 0.0 },
             color(&r.target),
@@ -127,20 +163,38 @@ fn scatter(rows: &[&FullRow]) -> String {
 }
 
 /// Horizontal bars: one bar per item, several series per item.
-fn hbars(id: &str, title: &str, unit: &str, items: &[(String, &'static str, Vec<f64>)], series: &[(&str, &str)]) -> String {
+fn hbars(
+    id: &str,
+    title: &str,
+    unit: &str,
+    items: &[(String, &'static str, Vec<f64>)],
+    series: &[(&str, &str)],
+) -> String {
     let bar_h = 12.0;
     let group_h = bar_h * series.len() as f64 + 8.0;
     let (l, r, t) = (150.0, 80.0, 30.0);
     let w = 480.0;
     let h = t + group_h * items.len() as f64 + 30.0;
-    let max = nice_max(items.iter().flat_map(|i| i.2.iter().copied()).filter(|v| v.is_finite()).fold(0.0, f64::max));
+    let max = nice_max(
+        items
+            .iter()
+            .flat_map(|i| i.2.iter().copied())
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max),
+    );
     let mut s = format!(
         r#"<svg class="chart" id="{id}" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{t_}"><text x="4" y="18" font-size="14" font-weight="bold">{t_}</text>"#,
         t_ = esc(title)
     );
     for (gi, (label, col, vals)) in items.iter().enumerate() {
         let y0 = t + gi as f64 * group_h;
-        let _ = write!(s, r#"<text x="{}" y="{:.1}" text-anchor="end" font-size="12" fill="{col}">{}</text>"#, l - 6.0, y0 + group_h / 2.0, esc(label));
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{:.1}" text-anchor="end" font-size="12" fill="{col}">{}</text>"#,
+            l - 6.0,
+            y0 + group_h / 2.0,
+            esc(label)
+        );
         for (si, v) in vals.iter().enumerate() {
             if !v.is_finite() {
                 continue;
@@ -160,11 +214,24 @@ fn hbars(id: &str, title: &str, unit: &str, items: &[(String, &'static str, Vec<
             );
         }
     }
-    let _ = write!(s, r##"<text x="{l}" y="{:.1}" font-size="11" fill="#555">0 … {} {}</text>"##, h - 8.0, fmt_num(max), esc(unit));
+    let _ = write!(
+        s,
+        r##"<text x="{l}" y="{:.1}" font-size="11" fill="#555">0 … {} {}</text>"##,
+        h - 8.0,
+        fmt_num(max),
+        esc(unit)
+    );
     if series.len() > 1 {
         let mut x = l + 140.0;
         for (name, fill) in series {
-            let _ = write!(s, r#"<rect x="{x}" y="{:.1}" width="10" height="10" fill="{fill}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#, h - 17.0, x + 13.0, h - 8.0, esc(name));
+            let _ = write!(
+                s,
+                r#"<rect x="{x}" y="{:.1}" width="10" height="10" fill="{fill}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+                h - 17.0,
+                x + 13.0,
+                h - 8.0,
+                esc(name)
+            );
             x += 100.0;
         }
     }
@@ -173,9 +240,20 @@ fn hbars(id: &str, title: &str, unit: &str, items: &[(String, &'static str, Vec<
 }
 
 /// The page.
-pub fn render(t: &FullTable, rec: Option<&Recommendation>, rec_error: Option<&str>, title: &str) -> String {
+pub fn render(
+    t: &FullTable,
+    rec: Option<&Recommendation>,
+    rec_error: Option<&str>,
+    title: &str,
+) -> String {
     let pc0: Vec<&FullRow> = t.rows.iter().filter(|r| r.page_cluster == 0).collect();
-    let label = |r: &FullRow| if r.target == "kernel" { format!("{} (kernel)", r.algo) } else { r.algo.clone() };
+    let label = |r: &FullRow| {
+        if r.target == "kernel" {
+            format!("{} (kernel)", r.algo)
+        } else {
+            r.algo.clone()
+        }
+    };
     let mut h = String::new();
     let _ = write!(
         h,
@@ -201,7 +279,12 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
     // Best-for.
     h.push_str("<h2>Best for</h2><ul>");
     for (goal, r, why) in t.best_lines() {
-        let _ = write!(h, "<li><b>{goal}</b>: {} — {}</li>", esc(&r.label()), esc(&why));
+        let _ = write!(
+            h,
+            "<li><b>{goal}</b>: {} — {}</li>",
+            esc(&r.label()),
+            esc(&why)
+        );
     }
     h.push_str("</ul>");
     // Recommendation.
@@ -240,7 +323,11 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
             );
         }
         (None, e) => {
-            let _ = write!(h, "<p>No recommendation: {}</p>", esc(e.unwrap_or("not requested")));
+            let _ = write!(
+                h,
+                "<p>No recommendation: {}</p>",
+                esc(e.unwrap_or("not requested"))
+            );
         }
     }
     h.push_str("</div>");
@@ -254,31 +341,84 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
     let lat: Vec<(String, &'static str, Vec<f64>)> = pc0
         .iter()
         .map(|r| {
-            (label(r), color(&r.target), vec![r.lat_mean_ns.map_or(f64::NAN, |v| v / 1000.0), r.lat_p99_ns.map_or(f64::NAN, |v| v / 1000.0)])
+            (
+                label(r),
+                color(&r.target),
+                vec![
+                    r.lat_mean_ns.map_or(f64::NAN, |v| v / 1000.0),
+                    r.lat_p99_ns.map_or(f64::NAN, |v| v / 1000.0),
+                ],
+            )
         })
         .collect();
-    h.push_str(&hbars("chart-latency", "random 4 KiB read latency", "µs", &lat, &[("mean", "#6aa3e0"), ("p99", "#1c3f73")]));
+    h.push_str(&hbars(
+        "chart-latency",
+        "random 4 KiB read latency",
+        "µs",
+        &lat,
+        &[("mean", "#6aa3e0"), ("p99", "#1c3f73")],
+    ));
     let dlat: Vec<(String, &'static str, Vec<f64>)> = pc0
         .iter()
         .filter(|r| r.decompress_us_mean.is_some())
-        .map(|r| (label(r), color(&r.target), vec![r.decompress_us_mean.unwrap_or(f64::NAN), r.decompress_us_p99.unwrap_or(f64::NAN)]))
+        .map(|r| {
+            (
+                label(r),
+                color(&r.target),
+                vec![
+                    r.decompress_us_mean.unwrap_or(f64::NAN),
+                    r.decompress_us_p99.unwrap_or(f64::NAN),
+                ],
+            )
+        })
         .collect();
-    h.push_str(&hbars("chart-decompress-latency", "decompress latency per page (codec)", "µs", &dlat, &[("mean", "#8fd19e"), ("p99", "#2d7a3e")]));
+    h.push_str(&hbars(
+        "chart-decompress-latency",
+        "decompress latency per page (codec)",
+        "µs",
+        &dlat,
+        &[("mean", "#8fd19e"), ("p99", "#2d7a3e")],
+    ));
     h.push_str("</div><h2>Per metric</h2><div class=\"grid\">");
     type Get = fn(&FullRow) -> Option<f64>;
     let metrics: [(&str, &str, &str, Get); 8] = [
-        ("chart-eff-ratio", "effective ratio (orig / mem_used_total)", ":1", |r| r.effective_ratio),
-        ("chart-ratio", "ratio (orig / compr_data_size)", ":1", |r| r.ratio),
-        ("chart-compress", "compress MB/s (codec)", "MB/s", |r| r.compress_mb_s),
-        ("chart-decompress", "decompress MB/s (codec)", "MB/s", |r| r.decompress_mb_s),
-        ("chart-reclaim", "reclaim MB/s (memory freed per second)", "MB/s", |r| r.reclaim_mb_s),
-        ("chart-read", "random read MiB/s (page-cluster 0)", "MiB/s", |r| r.read_mib_s),
+        (
+            "chart-eff-ratio",
+            "effective ratio (orig / mem_used_total)",
+            ":1",
+            |r| r.effective_ratio,
+        ),
+        ("chart-ratio", "ratio (orig / compr_data_size)", ":1", |r| {
+            r.ratio
+        }),
+        ("chart-compress", "compress MB/s (codec)", "MB/s", |r| {
+            r.compress_mb_s
+        }),
+        ("chart-decompress", "decompress MB/s (codec)", "MB/s", |r| {
+            r.decompress_mb_s
+        }),
+        (
+            "chart-reclaim",
+            "reclaim MB/s (memory freed per second)",
+            "MB/s",
+            |r| r.reclaim_mb_s,
+        ),
+        (
+            "chart-read",
+            "random read MiB/s (page-cluster 0)",
+            "MiB/s",
+            |r| r.read_mib_s,
+        ),
         ("chart-iops", "IOPS (page-cluster 0)", "IOPS", |r| r.iops),
-        ("chart-score", "weighted score (page-cluster 0)", "", |r| r.score),
+        ("chart-score", "weighted score (page-cluster 0)", "", |r| {
+            r.score
+        }),
     ];
     for (id, title, unit, get) in metrics {
-        let items: Vec<(String, &'static str, Vec<f64>)> =
-            pc0.iter().filter_map(|r| get(r).map(|v| (label(r), color(&r.target), vec![v]))).collect();
+        let items: Vec<(String, &'static str, Vec<f64>)> = pc0
+            .iter()
+            .filter_map(|r| get(r).map(|v| (label(r), color(&r.target), vec![v])))
+            .collect();
         if !items.is_empty() {
             h.push_str(&hbars(id, title, unit, &items, &[(title, ENGINE)]));
         }
@@ -287,7 +427,18 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
     // Page-cluster effect.
     h.push_str("<h2>Complete table</h2><table><tr>");
     for c in [
-        "target", "algo", "pc", "ratio", "eff", "comp MB/s", "decomp MB/s", "reclaim MB/s", "read MiB/s", "IOPS", "mean µs", "p99 µs",
+        "target",
+        "algo",
+        "pc",
+        "ratio",
+        "eff",
+        "comp MB/s",
+        "decomp MB/s",
+        "reclaim MB/s",
+        "read MiB/s",
+        "IOPS",
+        "mean µs",
+        "p99 µs",
         "score",
     ] {
         let _ = write!(h, "<th>{c}</th>");
@@ -296,7 +447,11 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
     let best_overall = t.best.map(|b| b.overall);
     let f = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
     for (i, r) in t.rows.iter().enumerate() {
-        let class = format!("{}{}", r.target, if Some(i) == best_overall { " best" } else { "" });
+        let class = format!(
+            "{}{}",
+            r.target,
+            if Some(i) == best_overall { " best" } else { "" }
+        );
         let _ = write!(
             h,
             r#"<tr class="{class}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
@@ -320,7 +475,13 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
         let _ = write!(h, "<li>No kernel rows: {}</li>", esc(k));
     }
     for m in &t.missing {
-        let _ = write!(h, "<li>{} {}: unavailable: {}</li>", esc(&m.algo), esc(&m.target), esc(&m.reason));
+        let _ = write!(
+            h,
+            "<li>{} {}: unavailable: {}</li>",
+            esc(&m.algo),
+            esc(&m.target),
+            esc(&m.reason)
+        );
     }
     for n in &t.notes {
         let _ = write!(h, "<li>{}</li>", esc(n));
@@ -337,7 +498,11 @@ mod tests {
     fn pareto_frontier() {
         let p = [(1.0, 3.0), (2.0, 2.0), (1.5, 1.5), (3.0, 1.0), (0.5, 2.5)];
         assert_eq!(pareto(&p), vec![0, 1, 3]);
-        assert_eq!(pareto(&[(1.0, 1.0), (1.0, 1.0)]), vec![0, 1], "equal points do not dominate each other");
+        assert_eq!(
+            pareto(&[(1.0, 1.0), (1.0, 1.0)]),
+            vec![0, 1],
+            "equal points do not dominate each other"
+        );
     }
 
     #[test]
@@ -362,11 +527,23 @@ mod tests {
         let mut t = crate::full::run(&c, &opts, &mut |_, _, _| {}).unwrap();
         t.corpus = "<script>".into();
         let html = render(&t, None, Some("no RAM"), "zmem bench");
-        for id in ["chart-pareto", "chart-latency", "chart-eff-ratio", "chart-compress", "chart-read", "chart-score"] {
+        for id in [
+            "chart-pareto",
+            "chart-latency",
+            "chart-eff-ratio",
+            "chart-compress",
+            "chart-read",
+            "chart-score",
+        ] {
             assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
         }
         assert!(!html.contains("<script>") && html.contains("&lt;script&gt;"));
-        assert!(html.matches("http://").all(|_| false) || html.matches("http://").count() == html.matches("http://www.w3.org/2000/svg").count(), "only the SVG namespace");
+        assert!(
+            html.matches("http://").all(|_| false)
+                || html.matches("http://").count()
+                    == html.matches("http://www.w3.org/2000/svg").count(),
+            "only the SVG namespace"
+        );
         assert!(!html.contains("https://"), "no external resources");
     }
 }

@@ -31,7 +31,11 @@ pub struct Weights {
 
 impl Default for Weights {
     fn default() -> Self {
-        Weights { latency: 0.4, ratio: 0.4, throughput: 0.2 }
+        Weights {
+            latency: 0.4,
+            ratio: 0.4,
+            throughput: 0.2,
+        }
     }
 }
 
@@ -42,7 +46,11 @@ pub const WEIGHTS_FORM: &str =
 impl FromStr for Weights {
     type Err = anyhow::Error;
     fn from_str(s: &str) -> Result<Self> {
-        let mut w = Weights { latency: 0.0, ratio: 0.0, throughput: 0.0 };
+        let mut w = Weights {
+            latency: 0.0,
+            ratio: 0.0,
+            throughput: 0.0,
+        };
         let mut seen = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((k, v)) = part.split_once('=') else {
@@ -73,7 +81,11 @@ impl FromStr for Weights {
 
 impl fmt::Display for Weights {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "latency={},ratio={},throughput={}", self.latency, self.ratio, self.throughput)
+        write!(
+            f,
+            "latency={},ratio={},throughput={}",
+            self.latency, self.ratio, self.throughput
+        )
     }
 }
 
@@ -92,7 +104,9 @@ pub struct Metrics {
 
 impl Metrics {
     fn valid(&self) -> bool {
-        [self.throughput, self.ratio, self.latency, self.iops].iter().all(|v| v.is_finite() && *v > 0.0)
+        [self.throughput, self.ratio, self.latency, self.iops]
+            .iter()
+            .all(|v| v.is_finite() && *v > 0.0)
     }
 }
 
@@ -109,7 +123,11 @@ pub fn scores(items: &[Option<Metrics>], w: &Weights) -> Vec<Option<f64>> {
         .iter()
         .map(|m| {
             let m = m.as_ref().filter(|m| m.valid())?;
-            Some(w.latency * (min_lat / m.latency) + w.ratio * (m.ratio / max_ratio) + w.throughput * (m.throughput / max_tp))
+            Some(
+                w.latency * (min_lat / m.latency)
+                    + w.ratio * (m.ratio / max_ratio)
+                    + w.throughput * (m.throughput / max_tp),
+            )
         })
         .collect()
 }
@@ -152,15 +170,34 @@ mod tests {
     use super::*;
 
     fn m(tp: f64, ratio: f64, lat: f64) -> Option<Metrics> {
-        Some(Metrics { throughput: tp, ratio, latency: lat, iops: tp * 256.0 })
+        Some(Metrics {
+            throughput: tp,
+            ratio,
+            latency: lat,
+            iops: tp * 256.0,
+        })
     }
 
     #[test]
     fn weights_parse_and_reject() {
-        assert_eq!("latency=0.4,ratio=0.4,throughput=0.2".parse::<Weights>().unwrap(), Weights::default());
+        assert_eq!(
+            "latency=0.4,ratio=0.4,throughput=0.2"
+                .parse::<Weights>()
+                .unwrap(),
+            Weights::default()
+        );
         let w: Weights = "ratio=1".parse().unwrap();
         assert_eq!((w.latency, w.ratio, w.throughput), (0.0, 1.0, 0.0));
-        for bad in ["", "ratio", "ratio=x", "ratio=-1", "speed=1", "ratio=0", "ratio=1,ratio=2", "ratio=inf"] {
+        for bad in [
+            "",
+            "ratio",
+            "ratio=x",
+            "ratio=-1",
+            "speed=1",
+            "ratio=0",
+            "ratio=1,ratio=2",
+            "ratio=inf",
+        ] {
             let e = bad.parse::<Weights>().unwrap_err().to_string();
             assert!(e.contains("latency=W,ratio=W,throughput=W"), "{bad}: {e}");
         }
@@ -177,7 +214,10 @@ mod tests {
         assert!((s[1].unwrap() - zstd).abs() < 1e-12);
         assert_eq!(s[2], None);
         let b = best_for(&items, &s).unwrap();
-        assert_eq!((b.throughput, b.latency, b.iops, b.ratio, b.overall), (0, 0, 0, 1, 0));
+        assert_eq!(
+            (b.throughput, b.latency, b.iops, b.ratio, b.overall),
+            (0, 0, 0, 1, 0)
+        );
         // All weight on ratio: zstd wins overall.
         let s = scores(&items, &"ratio=1".parse().unwrap());
         assert_eq!(best_for(&items, &s).unwrap().overall, 1);
@@ -185,7 +225,15 @@ mod tests {
 
     #[test]
     fn nothing_to_score() {
-        let items = [None, Some(Metrics { throughput: 0.0, ratio: 1.0, latency: 1.0, iops: 1.0 })];
+        let items = [
+            None,
+            Some(Metrics {
+                throughput: 0.0,
+                ratio: 1.0,
+                latency: 1.0,
+                iops: 1.0,
+            }),
+        ];
         let s = scores(&items, &Weights::default());
         assert_eq!(s, vec![None, None]);
         assert_eq!(best_for(&items, &s), None);

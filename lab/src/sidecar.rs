@@ -70,7 +70,10 @@ pub fn path_for(corpus: &Path) -> PathBuf {
 
 /// Seconds since the epoch.
 pub fn now_unix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 impl Sidecar {
@@ -92,7 +95,11 @@ impl Sidecar {
     pub fn read_for(corpus: &Path) -> Result<Option<Sidecar>> {
         let p = path_for(corpus);
         match std::fs::read_to_string(&p) {
-            Ok(s) => Ok(Some(serde_json::from_str(&s).with_context(|| format!("parsing sidecar {}", p.display()))?)),
+            Ok(s) => {
+                Ok(Some(serde_json::from_str(&s).with_context(|| {
+                    format!("parsing sidecar {}", p.display())
+                })?))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
         }
@@ -101,5 +108,8 @@ impl Sidecar {
 
 /// Count same-filled pages in a buffer of whole pages.
 pub fn count_same_filled(pages: &[u8]) -> u64 {
-    pages.chunks_exact(zmem_codec::PAGE_SIZE).filter(|p| zmem_codec::same_filled(p).is_some()).count() as u64
+    pages
+        .chunks_exact(zmem_codec::PAGE_SIZE)
+        .filter(|p| zmem_codec::same_filled(p).is_some())
+        .count() as u64
 }

@@ -52,7 +52,9 @@ pub enum Kind {
     Text,
     ZeroMixed,
     /// fio's `buffer_compress_percentage` (0..=100).
-    FioStyle { compress_percentage: u8 },
+    FioStyle {
+        compress_percentage: u8,
+    },
     ZramPerf,
     Random,
 }
@@ -66,7 +68,9 @@ impl FromStr for Kind {
         Ok(match s {
             "text" => Kind::Text,
             "zero-mixed" => Kind::ZeroMixed,
-            "fio-style" | "fio" => Kind::FioStyle { compress_percentage: 50 },
+            "fio-style" | "fio" => Kind::FioStyle {
+                compress_percentage: 50,
+            },
             "zram-perf" => Kind::ZramPerf,
             "random" => Kind::Random,
             _ => bail!("unknown corpus kind {s:?}; kinds: {KIND_NAMES}"),
@@ -79,7 +83,9 @@ impl fmt::Display for Kind {
         match self {
             Kind::Text => f.write_str("text"),
             Kind::ZeroMixed => f.write_str("zero-mixed"),
-            Kind::FioStyle { compress_percentage } => write!(f, "fio-style:{compress_percentage}"),
+            Kind::FioStyle {
+                compress_percentage,
+            } => write!(f, "fio-style:{compress_percentage}"),
             Kind::ZramPerf => f.write_str("zram-perf"),
             Kind::Random => f.write_str("random"),
         }
@@ -87,13 +93,90 @@ impl fmt::Display for Kind {
 }
 
 const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not",
-    "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they", "you", "were",
-    "memory", "page", "swap", "kernel", "device", "compressed", "process", "request", "server", "value", "system",
-    "buffer", "cache", "session", "user", "file", "network", "thread", "result", "error", "window", "table",
-    "index", "record", "stream", "latency", "number", "string", "object", "function", "return", "content", "list",
-    "because", "between", "through", "during", "without", "against", "another", "however", "should", "would",
-    "could", "little", "people", "between", "important", "information", "application", "performance", "available",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "a",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "had",
+    "they",
+    "you",
+    "were",
+    "memory",
+    "page",
+    "swap",
+    "kernel",
+    "device",
+    "compressed",
+    "process",
+    "request",
+    "server",
+    "value",
+    "system",
+    "buffer",
+    "cache",
+    "session",
+    "user",
+    "file",
+    "network",
+    "thread",
+    "result",
+    "error",
+    "window",
+    "table",
+    "index",
+    "record",
+    "stream",
+    "latency",
+    "number",
+    "string",
+    "object",
+    "function",
+    "return",
+    "content",
+    "list",
+    "because",
+    "between",
+    "through",
+    "during",
+    "without",
+    "against",
+    "another",
+    "however",
+    "should",
+    "would",
+    "could",
+    "little",
+    "people",
+    "between",
+    "important",
+    "information",
+    "application",
+    "performance",
+    "available",
 ];
 
 fn text_page(rng: &mut Rng, page: &mut [u8]) {
@@ -177,7 +260,11 @@ fn zero_mixed_page(rng: &mut Rng, page: &mut [u8]) {
         // A table of small integers (counters, lengths, enum values).
         70..=82 => {
             for w in page.chunks_exact_mut(4) {
-                let v = if rng.below(3) == 0 { 0 } else { rng.below(300) as u32 };
+                let v = if rng.below(3) == 0 {
+                    0
+                } else {
+                    rng.below(300) as u32
+                };
                 w.copy_from_slice(&v.to_le_bytes());
             }
         }
@@ -185,7 +272,11 @@ fn zero_mixed_page(rng: &mut Rng, page: &mut [u8]) {
         83..=92 => {
             let base = 0x5555_0000_0000u64 + (rng.below(1 << 20) << 12);
             for w in page.chunks_exact_mut(8) {
-                let v = if rng.below(5) == 0 { 0 } else { base + (rng.below(1 << 16) << 4) };
+                let v = if rng.below(5) == 0 {
+                    0
+                } else {
+                    base + (rng.below(1 << 16) << 4)
+                };
                 w.copy_from_slice(&v.to_le_bytes());
             }
         }
@@ -200,7 +291,9 @@ pub fn fill(kind: Kind, seed: u64, pages: &mut [u8]) {
         match kind {
             Kind::Text => text_page(&mut rng, page),
             Kind::ZeroMixed => zero_mixed_page(&mut rng, page),
-            Kind::FioStyle { compress_percentage } => fio_page(&mut rng, page, compress_percentage),
+            Kind::FioStyle {
+                compress_percentage,
+            } => fio_page(&mut rng, page, compress_percentage),
             Kind::ZramPerf => zram_perf_page(&mut rng, page),
             Kind::Random => rng.fill(page),
         }
@@ -216,7 +309,10 @@ pub fn generate(kind: Kind, seed: u64, n: usize) -> Vec<u8> {
 
 /// Write a corpus of `size` bytes (rounded up to whole pages, at least one) and its sidecar.
 pub fn write_corpus(kind: Kind, size: u64, seed: u64, out: &Path) -> Result<Sidecar> {
-    if let Kind::FioStyle { compress_percentage } = kind {
+    if let Kind::FioStyle {
+        compress_percentage,
+    } = kind
+    {
         if compress_percentage > 100 {
             bail!("--compress-percentage must be 0..=100, got {compress_percentage}");
         }
@@ -230,13 +326,19 @@ pub fn write_corpus(kind: Kind, size: u64, seed: u64, out: &Path) -> Result<Side
     let mut chunk_no = 0u64;
     while done < pages {
         let n = (pages - done).min(1024) as usize;
-        let buf = generate(kind, seed.wrapping_add(chunk_no.wrapping_mul(0x1000_0000_01b3)), n);
+        let buf = generate(
+            kind,
+            seed.wrapping_add(chunk_no.wrapping_mul(0x1000_0000_01b3)),
+            n,
+        );
         same += sidecar::count_same_filled(&buf);
-        w.write_all(&buf).with_context(|| format!("writing {}", out.display()))?;
+        w.write_all(&buf)
+            .with_context(|| format!("writing {}", out.display()))?;
         done += n as u64;
         chunk_no += 1;
     }
-    w.flush().with_context(|| format!("writing {}", out.display()))?;
+    w.flush()
+        .with_context(|| format!("writing {}", out.display()))?;
     let sc = Sidecar {
         source: "synthetic".into(),
         kind: Some(kind.to_string()),
@@ -258,7 +360,10 @@ mod tests {
         // Count distinct 4-byte shingles per page as a cheap compressibility proxy.
         let mut total = 0usize;
         for p in buf.chunks_exact(PAGE_SIZE) {
-            let mut v: Vec<u32> = p.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+            let mut v: Vec<u32> = p
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
             v.sort_unstable();
             v.dedup();
             total += v.len();
@@ -268,7 +373,15 @@ mod tests {
 
     #[test]
     fn deterministic_and_seed_dependent() {
-        for k in [Kind::Text, Kind::ZeroMixed, Kind::FioStyle { compress_percentage: 60 }, Kind::ZramPerf, Kind::Random] {
+        for k in [
+            Kind::Text,
+            Kind::ZeroMixed,
+            Kind::FioStyle {
+                compress_percentage: 60,
+            },
+            Kind::ZramPerf,
+            Kind::Random,
+        ] {
             let a = generate(k, 7, 16);
             assert_eq!(a, generate(k, 7, 16), "{k}");
             assert_ne!(a, generate(k, 8, 16), "{k}");
@@ -280,12 +393,27 @@ mod tests {
     fn kinds_have_their_character() {
         let z = generate(Kind::ZeroMixed, 1, 400);
         let same = sidecar::count_same_filled(&z);
-        assert!((120..=260).contains(&same), "zero-mixed same-filled {same}/400");
+        assert!(
+            (120..=260).contains(&same),
+            "zero-mixed same-filled {same}/400"
+        );
         let t = generate(Kind::Text, 1, 8);
-        assert!(t.iter().all(|&b| b == b'\n' || (0x20..0x7f).contains(&b)), "text is printable");
-        let f = generate(Kind::FioStyle { compress_percentage: 75 }, 1, 4);
+        assert!(
+            t.iter().all(|&b| b == b'\n' || (0x20..0x7f).contains(&b)),
+            "text is printable"
+        );
+        let f = generate(
+            Kind::FioStyle {
+                compress_percentage: 75,
+            },
+            1,
+            4,
+        );
         for c in f.chunks(512) {
-            assert!(c[128..].iter().all(|&b| b == 0), "fio 75%: last 384 bytes of each chunk are zero");
+            assert!(
+                c[128..].iter().all(|&b| b == 0),
+                "fio 75%: last 384 bytes of each chunk are zero"
+            );
             assert!(c[..128].iter().any(|&b| b != 0));
         }
         let p = generate(Kind::ZramPerf, 1, 1);

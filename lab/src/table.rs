@@ -105,12 +105,20 @@ pub fn assemble(
         }
     }
     for algo in &order {
-        let codec = codec_rows.iter().find(|c| &c.algorithm == algo && c.status == codecs::Status::Ok);
-        if let Some(c) = codec_rows.iter().find(|c| &c.algorithm == algo && c.status != codecs::Status::Ok) {
+        let codec = codec_rows
+            .iter()
+            .find(|c| &c.algorithm == algo && c.status == codecs::Status::Ok);
+        if let Some(c) = codec_rows
+            .iter()
+            .find(|c| &c.algorithm == algo && c.status != codecs::Status::Ok)
+        {
             missing.push(Missing {
                 target: "codec".into(),
                 algo: algo.clone(),
-                reason: c.reason.clone().unwrap_or_else(|| format!("{:?}", c.status).to_lowercase()),
+                reason: c
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| format!("{:?}", c.status).to_lowercase()),
             });
         }
         let devs: Vec<&device::Row> = device_rows.iter().filter(|d| &d.algo == algo).collect();
@@ -133,9 +141,16 @@ pub fn assemble(
         }
         for pc in pcs {
             for target in [device::Target::Engine, device::Target::Kernel] {
-                if let Some(d) = devs.iter().find(|d| d.target == target && d.page_cluster == Some(pc)) {
+                if let Some(d) = devs
+                    .iter()
+                    .find(|d| d.target == target && d.page_cluster == Some(pc))
+                {
                     // Codec speeds are the engine's codecs; the kernel's own are not measured.
-                    let c = if target == device::Target::Engine { codec } else { None };
+                    let c = if target == device::Target::Engine {
+                        codec
+                    } else {
+                        None
+                    };
                     rows.push(row_from(algo, target.name(), pc, c, Some(d)));
                 }
             }
@@ -155,7 +170,13 @@ pub fn assemble(
     t
 }
 
-fn row_from(algo: &str, target: &str, pc: u32, c: Option<&codecs::Row>, d: Option<&device::Row>) -> FullRow {
+fn row_from(
+    algo: &str,
+    target: &str,
+    pc: u32,
+    c: Option<&codecs::Row>,
+    d: Option<&device::Row>,
+) -> FullRow {
     FullRow {
         target: target.to_string(),
         algo: algo.to_string(),
@@ -190,26 +211,71 @@ impl FullTable {
 
     /// The "best for" lines as (goal, row, why).
     pub fn best_lines(&self) -> Vec<(&'static str, &FullRow, String)> {
-        let Some(b) = self.best else { return Vec::new() };
+        let Some(b) = self.best else {
+            return Vec::new();
+        };
         let r = |i: usize| &self.rows[i];
         vec![
-            ("throughput", r(b.throughput), format!("{:.0} MiB/s random reads", r(b.throughput).read_mib_s.unwrap_or(0.0))),
-            ("latency", r(b.latency), format!("{:.2} µs mean per request", r(b.latency).lat_mean_ns.unwrap_or(0.0) / 1000.0)),
-            ("IOPS", r(b.iops), format!("{:.0} IOPS", r(b.iops).iops.unwrap_or(0.0))),
+            (
+                "throughput",
+                r(b.throughput),
+                format!(
+                    "{:.0} MiB/s random reads",
+                    r(b.throughput).read_mib_s.unwrap_or(0.0)
+                ),
+            ),
+            (
+                "latency",
+                r(b.latency),
+                format!(
+                    "{:.2} µs mean per request",
+                    r(b.latency).lat_mean_ns.unwrap_or(0.0) / 1000.0
+                ),
+            ),
+            (
+                "IOPS",
+                r(b.iops),
+                format!("{:.0} IOPS", r(b.iops).iops.unwrap_or(0.0)),
+            ),
             (
                 "ratio",
                 r(b.ratio),
-                format!("{:.2}:1 effective", r(b.ratio).effective_ratio.or(r(b.ratio).ratio).unwrap_or(0.0)),
+                format!(
+                    "{:.2}:1 effective",
+                    r(b.ratio)
+                        .effective_ratio
+                        .or(r(b.ratio).ratio)
+                        .unwrap_or(0.0)
+                ),
             ),
-            ("overall", r(b.overall), format!("score {:.3} with weights {}", r(b.overall).score.unwrap_or(0.0), self.weights)),
+            (
+                "overall",
+                r(b.overall),
+                format!(
+                    "score {:.3} with weights {}",
+                    r(b.overall).score.unwrap_or(0.0),
+                    self.weights
+                ),
+            ),
         ]
     }
 
     /// Aligned text for people.
     pub fn render_text(&self) -> String {
         let head = [
-            "target", "algo", "pc", "ratio", "eff", "comp MB/s", "decomp MB/s", "reclaim MB/s", "read MiB/s", "IOPS",
-            "mean µs", "p99 µs", "score",
+            "target",
+            "algo",
+            "pc",
+            "ratio",
+            "eff",
+            "comp MB/s",
+            "decomp MB/s",
+            "reclaim MB/s",
+            "read MiB/s",
+            "IOPS",
+            "mean µs",
+            "p99 µs",
+            "score",
         ];
         let mut cells: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
         for r in &self.rows {
@@ -229,8 +295,15 @@ impl FullTable {
                 f(r.score, 3),
             ]);
         }
-        let widths: Vec<usize> =
-            (0..head.len()).map(|i| cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0)).collect();
+        let widths: Vec<usize> = (0..head.len())
+            .map(|i| {
+                cells
+                    .iter()
+                    .map(|c| c[i].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
         let mut out = String::new();
         let _ = writeln!(out, "corpus: {} ({} pages)", self.corpus, self.pages);
         let mut prev_algo = String::new();
@@ -244,7 +317,11 @@ impl FullTable {
                 .enumerate()
                 .map(|(i, c)| {
                     let pad = widths[i] - c.chars().count();
-                    if i < 2 { format!("{c}{}", " ".repeat(pad)) } else { format!("{}{c}", " ".repeat(pad)) }
+                    if i < 2 {
+                        format!("{c}{}", " ".repeat(pad))
+                    } else {
+                        format!("{}{c}", " ".repeat(pad))
+                    }
                 })
                 .collect();
             let _ = writeln!(out, "{}", line.join("  ").trim_end());
@@ -265,7 +342,10 @@ impl FullTable {
         );
         let best = self.best_lines();
         if best.is_empty() {
-            let _ = writeln!(out, "best for: nothing could be scored (no row has device figures)");
+            let _ = writeln!(
+                out,
+                "best for: nothing could be scored (no row has device figures)"
+            );
         }
         for (goal, r, why) in best {
             let _ = writeln!(out, "best for {goal:<10} {:<24} {why}", r.label());
@@ -294,8 +374,18 @@ impl FullTable {
                 r.lat_p99_ns,
                 r.score,
             ];
-            let nums: Vec<String> = v.iter().map(|x| x.map(|x| format!("{x:.4}")).unwrap_or_default()).collect();
-            let _ = writeln!(out, "{},{},{},{}", r.target, r.algo, r.page_cluster, nums.join(","));
+            let nums: Vec<String> = v
+                .iter()
+                .map(|x| x.map(|x| format!("{x:.4}")).unwrap_or_default())
+                .collect();
+            let _ = writeln!(
+                out,
+                "{},{},{},{}",
+                r.target,
+                r.algo,
+                r.page_cluster,
+                nums.join(",")
+            );
         }
         out
     }
@@ -324,7 +414,14 @@ fn f(v: Option<f64>, digits: usize) -> String {
 mod tests {
     use super::*;
 
-    fn dev(target: device::Target, algo: &str, pc: u32, read: f64, ratio: f64, lat: f64) -> device::Row {
+    fn dev(
+        target: device::Target,
+        algo: &str,
+        pc: u32,
+        read: f64,
+        ratio: f64,
+        lat: f64,
+    ) -> device::Row {
         device::Row {
             target,
             algo: algo.into(),
@@ -352,7 +449,11 @@ mod tests {
         codecs::Row {
             algorithm: algo.into(),
             corpus: "c".into(),
-            status: if ok { codecs::Status::Ok } else { codecs::Status::Unavailable },
+            status: if ok {
+                codecs::Status::Ok
+            } else {
+                codecs::Status::Unavailable
+            },
             reason: (!ok).then(|| "not built".to_string()),
             pages: 10,
             same_filled_pages: 0,
@@ -386,10 +487,20 @@ mod tests {
         let labels: Vec<String> = t.rows.iter().map(|r| r.label()).collect();
         assert_eq!(
             labels,
-            ["lz4 pc0 (engine)", "lz4 pc0 (kernel)", "lz4 pc1 (engine)", "lz4 pc1 (kernel)", "zstd pc0 (engine)", "zstd pc1 (engine)"]
+            [
+                "lz4 pc0 (engine)",
+                "lz4 pc0 (kernel)",
+                "lz4 pc1 (engine)",
+                "lz4 pc1 (kernel)",
+                "zstd pc0 (engine)",
+                "zstd pc1 (engine)"
+            ]
         );
         assert_eq!(t.rows[0].compress_mb_s, Some(500.0));
-        assert_eq!(t.rows[1].compress_mb_s, None, "kernel rows carry no engine codec speeds");
+        assert_eq!(
+            t.rows[1].compress_mb_s, None,
+            "kernel rows carry no engine codec speeds"
+        );
         assert_eq!(t.missing.len(), 1);
         let b = t.best.unwrap();
         assert_eq!(t.rows[b.throughput].label(), "lz4 pc1 (engine)");
@@ -397,7 +508,13 @@ mod tests {
         assert_eq!(t.rows[b.ratio].algo, "zstd");
         assert_eq!(t.rows[b.overall].label(), "lz4 pc0 (engine)");
         let text = t.render_text();
-        for goal in ["best for throughput", "best for latency", "best for IOPS", "best for ratio", "best for overall"] {
+        for goal in [
+            "best for throughput",
+            "best for latency",
+            "best for IOPS",
+            "best for ratio",
+            "best for overall",
+        ] {
             assert!(text.contains(goal), "{text}");
         }
         assert!(text.contains("842 codec: unavailable: not built"));

@@ -6,7 +6,9 @@ use anyhow::{bail, Result};
 /// `K`, `M`, `G`, `T` (also `KiB`, `KB`, … — all powers of 1024, as the kernel's memparse).
 pub fn parse_size(s: &str) -> Result<u64> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     if num.is_empty() {
         bail!("bad size {s:?}: expected a number with an optional suffix K, M, G or T (e.g. 64M)");
@@ -19,7 +21,9 @@ pub fn parse_size(s: &str) -> Result<u64> {
         "T" | "TB" | "TIB" => 1 << 40,
         _ => bail!("bad size {s:?}: unknown suffix {suffix:?}; use K, M, G or T (e.g. 64M)"),
     };
-    let v: f64 = num.parse().map_err(|_| anyhow::anyhow!("bad size {s:?}: {num:?} is not a number"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("bad size {s:?}: {num:?} is not a number"))?;
     let bytes = v * mult as f64;
     if !bytes.is_finite() || bytes >= u64::MAX as f64 {
         bail!("bad size {s:?}: too large");
@@ -55,7 +59,10 @@ mod tests {
         assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
         assert_eq!(parse_size("1.5g").unwrap(), 3 << 29);
         assert!(parse_size("x").is_err());
-        assert!(parse_size("12Q").unwrap_err().to_string().contains("suffix"));
+        assert!(parse_size("12Q")
+            .unwrap_err()
+            .to_string()
+            .contains("suffix"));
         assert!(parse_size("").is_err());
         assert_eq!(human_bytes(512), "512 B");
         assert_eq!(human_bytes(3 << 29), "1.5 GiB");

@@ -48,25 +48,49 @@ impl Client {
                         size = Some(u64::from_be_bytes(payload[2..10].try_into().unwrap()));
                         flags = u16::from_be_bytes([payload[10], payload[11]]);
                     } else if t == INFO_BLOCK_SIZE && payload.len() == 14 {
-                        let w = |i: usize| u32::from_be_bytes(payload[i..i + 4].try_into().unwrap());
+                        let w =
+                            |i: usize| u32::from_be_bytes(payload[i..i + 4].try_into().unwrap());
                         block_size = Some((w(2), w(6), w(10)));
                     }
                 }
                 t if t & (1 << 31) != 0 => {
-                    return Err(proto_err(format!("NBD_OPT_GO refused ({t:#x}): {}", String::from_utf8_lossy(&payload))))
+                    return Err(proto_err(format!(
+                        "NBD_OPT_GO refused ({t:#x}): {}",
+                        String::from_utf8_lossy(&payload)
+                    )))
                 }
                 _ => {}
             }
         }
         let size = size.ok_or_else(|| proto_err("no NBD_INFO_EXPORT"))?;
-        Ok(Client { s, size, flags, block_size, cookie: 0 })
+        Ok(Client {
+            s,
+            size,
+            flags,
+            block_size,
+            cookie: 0,
+        })
     }
 
     /// Send a raw request (header plus payload) and read the simple reply:
     /// the NBD error (0 = success) and, for a successful read, `read_len` bytes.
-    pub fn request(&mut self, command: u16, flags: u16, offset: u64, length: u32, payload: &[u8], read_len: usize) -> io::Result<(u32, Vec<u8>)> {
+    pub fn request(
+        &mut self,
+        command: u16,
+        flags: u16,
+        offset: u64,
+        length: u32,
+        payload: &[u8],
+        read_len: usize,
+    ) -> io::Result<(u32, Vec<u8>)> {
         self.cookie += 1;
-        let r = Request { flags, command, cookie: self.cookie, offset, length };
+        let r = Request {
+            flags,
+            command,
+            cookie: self.cookie,
+            offset,
+            length,
+        };
         let mut b = encode_request(&r).to_vec();
         b.extend_from_slice(payload);
         self.s.write_all(&b)?;
@@ -90,7 +114,9 @@ impl Client {
     }
 
     pub fn write(&mut self, offset: u64, data: &[u8]) -> io::Result<u32> {
-        Ok(self.request(CMD_WRITE, 0, offset, data.len() as u32, data, 0)?.0)
+        Ok(self
+            .request(CMD_WRITE, 0, offset, data.len() as u32, data, 0)?
+            .0)
     }
 
     pub fn stream(&mut self) -> &mut UnixStream {
@@ -99,7 +125,13 @@ impl Client {
 
     /// NBD_CMD_DISC, then close.
     pub fn disconnect(mut self) -> io::Result<()> {
-        let r = Request { flags: 0, command: CMD_DISC, cookie: 0, offset: 0, length: 0 };
+        let r = Request {
+            flags: 0,
+            command: CMD_DISC,
+            cookie: 0,
+            offset: 0,
+            length: 0,
+        };
         self.s.write_all(&encode_request(&r))?;
         self.s.shutdown(std::net::Shutdown::Both)
     }

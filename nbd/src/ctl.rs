@@ -53,11 +53,15 @@ pub fn parse_request(raw: &[u8]) -> Result<CtlRequest, AttrError> {
         return Ok(CtlRequest::Read(check_attr(a)?));
     }
     if let Some(rest) = line.strip_prefix("write ") {
-        let (a, v) = rest.split_once(' ').ok_or_else(|| bad("write needs an attribute and a value"))?;
+        let (a, v) = rest
+            .split_once(' ')
+            .ok_or_else(|| bad("write needs an attribute and a value"))?;
         return Ok(CtlRequest::Write(check_attr(a)?, v.to_string()));
     }
     let shown: String = line.chars().take(40).collect();
-    Err(bad(format!("unknown request {shown:?} (read ATTR, write ATTR VALUE, list)")))
+    Err(bad(format!(
+        "unknown request {shown:?} (read ATTR, write ATTR VALUE, list)"
+    )))
 }
 
 /// The device and the attribute names it lists (readable and writable).
@@ -70,14 +74,23 @@ impl Control {
     /// Answer one request with the reply bytes.
     pub fn answer(&self, raw: &[u8]) -> Vec<u8> {
         let r = parse_request(raw).and_then(|req| match req {
-            CtlRequest::List => Ok(self.names.iter().map(|n| format!("{n}\n")).collect::<String>()),
+            CtlRequest::List => Ok(self
+                .names
+                .iter()
+                .map(|n| format!("{n}\n"))
+                .collect::<String>()),
             CtlRequest::Read(a) => self.dev.attr_read(&a),
             // As `echo VALUE > /sys/block/zramN/ATTR`: the value arrives with a newline.
-            CtlRequest::Write(a, v) => self.dev.attr_write(&a, &format!("{v}\n")).map(|()| String::new()),
+            CtlRequest::Write(a, v) => self
+                .dev
+                .attr_write(&a, &format!("{v}\n"))
+                .map(|()| String::new()),
         });
         match r {
             Ok(payload) => format!("ok\n{payload}").into_bytes(),
-            Err(e) => format!("err {} {}\n", e.errno.name(), e.message.replace('\n', " ")).into_bytes(),
+            Err(e) => {
+                format!("err {} {}\n", e.errno.name(), e.message.replace('\n', " ")).into_bytes()
+            }
         }
     }
 
@@ -127,25 +140,35 @@ impl CtlServer {
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let control = Arc::new(control);
-        let thread = thread::Builder::new().name("zmem-ctl".into()).spawn(move || {
-            while !st.load(Ordering::Relaxed) {
-                match l.accept() {
-                    Ok((s, _)) => {
-                        let c = control.clone();
-                        let _ = s.set_nonblocking(false);
-                        let _ = thread::Builder::new().name("zmem-ctl-req".into()).spawn(move || {
-                            let _ = c.serve_one(s);
-                        });
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(Duration::from_millis(20)),
-                    Err(e) => {
-                        eprintln!("zmem serve: control socket accept: {e}");
-                        thread::sleep(Duration::from_millis(100));
+        let thread = thread::Builder::new()
+            .name("zmem-ctl".into())
+            .spawn(move || {
+                while !st.load(Ordering::Relaxed) {
+                    match l.accept() {
+                        Ok((s, _)) => {
+                            let c = control.clone();
+                            let _ = s.set_nonblocking(false);
+                            let _ = thread::Builder::new().name("zmem-ctl-req".into()).spawn(
+                                move || {
+                                    let _ = c.serve_one(s);
+                                },
+                            );
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            thread::sleep(Duration::from_millis(20))
+                        }
+                        Err(e) => {
+                            eprintln!("zmem serve: control socket accept: {e}");
+                            thread::sleep(Duration::from_millis(100));
+                        }
                     }
                 }
-            }
-        })?;
-        Ok(CtlServer { path: path.to_path_buf(), stop, thread: Some(thread) })
+            })?;
+        Ok(CtlServer {
+            path: path.to_path_buf(),
+            stop,
+            thread: Some(thread),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -170,14 +193,31 @@ mod tests {
     #[test]
     fn requests() {
         assert_eq!(parse_request(b"list\n").unwrap(), CtlRequest::List);
-        assert_eq!(parse_request(b"read mm_stat\n").unwrap(), CtlRequest::Read("mm_stat".into()));
-        assert_eq!(parse_request(b"read mm_stat").unwrap(), CtlRequest::Read("mm_stat".into()));
+        assert_eq!(
+            parse_request(b"read mm_stat\n").unwrap(),
+            CtlRequest::Read("mm_stat".into())
+        );
+        assert_eq!(
+            parse_request(b"read mm_stat").unwrap(),
+            CtlRequest::Read("mm_stat".into())
+        );
         assert_eq!(
             parse_request(b"write recompress type=idle threshold=1024\n").unwrap(),
             CtlRequest::Write("recompress".into(), "type=idle threshold=1024".into())
         );
-        for bad in [&b"read \n"[..], b"read a/b\n", b"write disksize\n", b"list\nlist\n", b"frob\n", &[0xff, b'\n']] {
-            assert_eq!(parse_request(bad).unwrap_err().errno, Errno::EINVAL, "{bad:?}");
+        for bad in [
+            &b"read \n"[..],
+            b"read a/b\n",
+            b"write disksize\n",
+            b"list\nlist\n",
+            b"frob\n",
+            &[0xff, b'\n'],
+        ] {
+            assert_eq!(
+                parse_request(bad).unwrap_err().errno,
+                Errno::EINVAL,
+                "{bad:?}"
+            );
         }
         assert!(parse_request(&vec![b'a'; MAX_REQUEST + 1]).is_err());
     }

@@ -57,7 +57,11 @@ pub fn drain<R: Read>(r: &mut R, mut n: u64) -> io::Result<()> {
 /// Run the handshake on a connection. I/O errors (the client went away) are
 /// returned as `Err`; protocol violations that end the connection as
 /// `Ok(Outcome::Closed)`. `shutting_down` makes GO/EXPORT_NAME refuse.
-pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export, shutting_down: &dyn Fn() -> bool) -> io::Result<Outcome> {
+pub fn negotiate<S: Read + Write>(
+    s: &mut S,
+    export: &Export,
+    shutting_down: &dyn Fn() -> bool,
+) -> io::Result<Outcome> {
     s.write_all(&greeting())?;
     s.flush()?;
     let mut cf = [0u8; 4];
@@ -71,7 +75,9 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export, shutting_down: &dy
     loop {
         let mut h = [0u8; OPTION_LEN];
         s.read_exact(&mut h)?;
-        let Some(opt) = parse_option_header(&h) else { return Ok(Outcome::Closed) };
+        let Some(opt) = parse_option_header(&h) else {
+            return Ok(Outcome::Closed);
+        };
         if opt.option == OPT_EXPORT_NAME {
             // No way to send an error: an unusable name closes the connection.
             if opt.length as usize > MAX_STRING {
@@ -107,10 +113,20 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export, shutting_down: &dy
             }
             OPT_LIST => {
                 if !data.is_empty() {
-                    reply(s, opt.option, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data")?;
+                    reply(
+                        s,
+                        opt.option,
+                        REP_ERR_INVALID,
+                        b"NBD_OPT_LIST takes no data",
+                    )?;
                     continue;
                 }
-                reply(s, opt.option, REP_SERVER, &rep_server(export.name.as_bytes(), export.description.as_bytes()))?;
+                reply(
+                    s,
+                    opt.option,
+                    REP_SERVER,
+                    &rep_server(export.name.as_bytes(), export.description.as_bytes()),
+                )?;
                 reply(s, opt.option, REP_ACK, &[])?;
             }
             OPT_INFO | OPT_GO => {
@@ -129,7 +145,12 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export, shutting_down: &dy
                     reply(s, opt.option, REP_ERR_SHUTDOWN, b"server is shutting down")?;
                     continue;
                 }
-                reply(s, opt.option, REP_INFO, &info_export(export.size, export.flags))?;
+                reply(
+                    s,
+                    opt.option,
+                    REP_INFO,
+                    &info_export(export.size, export.flags),
+                )?;
                 // Block sizes are sent whether asked or not (the protocol allows it).
                 reply(
                     s,
@@ -141,7 +162,12 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export, shutting_down: &dy
                     reply(s, opt.option, REP_INFO, &info_name(export.name.as_bytes()))?;
                 }
                 if req.requests.contains(&INFO_DESCRIPTION) {
-                    reply(s, opt.option, REP_INFO, &info_description(export.description.as_bytes()))?;
+                    reply(
+                        s,
+                        opt.option,
+                        REP_INFO,
+                        &info_description(export.description.as_bytes()),
+                    )?;
                 }
                 reply(s, opt.option, REP_ACK, &[])?;
                 if opt.option == OPT_GO {
@@ -149,7 +175,12 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export, shutting_down: &dy
                 }
             }
             OPT_STARTTLS => reply(s, opt.option, REP_ERR_POLICY, b"TLS is not supported")?,
-            OPT_STRUCTURED_REPLY => reply(s, opt.option, REP_ERR_UNSUP, b"structured replies are not supported")?,
+            OPT_STRUCTURED_REPLY => reply(
+                s,
+                opt.option,
+                REP_ERR_UNSUP,
+                b"structured replies are not supported",
+            )?,
             _ => reply(s, opt.option, REP_ERR_UNSUP, b"unknown option")?,
         }
     }

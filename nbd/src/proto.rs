@@ -156,7 +156,10 @@ pub fn parse_info_request(d: &[u8]) -> Result<InfoRequest, &'static str> {
     if list.len() != count * 2 {
         return Err("information request count does not match the option length");
     }
-    let requests = list.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
+    let requests = list
+        .chunks_exact(2)
+        .map(|c| u16::from_be_bytes([c[0], c[1]]))
+        .collect();
     Ok(InfoRequest { name, requests })
 }
 
@@ -246,8 +249,12 @@ pub fn put_simple_reply(b: &mut [u8], error: u32, cookie: u64) {
 /// Parse a simple reply header: (error, cookie); `None` on a wrong magic.
 pub fn parse_simple_reply(b: &[u8; REPLY_LEN]) -> Option<(u32, u64)> {
     let magic = u32::from_be_bytes(b[..4].try_into().unwrap());
-    (magic == SIMPLE_REPLY_MAGIC)
-        .then(|| (u32::from_be_bytes(b[4..8].try_into().unwrap()), u64::from_be_bytes(b[8..16].try_into().unwrap())))
+    (magic == SIMPLE_REPLY_MAGIC).then(|| {
+        (
+            u32::from_be_bytes(b[4..8].try_into().unwrap()),
+            u64::from_be_bytes(b[8..16].try_into().unwrap()),
+        )
+    })
 }
 
 /// The NBD error a client sees for an engine errno.
@@ -269,7 +276,13 @@ mod tests {
 
     #[test]
     fn request_round_trip() {
-        let r = Request { flags: 3, command: CMD_WRITE, cookie: 0xdead_beef_0102, offset: 4096, length: 512 };
+        let r = Request {
+            flags: 3,
+            command: CMD_WRITE,
+            cookie: 0xdead_beef_0102,
+            offset: 4096,
+            length: 512,
+        };
         assert_eq!(parse_request(&encode_request(&r)), Some(r));
         let mut b = encode_request(&r);
         b[0] ^= 1;
@@ -283,7 +296,10 @@ mod tests {
         d.extend_from_slice(&1u16.to_be_bytes());
         d.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
         let r = parse_info_request(&d).unwrap();
-        assert_eq!((r.name.as_slice(), r.requests.as_slice()), (&b"abc"[..], &[INFO_BLOCK_SIZE][..]));
+        assert_eq!(
+            (r.name.as_slice(), r.requests.as_slice()),
+            (&b"abc"[..], &[INFO_BLOCK_SIZE][..])
+        );
         assert!(parse_info_request(&d[..d.len() - 1]).is_err());
         let mut long = d.clone();
         long.push(0);

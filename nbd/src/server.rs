@@ -56,7 +56,9 @@ impl Default for Options {
         Options {
             export_name: "zmem".into(),
             description: "zmem compressed RAM device".into(),
-            threads: thread::available_parallelism().map_or(2, |n| n.get()).max(2),
+            threads: thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .max(2),
             verbose: false,
         }
     }
@@ -102,7 +104,11 @@ struct Shared {
 
 impl Server {
     pub fn new(dev: Arc<dyn BlockDevice>, listener: Listener, opts: Options) -> Server {
-        Server { dev, opts, listener }
+        Server {
+            dev,
+            opts,
+            listener,
+        }
     }
 
     pub fn listener(&self) -> &Listener {
@@ -125,13 +131,19 @@ impl Server {
                 Ok(Some(s)) => {
                     let id = next_id.fetch_add(1, Ordering::Relaxed);
                     let Ok(clone) = s.try_clone() else { continue };
-                    conns.lock().unwrap_or_else(|e| e.into_inner()).insert(id, clone);
+                    conns
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id, clone);
                     let shared = shared.clone();
                     let conns = conns.clone();
-                    let h = thread::Builder::new().name(format!("nbd-conn-{id}")).spawn(move || {
-                        connection(&shared, s, id);
-                        conns.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                    });
+                    let h =
+                        thread::Builder::new()
+                            .name(format!("nbd-conn-{id}"))
+                            .spawn(move || {
+                                connection(&shared, s, id);
+                                conns.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                            });
                     match h {
                         Ok(h) => handles.push(h),
                         Err(e) => eprintln!("zmem serve: cannot start a connection thread: {e}"),
@@ -195,7 +207,9 @@ fn next_request<R: Read>(r: &mut R, export: &Export) -> Next {
     if r.read_exact(&mut h).is_err() {
         return Next::End("end of stream");
     }
-    let Some(req) = parse_request(&h) else { return Next::End("bad request magic") };
+    let Some(req) = parse_request(&h) else {
+        return Next::End("bad request magic");
+    };
     match decode(&req, export.size, export.max_payload) {
         Err(refusal) => match drain(r, refusal.drain) {
             Ok(()) => Next::Refuse(refusal.error, req.cookie),
@@ -232,7 +246,9 @@ fn connection(sh: &Shared, mut s: Stream, id: u64) {
     if sh.opts.verbose {
         eprintln!("zmem serve: connection {id} ({peer}) in transmission");
     }
-    let (Ok(rs), Ok(ws)) = (s.try_clone(), s.try_clone()) else { return };
+    let (Ok(rs), Ok(ws)) = (s.try_clone(), s.try_clone()) else {
+        return;
+    };
     let reader = Mutex::new(BufReader::with_capacity(256 * 1024, rs));
     let writer = Mutex::new(ws);
     let done = AtomicBool::new(false);
@@ -280,7 +296,10 @@ fn connection(sh: &Shared, mut s: Stream, id: u64) {
     });
     let _ = s.shutdown(Shutdown::Both);
     if sh.opts.verbose {
-        eprintln!("zmem serve: connection {id} ({peer}) closed: {}", reason.lock().unwrap_or_else(|e| e.into_inner()));
+        eprintln!(
+            "zmem serve: connection {id} ({peer}) closed: {}",
+            reason.lock().unwrap_or_else(|e| e.into_inner())
+        );
     }
 }
 
@@ -307,8 +326,14 @@ pub fn serve_bytes(dev: &dyn BlockDevice, opts: &Options, input: &[u8]) -> Vec<u
         }
     }
     let export = export_for(dev, opts);
-    let mut d = Duplex { r: input, w: Vec::new() };
-    if !matches!(negotiate(&mut d, &export, &|| false), Ok(Outcome::Transmission)) {
+    let mut d = Duplex {
+        r: input,
+        w: Vec::new(),
+    };
+    if !matches!(
+        negotiate(&mut d, &export, &|| false),
+        Ok(Outcome::Transmission)
+    ) {
         return d.w;
     }
     loop {

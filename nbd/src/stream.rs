@@ -82,7 +82,10 @@ impl Stream {
     pub fn peer(&self) -> String {
         match self {
             Stream::Unix(_) => "unix client".into(),
-            Stream::Tcp(s) => s.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "tcp client".into()),
+            Stream::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| "tcp client".into()),
         }
     }
 }
@@ -122,10 +125,16 @@ pub fn bind_unix(path: &Path) -> io::Result<UnixListener> {
     use std::os::unix::fs::FileTypeExt;
     if let Ok(md) = std::fs::symlink_metadata(path) {
         if !md.file_type().is_socket() {
-            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists and is not a socket", path.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists and is not a socket", path.display()),
+            ));
         }
         if UnixStream::connect(path).is_ok() {
-            return Err(io::Error::new(io::ErrorKind::AddrInUse, format!("{} is in use by a running server", path.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{} is in use by a running server", path.display()),
+            ));
         }
         std::fs::remove_file(path)?;
     }
@@ -152,18 +161,22 @@ impl Listener {
     pub fn local(&self) -> Listen {
         match self {
             Listener::Unix(_, p) => Listen::Unix(p.clone()),
-            Listener::Tcp(t) => Listen::Tcp(t.local_addr().expect("bound TCP listener has an address")),
+            Listener::Tcp(t) => {
+                Listen::Tcp(t.local_addr().expect("bound TCP listener has an address"))
+            }
         }
     }
 
     /// Accept one connection; `Ok(None)` when none is waiting.
     pub fn accept(&self) -> io::Result<Option<Stream>> {
         let r = match self {
-            Listener::Unix(u, _) => u.accept().map(|(s, _)| {
-                s.set_nonblocking(false).map(|()| Stream::Unix(s))
-            }),
+            Listener::Unix(u, _) => u
+                .accept()
+                .map(|(s, _)| s.set_nonblocking(false).map(|()| Stream::Unix(s))),
             Listener::Tcp(t) => t.accept().map(|(s, _)| {
-                s.set_nonblocking(false).and_then(|()| s.set_nodelay(true)).map(|()| Stream::Tcp(s))
+                s.set_nonblocking(false)
+                    .and_then(|()| s.set_nodelay(true))
+                    .map(|()| Stream::Tcp(s))
             }),
         };
         match r {

@@ -11,7 +11,9 @@ use zmem_nbd::transmission::decode;
 
 /// A valid client prefix: flags, then NBD_OPT_GO for the default export.
 fn go_prefix() -> Vec<u8> {
-    let mut v = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes().to_vec();
+    let mut v = (FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES)
+        .to_be_bytes()
+        .to_vec();
     v.extend_from_slice(&IHAVEOPT.to_be_bytes());
     v.extend_from_slice(&OPT_GO.to_be_bytes());
     v.extend_from_slice(&6u32.to_be_bytes());
@@ -20,7 +22,14 @@ fn go_prefix() -> Vec<u8> {
 }
 
 fn request(command: u16, flags: u16, offset: u64, length: u32) -> Vec<u8> {
-    encode_request(&Request { flags, command, cookie: 5, offset, length }).to_vec()
+    encode_request(&Request {
+        flags,
+        command,
+        cookie: 5,
+        offset,
+        length,
+    })
+    .to_vec()
 }
 
 proptest! {

@@ -21,7 +21,11 @@ fn commands_round_trip() {
     let mut c = connect(&srv.sock, "zmem");
     assert_eq!(c.size, 16 * MIB);
     assert_eq!(c.block_size, Some((512, 4096, 32 << 20)));
-    assert!(c.flags & TF_SEND_WRITE_ZEROES != 0 && c.flags & TF_SEND_FAST_ZERO != 0 && c.flags & TF_CAN_MULTI_CONN != 0);
+    assert!(
+        c.flags & TF_SEND_WRITE_ZEROES != 0
+            && c.flags & TF_SEND_FAST_ZERO != 0
+            && c.flags & TF_CAN_MULTI_CONN != 0
+    );
     let data: Vec<u8> = (0..4).flat_map(page).collect();
     assert_eq!(c.write(8192, &data).unwrap(), 0);
     assert_eq!(c.read(8192, data.len() as u32).unwrap().unwrap(), data);
@@ -35,16 +39,36 @@ fn commands_round_trip() {
     assert_eq!(c.request(CMD_FLUSH, 0, 0, 0, &[], 0).unwrap().0, 0);
     assert_eq!(c.request(CMD_TRIM, 0, 8192, 4096, &[], 0).unwrap().0, 0);
     assert_eq!(c.read(8192, 4096).unwrap().unwrap(), vec![0u8; 4096]);
-    assert_eq!(c.request(CMD_WRITE_ZEROES, CMD_FLAG_FAST_ZERO, 12288 + 512, 4096, &[], 0).unwrap().0, 0);
+    assert_eq!(
+        c.request(
+            CMD_WRITE_ZEROES,
+            CMD_FLAG_FAST_ZERO,
+            12288 + 512,
+            4096,
+            &[],
+            0
+        )
+        .unwrap()
+        .0,
+        0
+    );
     let back = c.read(12288, 8192).unwrap().unwrap();
     assert_eq!(&back[..512], &data[4096..4608]);
     assert_eq!(&back[512..4608], &[0u8; 4096][..]);
     assert_eq!(&back[4608..], &data[8192 + 512..12288]);
-    assert_eq!(c.request(CMD_WRITE_ZEROES, CMD_FLAG_NO_HOLE, 16384, 4096, &[], 0).unwrap().0, 0);
+    assert_eq!(
+        c.request(CMD_WRITE_ZEROES, CMD_FLAG_NO_HOLE, 16384, 4096, &[], 0)
+            .unwrap()
+            .0,
+        0
+    );
     assert_eq!(c.read(16384, 4096).unwrap().unwrap(), vec![0u8; 4096]);
     // The default (empty) export name selects the same device.
     let mut c2 = connect(&srv.sock, "");
-    assert_eq!(c2.read(12288, 512).unwrap().unwrap(), data[4096..4608].to_vec());
+    assert_eq!(
+        c2.read(12288, 512).unwrap().unwrap(),
+        data[4096..4608].to_vec()
+    );
     c.disconnect().unwrap();
     c2.disconnect().unwrap();
 }
@@ -61,7 +85,13 @@ fn pipelined_requests_from_several_clients() {
                 let base = t * 16 * MIB;
                 let mut out = Vec::new();
                 for i in 0..64u64 {
-                    let r = Request { flags: 0, command: CMD_WRITE, cookie: 1000 + i, offset: base + i * 4096, length: 4096 };
+                    let r = Request {
+                        flags: 0,
+                        command: CMD_WRITE,
+                        cookie: 1000 + i,
+                        offset: base + i * 4096,
+                        length: 4096,
+                    };
                     out.extend_from_slice(&encode_request(&r));
                     out.extend_from_slice(&page(t * 100 + i));
                 }
@@ -80,7 +110,11 @@ fn pipelined_requests_from_several_clients() {
                 cookies.sort();
                 assert_eq!(cookies, (1000..1064).collect::<Vec<_>>());
                 for i in 0..64u64 {
-                    assert_eq!(c.read(base + i * 4096, 4096).unwrap().unwrap(), page(t * 100 + i), "client {t} page {i}");
+                    assert_eq!(
+                        c.read(base + i * 4096, 4096).unwrap().unwrap(),
+                        page(t * 100 + i),
+                        "client {t} page {i}"
+                    );
                 }
                 c.disconnect().unwrap();
             })
@@ -99,20 +133,61 @@ fn bad_requests_get_errors_and_leave_data_alone() {
     let size = c.size;
     // Unknown command, flags, unaligned, zero length, out of range, DF without structured replies.
     assert_eq!(c.request(42, 0, 0, 4096, &[], 0).unwrap().0, NBD_EINVAL);
-    assert_eq!(c.request(CMD_READ, 1 << 12, 0, 4096, &[], 0).unwrap().0, NBD_EINVAL);
-    assert_eq!(c.request(CMD_READ, CMD_FLAG_DF, 0, 4096, &[], 0).unwrap().0, NBD_EINVAL);
-    assert_eq!(c.request(CMD_READ, 0, 100, 4096, &[], 0).unwrap().0, NBD_EINVAL);
+    assert_eq!(
+        c.request(CMD_READ, 1 << 12, 0, 4096, &[], 0).unwrap().0,
+        NBD_EINVAL
+    );
+    assert_eq!(
+        c.request(CMD_READ, CMD_FLAG_DF, 0, 4096, &[], 0).unwrap().0,
+        NBD_EINVAL
+    );
+    assert_eq!(
+        c.request(CMD_READ, 0, 100, 4096, &[], 0).unwrap().0,
+        NBD_EINVAL
+    );
     assert_eq!(c.request(CMD_READ, 0, 0, 0, &[], 0).unwrap().0, NBD_EINVAL);
-    assert_eq!(c.request(CMD_READ, 0, size, 4096, &[], 0).unwrap().0, NBD_EINVAL);
-    assert_eq!(c.request(CMD_READ, 0, u64::MAX - 511, 512, &[], 0).unwrap().0, NBD_EINVAL);
-    assert_eq!(c.request(CMD_TRIM, 0, size - 4096, 8192, &[], 0).unwrap().0, NBD_EINVAL);
-    assert_eq!(c.request(CMD_WRITE_ZEROES, 0, size, 512, &[], 0).unwrap().0, NBD_ENOSPC);
+    assert_eq!(
+        c.request(CMD_READ, 0, size, 4096, &[], 0).unwrap().0,
+        NBD_EINVAL
+    );
+    assert_eq!(
+        c.request(CMD_READ, 0, u64::MAX - 511, 512, &[], 0)
+            .unwrap()
+            .0,
+        NBD_EINVAL
+    );
+    assert_eq!(
+        c.request(CMD_TRIM, 0, size - 4096, 8192, &[], 0).unwrap().0,
+        NBD_EINVAL
+    );
+    assert_eq!(
+        c.request(CMD_WRITE_ZEROES, 0, size, 512, &[], 0).unwrap().0,
+        NBD_ENOSPC
+    );
     // Writes beyond the end, unaligned or oversized: the payload is drained, the stream stays in step.
-    assert_eq!(c.request(CMD_WRITE, 0, size - 512, 4096, &page(1), 0).unwrap().0, NBD_ENOSPC);
-    assert_eq!(c.request(CMD_WRITE, 0, 3, 4096, &page(2), 0).unwrap().0, NBD_EINVAL);
+    assert_eq!(
+        c.request(CMD_WRITE, 0, size - 512, 4096, &page(1), 0)
+            .unwrap()
+            .0,
+        NBD_ENOSPC
+    );
+    assert_eq!(
+        c.request(CMD_WRITE, 0, 3, 4096, &page(2), 0).unwrap().0,
+        NBD_EINVAL
+    );
     let big = vec![0x55u8; (32 << 20) + 4096];
-    assert_eq!(c.request(CMD_WRITE, 0, 0, big.len() as u32, &big, 0).unwrap().0, NBD_EINVAL);
-    assert_eq!(c.request(CMD_READ, 0, 0, (32 << 20) + 512, &[], 0).unwrap().0, NBD_EINVAL);
+    assert_eq!(
+        c.request(CMD_WRITE, 0, 0, big.len() as u32, &big, 0)
+            .unwrap()
+            .0,
+        NBD_EINVAL
+    );
+    assert_eq!(
+        c.request(CMD_READ, 0, 0, (32 << 20) + 512, &[], 0)
+            .unwrap()
+            .0,
+        NBD_EINVAL
+    );
     assert_eq!(c.read(0, 4096).unwrap().unwrap(), page(7));
     c.disconnect().unwrap();
 
@@ -120,11 +195,21 @@ fn bad_requests_get_errors_and_leave_data_alone() {
     let mut c = connect(&srv.sock, "zmem");
     c.stream().write_all(&[0u8; REQUEST_LEN]).unwrap();
     let mut b = [0u8; 1];
-    assert_eq!(c.stream().read(&mut b).unwrap(), 0, "server closes after a bad magic");
+    assert_eq!(
+        c.stream().read(&mut b).unwrap(),
+        0,
+        "server closes after a bad magic"
+    );
 
     // Disconnect in the middle of a write payload and in the middle of a header.
     let mut c = connect(&srv.sock, "zmem");
-    let r = Request { flags: 0, command: CMD_WRITE, cookie: 9, offset: 0, length: 8192 };
+    let r = Request {
+        flags: 0,
+        command: CMD_WRITE,
+        cookie: 9,
+        offset: 0,
+        length: 8192,
+    };
     c.stream().write_all(&encode_request(&r)).unwrap();
     c.stream().write_all(&[0xee; 1000]).unwrap();
     drop(c);
@@ -132,12 +217,17 @@ fn bad_requests_get_errors_and_leave_data_alone() {
     c.stream().write_all(&encode_request(&r)[..10]).unwrap();
     drop(c);
     let mut c = connect(&srv.sock, "zmem");
-    assert_eq!(c.read(0, 4096).unwrap().unwrap(), page(7), "a half-sent write changed nothing");
+    assert_eq!(
+        c.read(0, 4096).unwrap().unwrap(),
+        page(7),
+        "a half-sent write changed nothing"
+    );
 }
 
 fn raw_handshake(sock: &std::path::Path, client_flags: u32) -> UnixStream {
     let mut s = UnixStream::connect(sock).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
     let mut g = [0u8; 18];
     s.read_exact(&mut g).unwrap();
     assert_eq!(&g[..8], b"NBDMAGIC");
@@ -156,11 +246,18 @@ fn send_opt(s: &mut UnixStream, opt: u32, data: &[u8]) {
 fn read_rep(s: &mut UnixStream) -> (u32, u32, Vec<u8>) {
     let mut h = [0u8; 20];
     s.read_exact(&mut h).unwrap();
-    assert_eq!(u64::from_be_bytes(h[..8].try_into().unwrap()), OPT_REPLY_MAGIC);
+    assert_eq!(
+        u64::from_be_bytes(h[..8].try_into().unwrap()),
+        OPT_REPLY_MAGIC
+    );
     let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
     let mut p = vec![0u8; len as usize];
     s.read_exact(&mut p).unwrap();
-    (u32::from_be_bytes(h[8..12].try_into().unwrap()), u32::from_be_bytes(h[12..16].try_into().unwrap()), p)
+    (
+        u32::from_be_bytes(h[8..12].try_into().unwrap()),
+        u32::from_be_bytes(h[12..16].try_into().unwrap()),
+        p,
+    )
 }
 
 fn info_data(name: &[u8], reqs: &[u16]) -> Vec<u8> {
@@ -198,7 +295,11 @@ fn handshake_options() {
     assert_eq!(read_rep(&mut s).1, REP_ERR_INVALID);
     send_opt(&mut s, OPT_INFO, &info_data(b"nope", &[]));
     assert_eq!(read_rep(&mut s).1, REP_ERR_UNKNOWN);
-    send_opt(&mut s, OPT_INFO, &info_data(b"zmem", &[INFO_NAME, INFO_BLOCK_SIZE]));
+    send_opt(
+        &mut s,
+        OPT_INFO,
+        &info_data(b"zmem", &[INFO_NAME, INFO_BLOCK_SIZE]),
+    );
     let mut types = Vec::new();
     loop {
         let (_, t, p) = read_rep(&mut s);
@@ -271,7 +372,10 @@ fn over_mem_limit_writes_fail_enospc_and_stored_data_stays() {
     for (i, p) in &stored {
         assert_eq!(&c.read(i * 4096, 4096).unwrap().unwrap(), p, "page {i}");
     }
-    assert_eq!(c.write((i_fail + 1) * 4096, &random_page()).unwrap(), NBD_ENOSPC);
+    assert_eq!(
+        c.write((i_fail + 1) * 4096, &random_page()).unwrap(),
+        NBD_ENOSPC
+    );
 }
 
 #[test]
@@ -281,7 +385,13 @@ fn shutdown_finishes_in_flight_requests_and_closes() {
     let n = 32u64;
     let mut out = Vec::new();
     for i in 0..n {
-        let r = Request { flags: 0, command: CMD_WRITE, cookie: i, offset: i * 65536, length: 65536 };
+        let r = Request {
+            flags: 0,
+            command: CMD_WRITE,
+            cookie: i,
+            offset: i * 65536,
+            length: 65536,
+        };
         out.extend_from_slice(&encode_request(&r));
         out.extend_from_slice(&vec![i as u8 + 1; 65536]);
     }
@@ -315,10 +425,18 @@ fn control_socket() {
     let dev = device(8 * MIB, 0);
     dev.write_at(0, &page(3)).unwrap();
     let d: Arc<dyn BlockDevice> = dev.clone();
-    let ctl = CtlServer::start(&path, Control { dev: d, names: vec!["disksize".into(), "mm_stat".into(), "mem_limit".into()] }).unwrap();
+    let ctl = CtlServer::start(
+        &path,
+        Control {
+            dev: d,
+            names: vec!["disksize".into(), "mm_stat".into(), "mem_limit".into()],
+        },
+    )
+    .unwrap();
     let ask = |req: &[u8]| {
         let mut s = UnixStream::connect(&path).unwrap();
-        s.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
         s.write_all(req).unwrap();
         s.shutdown(std::net::Shutdown::Write).unwrap();
         let mut r = String::new();
@@ -326,7 +444,10 @@ fn control_socket() {
         r
     };
     assert_eq!(ask(b"read disksize\n"), format!("ok\n{}\n", 8 * MIB));
-    assert_eq!(ask(b"read mm_stat\n"), format!("ok\n{}", dev.attr_read("mm_stat").unwrap()));
+    assert_eq!(
+        ask(b"read mm_stat\n"),
+        format!("ok\n{}", dev.attr_read("mm_stat").unwrap())
+    );
     assert_eq!(ask(b"list\n"), "ok\ndisksize\nmm_stat\nmem_limit\n");
     assert_eq!(ask(b"write mem_limit 4M\n"), "ok\n");
     assert_eq!(dev.mm_stat().mem_limit, 4 * MIB);

@@ -10,7 +10,9 @@ use zmem_zpool::{create, Zpool, PAGE_SIZE};
 /// A page that lz4 compresses to roughly `target` bytes: text-like words with
 /// a share of random bytes.
 fn page_compressing_to(target: usize) -> (Vec<u8>, usize) {
-    let words: [&[u8]; 8] = [b"zram ", b"page ", b"slot ", b"handle ", b"zspage ", b"class ", b"swap ", b"idle "];
+    let words: [&[u8]; 8] = [
+        b"zram ", b"page ", b"slot ", b"handle ", b"zspage ", b"class ", b"swap ", b"idle ",
+    ];
     let mut best = (Vec::new(), 0usize);
     for noise in (0..=100).step_by(2) {
         let mut x = 0x9E3779B97F4A7C15u64;
@@ -53,29 +55,36 @@ fn bench(c: &mut Criterion) {
             // so the round trip neither creates nor releases a zspage.
             let pool = create(name, 8).unwrap();
             let resident: Vec<_> = (0..64).map(|_| pool.malloc(obj.len()).unwrap()).collect();
-            g.bench_function(BenchmarkId::new(format!("{name}_roundtrip"), obj.len()), |b| {
-                b.iter(|| {
-                    let h = pool.malloc(black_box(obj.len())).unwrap();
-                    pool.write(h, black_box(&obj)).unwrap();
-                    let mut sum = 0u8;
-                    pool.read(h, &mut |bytes| sum = bytes[bytes.len() / 2]).unwrap();
-                    pool.free(h).unwrap();
-                    black_box(sum)
-                })
-            });
+            g.bench_function(
+                BenchmarkId::new(format!("{name}_roundtrip"), obj.len()),
+                |b| {
+                    b.iter(|| {
+                        let h = pool.malloc(black_box(obj.len())).unwrap();
+                        pool.write(h, black_box(&obj)).unwrap();
+                        let mut sum = 0u8;
+                        pool.read(h, &mut |bytes| sum = bytes[bytes.len() / 2])
+                            .unwrap();
+                        pool.free(h).unwrap();
+                        black_box(sum)
+                    })
+                },
+            );
             // Cold: an empty pool, so every round trip allocates and releases
             // the zspage's pages (the worst case).
             let empty = create(name, 8).unwrap();
-            g.bench_function(BenchmarkId::new(format!("{name}_roundtrip_empty_pool"), obj.len()), |b| {
-                b.iter(|| {
-                    let h = empty.malloc(black_box(obj.len())).unwrap();
-                    empty.write(h, black_box(&obj)).unwrap();
-                    let mut sum = 0u8;
-                    empty.read(h, &mut |bytes| sum = bytes[0]).unwrap();
-                    empty.free(h).unwrap();
-                    black_box(sum)
-                })
-            });
+            g.bench_function(
+                BenchmarkId::new(format!("{name}_roundtrip_empty_pool"), obj.len()),
+                |b| {
+                    b.iter(|| {
+                        let h = empty.malloc(black_box(obj.len())).unwrap();
+                        empty.write(h, black_box(&obj)).unwrap();
+                        let mut sum = 0u8;
+                        empty.read(h, &mut |bytes| sum = bytes[0]).unwrap();
+                        empty.free(h).unwrap();
+                        black_box(sum)
+                    })
+                },
+            );
             for h in resident {
                 pool.free(h).unwrap();
             }

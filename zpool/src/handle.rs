@@ -56,7 +56,9 @@ pub(crate) struct HandleParts {
 impl HandleCodec {
     pub(crate) fn new() -> Self {
         let n = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
-        HandleCodec { tag: u64::from(n % ((1 << TAG_BITS) - 1) + 1) }
+        HandleCodec {
+            tag: u64::from(n % ((1 << TAG_BITS) - 1) + 1),
+        }
     }
 
     pub(crate) fn encode(&self, shard: usize, slot: u32, gen: u32) -> Handle {
@@ -83,9 +85,15 @@ impl HandleCodec {
 }
 
 enum Cell<T> {
-    Live { gen: u32, val: T },
+    Live {
+        gen: u32,
+        val: T,
+    },
     /// Free; `gen` is the generation the next object will get.
-    Free { gen: u32, next: u32 },
+    Free {
+        gen: u32,
+        next: u32,
+    },
     /// Generation exhausted: never handed out again.
     Retired,
 }
@@ -101,7 +109,11 @@ pub(crate) struct HandleTable<T> {
 
 impl<T> HandleTable<T> {
     pub(crate) fn new() -> Self {
-        HandleTable { cells: Vec::new(), free_head: NIL, live: 0 }
+        HandleTable {
+            cells: Vec::new(),
+            free_head: NIL,
+            live: 0,
+        }
     }
 
     /// Number of live cells.
@@ -124,7 +136,9 @@ impl<T> HandleTable<T> {
             if slot >= MAX_SLOTS {
                 return Err(ZpoolError::NoMemory);
             }
-            self.cells.try_reserve(1).map_err(|_| ZpoolError::NoMemory)?;
+            self.cells
+                .try_reserve(1)
+                .map_err(|_| ZpoolError::NoMemory)?;
             self.cells.push(Cell::Live { gen: 1, val });
             (slot, 1)
         };
@@ -166,7 +180,10 @@ impl<T> HandleTable<T> {
         let new = if next_gen > GEN_MAX {
             Cell::Retired
         } else {
-            Cell::Free { gen: next_gen, next: self.free_head }
+            Cell::Free {
+                gen: next_gen,
+                next: self.free_head,
+            }
         };
         let old = std::mem::replace(cell, new);
         if next_gen <= GEN_MAX {
@@ -215,7 +232,14 @@ mod tests {
         let a = HandleCodec::new();
         let b = HandleCodec::new();
         let h = a.encode(200, MAX_SLOTS - 1, GEN_MAX);
-        assert_eq!(a.decode(h).unwrap(), HandleParts { shard: 200, slot: MAX_SLOTS - 1, gen: GEN_MAX });
+        assert_eq!(
+            a.decode(h).unwrap(),
+            HandleParts {
+                shard: 200,
+                slot: MAX_SLOTS - 1,
+                gen: GEN_MAX
+            }
+        );
         assert!(matches!(b.decode(h), Err(ZpoolError::BadHandle(_))));
     }
 }

@@ -126,7 +126,9 @@ pub struct PoolOptions {
 
 impl Default for PoolOptions {
     fn default() -> Self {
-        PoolOptions { chain_size: zsmalloc::class::DEFAULT_CHAIN_SIZE }
+        PoolOptions {
+            chain_size: zsmalloc::class::DEFAULT_CHAIN_SIZE,
+        }
     }
 }
 
@@ -148,6 +150,9 @@ pub fn create(name: &str, opts: impl Into<PoolOptions>) -> Result<Box<dyn Zpool>
 }
 
 /// [`create`], shared between threads.
-pub fn create_shared(name: &str, opts: impl Into<PoolOptions>) -> Result<Arc<dyn Zpool>, ZpoolError> {
+pub fn create_shared(
+    name: &str,
+    opts: impl Into<PoolOptions>,
+) -> Result<Arc<dyn Zpool>, ZpoolError> {
     create(name, opts).map(Arc::from)
 }

@@ -14,7 +14,11 @@ pub(crate) struct Links {
 
 impl Default for Links {
     fn default() -> Self {
-        Links { prev: NIL, next: NIL, list: NO_LIST }
+        Links {
+            prev: NIL,
+            next: NIL,
+            list: NO_LIST,
+        }
     }
 }
 
@@ -33,7 +37,12 @@ pub(crate) struct Slab<T> {
 
 impl<T: Linked> Slab<T> {
     pub fn new(nr_lists: usize) -> Self {
-        Slab { items: Vec::new(), free_ids: Vec::new(), heads: vec![NIL; nr_lists], live: 0 }
+        Slab {
+            items: Vec::new(),
+            free_ids: Vec::new(),
+            heads: vec![NIL; nr_lists],
+            live: 0,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -91,7 +100,11 @@ impl<T: Linked> Slab<T> {
         if old != NIL {
             self.get_mut(old).links_mut().prev = id;
         }
-        *self.get_mut(id).links_mut() = Links { prev: NIL, next: old, list: l as u16 };
+        *self.get_mut(id).links_mut() = Links {
+            prev: NIL,
+            next: old,
+            list: l as u16,
+        };
         self.heads[l] = id;
     }
 
@@ -128,6 +141,9 @@ impl<T: Linked> Slab<T> {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
-        self.items.iter().enumerate().filter_map(|(i, v)| v.as_ref().map(|v| (i as u32, v)))
+        self.items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|v| (i as u32, v)))
     }
 }

@@ -9,7 +9,8 @@ pub(crate) type Page = Box<[u8; PAGE_SIZE]>;
 /// Take a zeroed page from the OS; `NoMemory` instead of aborting.
 pub(crate) fn alloc_page() -> Result<Page, ZpoolError> {
     let mut v: Vec<u8> = Vec::new();
-    v.try_reserve_exact(PAGE_SIZE).map_err(|_| ZpoolError::NoMemory)?;
+    v.try_reserve_exact(PAGE_SIZE)
+        .map_err(|_| ZpoolError::NoMemory)?;
     v.resize(PAGE_SIZE, 0);
     Ok(v.into_boxed_slice().try_into().expect("exactly one page"))
 }
@@ -23,7 +24,9 @@ thread_local! {
 
 /// Run `f` with the thread's copy buffer (allocated once per thread).
 pub(crate) fn with_local_copy<R>(f: impl FnOnce(&mut [u8; PAGE_SIZE]) -> R) -> R {
-    let mut buf = LOCAL_COPY.with(|c| c.take()).unwrap_or_else(|| Box::new([0u8; PAGE_SIZE]));
+    let mut buf = LOCAL_COPY
+        .with(|c| c.take())
+        .unwrap_or_else(|| Box::new([0u8; PAGE_SIZE]));
     let r = f(&mut buf);
     LOCAL_COPY.with(|c| c.set(Some(buf)));
     r

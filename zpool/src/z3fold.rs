@@ -103,8 +103,16 @@ impl Z3Page {
 
     fn num_free_chunks(&self) -> usize {
         if self.middle_chunks != 0 {
-            let before = if self.first_chunks != 0 { 0 } else { self.start_middle - ZHDR_CHUNKS };
-            let after = if self.last_chunks != 0 { 0 } else { TOTAL_CHUNKS - (self.start_middle + self.middle_chunks) };
+            let before = if self.first_chunks != 0 {
+                0
+            } else {
+                self.start_middle - ZHDR_CHUNKS
+            };
+            let after = if self.last_chunks != 0 {
+                0
+            } else {
+                TOTAL_CHUNKS - (self.start_middle + self.middle_chunks)
+            };
             before.max(after)
         } else {
             NCHUNKS - self.first_chunks - self.last_chunks
@@ -166,7 +174,10 @@ impl Z3Page {
     }
 
     fn buddies(&self) -> usize {
-        [self.first_chunks, self.middle_chunks, self.last_chunks].iter().filter(|&&c| c != 0).count()
+        [self.first_chunks, self.middle_chunks, self.last_chunks]
+            .iter()
+            .filter(|&&c| c != 0)
+            .count()
     }
 
     /// `mchunk_memmove`: move the middle object to chunk `dst`.
@@ -217,10 +228,16 @@ impl Inner {
             p.start_middle = 0;
             let slot = std::mem::replace(&mut p.slots[MIDDLE], NO_SLOT);
             p.slots[FIRST] = slot;
-            self.handles.get_slot_mut(slot).expect("middle object has a live handle").bud = FIRST;
+            self.handles
+                .get_slot_mut(slot)
+                .expect("middle object has a live handle")
+                .bud = FIRST;
             return;
         }
-        if p.first_chunks != 0 && p.last_chunks == 0 && p.start_middle - (p.first_chunks + ZHDR_CHUNKS) >= BIG_CHUNK_GAP {
+        if p.first_chunks != 0
+            && p.last_chunks == 0
+            && p.start_middle - (p.first_chunks + ZHDR_CHUNKS) >= BIG_CHUNK_GAP
+        {
             let dst = p.first_chunks + ZHDR_CHUNKS;
             p.move_middle(dst);
             p.start_middle = dst;
@@ -238,12 +255,17 @@ impl Inner {
     /// page with room. Returns true if moved (page `id` is then empty).
     fn compact_single_buddy(&mut self, id: u32) -> bool {
         let p = self.pages.get(id);
-        let Some(bud) = [FIRST, MIDDLE, LAST].into_iter().find(|&b| p.chunks_of(b) != 0 && p.slots[b] != NO_SLOT) else {
+        let Some(bud) = [FIRST, MIDDLE, LAST]
+            .into_iter()
+            .find(|&b| p.chunks_of(b) != 0 && p.slots[b] != NO_SLOT)
+        else {
             return false;
         };
         let chunks = p.chunks_of(bud);
         let slot = p.slots[bud];
-        let Some(new) = self.find_page(chunks) else { return false };
+        let Some(new) = self.find_page(chunks) else {
+            return false;
+        };
         let new_bud = self.pages.get(new).free_buddy(chunks);
         if new_bud == HEADLESS {
             self.add_to_unbuddied(new);
@@ -261,7 +283,10 @@ impl Inner {
             _ => old_p.last_chunks = 0,
         }
         old_p.slots[bud] = NO_SLOT;
-        let loc = self.handles.get_slot_mut(slot).expect("moved object has a live handle");
+        let loc = self
+            .handles
+            .get_slot_mut(slot)
+            .expect("moved object has a live handle");
         loc.page = new;
         loc.bud = new_bud;
         loc.foreign = true;
@@ -359,11 +384,19 @@ impl Zpool for Z3foldPool {
             return Err(ZpoolError::ZeroSize);
         }
         if size > PAGE_SIZE {
-            return Err(ZpoolError::TooLarge { size, max: PAGE_SIZE });
+            return Err(ZpoolError::TooLarge {
+                size,
+                max: PAGE_SIZE,
+            });
         }
         let mut g = self.w();
         let g = &mut *g;
-        let (slot, gen) = g.handles.insert(Loc { page: 0, bud: HEADLESS, size: size as u32, foreign: false })?;
+        let (slot, gen) = g.handles.insert(Loc {
+            page: 0,
+            bud: HEADLESS,
+            size: size as u32,
+            foreign: false,
+        })?;
         let placed = if size > HEADLESS_THRESHOLD {
             alloc_page().map(|page| {
                 let mut p = Z3Page::new(page, true);
@@ -412,7 +445,10 @@ impl Zpool for Z3foldPool {
         let (slot, gen) = self.parts(handle)?;
         let mut g = self.w();
         let g = &mut *g;
-        let loc = g.handles.remove(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = g
+            .handles
+            .remove(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         g.objects -= 1;
         g.bytes_stored -= u64::from(loc.size);
         g.internal_frag -= frag_of(loc.size as usize);
@@ -441,9 +477,15 @@ impl Zpool for Z3foldPool {
     fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError> {
         let (slot, gen) = self.parts(handle)?;
         let mut g = self.w();
-        let loc = *g.handles.get(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = *g
+            .handles
+            .get(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         if src.len() != loc.size as usize {
-            return Err(ZpoolError::SizeMismatch { size: loc.size as usize, got: src.len() });
+            return Err(ZpoolError::SizeMismatch {
+                size: loc.size as usize,
+                got: src.len(),
+            });
         }
         let p = g.pages.get_mut(loc.page);
         let off = p.offset(loc.bud);
@@ -454,7 +496,10 @@ impl Zpool for Z3foldPool {
     fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError> {
         let (slot, gen) = self.parts(handle)?;
         let g = self.r();
-        let loc = *g.handles.get(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = *g
+            .handles
+            .get(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         let p = g.pages.get(loc.page);
         let off = p.offset(loc.bud);
         f(&p.page[off..off + loc.size as usize]);
@@ -464,7 +509,10 @@ impl Zpool for Z3foldPool {
     fn obj_size(&self, handle: Handle) -> Result<usize, ZpoolError> {
         let (slot, gen) = self.parts(handle)?;
         let g = self.r();
-        g.handles.get(slot, gen).map(|l| l.size as usize).ok_or(ZpoolError::BadHandle(handle.0.get()))
+        g.handles
+            .get(slot, gen)
+            .map(|l| l.size as usize)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))
     }
 
     fn total_pages(&self) -> u64 {

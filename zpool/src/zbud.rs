@@ -129,7 +129,10 @@ impl ZbudPool {
     /// Pages on the unbuddied lists (one buddy) and on the buddied list.
     pub fn page_counts(&self) -> (usize, usize) {
         let g = self.r();
-        ((0..NCHUNKS).map(|l| g.pages.list_len(l)).sum(), g.pages.list_len(BUDDIED))
+        (
+            (0..NCHUNKS).map(|l| g.pages.list_len(l)).sum(),
+            g.pages.list_len(BUDDIED),
+        )
     }
 }
 
@@ -143,7 +146,10 @@ impl Zpool for ZbudPool {
             return Err(ZpoolError::ZeroSize);
         }
         if size > ZBUD_MAX_ALLOC {
-            return Err(ZpoolError::TooLarge { size, max: ZBUD_MAX_ALLOC });
+            return Err(ZpoolError::TooLarge {
+                size,
+                max: ZBUD_MAX_ALLOC,
+            });
         }
         let chunks = size_to_chunks(size);
         let mut g = self.w();
@@ -152,16 +158,29 @@ impl Zpool for ZbudPool {
         let (id, bud) = match found {
             Some(id) => {
                 g.pages.unlink(id);
-                let bud = if g.pages.get(id).first_chunks == 0 { Bud::First } else { Bud::Last };
+                let bud = if g.pages.get(id).first_chunks == 0 {
+                    Bud::First
+                } else {
+                    Bud::Last
+                };
                 (id, bud)
             }
             None => {
                 let page = alloc_page()?;
-                let id = g.pages.insert(ZbudPage { page, first_chunks: 0, last_chunks: 0, links: Links::default() });
+                let id = g.pages.insert(ZbudPage {
+                    page,
+                    first_chunks: 0,
+                    last_chunks: 0,
+                    links: Links::default(),
+                });
                 (id, Bud::First)
             }
         };
-        let (slot, gen) = match g.handles.insert(Loc { page: id, bud, size: size as u32 }) {
+        let (slot, gen) = match g.handles.insert(Loc {
+            page: id,
+            bud,
+            size: size as u32,
+        }) {
             Ok(x) => x,
             Err(e) => {
                 // Put the page back as it was.
@@ -196,7 +215,10 @@ impl Zpool for ZbudPool {
         let (slot, gen) = self.parts(handle)?;
         let mut g = self.w();
         let g = &mut *g;
-        let loc = g.handles.remove(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = g
+            .handles
+            .remove(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         let p = g.pages.get_mut(loc.page);
         let chunks = match loc.bud {
             Bud::First => std::mem::take(&mut p.first_chunks),
@@ -219,9 +241,15 @@ impl Zpool for ZbudPool {
     fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError> {
         let (slot, gen) = self.parts(handle)?;
         let mut g = self.w();
-        let loc = *g.handles.get(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = *g
+            .handles
+            .get(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         if src.len() != loc.size as usize {
-            return Err(ZpoolError::SizeMismatch { size: loc.size as usize, got: src.len() });
+            return Err(ZpoolError::SizeMismatch {
+                size: loc.size as usize,
+                got: src.len(),
+            });
         }
         let p = g.pages.get_mut(loc.page);
         let off = p.offset(loc.bud);
@@ -232,7 +260,10 @@ impl Zpool for ZbudPool {
     fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError> {
         let (slot, gen) = self.parts(handle)?;
         let g = self.r();
-        let loc = *g.handles.get(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = *g
+            .handles
+            .get(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         let p = g.pages.get(loc.page);
         let off = p.offset(loc.bud);
         f(&p.page[off..off + loc.size as usize]);
@@ -242,7 +273,10 @@ impl Zpool for ZbudPool {
     fn obj_size(&self, handle: Handle) -> Result<usize, ZpoolError> {
         let (slot, gen) = self.parts(handle)?;
         let g = self.r();
-        g.handles.get(slot, gen).map(|l| l.size as usize).ok_or(ZpoolError::BadHandle(handle.0.get()))
+        g.handles
+            .get(slot, gen)
+            .map(|l| l.size as usize)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))
     }
 
     fn total_pages(&self) -> u64 {

@@ -12,8 +12,19 @@ fn sizes_out_of_range() {
     for p in pools() {
         assert_eq!(p.malloc(0), Err(ZpoolError::ZeroSize), "{}", p.name());
         let max = p.max_alloc();
-        assert_eq!(p.malloc(max + 1), Err(ZpoolError::TooLarge { size: max + 1, max }), "{}", p.name());
-        assert_eq!(p.malloc(usize::MAX), Err(ZpoolError::TooLarge { size: usize::MAX, max }));
+        assert_eq!(
+            p.malloc(max + 1),
+            Err(ZpoolError::TooLarge { size: max + 1, max }),
+            "{}",
+            p.name()
+        );
+        assert_eq!(
+            p.malloc(usize::MAX),
+            Err(ZpoolError::TooLarge {
+                size: usize::MAX,
+                max
+            })
+        );
         assert!(p.malloc(max).is_ok());
         assert!(p.malloc(1).is_ok());
     }
@@ -28,7 +39,10 @@ fn freed_and_foreign_handles() {
         // A handle of another pool is rejected, even when that pool has live
         // objects at the same place.
         let h2 = other.malloc(100).unwrap();
-        assert!(matches!(p.read(h2, &mut |_| ()), Err(ZpoolError::BadHandle(_))));
+        assert!(matches!(
+            p.read(h2, &mut |_| ()),
+            Err(ZpoolError::BadHandle(_))
+        ));
         assert!(matches!(p.free(h2), Err(ZpoolError::BadHandle(_))));
         // Freed handle: every operation refuses it, also after the cell is
         // reused by a new object.
@@ -37,20 +51,36 @@ fn freed_and_foreign_handles() {
         p.write(h3, &[9; 100]).unwrap();
         assert_ne!(h, h3);
         assert!(matches!(p.free(h), Err(ZpoolError::BadHandle(_))));
-        assert!(matches!(p.write(h, &[1; 100]), Err(ZpoolError::BadHandle(_))));
-        assert!(matches!(p.read(h, &mut |_| ()), Err(ZpoolError::BadHandle(_))));
+        assert!(matches!(
+            p.write(h, &[1; 100]),
+            Err(ZpoolError::BadHandle(_))
+        ));
+        assert!(matches!(
+            p.read(h, &mut |_| ()),
+            Err(ZpoolError::BadHandle(_))
+        ));
         assert!(matches!(p.obj_size(h), Err(ZpoolError::BadHandle(_))));
         p.read(h3, &mut |b| assert_eq!(b, &[9; 100][..])).unwrap();
         // Arbitrary values.
         for v in [1u64, u64::MAX, 0x8000_0000_0000_0000, 12345] {
             let f = Handle(NonZeroU64::new(v).unwrap());
             if f != h3 {
-                assert!(matches!(p.free(f), Err(ZpoolError::BadHandle(_))), "{} {v:#x}", p.name());
+                assert!(
+                    matches!(p.free(f), Err(ZpoolError::BadHandle(_))),
+                    "{} {v:#x}",
+                    p.name()
+                );
             }
         }
         // Wrong-length writes.
-        assert_eq!(p.write(h3, &[0; 99]), Err(ZpoolError::SizeMismatch { size: 100, got: 99 }));
-        assert_eq!(p.write(h3, &[]), Err(ZpoolError::SizeMismatch { size: 100, got: 0 }));
+        assert_eq!(
+            p.write(h3, &[0; 99]),
+            Err(ZpoolError::SizeMismatch { size: 100, got: 99 })
+        );
+        assert_eq!(
+            p.write(h3, &[]),
+            Err(ZpoolError::SizeMismatch { size: 100, got: 0 })
+        );
     }
 }
 
@@ -66,6 +96,12 @@ fn unknown_allocator_and_options() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("unknown allocator accepted"),
     }
-    assert!(matches!(create("zsmalloc", 3), Err(ZpoolError::InvalidOption(_))));
-    assert!(matches!(create("zsmalloc", 17), Err(ZpoolError::InvalidOption(_))));
+    assert!(matches!(
+        create("zsmalloc", 3),
+        Err(ZpoolError::InvalidOption(_))
+    ));
+    assert!(matches!(
+        create("zsmalloc", 17),
+        Err(ZpoolError::InvalidOption(_))
+    ));
 }

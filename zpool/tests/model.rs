@@ -45,7 +45,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 }
 
 fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len).map(|i| seed.wrapping_mul(31).wrapping_add((i * 7 + i / 251) as u8)).collect()
+    (0..len)
+        .map(|i| seed.wrapping_mul(31).wrapping_add((i * 7 + i / 251) as u8))
+        .collect()
 }
 
 struct Model {
@@ -61,8 +63,16 @@ fn read_all(pool: &dyn Zpool, h: Handle) -> Result<Vec<u8>, ZpoolError> {
 }
 
 /// Runs `ops` against `pool`; `extra` checks allocator-specific invariants.
-fn run(pool: &dyn Zpool, ops: &[Op], extra: &dyn Fn(&dyn Zpool, &Model, &PoolStats)) -> Result<(), TestCaseError> {
-    let mut m = Model { live: HashMap::new(), order: Vec::new(), freed: Vec::new() };
+fn run(
+    pool: &dyn Zpool,
+    ops: &[Op],
+    extra: &dyn Fn(&dyn Zpool, &Model, &PoolStats),
+) -> Result<(), TestCaseError> {
+    let mut m = Model {
+        live: HashMap::new(),
+        order: Vec::new(),
+        freed: Vec::new(),
+    };
     let mut last_compacted = 0;
     for op in ops {
         match *op {
@@ -108,7 +118,10 @@ fn run(pool: &dyn Zpool, ops: &[Op], extra: &dyn Fn(&dyn Zpool, &Model, &PoolSta
             Op::Stale(i) if !m.freed.is_empty() => {
                 let h = m.freed[i % m.freed.len()];
                 prop_assert!(matches!(pool.free(h), Err(ZpoolError::BadHandle(_))));
-                prop_assert!(matches!(pool.read(h, &mut |_| ()), Err(ZpoolError::BadHandle(_))));
+                prop_assert!(matches!(
+                    pool.read(h, &mut |_| ()),
+                    Err(ZpoolError::BadHandle(_))
+                ));
                 prop_assert!(matches!(pool.write(h, &[0]), Err(ZpoolError::BadHandle(_))));
                 prop_assert!(matches!(pool.obj_size(h), Err(ZpoolError::BadHandle(_))));
             }
@@ -116,21 +129,33 @@ fn run(pool: &dyn Zpool, ops: &[Op], extra: &dyn Fn(&dyn Zpool, &Model, &PoolSta
                 let h = Handle(NonZeroU64::new(v | 1).unwrap());
                 if !m.live.contains_key(&h) {
                     prop_assert!(matches!(pool.free(h), Err(ZpoolError::BadHandle(_))));
-                    prop_assert!(matches!(pool.read(h, &mut |_| ()), Err(ZpoolError::BadHandle(_))));
+                    prop_assert!(matches!(
+                        pool.read(h, &mut |_| ()),
+                        Err(ZpoolError::BadHandle(_))
+                    ));
                 }
             }
             Op::BadWrite(i) if !m.order.is_empty() => {
                 let h = m.order[i % m.order.len()];
                 let size = m.live[&h].len();
                 let r = pool.write(h, &vec![0xEE; size + 1]);
-                prop_assert_eq!(r, Err(ZpoolError::SizeMismatch { size, got: size + 1 }));
+                prop_assert_eq!(
+                    r,
+                    Err(ZpoolError::SizeMismatch {
+                        size,
+                        got: size + 1
+                    })
+                );
             }
             _ => {}
         }
         // Invariants after every step.
         let st = pool.stats();
         prop_assert_eq!(st.objects, m.live.len() as u64);
-        prop_assert_eq!(st.bytes_stored, m.live.values().map(|v| v.len() as u64).sum::<u64>());
+        prop_assert_eq!(
+            st.bytes_stored,
+            m.live.values().map(|v| v.len() as u64).sum::<u64>()
+        );
         prop_assert_eq!(st.pages, pool.total_pages());
         prop_assert!(st.pages * PAGE_SIZE as u64 >= st.bytes_stored + st.internal_frag);
         prop_assert!(st.pages_compacted >= last_compacted);

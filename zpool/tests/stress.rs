@@ -76,7 +76,11 @@ fn stress(name: &str) {
     compactor.join().unwrap();
     let st = pool.stats();
     assert_eq!((st.objects, st.bytes_stored, st.internal_frag), (0, 0, 0));
-    assert_eq!(pool.total_pages(), 0, "{name}: empty pool still holds pages");
+    assert_eq!(
+        pool.total_pages(),
+        0,
+        "{name}: empty pool still holds pages"
+    );
 }
 
 #[test]

@@ -35,7 +35,13 @@ fn zbud_pages_formula() {
 fn zbud_first_and_last_buddies() {
     let p = ZbudPool::new();
     assert_eq!(p.max_alloc(), 3968);
-    assert_eq!(p.malloc(3969), Err(ZpoolError::TooLarge { size: 3969, max: 3968 }));
+    assert_eq!(
+        p.malloc(3969),
+        Err(ZpoolError::TooLarge {
+            size: 3969,
+            max: 3968
+        })
+    );
     // 2 chunks first, then 61 chunks fit as the last buddy of the same page.
     let a = put(&p, 100, 1);
     let b = put(&p, 3900, 2);
@@ -76,7 +82,13 @@ fn z3fold_three_per_page_and_headless() {
     let h1 = put(&p, 3969, 9);
     let h2 = put(&p, 4096, 8);
     assert_eq!(p.page_histogram()[0], 2);
-    assert_eq!(p.malloc(4097), Err(ZpoolError::TooLarge { size: 4097, max: 4096 }));
+    assert_eq!(
+        p.malloc(4097),
+        Err(ZpoolError::TooLarge {
+            size: 4097,
+            max: 4096
+        })
+    );
     check(&p, h1, 3969, 9);
     check(&p, h2, 4096, 8);
     for (i, h) in hs.iter().enumerate() {
@@ -149,7 +161,11 @@ fn z3fold_single_buddy_migrates_to_another_page() {
 /// 2000 bytes.
 #[test]
 fn allocator_density_comparison() {
-    for (name, p1000, p2000) in [("zsmalloc", 250, 500), ("zbud", 500, 1000), ("z3fold", 334, 1000)] {
+    for (name, p1000, p2000) in [
+        ("zsmalloc", 250, 500),
+        ("zbud", 500, 1000),
+        ("z3fold", 334, 1000),
+    ] {
         for (size, expect) in [(1000, p1000), (2000, p2000)] {
             let p = zmem_zpool::create(name, 8).unwrap();
             for _ in 0..1000 {

@@ -46,7 +46,16 @@ fn chain8_class_table_matches_spec() {
     let t = ClassTable::new(8);
     assert_eq!(t.classes.len(), 119);
     for (c, &(size, ppz, objs, lo, hi)) in t.classes.iter().zip(&spec) {
-        assert_eq!((c.size, c.pages_per_zspage, c.objs_per_zspage, c.first_index, c.index), (size, ppz, objs, lo, hi));
+        assert_eq!(
+            (
+                c.size,
+                c.pages_per_zspage,
+                c.objs_per_zspage,
+                c.first_index,
+                c.index
+            ),
+            (size, ppz, objs, lo, hi)
+        );
     }
     // The spec's notation, reproduced as a whole.
     let spec_text: Vec<&str> = SPEC_CHAIN8.split_whitespace().collect();
@@ -72,7 +81,10 @@ fn distinct_class_counts_and_huge_class_size() {
 #[test]
 fn chain_size_out_of_range_is_an_error() {
     for chain in [0, 1, 3, 17, 100] {
-        assert!(matches!(ZsPool::new(chain), Err(ZpoolError::InvalidOption(_))), "chain {chain}");
+        assert!(
+            matches!(ZsPool::new(chain), Err(ZpoolError::InvalidOption(_))),
+            "chain {chain}"
+        );
     }
     for chain in 4..=16 {
         assert!(ZsPool::new(chain).is_ok());
@@ -116,7 +128,10 @@ fn spec_worked_examples() {
     // §12: 3624 bytes → class 3632 (8 pages, 9 objects).
     let pool = ZsPool::new(8).unwrap();
     let c = pool.class_table().classes[pool.class_table().class_for_alloc(3624)];
-    assert_eq!((c.size, c.pages_per_zspage, c.objs_per_zspage), (3632, 8, 9));
+    assert_eq!(
+        (c.size, c.pages_per_zspage, c.objs_per_zspage),
+        (3632, 8, 9)
+    );
     // §12: a 1000-byte object occupies a 1024-byte chunk, four per page.
     assert_eq!(pages_for(8, 4, 1000), 1);
     assert_eq!(pages_for(8, 5, 1000), 2);
@@ -132,13 +147,25 @@ fn every_size_class_pages_formula() {
         let (_, ppz, objs, _, _) = geom_of(raw);
         // Sizes S with S + 8 in class `raw`.
         let hi = nominal_size(raw) - 8;
-        let lo = if raw == 0 { 1 } else { nominal_size(raw - 1) - 8 + 1 };
-        let sizes: Vec<usize> = if raw == 254 { vec![lo, 4096] } else { vec![lo, hi] };
+        let lo = if raw == 0 {
+            1
+        } else {
+            nominal_size(raw - 1) - 8 + 1
+        };
+        let sizes: Vec<usize> = if raw == 254 {
+            vec![lo, 4096]
+        } else {
+            vec![lo, hi]
+        };
         for s in sizes {
             assert_eq!(size_class_index(s + 8), raw);
             for n in [1, objs, 2 * objs + 1] {
                 let expect = n.div_ceil(objs) * ppz;
-                assert_eq!(pages_for(8, n, s), expect as u64, "raw {raw} size {s} n {n}");
+                assert_eq!(
+                    pages_for(8, n, s),
+                    expect as u64,
+                    "raw {raw} size {s} n {n}"
+                );
             }
         }
     }
@@ -158,10 +185,16 @@ fn mixed_sequence_sums_over_classes() {
         let s = (x % 4096) as usize + 1;
         pool.malloc(s).unwrap();
         let raw = size_class_index(s + 8);
-        let cls = spec.iter().position(|c| (c.3..=c.4).contains(&raw)).unwrap();
+        let cls = spec
+            .iter()
+            .position(|c| (c.3..=c.4).contains(&raw))
+            .unwrap();
         *per_class.entry(cls).or_default() += 1;
     }
-    let expect: usize = per_class.iter().map(|(&c, &n)| n.div_ceil(spec[c].2) * spec[c].1).sum();
+    let expect: usize = per_class
+        .iter()
+        .map(|(&c, &n)| n.div_ceil(spec[c].2) * spec[c].1)
+        .sum();
     assert_eq!(pool.total_pages(), expect as u64);
     let from_classes: u64 = pool.class_stats().iter().map(|c| c.pages_used).sum();
     assert_eq!(from_classes, expect as u64);
@@ -174,7 +207,12 @@ fn chain_4_and_16_formula() {
         for c in &t.classes {
             let s = c.size - 8;
             let n = c.objs_per_zspage + 1;
-            assert_eq!(pages_for(chain, n, s), (2 * c.pages_per_zspage) as u64, "chain {chain} class {}", c.size);
+            assert_eq!(
+                pages_for(chain, n, s),
+                (2 * c.pages_per_zspage) as u64,
+                "chain {chain} class {}",
+                c.size
+            );
         }
     }
 }
@@ -183,19 +221,29 @@ fn chain_4_and_16_formula() {
 fn compaction_frees_sparse_zspages() {
     let pool = ZsPool::new(8).unwrap();
     // Class 1216: 3 pages, 10 objects. 100 objects → 10 zspages, 30 pages.
-    let hs: Vec<_> = (0..100).map(|i| {
-        let h = pool.malloc(1200).unwrap();
-        pool.write(h, &vec![i as u8; 1200]).unwrap();
-        h
-    }).collect();
+    let hs: Vec<_> = (0..100)
+        .map(|i| {
+            let h = pool.malloc(1200).unwrap();
+            pool.write(h, &vec![i as u8; 1200]).unwrap();
+            h
+        })
+        .collect();
     assert_eq!(pool.total_pages(), 30);
     // Free 7 of every 10 (by position): 30 left, spread over 10 zspages.
     let mut kept = Vec::new();
     for (i, h) in hs.into_iter().enumerate() {
-        if i % 10 < 7 { pool.free(h).unwrap() } else { kept.push((i, h)) }
+        if i % 10 < 7 {
+            pool.free(h).unwrap()
+        } else {
+            kept.push((i, h))
+        }
     }
     assert_eq!(pool.total_pages(), 30);
-    let stat = pool.class_stats().into_iter().find(|c| c.size == 1216).unwrap();
+    let stat = pool
+        .class_stats()
+        .into_iter()
+        .find(|c| c.size == 1216)
+        .unwrap();
     assert_eq!(stat.freeable, (100 - 30) / 10 * 3);
     let freed = pool.compact();
     // 30 objects need 3 zspages: 7 zspages (21 pages) freed.
@@ -203,7 +251,8 @@ fn compaction_frees_sparse_zspages() {
     assert_eq!(pool.total_pages(), 9);
     assert_eq!(pool.stats().pages_compacted, 21);
     for (i, h) in kept {
-        pool.read(h, &mut |b| assert!(b.iter().all(|&x| x == i as u8))).unwrap();
+        pool.read(h, &mut |b| assert!(b.iter().all(|&x| x == i as u8)))
+            .unwrap();
     }
     assert_eq!(pool.compact(), 0);
     assert_eq!(pool.stats().pages_compacted, 21);
@@ -219,11 +268,19 @@ fn allocation_prefers_the_fullest_zspage() {
     pool.free(hs[4]).unwrap();
     pool.free(hs[5]).unwrap();
     pool.free(hs[6]).unwrap();
-    let s = pool.class_stats().into_iter().find(|c| c.size == 1024).unwrap();
+    let s = pool
+        .class_stats()
+        .into_iter()
+        .find(|c| c.size == 1024)
+        .unwrap();
     assert_eq!(s.fullness[3], 1); // 25 %: group "20-29"
     assert_eq!(s.fullness[8], 1); // 75 %: group "70-79"
     pool.malloc(1000).unwrap();
-    let s = pool.class_stats().into_iter().find(|c| c.size == 1024).unwrap();
+    let s = pool
+        .class_stats()
+        .into_iter()
+        .find(|c| c.size == 1024)
+        .unwrap();
     assert_eq!(s.fullness[11], 2, "the 75 % zspage was filled first");
     assert_eq!(s.fullness[3], 1);
 }

@@ -67,7 +67,9 @@ impl Zram {
             "initstate" => Ok(format!("{}\n", self.is_initialized() as u32)),
             "comp_algorithm" => {
                 let cfg = self.lock_config();
-                Ok(self.backends().available_show(cfg.comp_algs[PRIMARY].as_deref()))
+                Ok(self
+                    .backends()
+                    .available_show(cfg.comp_algs[PRIMARY].as_deref()))
             }
             "mm_stat" => Ok(self.mm_stat().render()),
             "io_stat" => Ok(self.io_stat().render()),
@@ -83,9 +85,10 @@ impl Zram {
             "fast_path" => Ok(self.fast_path_show()),
             // debugfs's file in the kernel, so not listed in READABLE.
             "block_state" => Ok(self.block_state_show()),
-            n if WRITABLE.contains(&n) => {
-                Err(AttrError::new(Errno::EACCES, format!("attribute '{n}' is write-only")))
-            }
+            n if WRITABLE.contains(&n) => Err(AttrError::new(
+                Errno::EACCES,
+                format!("attribute '{n}' is write-only"),
+            )),
             n => Err(no_attr(n)),
         }
     }
@@ -111,9 +114,10 @@ impl Zram {
             "writeback_compressed" => self.writeback_compressed_store(value),
             "fast_algorithm" => self.fast_algorithm_store(value),
             "fast_path" => self.fast_path_store(value),
-            n if READABLE.contains(&n) => {
-                Err(AttrError::new(Errno::EACCES, format!("attribute '{n}' is read-only")))
-            }
+            n if READABLE.contains(&n) => Err(AttrError::new(
+                Errno::EACCES,
+                format!("attribute '{n}' is read-only"),
+            )),
             n => Err(no_attr(n)),
         }
     }
@@ -124,7 +128,10 @@ impl Zram {
         if size == 0 {
             return Err(AttrError::new(
                 Errno::EINVAL,
-                format!("disksize {:?} is 0 or not a size (bytes, with optional K/M/G/T/P/E)", buf.trim_end()),
+                format!(
+                    "disksize {:?} is 0 or not a size (bytes, with optional K/M/G/T/P/E)",
+                    buf.trim_end()
+                ),
             ));
         }
         self.init(size)
@@ -134,7 +141,10 @@ impl Zram {
     fn reset_store(&self, buf: &str) -> Result<(), AttrError> {
         let v = kstrtou16(buf, 10)?;
         if v == 0 {
-            return Err(AttrError::new(Errno::EINVAL, "reset needs a non-zero value"));
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                "reset needs a non-zero value",
+            ));
         }
         self.reset()
     }
@@ -144,7 +154,10 @@ impl Zram {
         let name = self.check_algorithm_name(buf)?;
         let mut cfg = self.lock_config();
         if self.is_initialized() {
-            return Err(AttrError::new(Errno::EBUSY, "cannot change the algorithm of an initialized device"));
+            return Err(AttrError::new(
+                Errno::EBUSY,
+                "cannot change the algorithm of an initialized device",
+            ));
         }
         cfg.comp_algs[prio] = Some(name);
         Ok(())
@@ -161,7 +174,12 @@ impl Zram {
         for (key, val) in next_args(buf) {
             let val = match val {
                 Some(v) if !v.is_empty() => v,
-                _ => return Err(AttrError::new(Errno::EINVAL, format!("'{key}' needs a value (key=value)"))),
+                _ => {
+                    return Err(AttrError::new(
+                        Errno::EINVAL,
+                        format!("'{key}' needs a value (key=value)"),
+                    ))
+                }
             };
             match key.as_str() {
                 "priority" => prio = kstrtoint(&val, 10)?,
@@ -180,11 +198,17 @@ impl Zram {
                 .position(|c| c.as_deref() == Some(a.as_str()))
                 .map(|p| p as i32)
                 .ok_or_else(|| {
-                    AttrError::new(Errno::EINVAL, format!("algorithm '{a}' is not configured on this device"))
+                    AttrError::new(
+                        Errno::EINVAL,
+                        format!("algorithm '{a}' is not configured on this device"),
+                    )
                 })?;
         }
         if prio < 0 || prio as usize >= MAX_COMPS {
-            return Err(AttrError::new(Errno::EINVAL, format!("priority {prio} is not in 0..{}", MAX_COMPS - 1)));
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("priority {prio} is not in 0..{}", MAX_COMPS - 1),
+            ));
         }
         // The params of that priority are reset first (old dictionary dropped).
         let p = &mut cfg.params[prio as usize];
@@ -202,7 +226,10 @@ impl Zram {
     fn mem_limit_store(&self, buf: &str) -> Result<(), AttrError> {
         let (limit, used) = memparse(buf);
         if used == 0 {
-            return Err(AttrError::new(Errno::EINVAL, format!("mem_limit {:?} is not a size", buf.trim_end())));
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("mem_limit {:?} is not a size", buf.trim_end()),
+            ));
         }
         let _cfg = self.lock_config();
         let pages = limit.div_ceil(PAGE_SIZE as u64);
@@ -214,7 +241,12 @@ impl Zram {
     fn mem_used_max_store(&self, buf: &str) -> Result<(), AttrError> {
         match kstrtoul(buf, 10) {
             Ok(0) => {}
-            _ => return Err(AttrError::new(Errno::EINVAL, "mem_used_max only accepts 0 (reset the peak)")),
+            _ => {
+                return Err(AttrError::new(
+                    Errno::EINVAL,
+                    "mem_used_max only accepts 0 (reset the peak)",
+                ))
+            }
         }
         if let Some(m) = self.meta().as_deref() {
             m.stats.max_used_pages.store(m.pool.total_pages(), Relaxed);
@@ -225,7 +257,9 @@ impl Zram {
     /// `compact`: any input; runs the allocator's compaction.
     fn compact_store(&self) -> Result<(), AttrError> {
         let g = self.meta();
-        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        let m = g
+            .as_deref()
+            .ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
         m.pool.compact();
         Ok(())
     }
@@ -242,9 +276,18 @@ impl Zram {
                 ));
             }
             // kstrtouint: anything unparsable or above u32 is EINVAL here.
-            let age = kstrtoull(buf, 0).ok().filter(|&a| a <= u32::MAX as u64).ok_or_else(|| {
-                AttrError::new(Errno::EINVAL, format!("idle takes 'all' or an age in seconds, not {:?}", buf.trim_end()))
-            })?;
+            let age = kstrtoull(buf, 0)
+                .ok()
+                .filter(|&a| a <= u32::MAX as u64)
+                .ok_or_else(|| {
+                    AttrError::new(
+                        Errno::EINVAL,
+                        format!(
+                            "idle takes 'all' or an age in seconds, not {:?}",
+                            buf.trim_end()
+                        ),
+                    )
+                })?;
             Some(age)
         };
         self.mark_idle(age).map(|_| ())
@@ -256,12 +299,18 @@ impl Zram {
         if !zmem_zpool::NAMES.contains(&name) {
             return Err(AttrError::new(
                 Errno::EINVAL,
-                format!("unknown allocator '{name}'; valid allocators: {}", zmem_zpool::NAMES.join(" ")),
+                format!(
+                    "unknown allocator '{name}'; valid allocators: {}",
+                    zmem_zpool::NAMES.join(" ")
+                ),
             ));
         }
         let mut cfg = self.lock_config();
         if self.is_initialized() {
-            return Err(AttrError::new(Errno::EBUSY, "cannot change the allocator of an initialized device"));
+            return Err(AttrError::new(
+                Errno::EBUSY,
+                "cannot change the allocator of an initialized device",
+            ));
         }
         cfg.allocator = name.to_string();
         Ok(())
@@ -271,13 +320,18 @@ impl Zram {
 /// `kernel_read_file_from_path(..., INT_MAX)`: the whole file; unreadable,
 /// empty or too large → EINVAL.
 fn read_dict(path: &str) -> Result<Vec<u8>, AttrError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| AttrError::new(Errno::EINVAL, format!("cannot read dictionary {path}: {e}")))?;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        AttrError::new(Errno::EINVAL, format!("cannot read dictionary {path}: {e}"))
+    })?;
     if meta.len() == 0 || meta.len() > MAX_DICT {
         return Err(AttrError::new(
             Errno::EINVAL,
-            format!("dictionary {path} has {} bytes (must be 1..={MAX_DICT})", meta.len()),
+            format!(
+                "dictionary {path} has {} bytes (must be 1..={MAX_DICT})",
+                meta.len()
+            ),
         ));
     }
-    std::fs::read(path).map_err(|e| AttrError::new(Errno::EINVAL, format!("cannot read dictionary {path}: {e}")))
+    std::fs::read(path)
+        .map_err(|e| AttrError::new(Errno::EINVAL, format!("cannot read dictionary {path}: {e}")))
 }

@@ -47,12 +47,18 @@ pub struct Backing {
 
 impl std::fmt::Debug for Backing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Backing").field("path", &self.path).field("nr_pages", &self.nr_pages).finish()
+        f.debug_struct("Backing")
+            .field("path", &self.path)
+            .field("nr_pages", &self.nr_pages)
+            .finish()
     }
 }
 
 fn open_err(path: &str, e: std::io::Error) -> AttrError {
-    let errno = e.raw_os_error().and_then(Errno::from_code).unwrap_or(Errno::EINVAL);
+    let errno = e
+        .raw_os_error()
+        .and_then(Errno::from_code)
+        .unwrap_or(Errno::EINVAL);
     AttrError::new(errno, format!("cannot open backing device '{path}': {e}"))
 }
 
@@ -62,7 +68,11 @@ impl Backing {
     /// else is ENOTBLK. Fewer than 2 pages is EINVAL (the kernel refuses 0;
     /// with block 0 reserved, 1 page would hold nothing either).
     pub(crate) fn open(path: &str, fault: Option<BackingFault>) -> Result<Backing, AttrError> {
-        let file = std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| open_err(path, e))?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| open_err(path, e))?;
         let ft = file.metadata().map_err(|e| open_err(path, e))?.file_type();
         if !ft.is_file() && !ft.is_block_device() {
             return Err(AttrError::new(
@@ -73,25 +83,48 @@ impl Backing {
         // A block device's metadata length is 0: ask for its end instead.
         let bytes = {
             use std::io::{Seek, SeekFrom};
-            (&file).seek(SeekFrom::End(0)).map_err(|e| open_err(path, e))?
+            (&file)
+                .seek(SeekFrom::End(0))
+                .map_err(|e| open_err(path, e))?
         };
         let nr_pages = bytes / PAGE_SIZE as u64;
         if nr_pages < 2 {
             return Err(AttrError::new(
                 Errno::EINVAL,
-                format!("backing device '{path}' has {bytes} bytes; at least 2 pages ({}) are needed", 2 * PAGE_SIZE),
+                format!(
+                    "backing device '{path}' has {bytes} bytes; at least 2 pages ({}) are needed",
+                    2 * PAGE_SIZE
+                ),
             ));
         }
-        let words = usize::try_from(nr_pages.div_ceil(64))
-            .map_err(|_| AttrError::new(Errno::ENOMEM, format!("backing device '{path}' is too large")))?;
+        let words = usize::try_from(nr_pages.div_ceil(64)).map_err(|_| {
+            AttrError::new(
+                Errno::ENOMEM,
+                format!("backing device '{path}' is too large"),
+            )
+        })?;
         let mut bitmap = Vec::new();
-        bitmap
-            .try_reserve_exact(words)
-            .map_err(|_| AttrError::new(Errno::ENOMEM, format!("cannot allocate a bitmap of {nr_pages} blocks")))?;
+        bitmap.try_reserve_exact(words).map_err(|_| {
+            AttrError::new(
+                Errno::ENOMEM,
+                format!("cannot allocate a bitmap of {nr_pages} blocks"),
+            )
+        })?;
         bitmap.resize(words, 0u64);
         // The kernel's file_path(): the resolved absolute path.
-        let shown = std::fs::canonicalize(path).map(|p| p.display().to_string()).unwrap_or_else(|_| path.to_string());
-        Ok(Backing { path: shown, file, nr_pages, bitmap: Mutex::new(Bitmap { words: bitmap, first: 0 }), fault })
+        let shown = std::fs::canonicalize(path)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.to_string());
+        Ok(Backing {
+            path: shown,
+            file,
+            nr_pages,
+            bitmap: Mutex::new(Bitmap {
+                words: bitmap,
+                first: 0,
+            }),
+            fault,
+        })
     }
 
     /// The path `backing_dev` shows.
@@ -145,10 +178,15 @@ impl Backing {
 
     fn check(&self, op: BdOp, blk: u64) -> std::io::Result<()> {
         if blk == 0 || blk >= self.nr_pages {
-            return Err(std::io::Error::other(format!("block {blk} is outside 1..{}", self.nr_pages)));
+            return Err(std::io::Error::other(format!(
+                "block {blk} is outside 1..{}",
+                self.nr_pages
+            )));
         }
         if self.fault.as_ref().is_some_and(|f| f(op, blk)) {
-            return Err(std::io::Error::other(format!("injected {op:?} fault at block {blk}")));
+            return Err(std::io::Error::other(format!(
+                "injected {op:?} fault at block {blk}"
+            )));
         }
         Ok(())
     }
@@ -173,13 +211,26 @@ mod tests {
     #[test]
     fn blocks_first_free_from_1() {
         let p = std::env::temp_dir().join(format!("zmem-wb-bitmap-{}", std::process::id()));
-        std::fs::File::create(&p).unwrap().set_len(200 * PAGE_SIZE as u64).unwrap();
+        std::fs::File::create(&p)
+            .unwrap()
+            .set_len(200 * PAGE_SIZE as u64)
+            .unwrap();
         let b = Backing::open(p.to_str().unwrap(), None).unwrap();
         std::fs::remove_file(&p).unwrap();
         let got: Vec<u64> = std::iter::from_fn(|| b.alloc()).collect();
-        assert_eq!(got, (1..200).collect::<Vec<_>>(), "block 0 never, then in order, 199 usable");
+        assert_eq!(
+            got,
+            (1..200).collect::<Vec<_>>(),
+            "block 0 never, then in order, 199 usable"
+        );
         assert!(b.free(130) && b.free(5) && b.free(70));
-        assert!(!b.free(5) && !b.free(0) && !b.free(200), "not in use / out of range");
-        assert_eq!((b.alloc(), b.alloc(), b.alloc(), b.alloc()), (Some(5), Some(70), Some(130), None));
+        assert!(
+            !b.free(5) && !b.free(0) && !b.free(200),
+            "not in use / out of range"
+        );
+        assert_eq!(
+            (b.alloc(), b.alloc(), b.alloc(), b.alloc()),
+            (Some(5), Some(70), Some(130), None)
+        );
     }
 }

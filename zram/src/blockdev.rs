@@ -68,8 +68,19 @@ impl Errno {
     /// Map a positive errno number back (for the control-socket client).
     pub fn from_code(code: i32) -> Option<Errno> {
         [
-            Errno::EPERM, Errno::ENOENT, Errno::EIO, Errno::E2BIG, Errno::EACCES, Errno::EAGAIN, Errno::ENOMEM,
-            Errno::ENOTBLK, Errno::EBUSY, Errno::ENODEV, Errno::EINVAL, Errno::ENOSPC, Errno::ERANGE,
+            Errno::EPERM,
+            Errno::ENOENT,
+            Errno::EIO,
+            Errno::E2BIG,
+            Errno::EACCES,
+            Errno::EAGAIN,
+            Errno::ENOMEM,
+            Errno::ENOTBLK,
+            Errno::EBUSY,
+            Errno::ENODEV,
+            Errno::EINVAL,
+            Errno::ENOSPC,
+            Errno::ERANGE,
             Errno::EOPNOTSUPP,
         ]
         .into_iter()
@@ -94,7 +105,10 @@ pub struct AttrError {
 
 impl AttrError {
     pub fn new(errno: Errno, message: impl Into<String>) -> Self {
-        AttrError { errno, message: message.into() }
+        AttrError {
+            errno,
+            message: message.into(),
+        }
     }
 }
 

@@ -118,14 +118,22 @@ struct InitLock {
 
 impl InitLock {
     fn new() -> Self {
-        InitLock { stripes: (0..STRIPES).map(|_| Stripe(RwLock::new(None))).collect() }
+        InitLock {
+            stripes: (0..STRIPES).map(|_| Stripe(RwLock::new(None))).collect(),
+        }
     }
     #[inline]
     fn read(&self) -> RwLockReadGuard<'_, Option<Arc<Meta>>> {
-        self.stripes[my_stripe()].0.read().unwrap_or_else(|e| e.into_inner())
+        self.stripes[my_stripe()]
+            .0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
     }
     fn write(&self) -> Vec<RwLockWriteGuard<'_, Option<Arc<Meta>>>> {
-        self.stripes.iter().map(|s| s.0.write().unwrap_or_else(|e| e.into_inner())).collect()
+        self.stripes
+            .iter()
+            .map(|s| s.0.write().unwrap_or_else(|e| e.into_inner()))
+            .collect()
     }
 }
 
@@ -152,7 +160,10 @@ pub struct Zram {
 
 impl std::fmt::Debug for Zram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Zram").field("name", &self.name).field("disksize", &self.disksize()).finish()
+        f.debug_struct("Zram")
+            .field("name", &self.name)
+            .field("disksize", &self.disksize())
+            .finish()
     }
 }
 
@@ -227,11 +238,17 @@ impl Zram {
     /// `disksize_store` after parsing.
     pub fn init(&self, disksize: u64) -> Result<(), AttrError> {
         if disksize == 0 {
-            return Err(AttrError::new(Errno::EINVAL, "disksize must be greater than 0"));
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                "disksize must be greater than 0",
+            ));
         }
         let cfg = self.lock_config();
         if self.is_initialized() {
-            return Err(AttrError::new(Errno::EBUSY, "cannot change disksize for an initialized device"));
+            return Err(AttrError::new(
+                Errno::EBUSY,
+                "cannot change disksize for an initialized device",
+            ));
         }
         let disksize = disksize
             .checked_add(PAGE_SIZE as u64 - 1)
@@ -242,26 +259,35 @@ impl Zram {
             .filter(|&n| n <= (1usize << 40))
             .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
         let table = slot::new_table(nr_pages).ok_or_else(|| {
-            AttrError::new(Errno::ENOMEM, format!("cannot allocate a slot table of {nr_pages} entries"))
+            AttrError::new(
+                Errno::ENOMEM,
+                format!("cannot allocate a slot table of {nr_pages} entries"),
+            )
         })?;
-        let pool = (self.pool_factory)(&cfg.allocator).map_err(|e| AttrError::new(Errno::ENOMEM, e))?;
+        let pool =
+            (self.pool_factory)(&cfg.allocator).map_err(|e| AttrError::new(Errno::ENOMEM, e))?;
         let huge_class_size = pool.huge_class_size();
         crate::recompress::note_huge_class_size(huge_class_size);
         let comp = |name: &str, params: &Params| {
-            let backend = self
-                .backends
-                .find(name)
-                .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'")))?;
+            let backend = self.backends.find(name).ok_or_else(|| {
+                AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'"))
+            })?;
             streams::create(backend, params)
         };
         let mut comps: [Option<Comp>; MAX_COMPS] = Default::default();
         let mut num_active_comps = 0;
         for prio in 0..MAX_COMPS {
-            let Some(name) = cfg.comp_algs[prio].as_deref() else { continue };
+            let Some(name) = cfg.comp_algs[prio].as_deref() else {
+                continue;
+            };
             comps[prio] = Some(comp(name, &cfg.params[prio])?);
             num_active_comps += 1;
         }
-        let fast = cfg.fast_alg.as_deref().map(|name| comp(name, &Params::default())).transpose()?;
+        let fast = cfg
+            .fast_alg
+            .as_deref()
+            .map(|name| comp(name, &Params::default()))
+            .transpose()?;
         let meta = Arc::new(Meta {
             disksize,
             table,
@@ -293,7 +319,10 @@ impl Zram {
             return Err(AttrError::new(Errno::EBUSY, "device is open"));
         }
         if self.claim.swap(true, Ordering::AcqRel) {
-            return Err(AttrError::new(Errno::EBUSY, "device is already being reset"));
+            return Err(AttrError::new(
+                Errno::EBUSY,
+                "device is already being reset",
+            ));
         }
         let mut cfg = self.lock_config();
         let meta = {
@@ -315,7 +344,10 @@ impl Zram {
         }
         *self.backing.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let allocator = std::mem::take(&mut cfg.allocator);
-        *cfg = Config { allocator, ..Config::default() };
+        *cfg = Config {
+            allocator,
+            ..Config::default()
+        };
         drop(cfg);
         self.claim.store(false, Ordering::Release);
         Ok(())
@@ -327,20 +359,29 @@ impl Zram {
         match self.meta().as_deref() {
             Some(m) => {
                 let ps = m.pool.stats();
-                m.stats.mm_stat(m.pool.total_pages(), ps.pages_compacted, limit)
+                m.stats
+                    .mm_stat(m.pool.total_pages(), ps.pages_compacted, limit)
             }
-            None => MmStat { mem_limit: limit * PAGE_SIZE as u64, ..MmStat::default() },
+            None => MmStat {
+                mem_limit: limit * PAGE_SIZE as u64,
+                ..MmStat::default()
+            },
         }
     }
 
     /// io_stat as numbers.
     pub fn io_stat(&self) -> IoStat {
-        self.meta().as_deref().map(|m| m.stats.io_stat()).unwrap_or_default()
+        self.meta()
+            .as_deref()
+            .map(|m| m.stats.io_stat())
+            .unwrap_or_default()
     }
 
     /// miss_free (debug_stat).
     pub fn miss_free(&self) -> u64 {
-        self.meta().as_deref().map_or(0, |m| m.stats.miss_free.load(Ordering::Relaxed))
+        self.meta()
+            .as_deref()
+            .map_or(0, |m| m.stats.miss_free.load(Ordering::Relaxed))
     }
 
     /// `huge_class_size` of the device's allocator (0 while uninitialised).
@@ -360,7 +401,9 @@ impl Zram {
     /// The allocated slots, like debugfs `block_state`.
     pub fn block_state(&self) -> Vec<SlotInfo> {
         let g = self.meta();
-        let Some(m) = g.as_deref() else { return Vec::new() };
+        let Some(m) = g.as_deref() else {
+            return Vec::new();
+        };
         m.table
             .iter()
             .enumerate()
@@ -515,9 +558,15 @@ impl ZramBuilder {
         Zram {
             name: std::mem::take(&mut self.name),
             backends: Backends::with_extra(std::mem::take(&mut self.extra)),
-            pool_factory: self.pool_factory.take().unwrap_or_else(pool::default_factory),
+            pool_factory: self
+                .pool_factory
+                .take()
+                .unwrap_or_else(pool::default_factory),
             track_actime: self.track_actime,
-            config: Mutex::new(Config { allocator: self.allocator.clone(), ..Config::default() }),
+            config: Mutex::new(Config {
+                allocator: self.allocator.clone(),
+                ..Config::default()
+            }),
             limit_pages: AtomicU64::new(self.mem_limit.div_ceil(PAGE_SIZE as u64)),
             fast_path: FastPath::default(),
             state: InitLock::new(),
@@ -538,7 +587,10 @@ impl ZramBuilder {
             let mut cfg = dev.lock_config();
             for (prio, name, params) in std::mem::take(&mut self.algorithms) {
                 if prio >= MAX_COMPS {
-                    return Err(AttrError::new(Errno::EINVAL, format!("priority {prio} is not in 0..{MAX_COMPS}")));
+                    return Err(AttrError::new(
+                        Errno::EINVAL,
+                        format!("priority {prio} is not in 0..{MAX_COMPS}"),
+                    ));
                 }
                 let n = dev.check_algorithm_name(&name)?;
                 cfg.comp_algs[prio] = Some(n);
@@ -556,7 +608,10 @@ impl ZramBuilder {
         }
         let (mode, pct, rate) = self.fast_path;
         if mode != FastMode::Off && dev.is_initialized() && dev.fast_algorithm().is_none() {
-            return Err(AttrError::new(Errno::EINVAL, "fast_path needs a fast algorithm (fast_algorithm)"));
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                "fast_path needs a fast algorithm (fast_algorithm)",
+            ));
         }
         dev.fast_path.set(mode, pct, rate);
         Ok(dev)
@@ -570,14 +625,21 @@ impl Zram {
         if buf.len() >= streams::MAX_ALG_NAME {
             return Err(AttrError::new(
                 Errno::E2BIG,
-                format!("algorithm name is {} bytes; the limit is {}", buf.len(), streams::MAX_ALG_NAME - 1),
+                format!(
+                    "algorithm name is {} bytes; the limit is {}",
+                    buf.len(),
+                    streams::MAX_ALG_NAME - 1
+                ),
             ));
         }
         let name = buf.strip_suffix('\n').unwrap_or(buf);
         if self.backends.find(name).is_none() {
             return Err(AttrError::new(
                 Errno::EINVAL,
-                format!("unknown algorithm '{name}'; valid algorithms: {}", self.backends.names().join(" ")),
+                format!(
+                    "unknown algorithm '{name}'; valid algorithms: {}",
+                    self.backends.names().join(" ")
+                ),
             ));
         }
         Ok(name.to_string())

@@ -94,7 +94,11 @@ impl Default for FastPath {
 impl FastPath {
     /// The current settings: mode, limit_pct, rate.
     pub fn settings(&self) -> (FastMode, u32, u64) {
-        (FastMode::from_u8(self.mode.load(Relaxed)), self.limit_pct.load(Relaxed), self.rate.load(Relaxed))
+        (
+            FastMode::from_u8(self.mode.load(Relaxed)),
+            self.limit_pct.load(Relaxed),
+            self.rate.load(Relaxed),
+        )
     }
 
     pub(crate) fn set(&self, mode: FastMode, limit_pct: u32, rate: u64) {
@@ -159,7 +163,11 @@ impl RateMeter {
         let n = self.count.fetch_add(1, Relaxed) + 1;
         let elapsed = now.saturating_sub(start);
         if elapsed >= RATE_WINDOW_NS {
-            if self.start.compare_exchange(start, now, Relaxed, Relaxed).is_ok() {
+            if self
+                .start
+                .compare_exchange(start, now, Relaxed, Relaxed)
+                .is_ok()
+            {
                 let n = self.count.swap(0, Relaxed);
                 let rate = per_second(n, elapsed);
                 self.last.store(rate, Relaxed);
@@ -205,17 +213,26 @@ impl Zram {
         for (key, val) in next_args(buf) {
             let val = match val {
                 Some(v) if !v.is_empty() => v,
-                _ => return Err(AttrError::new(Errno::EINVAL, format!("'{key}' needs a value (key=value)"))),
+                _ => {
+                    return Err(AttrError::new(
+                        Errno::EINVAL,
+                        format!("'{key}' needs a value (key=value)"),
+                    ))
+                }
             };
             if key == "algo" {
                 alg = Some(val);
             }
         }
-        let alg = alg.ok_or_else(|| AttrError::new(Errno::EINVAL, "fast_algorithm needs algo=NAME"))?;
+        let alg =
+            alg.ok_or_else(|| AttrError::new(Errno::EINVAL, "fast_algorithm needs algo=NAME"))?;
         let name = self.check_algorithm_name(&alg)?;
         let mut cfg = self.lock_config();
         if self.is_initialized() {
-            return Err(AttrError::new(Errno::EBUSY, "cannot change the fast algorithm of an initialized device"));
+            return Err(AttrError::new(
+                Errno::EBUSY,
+                "cannot change the fast algorithm of an initialized device",
+            ));
         }
         cfg.fast_alg = Some(name);
         Ok(())
@@ -232,7 +249,11 @@ impl Zram {
             ),
             None => (false, 0),
         };
-        format!("mode={} limit_pct={pct} rate={rate} active={} writes={writes}\n", mode.name(), active as u8)
+        format!(
+            "mode={} limit_pct={pct} rate={rate} active={} writes={writes}\n",
+            mode.name(),
+            active as u8
+        )
     }
 
     /// `fast_path` write: `mode=off|always|pressure [limit_pct=N] [rate=N]`;
@@ -246,7 +267,12 @@ impl Zram {
             let val = match (key.as_str(), val) {
                 ("off" | "always" | "pressure", None) => key.clone(),
                 (_, Some(v)) if !v.is_empty() => v,
-                _ => return Err(AttrError::new(Errno::EINVAL, format!("'{key}' needs a value (key=value)"))),
+                _ => {
+                    return Err(AttrError::new(
+                        Errno::EINVAL,
+                        format!("'{key}' needs a value (key=value)"),
+                    ))
+                }
             };
             match key.as_str() {
                 "mode" | "off" | "always" | "pressure" => {
@@ -267,7 +293,12 @@ impl Zram {
                         .try_into()
                         .ok()
                         .filter(|&p: &u32| p <= 100)
-                        .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("limit_pct {val:?} is not in 0..=100")))?
+                        .ok_or_else(|| {
+                            AttrError::new(
+                                Errno::EINVAL,
+                                format!("limit_pct {val:?} is not in 0..=100"),
+                            )
+                        })?
                 }
                 "rate" => rate = kstrtoull(&val, 10)?,
                 k => {
@@ -279,7 +310,10 @@ impl Zram {
             }
         }
         if !any {
-            return Err(AttrError::new(Errno::EINVAL, "fast_path needs mode=off|always|pressure"));
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                "fast_path needs mode=off|always|pressure",
+            ));
         }
         let g = self.meta();
         if mode != FastMode::Off && g.as_deref().is_some_and(|m| m.fast.is_none()) {
@@ -294,7 +328,9 @@ impl Zram {
 
     /// The fast algorithm's name, when the device has one (initialised).
     pub fn fast_algorithm(&self) -> Option<&'static str> {
-        self.meta().as_deref().and_then(|m| m.fast.as_ref().map(|c| c.name))
+        self.meta()
+            .as_deref()
+            .and_then(|m| m.fast.as_ref().map(|c| c.name))
     }
 
     /// The allocator's size class index for an object of `len` bytes
@@ -312,7 +348,10 @@ impl Zram {
         let m = g.as_deref()?;
         let s = m.table.get(index)?;
         let lock = s.lock();
-        if lock.size() == 0 || lock.test(crate::slot::Flag::Same) || lock.test(crate::slot::Flag::Wb) {
+        if lock.size() == 0
+            || lock.test(crate::slot::Flag::Same)
+            || lock.test(crate::slot::Flag::Wb)
+        {
             return None;
         }
         m.stored_by(&lock)
@@ -337,7 +376,11 @@ mod tests {
         assert_eq!(r, 500, "50 writes counted in the window");
         // The write that closes the window counts in it: 51 over 100 ms.
         assert_eq!(m.note(t0 + RATE_WINDOW_NS), 510);
-        assert_eq!(m.peek(t0 + RATE_WINDOW_NS + 1), 510, "the last full window's rate");
+        assert_eq!(
+            m.peek(t0 + RATE_WINDOW_NS + 1),
+            510,
+            "the last full window's rate"
+        );
         // Long quiet time again: the next write sees a low rate.
         assert_eq!(m.note(t0 + 1_000 * RATE_WINDOW_NS), 0);
         assert_eq!(m.peek(t0 + 1_000 * RATE_WINDOW_NS + 1), 0);

@@ -51,7 +51,10 @@ impl Zram {
         let cutoff = match age_secs {
             None => None,
             Some(_) if !self.tracks_access_time() => {
-                return Err(AttrError::new(Errno::EINVAL, "idle by age needs access-time tracking, off on this device"))
+                return Err(AttrError::new(
+                    Errno::EINVAL,
+                    "idle by age needs access-time tracking, off on this device",
+                ))
             }
             Some(age) => {
                 let c = now_ns() as i128 - age.saturating_mul(1_000_000_000) as i128;
@@ -60,7 +63,9 @@ impl Zram {
             }
         };
         let g = self.meta();
-        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        let m = g
+            .as_deref()
+            .ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
         Ok(m.mark_idle(cutoff))
     }
 }

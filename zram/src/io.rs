@@ -72,9 +72,16 @@ impl Zram {
     /// Read one page by index (the in-process fast path).
     pub fn read_page(&self, index: usize, dst: &mut [u8]) -> Result<(), IoError> {
         let g = self.meta();
-        let m = check(g.as_deref(), index as u64 * PAGE_SIZE as u64, PAGE_SIZE as u64)?;
+        let m = check(
+            g.as_deref(),
+            index as u64 * PAGE_SIZE as u64,
+            PAGE_SIZE as u64,
+        )?;
         if dst.len() != PAGE_SIZE {
-            return Err(IoError::Unaligned { offset: index as u64 * PAGE_SIZE as u64, len: dst.len() as u64 });
+            return Err(IoError::Unaligned {
+                offset: index as u64 * PAGE_SIZE as u64,
+                len: dst.len() as u64,
+            });
         }
         m.read_page(index, dst).inspect_err(|_| {
             m.stats.failed_reads.fetch_add(1, Relaxed);
@@ -100,16 +107,30 @@ impl Zram {
         self.write_page_with(index, page, Some(false))
     }
 
-    fn write_page_with(&self, index: usize, page: &[u8], fast: Option<bool>) -> Result<(), IoError> {
+    fn write_page_with(
+        &self,
+        index: usize,
+        page: &[u8],
+        fast: Option<bool>,
+    ) -> Result<(), IoError> {
         let g = self.meta();
-        let m = check(g.as_deref(), index as u64 * PAGE_SIZE as u64, PAGE_SIZE as u64)?;
+        let m = check(
+            g.as_deref(),
+            index as u64 * PAGE_SIZE as u64,
+            PAGE_SIZE as u64,
+        )?;
         if page.len() != PAGE_SIZE {
-            return Err(IoError::Unaligned { offset: index as u64 * PAGE_SIZE as u64, len: page.len() as u64 });
+            return Err(IoError::Unaligned {
+                offset: index as u64 * PAGE_SIZE as u64,
+                len: page.len() as u64,
+            });
         }
-        let fast = fast.unwrap_or_else(|| self.fast_path.use_fast(m, self.limit_pages.load(Relaxed)));
-        m.write_page(index, page, &self.limit_pages, fast).inspect_err(|_| {
-            m.stats.failed_writes.fetch_add(1, Relaxed);
-        })
+        let fast =
+            fast.unwrap_or_else(|| self.fast_path.use_fast(m, self.limit_pages.load(Relaxed)));
+        m.write_page(index, page, &self.limit_pages, fast)
+            .inspect_err(|_| {
+                m.stats.failed_writes.fetch_add(1, Relaxed);
+            })
     }
 
     /// Swap slot-free notification for page `index`; false if the slot was

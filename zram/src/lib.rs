@@ -25,15 +25,15 @@
 //! ```
 
 pub mod attrs;
+pub mod backing;
 pub mod blockdev;
 pub mod device;
-pub mod backing;
 mod discard;
 pub mod fastpath;
 pub mod idle;
+mod io;
 pub mod maint;
 pub mod maint_policy;
-mod io;
 pub mod parse;
 pub mod pool;
 pub mod pp;

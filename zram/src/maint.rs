@@ -75,7 +75,12 @@ impl fmt::Display for Stage {
             Stage::Recompressed(r) => write!(
                 f,
                 "{} candidates, {} attempted, {} recompressed ({} -> {} bytes), {} incompressible",
-                r.candidates, r.attempted, r.recompressed, r.bytes_before, r.bytes_after, r.incompressible
+                r.candidates,
+                r.attempted,
+                r.recompressed,
+                r.bytes_before,
+                r.bytes_after,
+                r.incompressible
             ),
             Stage::WrittenBack(n) => write!(f, "{n} pages written back"),
             Stage::Unavailable(why) => write!(f, "unavailable ({why})"),
@@ -135,7 +140,12 @@ fn add(total: &mut RecompressReport, r: &RecompressReport) {
 
 impl Maintainer {
     pub fn new(dev: Arc<Zram>, policy: MaintPolicy) -> Self {
-        Maintainer { dev, policy, rounds: 0, ledger: VecDeque::new() }
+        Maintainer {
+            dev,
+            policy,
+            rounds: 0,
+            ledger: VecDeque::new(),
+        }
     }
 
     pub fn policy(&self) -> &MaintPolicy {
@@ -149,7 +159,11 @@ impl Maintainer {
     /// Pages written back in the last 24 hours.
     pub fn written_last_day(&mut self) -> u64 {
         let now = Instant::now();
-        while self.ledger.front().is_some_and(|(t, _)| now.duration_since(*t) >= DAY) {
+        while self
+            .ledger
+            .front()
+            .is_some_and(|(t, _)| now.duration_since(*t) >= DAY)
+        {
             self.ledger.pop_front();
         }
         self.ledger.iter().map(|(_, n)| n).sum()
@@ -182,26 +196,44 @@ impl Maintainer {
         if !self.dev.tracks_access_time() && self.dev.is_initialized() {
             let _ = self.dev.mark_idle(None);
         }
-        let writeback_budget_left = self.policy.daily_writeback_pages.saturating_sub(self.written_last_day());
-        RoundReport { round: self.rounds, fast, secondary, writeback, writeback_budget_left, elapsed: t.elapsed() }
+        let writeback_budget_left = self
+            .policy
+            .daily_writeback_pages
+            .saturating_sub(self.written_last_day());
+        RoundReport {
+            round: self.rounds,
+            fast,
+            secondary,
+            writeback,
+            writeback_budget_left,
+            elapsed: t.elapsed(),
+        }
     }
 
     fn fast_stage(&self, budget: &mut u64) -> Stage {
         if !self.policy.recompress_fast {
             return Stage::Off("recompress-fast=no".into());
         }
-        let Some(fast) = self.dev.fast_algorithm() else { return Stage::Off("no fast algorithm".into()) };
+        let Some(fast) = self.dev.fast_algorithm() else {
+            return Stage::Off("no fast algorithm".into());
+        };
         if let Err(e) = self.mark(self.policy.fast_idle_age) {
             return Stage::Failed(format!("idle: {e}"));
         }
         let candidates = self.dev.count_slots(|s| s.fast && s.idle);
         if candidates == 0 || candidates < self.policy.min_pages {
-            return Stage::Skipped(format!("{candidates} idle fast-path pages, minimum {}", self.policy.min_pages));
+            return Stage::Skipped(format!(
+                "{candidates} idle fast-path pages, minimum {}",
+                self.policy.min_pages
+            ));
         }
         if *budget == 0 {
             return Stage::Skipped("per-round maximum reached".into());
         }
-        match self.dev.recompress(&RecompressParams::new().idle().from(fast).max_pages(*budget)) {
+        match self
+            .dev
+            .recompress(&RecompressParams::new().idle().from(fast).max_pages(*budget))
+        {
             Ok(r) => {
                 *budget = budget.saturating_sub(r.attempted);
                 Stage::Recompressed(r)
@@ -224,14 +256,20 @@ impl Maintainer {
             Err(e) => return Stage::Failed(format!("idle: {e}")),
         };
         if idle == 0 || idle < self.policy.min_pages {
-            return Stage::Skipped(format!("{idle} idle pages, minimum {}", self.policy.min_pages));
+            return Stage::Skipped(format!(
+                "{idle} idle pages, minimum {}",
+                self.policy.min_pages
+            ));
         }
         let mut total = RecompressReport::default();
         for t in &self.policy.recompress_types {
             if *budget == 0 {
                 break;
             }
-            let cmd = format!("type={t} threshold={} max_pages={}", self.policy.recompress_threshold, *budget);
+            let cmd = format!(
+                "type={t} threshold={} max_pages={}",
+                self.policy.recompress_threshold, *budget
+            );
             let p = match RecompressParams::parse(&cmd) {
                 Ok(p) => p,
                 Err(e) => return Stage::Failed(format!("recompress {cmd}: {e}")),
@@ -252,7 +290,10 @@ impl Maintainer {
         if !self.policy.writeback || self.policy.writeback_types.is_empty() {
             return Stage::Off("writeback=no".into());
         }
-        let left = self.policy.daily_writeback_pages.saturating_sub(self.written_last_day());
+        let left = self
+            .policy
+            .daily_writeback_pages
+            .saturating_sub(self.written_last_day());
         let budget = left.min(self.policy.max_pages);
         if budget == 0 || budget < self.policy.min_pages {
             return Stage::Skipped(format!(
@@ -261,8 +302,13 @@ impl Maintainer {
             ));
         }
         let age = self.policy.writeback_idle_age.as_secs();
-        match writeback_round(self.dev.as_ref(), budget, age, self.dev.tracks_access_time(), &self.policy.writeback_types)
-        {
+        match writeback_round(
+            self.dev.as_ref(),
+            budget,
+            age,
+            self.dev.tracks_access_time(),
+            &self.policy.writeback_types,
+        ) {
             Ok(written) => {
                 self.ledger.push_back((Instant::now(), written));
                 Stage::WrittenBack(written)
@@ -289,7 +335,10 @@ impl AttrDevice for Zram {
 }
 
 fn unavailable(e: &AttrError) -> bool {
-    matches!(e.errno, Errno::ENOENT | Errno::EINVAL | Errno::ENODEV | Errno::EOPNOTSUPP)
+    matches!(
+        e.errno,
+        Errno::ENOENT | Errno::EINVAL | Errno::ENODEV | Errno::EOPNOTSUPP
+    )
 }
 
 /// One writeback round through the attributes: limit the round to `budget`
@@ -315,14 +364,17 @@ pub fn writeback_round(
     step("writeback_limit_enable", "1")?;
     step("writeback_limit", &budget.to_string())?;
     if by_age {
-        dev.attr_write("idle", &age_secs.to_string()).map_err(|e| Stage::Failed(format!("idle {age_secs}: {e}")))?;
+        dev.attr_write("idle", &age_secs.to_string())
+            .map_err(|e| Stage::Failed(format!("idle {age_secs}: {e}")))?;
     }
     for t in types {
         match dev.attr_write("writeback", t) {
             Ok(()) => {}
             // The limit is used up.
             Err(e) if e.errno == Errno::EIO => break,
-            Err(e) if unavailable(&e) => return Err(Stage::Unavailable(format!("writeback {t}: {e}"))),
+            Err(e) if unavailable(&e) => {
+                return Err(Stage::Unavailable(format!("writeback {t}: {e}")))
+            }
             Err(e) => return Err(Stage::Failed(format!("writeback {t}: {e}"))),
         }
     }
@@ -354,7 +406,9 @@ pub struct MaintWorker {
 
 impl fmt::Debug for MaintWorker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MaintWorker").field("running", &self.thread.is_some()).finish()
+        f.debug_struct("MaintWorker")
+            .field("running", &self.thread.is_some())
+            .finish()
     }
 }
 
@@ -364,11 +418,19 @@ impl MaintWorker {
     /// Start the thread; each round's report is logged on stderr.
     pub fn start(dev: Arc<Zram>, policy: MaintPolicy) -> std::io::Result<MaintWorker> {
         let name = dev.name().to_string();
-        Self::start_with(dev, policy, Box::new(move |r| eprintln!("zmem maint {name}: {r}")))
+        Self::start_with(
+            dev,
+            policy,
+            Box::new(move |r| eprintln!("zmem maint {name}: {r}")),
+        )
     }
 
     /// Start the thread with a report callback instead of stderr.
-    pub fn start_with(dev: Arc<Zram>, policy: MaintPolicy, log: Log) -> std::io::Result<MaintWorker> {
+    pub fn start_with(
+        dev: Arc<Zram>,
+        policy: MaintPolicy,
+        log: Log,
+    ) -> std::io::Result<MaintWorker> {
         let interval = policy.interval;
         let shared = Arc::new(Shared {
             maint: Mutex::new(Maintainer::new(dev, policy)),
@@ -377,26 +439,35 @@ impl MaintWorker {
             last: Mutex::new(None),
         });
         let s = shared.clone();
-        let thread = std::thread::Builder::new().name("zmem-maint".into()).spawn(move || loop {
-            {
-                let mut stop = lock(&s.stop);
-                let deadline = Instant::now() + interval;
-                while !*stop {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        break;
+        let thread = std::thread::Builder::new()
+            .name("zmem-maint".into())
+            .spawn(move || loop {
+                {
+                    let mut stop = lock(&s.stop);
+                    let deadline = Instant::now() + interval;
+                    while !*stop {
+                        let now = Instant::now();
+                        if now >= deadline {
+                            break;
+                        }
+                        stop = s
+                            .wake
+                            .wait_timeout(stop, deadline - now)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
                     }
-                    stop = s.wake.wait_timeout(stop, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+                    if *stop {
+                        return;
+                    }
                 }
-                if *stop {
-                    return;
-                }
-            }
-            let r = lock(&s.maint).run_once();
-            *lock(&s.last) = Some(r.clone());
-            log(&r);
-        })?;
-        Ok(MaintWorker { shared, thread: Some(thread) })
+                let r = lock(&s.maint).run_once();
+                *lock(&s.last) = Some(r.clone());
+                log(&r);
+            })?;
+        Ok(MaintWorker {
+            shared,
+            thread: Some(thread),
+        })
     }
 
     /// Run a round now on the caller's thread (between the thread's rounds).
@@ -475,8 +546,15 @@ mod tests {
 
     #[test]
     fn writeback_round_uses_the_limit() {
-        let types: Vec<String> = ["huge_idle", "idle", "huge"].iter().map(|s| s.to_string()).collect();
-        let d = FakeWb { limit: RefCell::new(0), per_type: 40, log: RefCell::new(Vec::new()) };
+        let types: Vec<String> = ["huge_idle", "idle", "huge"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let d = FakeWb {
+            limit: RefCell::new(0),
+            per_type: 40,
+            log: RefCell::new(Vec::new()),
+        };
         assert_eq!(writeback_round(&d, 100, 72000, true, &types), Ok(100));
         assert_eq!(
             *d.log.borrow(),
@@ -489,11 +567,21 @@ mod tests {
                 "writeback huge"
             ]
         );
-        let d = FakeWb { limit: RefCell::new(0), per_type: 10, log: RefCell::new(Vec::new()) };
+        let d = FakeWb {
+            limit: RefCell::new(0),
+            per_type: 10,
+            log: RefCell::new(Vec::new()),
+        };
         assert_eq!(writeback_round(&d, 100, 1, false, &types), Ok(30));
-        assert!(!d.log.borrow().iter().any(|l| l.starts_with("idle")), "no age marking without tracking");
+        assert!(
+            !d.log.borrow().iter().any(|l| l.starts_with("idle")),
+            "no age marking without tracking"
+        );
         // A device without writeback attributes.
         let z = Zram::builder().disksize(1 << 20).build().unwrap();
-        assert!(matches!(writeback_round(&z, 100, 1, true, &types), Err(Stage::Unavailable(_))));
+        assert!(matches!(
+            writeback_round(&z, 100, 1, true, &types),
+            Err(Stage::Unavailable(_))
+        ));
     }
 }

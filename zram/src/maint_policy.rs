@@ -41,7 +41,13 @@ pub struct MaintPolicy {
 
 impl Default for MaintPolicy {
     fn default() -> Self {
-        let types = || vec!["huge_idle".to_string(), "idle".to_string(), "huge".to_string()];
+        let types = || {
+            vec![
+                "huge_idle".to_string(),
+                "idle".to_string(),
+                "huge".to_string(),
+            ]
+        };
         MaintPolicy {
             interval: Duration::from_secs(300),
             recompress_fast: true,
@@ -109,9 +115,18 @@ impl MaintPolicy {
     /// `min-per-round`, `max-per-round`, `writeback-daily-limit` (sizes:
     /// bytes with K/M/G/T suffix, rounded down to pages).
     pub fn apply(mut self, spec: &str) -> Result<Self, String> {
-        for item in spec.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| format!("{item:?}: expected key=value"))?;
-            let dur = || parse_duration(v).ok_or_else(|| format!("{k}={v}: not a duration (600, 30s, 10min, 20h, 1d)"));
+        for item in spec
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| format!("{item:?}: expected key=value"))?;
+            let dur = || {
+                parse_duration(v)
+                    .ok_or_else(|| format!("{k}={v}: not a duration (600, 30s, 10min, 20h, 1d)"))
+            };
             let pages = || {
                 parse_size(v)
                     .map(|b| b / PAGE_SIZE as u64)
@@ -119,9 +134,16 @@ impl MaintPolicy {
             };
             let flag = || parse_bool(v).ok_or_else(|| format!("{k}={v}: expected yes or no"));
             let types = |allowed: &[&str]| -> Result<Vec<String>, String> {
-                let t: Vec<String> = v.split('+').filter(|s| !s.is_empty()).map(String::from).collect();
+                let t: Vec<String> = v
+                    .split('+')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
                 match t.iter().find(|x| !allowed.contains(&x.as_str())) {
-                    Some(bad) => Err(format!("{k}: unknown type {bad:?} (one of {})", allowed.join(", "))),
+                    Some(bad) => Err(format!(
+                        "{k}: unknown type {bad:?} (one of {})",
+                        allowed.join(", ")
+                    )),
                     None => Ok(t),
                 }
             };
@@ -141,10 +163,14 @@ impl MaintPolicy {
                         .and_then(|b| u32::try_from(b).ok())
                         .ok_or_else(|| format!("{k}={v}: not a size in bytes"))?
                 }
-                "recompress-types" => self.recompress_types = types(&["idle", "huge", "huge_idle"])?,
+                "recompress-types" => {
+                    self.recompress_types = types(&["idle", "huge", "huge_idle"])?
+                }
                 "writeback" => self.writeback = flag()?,
                 "writeback-idle" => self.writeback_idle_age = dur()?,
-                "writeback-types" => self.writeback_types = types(&["idle", "huge", "huge_idle", "incompressible"])?,
+                "writeback-types" => {
+                    self.writeback_types = types(&["idle", "huge", "huge_idle", "incompressible"])?
+                }
                 "min-per-round" => self.min_pages = pages()?,
                 "max-per-round" => self.max_pages = pages()?,
                 "writeback-daily-limit" => self.daily_writeback_pages = pages()?,
@@ -152,12 +178,14 @@ impl MaintPolicy {
             }
         }
         if self.min_pages > self.max_pages {
-            return Err(format!("min-per-round ({} pages) is above max-per-round ({})", self.min_pages, self.max_pages));
+            return Err(format!(
+                "min-per-round ({} pages) is above max-per-round ({})",
+                self.min_pages, self.max_pages
+            ));
         }
         Ok(self)
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -185,6 +213,9 @@ mod tests {
             assert!(MaintPolicy::default().apply(bad).is_err(), "{bad}");
         }
         let d = MaintPolicy::default();
-        assert_eq!((d.min_pages, d.max_pages, d.daily_writeback_pages), (1280, 76800, 262144));
+        assert_eq!(
+            (d.min_pages, d.max_pages, d.daily_writeback_pages),
+            (1280, 76800, 262144)
+        );
     }
 }

@@ -86,7 +86,10 @@ pub fn kstrtoull(s: &str, base: u32) -> Result<u64, AttrError> {
     let (base, digits) = match base {
         0 => {
             if (body.starts_with("0x") || body.starts_with("0X"))
-                && body[2..].bytes().next().is_some_and(|c| c.is_ascii_hexdigit())
+                && body[2..]
+                    .bytes()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_hexdigit())
             {
                 (16, &body[2..])
             } else if body.starts_with('0') {
@@ -95,7 +98,12 @@ pub fn kstrtoull(s: &str, base: u32) -> Result<u64, AttrError> {
                 (10, body)
             }
         }
-        16 => (16, body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")).unwrap_or(body)),
+        16 => (
+            16,
+            body.strip_prefix("0x")
+                .or_else(|| body.strip_prefix("0X"))
+                .unwrap_or(body),
+        ),
         b => (b, body),
     };
     if digits.is_empty() {
@@ -122,13 +130,15 @@ pub fn kstrtoull(s: &str, base: u32) -> Result<u64, AttrError> {
 /// `kstrtoll(s, base)`: like [`kstrtoull`] with an optional leading `-`.
 pub fn kstrtoll(s: &str, base: u32) -> Result<i64, AttrError> {
     if let Some(rest) = s.strip_prefix('-') {
-        let v = kstrtoull(rest, base).map_err(|e| AttrError::new(e.errno, e.message.replace("unsigned ", "")))?;
+        let v = kstrtoull(rest, base)
+            .map_err(|e| AttrError::new(e.errno, e.message.replace("unsigned ", "")))?;
         if v > i64::MAX as u64 + 1 {
             return Err(kerr(Errno::ERANGE, "integer", s));
         }
         Ok((v as i64).wrapping_neg())
     } else {
-        let v = kstrtoull(s, base).map_err(|e| AttrError::new(e.errno, e.message.replace("unsigned ", "")))?;
+        let v = kstrtoull(s, base)
+            .map_err(|e| AttrError::new(e.errno, e.message.replace("unsigned ", "")))?;
         i64::try_from(v).map_err(|_| kerr(Errno::ERANGE, "integer", s))
     }
 }
@@ -241,7 +251,11 @@ mod tests {
         assert_eq!(memparse("010"), (8, 3));
         assert_eq!(memparse("abc"), (0, 0));
         assert_eq!(memparse(""), (0, 0));
-        assert_eq!(memparse("K"), (0, 1), "kernel quirk: a bare suffix is consumed");
+        assert_eq!(
+            memparse("K"),
+            (0, 1),
+            "kernel quirk: a bare suffix is consumed"
+        );
         assert_eq!(memparse("2Mjunk"), (2 << 20, 2));
         assert_eq!(memparse("0x"), (0, 1));
         assert_eq!(memparse("09"), (0, 1), "9 is not an octal digit");
@@ -256,11 +270,17 @@ mod tests {
         assert_eq!(kstrtoull("7\n\n", 10).unwrap_err().errno, Errno::EINVAL);
         assert_eq!(kstrtoull(" 7", 10).unwrap_err().errno, Errno::EINVAL);
         assert_eq!(kstrtoull("", 10).unwrap_err().errno, Errno::EINVAL);
-        assert_eq!(kstrtoull("99999999999999999999", 10).unwrap_err().errno, Errno::ERANGE);
+        assert_eq!(
+            kstrtoull("99999999999999999999", 10).unwrap_err().errno,
+            Errno::ERANGE
+        );
         assert_eq!(kstrtou16("65536", 10).unwrap_err().errno, Errno::ERANGE);
         assert_eq!(kstrtou16("65535", 10).unwrap(), 65535);
         assert_eq!(kstrtoint("-5", 10).unwrap(), -5);
-        assert_eq!(kstrtoint("2147483648", 10).unwrap_err().errno, Errno::ERANGE);
+        assert_eq!(
+            kstrtoint("2147483648", 10).unwrap_err().errno,
+            Errno::ERANGE
+        );
         assert_eq!(kstrtoint("-2147483648", 10).unwrap(), i32::MIN);
         assert_eq!(kstrtoint("1.5", 10).unwrap_err().errno, Errno::EINVAL);
     }
@@ -277,9 +297,19 @@ mod tests {
             ]
         );
         assert_eq!(next_args("level"), vec![("level".into(), None)]);
-        assert_eq!(next_args("level="), vec![("level".into(), Some(String::new()))]);
-        assert_eq!(next_args("=3"), vec![("=3".into(), None)], "'=' at position 0 is not a separator");
-        assert_eq!(next_args("\"a=b c\""), vec![("a".into(), Some("b c".into()))]);
+        assert_eq!(
+            next_args("level="),
+            vec![("level".into(), Some(String::new()))]
+        );
+        assert_eq!(
+            next_args("=3"),
+            vec![("=3".into(), None)],
+            "'=' at position 0 is not a separator"
+        );
+        assert_eq!(
+            next_args("\"a=b c\""),
+            vec![("a".into(), Some("b c".into()))]
+        );
         assert!(next_args("   \n").is_empty());
     }
 

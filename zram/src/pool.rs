@@ -20,7 +20,11 @@ pub fn default_factory() -> PoolFactory {
 pub fn create(name: &str) -> Result<Box<dyn Zpool>, String> {
     let n = name.strip_suffix('\n').unwrap_or(name);
     if !zmem_zpool::NAMES.contains(&n) {
-        return Err(format!("unknown allocator '{n}'; valid allocators: {}", zmem_zpool::NAMES.join(", ")));
+        return Err(format!(
+            "unknown allocator '{n}'; valid allocators: {}",
+            zmem_zpool::NAMES.join(", ")
+        ));
     }
-    zmem_zpool::create(n, zmem_zpool::PoolOptions::default()).map_err(|e| format!("cannot create allocator '{n}': {e}"))
+    zmem_zpool::create(n, zmem_zpool::PoolOptions::default())
+        .map_err(|e| format!("cannot create allocator '{n}': {e}"))
 }

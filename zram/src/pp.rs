@@ -43,7 +43,10 @@ impl Default for PpCtl {
 impl PpCtl {
     /// `init_pp_ctl`: 65 empty buckets.
     pub fn new() -> Self {
-        PpCtl { buckets: vec![Vec::new(); NUM_PP_BUCKETS], len: 0 }
+        PpCtl {
+            buckets: vec![Vec::new(); NUM_PP_BUCKETS],
+            len: 0,
+        }
     }
 
     /// Bucket id of an object size.
@@ -115,7 +118,10 @@ impl Meta {
     /// when one already is. The pass ends when the guard drops.
     pub(crate) fn begin_pp(&self) -> Result<PpGuard<'_>, AttrError> {
         if self.pp_in_progress.swap(true, AcqRel) {
-            return Err(AttrError::new(Errno::EAGAIN, "another recompress or writeback is running"));
+            return Err(AttrError::new(
+                Errno::EAGAIN,
+                "another recompress or writeback is running",
+            ));
         }
         Ok(PpGuard(&self.pp_in_progress))
     }

@@ -32,7 +32,6 @@
 //!   unlike the kernel's pass the slot keeps its access time, so pages that
 //!   came back from the fast path do not look idle for writeback at once.
 
-
 use zmem_codec::{CodecError, PAGE_SIZE};
 
 use crate::blockdev::{AttrError, Errno};
@@ -62,14 +61,21 @@ impl Meta {
         if !known_from {
             return Err(AttrError::new(
                 Errno::EINVAL,
-                format!("from={from}: not the fast algorithm nor a configured algorithm of this device"),
+                format!(
+                    "from={from}: not the fast algorithm nor a configured algorithm of this device"
+                ),
             ));
         }
         let target = match &p.algo {
             None => PRIMARY,
             Some(a) => (0..MAX_COMPS)
                 .find(|&q| configured(q) && names[q].as_deref() == Some(a.as_str()))
-                .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("algo={a}: not a configured algorithm")))?,
+                .ok_or_else(|| {
+                    AttrError::new(
+                        Errno::EINVAL,
+                        format!("algo={a}: not a configured algorithm"),
+                    )
+                })?,
         };
         let target_name = self.comps[target].as_ref().map(|c| c.name).unwrap_or("");
         if target_name == from {
@@ -79,7 +85,9 @@ impl Meta {
             ));
         }
         let mut ctl = PpCtl::new();
-        self.scan_candidates(p, &mut ctl, |g| g.test(Flag::Unmoved) || self.stored_by(g) != Some(from));
+        self.scan_candidates(p, &mut ctl, |g| {
+            g.test(Flag::Unmoved) || self.stored_by(g) != Some(from)
+        });
         self.process_candidates(&mut ctl, p.max_pages, |index, page, buf, budget, rep| {
             self.precise_slot(index, page, buf, budget, p.threshold, target, rep)
         })
@@ -100,9 +108,9 @@ impl Meta {
         let Some((mut g, size_old)) = self.lock_candidate(index, threshold, page)? else {
             return Ok(());
         };
-        let comp = self.comps[target]
-            .as_ref()
-            .ok_or_else(|| AttrError::new(Errno::EINVAL, format!("no compressor of priority {target}")))?;
+        let comp = self.comps[target].as_ref().ok_or_else(|| {
+            AttrError::new(Errno::EINVAL, format!("no compressor of priority {target}"))
+        })?;
         let res = comp.streams.compress(page, buf);
         if *budget != 0 {
             *budget -= 1;
@@ -111,7 +119,12 @@ impl Meta {
         let len = match res {
             Ok(n) => n,
             Err(CodecError::DstTooSmall { .. }) => usize::MAX,
-            Err(e) => return Err(AttrError::new(Errno::EIO, format!("recompress: {} failed: {e}", comp.name))),
+            Err(e) => {
+                return Err(AttrError::new(
+                    Errno::EIO,
+                    format!("recompress: {} failed: {e}", comp.name),
+                ))
+            }
         };
         let under_threshold = |n: usize| threshold == 0 || n < threshold as usize;
         if len >= self.huge_class_size {

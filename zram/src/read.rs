@@ -1,8 +1,8 @@
 //! The read path (`zram_read_page`); a WB slot is read from the backing
 //! device (`writeback.rs`).
 
-use zmem_codec::{fill_page, CodecError, PAGE_SIZE};
 use crate::streams::Comp;
+use zmem_codec::{fill_page, CodecError, PAGE_SIZE};
 
 use crate::blockdev::IoError;
 use crate::device::Meta;
@@ -27,7 +27,10 @@ impl Meta {
         if g.test(Flag::Wb) {
             return self.read_from_bdev(g, dst);
         }
-        let Some(h) = (!g.test(Flag::Same)).then(|| Meta::handle_of(g.handle())).flatten() else {
+        let Some(h) = (!g.test(Flag::Same))
+            .then(|| Meta::handle_of(g.handle()))
+            .flatten()
+        else {
             fill_page(dst, g.handle());
             return Ok(());
         };
@@ -49,7 +52,9 @@ impl Meta {
         self.pool
             .read(h, &mut |src: &[u8]| {
                 let src = &src[..size.min(src.len())];
-                res = stream.decompress(src, dst).map_err(|e: CodecError| format!("decompression failed: {e}"));
+                res = stream
+                    .decompress(src, dst)
+                    .map_err(|e: CodecError| format!("decompression failed: {e}"));
             })
             .map_err(|e| e.to_string())?;
         res
@@ -59,16 +64,27 @@ impl Meta {
     /// (FAST) or the one of the slot's priority.
     fn comp_of(&self, g: &SlotGuard<'_>) -> Result<&Comp, String> {
         if g.test(Flag::Fast) {
-            return self.fast.as_ref().ok_or_else(|| "slot is flagged FAST, but this device has no fast compressor".to_string());
+            return self.fast.as_ref().ok_or_else(|| {
+                "slot is flagged FAST, but this device has no fast compressor".to_string()
+            });
         }
         let prio = g.priority() as usize;
-        self.comps[prio].as_ref().ok_or_else(|| format!("no compressor of priority {prio}"))
+        self.comps[prio]
+            .as_ref()
+            .ok_or_else(|| format!("no compressor of priority {prio}"))
     }
 
     /// Decompress `src` into one page with the algorithm that stored the slot
     /// (the written-back object of a `writeback_compressed` slot).
-    pub(crate) fn decompress(&self, g: &SlotGuard<'_>, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    pub(crate) fn decompress(
+        &self,
+        g: &SlotGuard<'_>,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<(), String> {
         let mut stream = self.comp_of(g)?.streams.get().map_err(|e| e.to_string())?;
-        stream.decompress(src, dst).map_err(|e: CodecError| format!("decompression failed: {e}"))
+        stream
+            .decompress(src, dst)
+            .map_err(|e: CodecError| format!("decompression failed: {e}"))
     }
 }

@@ -25,8 +25,8 @@
 //! pass did ([`RecompressReport`]); the attribute is a parser on top of it.
 //! Writeback (§5) shares the buckets and the `pp_in_progress` exclusion.
 
-use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 
 use zmem_codec::{CodecError, MAX_COMPRESSED, PAGE_SIZE};
 use zmem_zpool::ZpoolError;
@@ -134,7 +134,11 @@ impl RecompressParams {
     }
     /// `priority=` (0 is turned into 1, as the kernel does).
     pub fn priority(mut self, p: u32) -> Self {
-        self.prio = if p == PRIMARY as u32 { SECONDARY as u32 } else { p };
+        self.prio = if p == PRIMARY as u32 {
+            SECONDARY as u32
+        } else {
+            p
+        };
         self.prio_max = self.prio.wrapping_add(1);
         self
     }
@@ -147,7 +151,12 @@ impl RecompressParams {
         for (key, val) in next_args(buf) {
             let val = match val {
                 Some(v) if !v.is_empty() => v,
-                _ => return Err(AttrError::new(Errno::EINVAL, format!("'{key}' needs a value (key=value)"))),
+                _ => {
+                    return Err(AttrError::new(
+                        Errno::EINVAL,
+                        format!("'{key}' needs a value (key=value)"),
+                    ))
+                }
             };
             match key.as_str() {
                 "type" => match val.as_str() {
@@ -173,7 +182,10 @@ impl RecompressParams {
 fn kstrtouint(s: &str) -> Result<u32, AttrError> {
     let v = kstrtoull(s, 10)?;
     u32::try_from(v).map_err(|_| {
-        AttrError::new(Errno::ERANGE, format!("{:?} is out of range for an unsigned int", s.trim_end()))
+        AttrError::new(
+            Errno::ERANGE,
+            format!("{:?} is out of range for an unsigned int", s.trim_end()),
+        )
     })
 }
 
@@ -193,7 +205,6 @@ pub struct RecompressReport {
     /// … and after.
     pub bytes_after: u64,
 }
-
 
 impl Zram {
     /// `recomp_algorithm` read: `#P: ` and the comp_algorithm list for every
@@ -216,7 +227,12 @@ impl Zram {
         for (key, val) in next_args(buf) {
             let val = match val {
                 Some(v) if !v.is_empty() => v,
-                _ => return Err(AttrError::new(Errno::EINVAL, format!("'{key}' needs a value (key=value)"))),
+                _ => {
+                    return Err(AttrError::new(
+                        Errno::EINVAL,
+                        format!("'{key}' needs a value (key=value)"),
+                    ))
+                }
             };
             match key.as_str() {
                 "algo" => alg = Some(val),
@@ -224,11 +240,19 @@ impl Zram {
                 _ => {}
             }
         }
-        let alg = alg.ok_or_else(|| AttrError::new(Errno::EINVAL, "recomp_algorithm needs algo=NAME [priority=1..3]"))?;
+        let alg = alg.ok_or_else(|| {
+            AttrError::new(
+                Errno::EINVAL,
+                "recomp_algorithm needs algo=NAME [priority=1..3]",
+            )
+        })?;
         if prio < SECONDARY as i32 || prio >= MAX_COMPS as i32 {
             return Err(AttrError::new(
                 Errno::EINVAL,
-                format!("priority {prio} is not a secondary priority ({SECONDARY}..{})", MAX_COMPS - 1),
+                format!(
+                    "priority {prio} is not a secondary priority ({SECONDARY}..{})",
+                    MAX_COMPS - 1
+                ),
             ));
         }
         self.comp_algorithm_store(prio as usize, &alg)
@@ -247,12 +271,17 @@ impl Zram {
         if p.threshold as usize >= hcs {
             return Err(AttrError::new(
                 Errno::EINVAL,
-                format!("threshold {} must be below huge_class_size ({hcs})", p.threshold),
+                format!(
+                    "threshold {} must be below huge_class_size ({hcs})",
+                    p.threshold
+                ),
             ));
         }
         let names = self.config().comp_algs;
         let g = self.meta();
-        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        let m = g
+            .as_deref()
+            .ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
         let _pp = m.begin_pp()?;
         if let Some(from) = &p.from {
             return m.precise_pass(p, from, &names);
@@ -260,7 +289,8 @@ impl Zram {
         let (mut prio, mut prio_max) = (p.prio, p.prio_max);
         if let Some(algo) = &p.algo {
             // Searched from the current prio upwards, by configured name.
-            let found = (prio as usize..MAX_COMPS).find(|&q| m.comps[q].is_some() && names[q].as_deref() == Some(algo));
+            let found = (prio as usize..MAX_COMPS)
+                .find(|&q| m.comps[q].is_some() && names[q].as_deref() == Some(algo));
             match found {
                 Some(q) => {
                     prio = q as u32;
@@ -302,7 +332,12 @@ impl Meta {
     /// Select the slots a recompression pass may visit into `ctl`: allocated,
     /// matching the type filter (`idle`, `huge`), not WB or SAME, and not
     /// refused by `skip`.
-    pub(crate) fn scan_candidates(&self, p: &RecompressParams, ctl: &mut PpCtl, skip: impl Fn(&SlotGuard<'_>) -> bool) {
+    pub(crate) fn scan_candidates(
+        &self,
+        p: &RecompressParams,
+        ctl: &mut PpCtl,
+        skip: impl Fn(&SlotGuard<'_>) -> bool,
+    ) {
         self.scan_pp_slots(0..self.nr_pages(), ctl, |g| {
             (p.idle && !g.test(Flag::Idle)) || (p.huge && !g.test(Flag::Huge)) || skip(g)
         });
@@ -315,9 +350,18 @@ impl Meta {
         &self,
         ctl: &mut PpCtl,
         max_pages: u64,
-        mut visit: impl FnMut(usize, &mut [u8], &mut [u8], &mut u64, &mut RecompressReport) -> Result<(), AttrError>,
+        mut visit: impl FnMut(
+            usize,
+            &mut [u8],
+            &mut [u8],
+            &mut u64,
+            &mut RecompressReport,
+        ) -> Result<(), AttrError>,
     ) -> Result<RecompressReport, AttrError> {
-        let mut rep = RecompressReport { candidates: ctl.len() as u64, ..Default::default() };
+        let mut rep = RecompressReport {
+            candidates: ctl.len() as u64,
+            ..Default::default()
+        };
         let mut page = vec![0u8; PAGE_SIZE];
         let mut buf = vec![0u8; MAX_COMPRESSED];
         let mut budget = max_pages;
@@ -350,7 +394,10 @@ impl Meta {
             return Ok(None);
         }
         if g.handle() == 0 {
-            return Err(AttrError::new(Errno::EINVAL, format!("slot {index} has no object")));
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("slot {index} has no object"),
+            ));
         }
         let size_old = g.size();
         if size_old < threshold as usize {
@@ -376,12 +423,21 @@ impl Meta {
     ) -> Result<(), AttrError> {
         let (len, size_old) = (obj.len(), g.size());
         let h = self.pool.malloc(len).map_err(|e| match e {
-            ZpoolError::NoMemory => AttrError::new(Errno::ENOMEM, format!("recompress: allocator out of memory: {e}")),
-            e => AttrError::new(Errno::ENOMEM, format!("recompress: allocation of {len} bytes failed: {e}")),
+            ZpoolError::NoMemory => AttrError::new(
+                Errno::ENOMEM,
+                format!("recompress: allocator out of memory: {e}"),
+            ),
+            e => AttrError::new(
+                Errno::ENOMEM,
+                format!("recompress: allocation of {len} bytes failed: {e}"),
+            ),
         })?;
         if let Err(e) = self.pool.write(h, obj) {
             let _ = self.pool.free(h);
-            return Err(AttrError::new(Errno::EIO, format!("recompress: writing the object failed: {e}")));
+            return Err(AttrError::new(
+                Errno::EIO,
+                format!("recompress: writing the object failed: {e}"),
+            ));
         }
         let ac_time = g.ac_time();
         self.free_slot(&mut g);
@@ -400,7 +456,12 @@ impl Meta {
         Ok(())
     }
 
-    fn recompress_pass(&self, p: &RecompressParams, prio: usize, prio_max: usize) -> Result<RecompressReport, AttrError> {
+    fn recompress_pass(
+        &self,
+        p: &RecompressParams,
+        prio: usize,
+        prio_max: usize,
+    ) -> Result<RecompressReport, AttrError> {
         let mut ctl = PpCtl::new();
         self.scan_for_recompress(p, prio_max, &mut ctl);
         self.recompress_buckets(&mut ctl, p, prio, prio_max)
@@ -459,7 +520,10 @@ impl Meta {
                 // Larger than two pages: no progress with this algorithm.
                 Err(CodecError::DstTooSmall { .. }) => {}
                 Err(e) => {
-                    err = Some(AttrError::new(Errno::EIO, format!("recompress: {} failed: {e}", comp.name)));
+                    err = Some(AttrError::new(
+                        Errno::EIO,
+                        format!("recompress: {} failed: {e}", comp.name),
+                    ));
                     break;
                 }
             }
@@ -556,19 +620,28 @@ mod tests {
         m.read_page(0, &mut buf).unwrap();
         assert!(!dev.slot_info(0).unwrap().pp_slot);
         let rep = m.recompress_buckets(&mut ctl, &p, 1, 2).unwrap();
-        assert_eq!((rep.candidates, rep.attempted, rep.recompressed), (2, 1, 1), "{rep:?}");
+        assert_eq!(
+            (rep.candidates, rep.attempted, rep.recompressed),
+            (2, 1, 1),
+            "{rep:?}"
+        );
         assert_eq!(dev.slot_info(0).unwrap().priority, 0, "skipped");
         assert_eq!(dev.slot_info(1).unwrap().priority, 1);
         // A slot freed (overwritten) after the scan is skipped too.
         dev.write_page(2, &text(3)).unwrap();
         let mut ctl = PpCtl::new();
         m.scan_for_recompress(&p, 2, &mut ctl);
-        m.write_page(2, &text(4), &std::sync::atomic::AtomicU64::new(0), false).unwrap();
+        m.write_page(2, &text(4), &std::sync::atomic::AtomicU64::new(0), false)
+            .unwrap();
         let rep = m.recompress_buckets(&mut ctl, &p, 1, 2).unwrap();
         // Candidates: slot 0 (still priority 0) and slot 2; only slot 0 is processed.
         assert_eq!((rep.candidates, rep.attempted), (2, 1), "{rep:?}");
         assert_eq!(dev.slot_info(0).unwrap().priority, 1);
-        assert_eq!(dev.slot_info(2).unwrap().priority, 0, "overwritten after the scan: skipped");
+        assert_eq!(
+            dev.slot_info(2).unwrap().priority,
+            0,
+            "overwritten after the scan: skipped"
+        );
         assert!(dev.block_state().iter().all(|s| !s.pp_slot));
         let mut b = vec![0u8; PAGE_SIZE];
         m.read_page(2, &mut b).unwrap();
@@ -585,7 +658,9 @@ mod tests {
         let e = dev.recompress(&RecompressParams::new()).unwrap_err();
         assert_eq!(e.errno, Errno::EAGAIN);
         // Parse and threshold errors come before it.
-        let e = dev.recompress(&RecompressParams::new().threshold(u32::MAX)).unwrap_err();
+        let e = dev
+            .recompress(&RecompressParams::new().threshold(u32::MAX))
+            .unwrap_err();
         assert_eq!(e.errno, Errno::EINVAL);
         m.pp_in_progress.store(false, Release);
         dev.recompress(&RecompressParams::new()).unwrap();

@@ -84,7 +84,10 @@ impl Slot {
                     .compare_exchange_weak(f, f | LOCK, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return SlotGuard { slot: self, flags: f };
+                return SlotGuard {
+                    slot: self,
+                    flags: f,
+                };
             }
             spins += 1;
             if spins < 64 {
@@ -105,7 +108,10 @@ impl Slot {
         self.flags
             .compare_exchange(f, f | LOCK, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| SlotGuard { slot: self, flags: f })
+            .map(|_| SlotGuard {
+                slot: self,
+                flags: f,
+            })
     }
 }
 
@@ -265,7 +271,10 @@ mod tests {
             assert!(!g.allocated() && g.size() == 0 && g.handle() == 0 && g.priority() == 0);
             assert_eq!(g.ac_time(), 0);
         }
-        assert!(new_table(usize::MAX / 8).is_none(), "an impossible size is refused, not a panic");
+        assert!(
+            new_table(usize::MAX / 8).is_none(),
+            "an impossible size is refused, not a panic"
+        );
     }
 
     #[test]
@@ -280,7 +289,10 @@ mod tests {
         assert_eq!(g.size(), 4096);
         assert!(g.test(Flag::Fast));
         g.set_priority(0);
-        assert!(g.test(Flag::Fast) && g.test(Flag::Incompressible) == false, "priority bits do not touch FAST");
+        assert!(
+            g.test(Flag::Fast) && g.test(Flag::Incompressible) == false,
+            "priority bits do not touch FAST"
+        );
         g.clear(Flag::Fast);
         g.set_priority(3);
         assert_eq!(g.priority(), 3);
@@ -288,9 +300,15 @@ mod tests {
         assert!(s.try_lock().is_none(), "locked slot refuses try_lock");
         g.set_priority(1);
         g.clear(Flag::Huge);
-        assert_eq!((g.size(), g.priority(), g.test(Flag::Huge)), (4096, 1, false));
+        assert_eq!(
+            (g.size(), g.priority(), g.test(Flag::Huge)),
+            (4096, 1, false)
+        );
         drop(g);
         let g = s.try_lock().expect("unlocked after drop");
-        assert_eq!((g.size(), g.priority(), g.test(Flag::Idle)), (4096, 1, true));
+        assert_eq!(
+            (g.size(), g.priority(), g.test(Flag::Idle)),
+            (4096, 1, true)
+        );
     }
 }

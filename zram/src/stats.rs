@@ -61,7 +61,10 @@ impl MmStat {
 
     /// Parse a rendered line (ours or the kernel's) back.
     pub fn parse(s: &str) -> Option<MmStat> {
-        let v: Vec<u64> = s.split_whitespace().map(|f| f.parse().ok()).collect::<Option<_>>()?;
+        let v: Vec<u64> = s
+            .split_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
         let [a, b, c, d, e, f, g, h, i]: [u64; 9] = v.try_into().ok()?;
         Some(MmStat {
             orig_data_size: a,
@@ -88,7 +91,10 @@ pub struct IoStat {
 impl IoStat {
     /// `%8llu %8llu 0 %8llu\n`.
     pub fn render(&self) -> String {
-        format!("{:8} {:8} 0 {:8}\n", self.failed_reads, self.failed_writes, self.notify_free)
+        format!(
+            "{:8} {:8} 0 {:8}\n",
+            self.failed_reads, self.failed_writes, self.notify_free
+        )
     }
 }
 
@@ -113,14 +119,26 @@ const fn four_k(pages: u64) -> u64 {
 impl BdStat {
     /// `%8llu %8llu %8llu\n`: bd_count, bd_reads, bd_writes in 4 KiB units.
     pub fn render(&self) -> String {
-        format!("{:8} {:8} {:8}\n", four_k(self.bd_count), four_k(self.bd_reads), four_k(self.bd_writes))
+        format!(
+            "{:8} {:8} {:8}\n",
+            four_k(self.bd_count),
+            four_k(self.bd_reads),
+            four_k(self.bd_writes)
+        )
     }
 
     /// Parse a rendered line back.
     pub fn parse(s: &str) -> Option<BdStat> {
-        let v: Vec<u64> = s.split_whitespace().map(|f| f.parse().ok()).collect::<Option<_>>()?;
+        let v: Vec<u64> = s
+            .split_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
         let [bd_count, bd_reads, bd_writes]: [u64; 3] = v.try_into().ok()?;
-        Some(BdStat { bd_count, bd_reads, bd_writes })
+        Some(BdStat {
+            bd_count,
+            bd_reads,
+            bd_writes,
+        })
     }
 }
 
@@ -170,11 +188,22 @@ mod tests {
         );
         assert_eq!(IoStat::default().render(), "       0        0 0        0\n");
         assert_eq!(render_debug_stat(0), "version: 1\n0        0\n");
-        let m = MmStat { orig_data_size: 123456789, huge_pages: 3, ..Default::default() };
+        let m = MmStat {
+            orig_data_size: 123456789,
+            huge_pages: 3,
+            ..Default::default()
+        };
         assert_eq!(MmStat::parse(&m.render()), Some(m));
-        assert!(m.render().starts_with("123456789        0"), "wide numbers are not cut");
+        assert!(
+            m.render().starts_with("123456789        0"),
+            "wide numbers are not cut"
+        );
         assert_eq!(BdStat::default().render(), "       0        0        0\n");
-        let b = BdStat { bd_count: 3, bd_reads: 12345678, bd_writes: 7 };
+        let b = BdStat {
+            bd_count: 3,
+            bd_reads: 12345678,
+            bd_writes: 7,
+        };
         assert_eq!(b.render(), "       3 12345678        7\n");
         assert_eq!(BdStat::parse(&b.render()), Some(b));
     }

@@ -95,6 +95,10 @@ pub fn create_error(algo: &str, e: CodecError) -> AttrError {
 
 /// `zcomp_create`: check parameters by creating the streams.
 pub fn create(backend: &'static dyn Backend, params: &Params) -> Result<Comp, AttrError> {
-    let streams = StreamPool::new(backend, params.clone()).map_err(|e| create_error(backend.name(), e))?;
-    Ok(Comp { name: backend.name(), streams })
+    let streams =
+        StreamPool::new(backend, params.clone()).map_err(|e| create_error(backend.name(), e))?;
+    Ok(Comp {
+        name: backend.name(),
+        streams,
+    })
 }

@@ -46,7 +46,9 @@ impl Meta {
             g.clear(Flag::Same);
             st.same_pages.fetch_sub(1, Relaxed);
         } else {
-            let Some(h) = Meta::handle_of(g.handle()) else { return };
+            let Some(h) = Meta::handle_of(g.handle()) else {
+                return;
+            };
             // A failure here means the table and the pool disagree; the slot
             // is dropped either way.
             let _ = self.pool.free(h);
@@ -102,7 +104,9 @@ impl Meta {
         let fast = fast_comp.is_some();
         let comp = match fast_comp {
             Some(c) => c,
-            None => self.comps[PRIMARY].as_ref().ok_or_else(|| IoError::Io("no primary compressor".into()))?,
+            None => self.comps[PRIMARY]
+                .as_ref()
+                .ok_or_else(|| IoError::Io("no primary compressor".into()))?,
         };
         COMP_BUF.with(|cell| {
             let mut buf = cell.borrow_mut();

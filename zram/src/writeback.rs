@@ -74,7 +74,11 @@ impl WritebackParams {
         Self::default()
     }
     fn whole(mut self, mode: u32) -> Self {
-        self.scans.push(WbScan { mode, lo: 0, hi: u64::MAX });
+        self.scans.push(WbScan {
+            mode,
+            lo: 0,
+            hi: u64::MAX,
+        });
         self
     }
     /// `type=idle`.
@@ -99,7 +103,11 @@ impl WritebackParams {
     }
     /// `page_indexes=LO-HI` (inclusive).
     pub fn page_indexes(mut self, lo: u64, hi: u64) -> Self {
-        self.scans.push(WbScan { mode: mode::PAGE_WRITEBACK, lo, hi: hi.saturating_add(1) });
+        self.scans.push(WbScan {
+            mode: mode::PAGE_WRITEBACK,
+            lo,
+            hi: hi.saturating_add(1),
+        });
         self
     }
     /// `page_index=N`.
@@ -160,7 +168,10 @@ fn parse_mode(val: &str) -> Result<u32, AttrError> {
 }
 
 fn out_of_range(what: &str, nr_pages: u64) -> AttrError {
-    AttrError::new(Errno::ERANGE, format!("{what} is out of range: the device has pages 0..{nr_pages}"))
+    AttrError::new(
+        Errno::ERANGE,
+        format!("{what} is out of range: the device has pages 0..{nr_pages}"),
+    )
 }
 
 /// `parse_page_index`: kstrtoul base 10, must be < nr_pages (ERANGE).
@@ -176,7 +187,10 @@ fn parse_page_index(val: &str, nr_pages: u64) -> Result<(u64, u64), AttrError> {
 /// the device, or LO > HI, ERANGE (LO is checked before HI is parsed).
 fn parse_page_indexes(val: &str, nr_pages: u64) -> Result<(u64, u64), AttrError> {
     let Some((a, b)) = val.split_once('-') else {
-        return Err(AttrError::new(Errno::EINVAL, format!("page_indexes={val} needs LO-HI")));
+        return Err(AttrError::new(
+            Errno::EINVAL,
+            format!("page_indexes={val} needs LO-HI"),
+        ));
     };
     let lo = kstrtoull(a, 10)?;
     if lo >= nr_pages {
@@ -233,8 +247,17 @@ impl Meta {
     /// The page a slot is written back as: the decompressed page, or with
     /// `writeback_compressed` the object itself padded with zeros. Returns
     /// (size, priority, huge, fast) of the slot for the compressed form.
-    fn wb_page_locked(&self, g: &SlotGuard<'_>, page: &mut [u8]) -> Result<(usize, u8, bool, bool), String> {
-        let meta = (g.size(), g.priority(), g.test(Flag::Huge), g.test(Flag::Fast));
+    fn wb_page_locked(
+        &self,
+        g: &SlotGuard<'_>,
+        page: &mut [u8],
+    ) -> Result<(usize, u8, bool, bool), String> {
+        let meta = (
+            g.size(),
+            g.priority(),
+            g.test(Flag::Huge),
+            g.test(Flag::Fast),
+        );
         if !self.wb_compressed {
             self.read_locked(g, page)?;
             return Ok(meta);
@@ -245,7 +268,10 @@ impl Meta {
         self.pool
             .read(h, &mut |src: &[u8]| {
                 if src.len() < size || size > PAGE_SIZE {
-                    res = Err(format!("object is {} bytes, the slot says {size}", src.len()));
+                    res = Err(format!(
+                        "object is {} bytes, the slot says {size}",
+                        src.len()
+                    ));
                     return;
                 }
                 page[..size].copy_from_slice(&src[..size]);
@@ -257,10 +283,20 @@ impl Meta {
 
     /// `zram_writeback_slots` (6.16–6.18, synchronous): process the buckets
     /// largest first. Returns the report and the last error, if any.
-    fn writeback_slots(&self, ctl: &mut PpCtl, limit: &Mutex<WbLimit>) -> (WritebackReport, Option<AttrError>) {
-        let mut rep = WritebackReport { candidates: ctl.len() as u64, ..Default::default() };
+    fn writeback_slots(
+        &self,
+        ctl: &mut PpCtl,
+        limit: &Mutex<WbLimit>,
+    ) -> (WritebackReport, Option<AttrError>) {
+        let mut rep = WritebackReport {
+            candidates: ctl.len() as u64,
+            ..Default::default()
+        };
         let Some(b) = self.backing.as_deref() else {
-            return (rep, Some(AttrError::new(Errno::ENODEV, "no backing device")));
+            return (
+                rep,
+                Some(AttrError::new(Errno::ENODEV, "no backing device")),
+            );
         };
         let mut page = vec![0u8; PAGE_SIZE];
         let mut blk: Option<u64> = None;
@@ -270,7 +306,10 @@ impl Meta {
             let l = *lock_limit();
             if l.enable && l.remaining == 0 {
                 crate::pp::release_slot(self, index);
-                ret = Some(AttrError::new(Errno::EIO, "writeback_limit is used up (writeback_limit_enable=1)"));
+                ret = Some(AttrError::new(
+                    Errno::EIO,
+                    "writeback_limit is used up (writeback_limit_enable=1)",
+                ));
                 break;
             }
             let blk_idx = match blk {
@@ -281,7 +320,11 @@ impl Meta {
                         crate::pp::release_slot(self, index);
                         ret = Some(AttrError::new(
                             Errno::ENOSPC,
-                            format!("backing device {} is full ({} usable blocks)", b.path(), b.nr_pages() - 1),
+                            format!(
+                                "backing device {} is full ({} usable blocks)",
+                                b.path(),
+                                b.nr_pages() - 1
+                            ),
                         ));
                         break;
                     }
@@ -304,7 +347,10 @@ impl Meta {
                 // Not fatal: remember it, keep the block for the next slot.
                 crate::pp::release_slot(self, index);
                 rep.io_errors += 1;
-                ret = Some(AttrError::new(Errno::EIO, format!("writing page {index} to block {blk_idx}: {e}")));
+                ret = Some(AttrError::new(
+                    Errno::EIO,
+                    format!("writing page {index} to block {blk_idx}: {e}"),
+                ));
                 continue;
             }
             self.stats.bd_writes.fetch_add(1, Relaxed);
@@ -355,21 +401,29 @@ impl Meta {
     /// read the block; with `writeback_compressed`, decompress it with the
     /// slot's priority (or copy a HUGE page).
     pub(crate) fn read_from_bdev(&self, g: &SlotGuard<'_>, dst: &mut [u8]) -> Result<(), String> {
-        let b = self.backing.as_deref().ok_or_else(|| "slot is written back but there is no backing device".to_string())?;
+        let b = self
+            .backing
+            .as_deref()
+            .ok_or_else(|| "slot is written back but there is no backing device".to_string())?;
         let blk = g.handle();
         self.stats.bd_reads.fetch_add(1, Relaxed);
         if !self.wb_compressed {
-            return b.read_block(blk, dst).map_err(|e| format!("reading block {blk} of {}: {e}", b.path()));
+            return b
+                .read_block(blk, dst)
+                .map_err(|e| format!("reading block {blk} of {}: {e}", b.path()));
         }
         let mut block = vec![0u8; PAGE_SIZE];
-        b.read_block(blk, &mut block).map_err(|e| format!("reading block {blk} of {}: {e}", b.path()))?;
+        b.read_block(blk, &mut block)
+            .map_err(|e| format!("reading block {blk} of {}: {e}", b.path()))?;
         if g.test(Flag::Huge) {
             dst.copy_from_slice(&block);
             return Ok(());
         }
         let size = g.size();
         if size == 0 || size > PAGE_SIZE {
-            return Err(format!("written-back object of block {blk} has size {size}"));
+            return Err(format!(
+                "written-back object of block {blk} has size {size}"
+            ));
         }
         self.decompress(g, &block[..size], dst)
     }
@@ -378,7 +432,12 @@ impl Meta {
 impl Zram {
     /// `backing_dev` read: the path, or `none`.
     pub(crate) fn backing_dev_show(&self) -> String {
-        match self.backing.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
+        match self
+            .backing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_deref()
+        {
             Some(b) => format!("{}\n", b.path()),
             None => "none\n".to_string(),
         }
@@ -391,10 +450,16 @@ impl Zram {
         let path = buf.strip_suffix('\n').unwrap_or(buf);
         let _cfg = self.lock_config();
         if self.is_initialized() {
-            return Err(AttrError::new(Errno::EBUSY, "cannot set up a backing device for an initialized device"));
+            return Err(AttrError::new(
+                Errno::EBUSY,
+                "cannot set up a backing device for an initialized device",
+            ));
         }
         if path.is_empty() {
-            return Err(AttrError::new(Errno::ENOENT, "cannot open backing device '': empty path"));
+            return Err(AttrError::new(
+                Errno::ENOENT,
+                "cannot open backing device '': empty path",
+            ));
         }
         let b = Backing::open(path, self.backing_fault.clone())?;
         *self.backing.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(b));
@@ -403,17 +468,26 @@ impl Zram {
 
     /// The configured backing device (before or after init).
     pub fn backing_dev(&self) -> Option<Arc<Backing>> {
-        self.backing.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.backing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// `writeback_compressed` write: kstrtobool; initialised → EBUSY.
     pub(crate) fn writeback_compressed_store(&self, buf: &str) -> Result<(), AttrError> {
         let v = kstrtobool(buf).ok_or_else(|| {
-            AttrError::new(Errno::EINVAL, format!("{:?} is not a boolean (y/n/1/0/on/off)", buf.trim_end()))
+            AttrError::new(
+                Errno::EINVAL,
+                format!("{:?} is not a boolean (y/n/1/0/on/off)", buf.trim_end()),
+            )
         })?;
         let _cfg = self.lock_config();
         if self.is_initialized() {
-            return Err(AttrError::new(Errno::EBUSY, "cannot change writeback_compressed of an initialized device"));
+            return Err(AttrError::new(
+                Errno::EBUSY,
+                "cannot change writeback_compressed of an initialized device",
+            ));
         }
         self.wb_compressed.store(v, Relaxed);
         Ok(())
@@ -422,7 +496,10 @@ impl Zram {
     /// `writeback_limit_enable` write: kstrtoull base 10 (any error EINVAL); non-zero enables.
     pub(crate) fn writeback_limit_enable_store(&self, buf: &str) -> Result<(), AttrError> {
         let v = kstrtoull(buf, 10).map_err(|e| AttrError::new(Errno::EINVAL, e.message))?;
-        self.wb_limit.lock().unwrap_or_else(|e| e.into_inner()).enable = v != 0;
+        self.wb_limit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .enable = v != 0;
         Ok(())
     }
 
@@ -430,7 +507,10 @@ impl Zram {
     /// budget in 4 KiB units.
     pub(crate) fn writeback_limit_store(&self, buf: &str) -> Result<(), AttrError> {
         let v = kstrtoull(buf, 10).map_err(|e| AttrError::new(Errno::EINVAL, e.message))?;
-        self.wb_limit.lock().unwrap_or_else(|e| e.into_inner()).remaining = v;
+        self.wb_limit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remaining = v;
         Ok(())
     }
 
@@ -441,7 +521,8 @@ impl Zram {
 
     /// `writeback` write.
     pub(crate) fn writeback_store(&self, buf: &str) -> Result<(), AttrError> {
-        self.writeback_with(|nr_pages| WritebackParams::parse(buf, nr_pages)).map(|_| ())
+        self.writeback_with(|nr_pages| WritebackParams::parse(buf, nr_pages))
+            .map(|_| ())
     }
 
     /// Run one writeback pass: the scans of `p`, then the writes. Checks in
@@ -466,10 +547,15 @@ impl Zram {
         parse: impl FnOnce(u64) -> Result<WritebackParams, AttrError>,
     ) -> Result<WritebackReport, AttrError> {
         let g = self.meta();
-        let m = g.as_deref().ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        let m = g
+            .as_deref()
+            .ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
         let _pp = m.begin_pp()?;
         if m.backing.is_none() {
-            return Err(AttrError::new(Errno::ENODEV, "no backing device: write a file to backing_dev before disksize"));
+            return Err(AttrError::new(
+                Errno::ENODEV,
+                "no backing device: write a file to backing_dev before disksize",
+            ));
         }
         let p = parse(m.nr_pages() as u64)?;
         let mut ctl = PpCtl::new();
@@ -484,7 +570,10 @@ impl Zram {
 
     /// `bd_stat` as numbers (zeros while uninitialised).
     pub fn bd_stat(&self) -> crate::stats::BdStat {
-        self.meta().as_deref().map(|m| m.stats.bd_stat()).unwrap_or_default()
+        self.meta()
+            .as_deref()
+            .map(|m| m.stats.bd_stat())
+            .unwrap_or_default()
     }
 }
 
@@ -524,24 +613,61 @@ mod tests {
     #[test]
     fn parse_left_to_right() {
         use mode::*;
-        let p = WritebackParams::parse("page_index=42 page_index=99 page_indexes=100-200 page_indexes=500-700", 1000)
-            .unwrap();
+        let p = WritebackParams::parse(
+            "page_index=42 page_index=99 page_indexes=100-200 page_indexes=500-700",
+            1000,
+        )
+        .unwrap();
         assert_eq!(
             p.scans,
             vec![
-                WbScan { mode: PAGE_WRITEBACK, lo: 42, hi: 43 },
-                WbScan { mode: PAGE_WRITEBACK, lo: 99, hi: 100 },
-                WbScan { mode: PAGE_WRITEBACK, lo: 100, hi: 201 },
-                WbScan { mode: PAGE_WRITEBACK, lo: 500, hi: 701 },
+                WbScan {
+                    mode: PAGE_WRITEBACK,
+                    lo: 42,
+                    hi: 43
+                },
+                WbScan {
+                    mode: PAGE_WRITEBACK,
+                    lo: 99,
+                    hi: 100
+                },
+                WbScan {
+                    mode: PAGE_WRITEBACK,
+                    lo: 100,
+                    hi: 201
+                },
+                WbScan {
+                    mode: PAGE_WRITEBACK,
+                    lo: 500,
+                    hi: 701
+                },
             ]
         );
         // type= scans the current range and ends parsing.
         let p = WritebackParams::parse("page_indexes=1-5 type=huge page_index=999999", 10).unwrap();
         assert_eq!(
             p.scans,
-            vec![WbScan { mode: PAGE_WRITEBACK, lo: 1, hi: 6 }, WbScan { mode: HUGE_WRITEBACK, lo: 1, hi: 6 }]
+            vec![
+                WbScan {
+                    mode: PAGE_WRITEBACK,
+                    lo: 1,
+                    hi: 6
+                },
+                WbScan {
+                    mode: HUGE_WRITEBACK,
+                    lo: 1,
+                    hi: 6
+                }
+            ]
         );
-        assert_eq!(WritebackParams::parse("idle\n", 10).unwrap().scans, vec![WbScan { mode: IDLE_WRITEBACK, lo: 0, hi: 10 }]);
+        assert_eq!(
+            WritebackParams::parse("idle\n", 10).unwrap().scans,
+            vec![WbScan {
+                mode: IDLE_WRITEBACK,
+                lo: 0,
+                hi: 10
+            }]
+        );
         assert_eq!(WritebackParams::parse("foo=bar", 10).unwrap().scans, vec![]);
         assert_eq!(WritebackParams::parse("", 10).unwrap().scans, vec![]);
     }

@@ -5,8 +5,21 @@ use proptest::prelude::*;
 use zmem_zram::{BlockDevice, Zram};
 
 const NAMES: [&str; 15] = [
-    "disksize", "comp_algorithm", "algorithm_params", "mem_limit", "mem_used_max", "compact", "idle", "allocator",
-    "reset", "mm_stat", "initstate", "nope", "fast_algorithm", "fast_path", "recompress",
+    "disksize",
+    "comp_algorithm",
+    "algorithm_params",
+    "mem_limit",
+    "mem_used_max",
+    "compact",
+    "idle",
+    "allocator",
+    "reset",
+    "mm_stat",
+    "initstate",
+    "nope",
+    "fast_algorithm",
+    "fast_path",
+    "recompress",
 ];
 
 fn value() -> impl Strategy<Value = String> {

@@ -19,31 +19,66 @@ fn fresh_device_reads_like_the_kernel() {
         d.attr_read("mm_stat").unwrap(),
         "       0        0        0        0        0        0        0        0        0\n"
     );
-    assert_eq!(d.attr_read("io_stat").unwrap(), "       0        0 0        0\n");
-    assert_eq!(d.attr_read("debug_stat").unwrap(), "version: 1\n0        0\n");
+    assert_eq!(
+        d.attr_read("io_stat").unwrap(),
+        "       0        0 0        0\n"
+    );
+    assert_eq!(
+        d.attr_read("debug_stat").unwrap(),
+        "version: 1\n0        0\n"
+    );
     assert_eq!(
         d.attr_read("comp_algorithm").unwrap(),
         "[lzo-rle] lzo lz4 lz4hc zstd deflate 842 lz4m wkdm \n",
         "registry order, default lzo-rle, each name followed by a space"
     );
-    assert_eq!(d.attr_read("mem_limit").unwrap_err().errno, Errno::EACCES, "write-only");
+    assert_eq!(
+        d.attr_read("mem_limit").unwrap_err().errno,
+        Errno::EACCES,
+        "write-only"
+    );
     assert_eq!(d.attr_read("nope").unwrap_err().errno, Errno::ENOENT);
-    assert_eq!(errno(d.attr_write("mm_stat", "1")), Errno::EACCES, "read-only");
+    assert_eq!(
+        errno(d.attr_write("mm_stat", "1")),
+        Errno::EACCES,
+        "read-only"
+    );
 }
 
 #[test]
 fn comp_algorithm_rules() {
     let d = Zram::new();
     d.attr_write("comp_algorithm", "lz4\n").unwrap();
-    assert_eq!(d.attr_read("comp_algorithm").unwrap(), "lzo-rle lzo [lz4] lz4hc zstd deflate 842 lz4m wkdm \n");
+    assert_eq!(
+        d.attr_read("comp_algorithm").unwrap(),
+        "lzo-rle lzo [lz4] lz4hc zstd deflate 842 lz4m wkdm \n"
+    );
     assert_eq!(errno(d.attr_write("comp_algorithm", "lz5")), Errno::EINVAL);
-    assert_eq!(errno(d.attr_write("comp_algorithm", &"x".repeat(128))), Errno::E2BIG);
-    assert_eq!(errno(d.attr_write("comp_algorithm", &format!("{}\n", "x".repeat(127)))), Errno::E2BIG,
-        "length is checked before the newline is stripped");
-    assert_eq!(errno(d.attr_write("comp_algorithm", "lz4\n\n")), Errno::EINVAL, "only one newline is stripped");
+    assert_eq!(
+        errno(d.attr_write("comp_algorithm", &"x".repeat(128))),
+        Errno::E2BIG
+    );
+    assert_eq!(
+        errno(d.attr_write("comp_algorithm", &format!("{}\n", "x".repeat(127)))),
+        Errno::E2BIG,
+        "length is checked before the newline is stripped"
+    );
+    assert_eq!(
+        errno(d.attr_write("comp_algorithm", "lz4\n\n")),
+        Errno::EINVAL,
+        "only one newline is stripped"
+    );
     d.attr_write("disksize", "1M").unwrap();
-    assert_eq!(errno(d.attr_write("comp_algorithm", "lzo")), Errno::EBUSY, "after disksize");
-    assert_eq!(errno(d.attr_write("comp_algorithm", "lz5")), Errno::EINVAL, "name checked before initstate");
+    assert_eq!(
+        errno(d.attr_write("comp_algorithm", "lzo")),
+        Errno::EBUSY,
+        "after disksize"
+    );
+    assert_eq!(
+        errno(d.attr_write("comp_algorithm", "lz5")),
+        Errno::EINVAL,
+        "name checked before initstate"
+    );
 }
 
 #[test]
@@ -54,7 +89,11 @@ fn disksize_rules() {
     assert_eq!(errno(d.attr_write("disksize", "")), Errno::EINVAL);
     d.attr_write("comp_algorithm", "lz4").unwrap();
     d.attr_write("disksize", "1").unwrap();
-    assert_eq!(d.attr_read("disksize").unwrap(), "4096\n", "rounded up to a page");
+    assert_eq!(
+        d.attr_read("disksize").unwrap(),
+        "4096\n",
+        "rounded up to a page"
+    );
     assert_eq!(d.attr_read("initstate").unwrap(), "1\n");
     assert_eq!(errno(d.attr_write("disksize", "8192")), Errno::EBUSY);
     let d = Zram::new();
@@ -85,27 +124,74 @@ fn algorithm_params_rules() {
     d.attr_write("comp_algorithm", "lz4").unwrap();
     d.attr_write("algorithm_params", "level=3").unwrap();
     assert_eq!(d.config().params[0].level, Some(3));
-    d.attr_write("algorithm_params", "  algo=lz4 level=-2 unknown=7\n").unwrap();
-    assert_eq!(d.config().params[0].level, Some(-2), "unknown keys are ignored, negative levels allowed");
+    d.attr_write("algorithm_params", "  algo=lz4 level=-2 unknown=7\n")
+        .unwrap();
+    assert_eq!(
+        d.config().params[0].level,
+        Some(-2),
+        "unknown keys are ignored, negative levels allowed"
+    );
     d.attr_write("algorithm_params", "priority=0").unwrap();
-    assert_eq!(d.config().params[0].level, None, "params of the priority are reset first");
-    assert_eq!(errno(d.attr_write("algorithm_params", "level")), Errno::EINVAL, "token without value");
-    assert_eq!(errno(d.attr_write("algorithm_params", "level=")), Errno::EINVAL, "empty value");
-    assert_eq!(errno(d.attr_write("algorithm_params", "level=x")), Errno::EINVAL);
-    assert_eq!(errno(d.attr_write("algorithm_params", "level=99999999999")), Errno::ERANGE);
-    assert_eq!(errno(d.attr_write("algorithm_params", "priority=4")), Errno::EINVAL);
-    assert_eq!(errno(d.attr_write("algorithm_params", "priority=-1")), Errno::EINVAL);
-    assert_eq!(errno(d.attr_write("algorithm_params", "algo=zstd level=3")), Errno::EINVAL, "algo not configured");
-    assert_eq!(errno(d.attr_write("algorithm_params", "dict=/nonexistent/zmem-dict")), Errno::EINVAL);
+    assert_eq!(
+        d.config().params[0].level,
+        None,
+        "params of the priority are reset first"
+    );
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", "level")),
+        Errno::EINVAL,
+        "token without value"
+    );
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", "level=")),
+        Errno::EINVAL,
+        "empty value"
+    );
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", "level=x")),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", "level=99999999999")),
+        Errno::ERANGE
+    );
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", "priority=4")),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", "priority=-1")),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", "algo=zstd level=3")),
+        Errno::EINVAL,
+        "algo not configured"
+    );
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", "dict=/nonexistent/zmem-dict")),
+        Errno::EINVAL
+    );
     let dir = std::env::temp_dir().join(format!("zmem-zram-dict-{}", std::process::id()));
     std::fs::write(&dir, b"dictionary bytes").unwrap();
-    d.attr_write("algorithm_params", &format!("dict=\"{}\" level=1", dir.display())).unwrap();
+    d.attr_write(
+        "algorithm_params",
+        &format!("dict=\"{}\" level=1", dir.display()),
+    )
+    .unwrap();
     let cfg = d.config();
-    assert_eq!(cfg.params[0].dict.as_deref().map(|v| v.as_slice()), Some(&b"dictionary bytes"[..]));
+    assert_eq!(
+        cfg.params[0].dict.as_deref().map(|v| v.as_slice()),
+        Some(&b"dictionary bytes"[..])
+    );
     std::fs::write(&dir, b"").unwrap();
-    assert_eq!(errno(d.attr_write("algorithm_params", &format!("dict={}", dir.display()))), Errno::EINVAL);
+    assert_eq!(
+        errno(d.attr_write("algorithm_params", &format!("dict={}", dir.display()))),
+        Errno::EINVAL
+    );
     std::fs::remove_file(&dir).unwrap();
-    d.attr_write("algorithm_params", "deflate.winbits=12").unwrap();
+    d.attr_write("algorithm_params", "deflate.winbits=12")
+        .unwrap();
     assert_eq!(d.config().params[0].deflate_winbits, Some(12));
     // The kernel does not check initstate here.
     d.attr_write("algorithm_params", "priority=0").unwrap();
@@ -121,14 +207,23 @@ fn reset_rules() {
     assert_eq!(errno(d.attr_write("reset", "65536")), Errno::ERANGE);
     {
         let _open = d.open();
-        assert_eq!(errno(d.attr_write("reset", "1")), Errno::EBUSY, "opened device");
+        assert_eq!(
+            errno(d.attr_write("reset", "1")),
+            Errno::EBUSY,
+            "opened device"
+        );
     }
     d.attr_write("mem_limit", "1M").unwrap();
     d.write_at(0, &page(2, 1)).unwrap();
     d.attr_write("reset", "1\n").unwrap();
     assert_eq!(d.attr_read("initstate").unwrap(), "0\n");
     assert_eq!(d.attr_read("disksize").unwrap(), "0\n");
-    assert!(d.attr_read("comp_algorithm").unwrap().starts_with("[lzo-rle] "), "default algorithm restored");
+    assert!(
+        d.attr_read("comp_algorithm")
+            .unwrap()
+            .starts_with("[lzo-rle] "),
+        "default algorithm restored"
+    );
     assert_eq!(d.mm_stat(), Default::default(), "stats and limit zeroed");
 }
 
@@ -142,7 +237,11 @@ fn mem_limit_and_mem_used_max() {
     assert_eq!(errno(d.attr_write("mem_limit", "abc")), Errno::EINVAL);
     assert_eq!(errno(d.attr_write("mem_limit", "")), Errno::EINVAL);
     d.attr_write("mem_limit", "K").unwrap();
-    assert_eq!(d.mm_stat().mem_limit, 0, "kernel quirk: a bare suffix parses as 0");
+    assert_eq!(
+        d.mm_stat().mem_limit,
+        0,
+        "kernel quirk: a bare suffix parses as 0"
+    );
     assert_eq!(errno(d.attr_write("mem_used_max", "1")), Errno::EINVAL);
     assert_eq!(errno(d.attr_write("mem_used_max", "x")), Errno::EINVAL);
     d.attr_write("mem_used_max", "0\n").unwrap();
@@ -180,7 +279,10 @@ fn idle_marking_all_and_by_age() {
     d.write_page(2, &page(3, 3)).unwrap(); // huge
     d.attr_write("idle", "all\n").unwrap();
     let idle = |i| d.slot_info(i).unwrap().idle;
-    assert!(idle(0) && !idle(1) && idle(2) && !idle(3), "SAME and empty slots are never idle");
+    assert!(
+        idle(0) && !idle(1) && idle(2) && !idle(3),
+        "SAME and empty slots are never idle"
+    );
     let mut b = vec![0u8; PAGE_SIZE];
     d.read_page(0, &mut b).unwrap();
     assert!(!idle(0), "a read clears IDLE");
@@ -193,9 +295,18 @@ fn idle_marking_all_and_by_age() {
     assert!(idle(0) && idle(2));
     d.write_page(0, &page(2, 9)).unwrap();
     assert!(!idle(0), "a write clears IDLE");
-    let no_track = Zram::builder().algorithm(ALGO, Default::default()).track_access_time(false).disksize(1 << 20).build().unwrap();
+    let no_track = Zram::builder()
+        .algorithm(ALGO, Default::default())
+        .track_access_time(false)
+        .disksize(1 << 20)
+        .build()
+        .unwrap();
     no_track.write_page(0, &page(2, 1)).unwrap();
-    assert_eq!(errno(no_track.attr_write("idle", "10")), Errno::EINVAL, "age needs access-time tracking");
+    assert_eq!(
+        errno(no_track.attr_write("idle", "10")),
+        Errno::EINVAL,
+        "age needs access-time tracking"
+    );
     no_track.attr_write("idle", "all").unwrap();
     assert!(no_track.slot_info(0).unwrap().idle);
 }
@@ -209,7 +320,10 @@ fn spec_section_12_vectors() {
     d.write_page(3, &p).unwrap();
     let m = d.mm_stat();
     assert_eq!(m.same_pages, before.same_pages + 1);
-    assert_eq!((m.compr_data_size, m.mem_used_total), (before.compr_data_size, before.mem_used_total));
+    assert_eq!(
+        (m.compr_data_size, m.mem_used_total),
+        (before.compr_data_size, before.mem_used_total)
+    );
     let mut b = vec![0u8; PAGE_SIZE];
     d.read_page(3, &mut b).unwrap();
     assert_eq!(b, p);
@@ -229,13 +343,19 @@ fn spec_section_12_vectors() {
     // Overwrite a huge page with a same-filled one: huge_pages drops, huge_pages_since stays.
     d.write_page(4, &vec![0u8; PAGE_SIZE]).unwrap();
     let m2 = d.mm_stat();
-    assert_eq!((m2.huge_pages, m2.huge_pages_since), (m0.huge_pages, m1.huge_pages_since));
+    assert_eq!(
+        (m2.huge_pages, m2.huge_pages_since),
+        (m0.huge_pages, m1.huge_pages_since)
+    );
     assert_eq!(m2.compr_data_size, m0.compr_data_size);
     let info = d.slot_info(4).unwrap();
     assert!(info.same && !info.huge);
     assert_eq!(info.flag_chars(), "s.....");
     // block_state lists only allocated slots.
-    assert_eq!(d.block_state().iter().map(|s| s.index).collect::<Vec<_>>(), vec![4]);
+    assert_eq!(
+        d.block_state().iter().map(|s| s.index).collect::<Vec<_>>(),
+        vec![4]
+    );
 }
 
 #[test]
@@ -268,7 +388,10 @@ fn discard_follows_the_kernel_and_write_zeroes_zeroes() {
     assert!(d.slot_free_notify(11), "an unlocked slot is freed");
     assert_eq!(d.slot_info(11).unwrap().size, 0);
     assert_eq!(d.io_stat().notify_free, 6);
-    assert_eq!(d.attr_read("debug_stat").unwrap(), "version: 1\n0        0\n");
+    assert_eq!(
+        d.attr_read("debug_stat").unwrap(),
+        "version: 1\n0        0\n"
+    );
 }
 
 #[test]
@@ -279,9 +402,18 @@ fn bad_io_is_refused_and_leaves_data_intact() {
     let err = d.write_at(100, &[1u8; 512]).unwrap_err();
     assert_eq!(err.errno(), Errno::EINVAL);
     assert!(matches!(err, zmem_zram::IoError::Unaligned { .. }));
-    assert!(matches!(d.write_at(64 << 10, &[1u8; 512]).unwrap_err(), zmem_zram::IoError::OutOfRange { .. }));
-    assert!(matches!(d.write_at((64 << 10) - 512, &[1u8; 1024]).unwrap_err(), zmem_zram::IoError::OutOfRange { .. }));
-    assert!(matches!(d.read_at(u64::MAX - 511, &mut [0u8; 512]).unwrap_err(), zmem_zram::IoError::OutOfRange { .. }));
+    assert!(matches!(
+        d.write_at(64 << 10, &[1u8; 512]).unwrap_err(),
+        zmem_zram::IoError::OutOfRange { .. }
+    ));
+    assert!(matches!(
+        d.write_at((64 << 10) - 512, &[1u8; 1024]).unwrap_err(),
+        zmem_zram::IoError::OutOfRange { .. }
+    ));
+    assert!(matches!(
+        d.read_at(u64::MAX - 511, &mut [0u8; 512]).unwrap_err(),
+        zmem_zram::IoError::OutOfRange { .. }
+    ));
     assert!(d.discard(3, 512).is_err());
     assert!(d.write_zeroes(0, 100).is_err());
     assert!(d.write_page(16, &p).is_err());
@@ -289,7 +421,10 @@ fn bad_io_is_refused_and_leaves_data_intact() {
     let mut b = vec![0u8; PAGE_SIZE];
     d.read_at(0, &mut b).unwrap();
     assert_eq!(b, p);
-    assert!(Zram::new().read_at(0, &mut b).is_err(), "uninitialised device has size 0");
+    assert!(
+        Zram::new().read_at(0, &mut b).is_err(),
+        "uninitialised device has size 0"
+    );
     // Partial writes read-modify-write.
     d.write_at(512, &[9u8; 1024]).unwrap();
     d.read_at(0, &mut b).unwrap();
@@ -319,7 +454,10 @@ fn mem_limit_gives_no_space_and_keeps_stored_data() {
     let failed = failed.expect("the limit must stop random pages");
     assert_eq!(stored.len(), 16, "16 huge pages fit into 64 KiB");
     let m = d.mm_stat();
-    assert!(m.mem_used_max > m.mem_limit, "the peak includes the failed attempt");
+    assert!(
+        m.mem_used_max > m.mem_limit,
+        "the peak includes the failed attempt"
+    );
     assert_eq!(d.io_stat().failed_writes, 1);
     // Overwriting a stored page fails too, and keeps the old data.
     assert!(d.write_page(0, &page(3, 999)).is_err());

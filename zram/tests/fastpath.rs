@@ -22,7 +22,6 @@ fn random(seed: u64) -> Vec<u8> {
     page(3, seed)
 }
 
-
 /// Byte runs of 3..8 at any offset: lz4m stores it huge, lz4 compresses it.
 fn odd_runs(seed: u64) -> Vec<u8> {
     let mut r = Rng(seed.wrapping_mul(2) | 1);
@@ -45,32 +44,62 @@ fn read(dev: &Zram, i: usize) -> Vec<u8> {
 
 /// lz4 primary, lz4m fast algorithm, optional zstd at priority 1.
 fn fast_dev(pages: usize, zstd: bool) -> Zram {
-    let mut b = Zram::builder().algorithm("lz4", Params::default()).fast_algorithm("lz4m");
+    let mut b = Zram::builder()
+        .algorithm("lz4", Params::default())
+        .fast_algorithm("lz4m");
     if zstd {
         b = b.secondary(1, "zstd", Params::default());
     }
-    b.disksize((pages * PAGE_SIZE) as u64).build().expect("device")
+    b.disksize((pages * PAGE_SIZE) as u64)
+        .build()
+        .expect("device")
 }
 
 /// mm_stat agrees with the slot table.
 fn check_stats(dev: &Zram) {
     let m = dev.mm_stat();
     let slots = dev.block_state();
-    let compr: u64 = slots.iter().filter(|s| !s.same).map(|s| s.size as u64).sum();
+    let compr: u64 = slots
+        .iter()
+        .filter(|s| !s.same)
+        .map(|s| s.size as u64)
+        .sum();
     assert_eq!(m.compr_data_size, compr, "compr_data_size");
-    assert_eq!(m.huge_pages, slots.iter().filter(|s| s.huge).count() as u64, "huge_pages");
-    assert_eq!(m.same_pages, slots.iter().filter(|s| s.same).count() as u64, "same_pages");
-    assert_eq!(m.orig_data_size, slots.len() as u64 * PAGE_SIZE as u64, "orig_data_size");
+    assert_eq!(
+        m.huge_pages,
+        slots.iter().filter(|s| s.huge).count() as u64,
+        "huge_pages"
+    );
+    assert_eq!(
+        m.same_pages,
+        slots.iter().filter(|s| s.same).count() as u64,
+        "same_pages"
+    );
+    assert_eq!(
+        m.orig_data_size,
+        slots.len() as u64 * PAGE_SIZE as u64,
+        "orig_data_size"
+    );
     assert!(slots.iter().all(|s| !s.pp_slot), "PP_SLOT released");
-    assert!(slots.iter().all(|s| !(s.fast && s.priority != 0)), "FAST slots keep priority 0");
+    assert!(
+        slots.iter().all(|s| !(s.fast && s.priority != 0)),
+        "FAST slots keep priority 0"
+    );
 }
 
 #[test]
 fn fast_algorithm_attribute() {
     let dev = Zram::new();
-    assert_eq!(dev.attr_read("fast_algorithm").unwrap(), "", "none by default");
+    assert_eq!(
+        dev.attr_read("fast_algorithm").unwrap(),
+        "",
+        "none by default"
+    );
     dev.attr_write("fast_algorithm", "algo=lz4m\n").unwrap();
-    assert_eq!(dev.attr_read("fast_algorithm").unwrap(), dev.backends().available_show(Some("lz4m")));
+    assert_eq!(
+        dev.attr_read("fast_algorithm").unwrap(),
+        dev.backends().available_show(Some("lz4m"))
+    );
     // Unknown keys ignored, as the kernel's key=value attributes do.
     dev.attr_write("fast_algorithm", "foo=1 algo=wkdm").unwrap();
     assert!(dev.attr_read("fast_algorithm").unwrap().contains("[wkdm] "));
@@ -81,34 +110,64 @@ fn fast_algorithm_attribute() {
         ("foo=bar", Errno::EINVAL),
         ("algo=nope", Errno::EINVAL),
     ] {
-        assert_eq!(errno(dev.attr_write("fast_algorithm", input)), want, "{input:?}");
+        assert_eq!(
+            errno(dev.attr_write("fast_algorithm", input)),
+            want,
+            "{input:?}"
+        );
     }
     let e = dev.attr_write("fast_algorithm", "algo=nope").unwrap_err();
-    assert!(e.message.contains("lz4m") && e.message.contains("lzo-rle"), "lists the algorithms: {}", e.message);
+    assert!(
+        e.message.contains("lz4m") && e.message.contains("lzo-rle"),
+        "lists the algorithms: {}",
+        e.message
+    );
     let long = format!("algo={}", "x".repeat(128));
     assert_eq!(errno(dev.attr_write("fast_algorithm", &long)), Errno::E2BIG);
     // Still wkdm after the failures.
     assert!(dev.attr_read("fast_algorithm").unwrap().contains("[wkdm] "));
     dev.attr_write("disksize", "1M").unwrap();
-    assert_eq!(errno(dev.attr_write("fast_algorithm", "algo=lz4m")), Errno::EBUSY);
+    assert_eq!(
+        errno(dev.attr_write("fast_algorithm", "algo=lz4m")),
+        Errno::EBUSY
+    );
     // Name checks come first, as in comp_algorithm.
-    assert_eq!(errno(dev.attr_write("fast_algorithm", "algo=nope")), Errno::EINVAL);
+    assert_eq!(
+        errno(dev.attr_write("fast_algorithm", "algo=nope")),
+        Errno::EINVAL
+    );
     assert_eq!(dev.fast_algorithm(), Some("wkdm"));
     dev.attr_write("reset", "1").unwrap();
-    assert_eq!(dev.attr_read("fast_algorithm").unwrap(), "", "reset clears it");
-    assert!(dev.attr_names().contains(&"fast_algorithm") && dev.attr_names().contains(&"fast_path"));
+    assert_eq!(
+        dev.attr_read("fast_algorithm").unwrap(),
+        "",
+        "reset clears it"
+    );
+    assert!(
+        dev.attr_names().contains(&"fast_algorithm") && dev.attr_names().contains(&"fast_path")
+    );
 }
 
 #[test]
 fn fast_path_attribute() {
     let dev = Zram::new();
-    assert_eq!(dev.attr_read("fast_path").unwrap(), "mode=off limit_pct=80 rate=0 active=0 writes=0\n");
+    assert_eq!(
+        dev.attr_read("fast_path").unwrap(),
+        "mode=off limit_pct=80 rate=0 active=0 writes=0\n"
+    );
     // Before disksize any mode is accepted (the fast algorithm may come later).
-    dev.attr_write("fast_path", "mode=pressure limit_pct=50 rate=1000").unwrap();
-    assert_eq!(dev.attr_read("fast_path").unwrap(), "mode=pressure limit_pct=50 rate=1000 active=0 writes=0\n");
+    dev.attr_write("fast_path", "mode=pressure limit_pct=50 rate=1000")
+        .unwrap();
+    assert_eq!(
+        dev.attr_read("fast_path").unwrap(),
+        "mode=pressure limit_pct=50 rate=1000 active=0 writes=0\n"
+    );
     // Keys not given keep their value; a bare mode word is accepted.
     dev.attr_write("fast_path", "always").unwrap();
-    assert!(dev.attr_read("fast_path").unwrap().starts_with("mode=always limit_pct=50 rate=1000 "));
+    assert!(dev
+        .attr_read("fast_path")
+        .unwrap()
+        .starts_with("mode=always limit_pct=50 rate=1000 "));
     for (input, want) in [
         ("", Errno::EINVAL),
         ("mode", Errno::EINVAL),
@@ -121,14 +180,30 @@ fn fast_path_attribute() {
     ] {
         assert_eq!(errno(dev.attr_write("fast_path", input)), want, "{input:?}");
     }
-    assert!(dev.attr_read("fast_path").unwrap().starts_with("mode=always limit_pct=50 rate=1000 "), "unchanged");
+    assert!(
+        dev.attr_read("fast_path")
+            .unwrap()
+            .starts_with("mode=always limit_pct=50 rate=1000 "),
+        "unchanged"
+    );
     // Initialised without a fast algorithm: only off is accepted.
     dev.attr_write("disksize", "1M").unwrap();
-    assert_eq!(errno(dev.attr_write("fast_path", "mode=always")), Errno::EINVAL);
-    assert_eq!(errno(dev.attr_write("fast_path", "mode=pressure")), Errno::EINVAL);
+    assert_eq!(
+        errno(dev.attr_write("fast_path", "mode=always")),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(dev.attr_write("fast_path", "mode=pressure")),
+        Errno::EINVAL
+    );
     dev.attr_write("fast_path", "mode=off").unwrap();
     dev.attr_write("reset", "1").unwrap();
-    assert!(dev.attr_read("fast_path").unwrap().starts_with("mode=off limit_pct=80 rate=0 "), "reset: off");
+    assert!(
+        dev.attr_read("fast_path")
+            .unwrap()
+            .starts_with("mode=off limit_pct=80 rate=0 "),
+        "reset: off"
+    );
 }
 
 #[test]
@@ -154,7 +229,11 @@ fn fast_writes_are_flagged_and_read_back() {
     assert_eq!(read(&dev, 1), text(2));
     assert_eq!(read(&dev, 2), random(3));
     assert_eq!(read(&dev, 3), vec![0u8; PAGE_SIZE]);
-    assert!(dev.attr_read("fast_path").unwrap().ends_with("writes=2\n"), "{}", dev.attr_read("fast_path").unwrap());
+    assert!(
+        dev.attr_read("fast_path").unwrap().ends_with("writes=2\n"),
+        "{}",
+        dev.attr_read("fast_path").unwrap()
+    );
     // An overwrite with the primary clears FAST.
     dev.write_page(0, &text(4)).unwrap();
     assert!(!dev.slot_info(0).unwrap().fast);
@@ -175,7 +254,8 @@ fn always_mode_covers_block_io() {
     dev.write_page(0, &text(1)).unwrap();
     dev.write_at(PAGE_SIZE as u64, &text(2)).unwrap();
     // A partial write (read-modify-write) goes through the decision too.
-    dev.write_at(2 * PAGE_SIZE as u64 + 512, &text(3)[..512]).unwrap();
+    dev.write_at(2 * PAGE_SIZE as u64 + 512, &text(3)[..512])
+        .unwrap();
     dev.write_page_primary(3, &text(4)).unwrap();
     let fast: Vec<bool> = (0..4).map(|i| dev.slot_info(i).unwrap().fast).collect();
     assert_eq!(fast, [true, true, true, false]);
@@ -201,13 +281,23 @@ fn pressure_mode_switches_at_the_threshold() {
         .disksize(64 * PAGE_SIZE as u64)
         .build()
         .unwrap();
-    let expect = |dev: &Zram| dev.mm_stat().mem_used_total / PAGE_SIZE as u64 * 100 >= limit_pages * 50;
+    let expect =
+        |dev: &Zram| dev.mm_stat().mem_used_total / PAGE_SIZE as u64 * 100 >= limit_pages * 50;
     let (mut saw_fast, mut saw_primary) = (false, false);
     for i in 0..16 {
         let want = expect(&dev);
-        assert_eq!(dev.attr_read("fast_path").unwrap().contains("active=1"), want, "page {i}");
+        assert_eq!(
+            dev.attr_read("fast_path").unwrap().contains("active=1"),
+            want,
+            "page {i}"
+        );
         dev.write_page(i, &random(i as u64)).unwrap();
-        assert_eq!(dev.slot_info(i).unwrap().fast, want, "page {i}: pool {}", dev.mm_stat().mem_used_total);
+        assert_eq!(
+            dev.slot_info(i).unwrap().fast,
+            want,
+            "page {i}: pool {}",
+            dev.mm_stat().mem_used_total
+        );
         saw_fast |= want;
         saw_primary |= !want;
     }
@@ -255,7 +345,9 @@ fn precise_recompress_moves_only_the_chosen_algorithm_to_the_primary() {
     let lz4m_better: Vec<usize> = (33..35).collect();
     check_stats(&dev);
     let before: Vec<_> = (0..35).map(|i| dev.slot_info(i).unwrap()).collect();
-    let rep = dev.recompress(&RecompressParams::new().from("lz4m")).unwrap();
+    let rep = dev
+        .recompress(&RecompressParams::new().from("lz4m"))
+        .unwrap();
     assert_eq!(rep.candidates, 19, "16 + 1 + 2 fast pages: {rep:?}");
     assert_eq!(rep.attempted, 19);
     assert_eq!(rep.recompressed, 17, "{rep:?}");
@@ -265,40 +357,76 @@ fn precise_recompress_moves_only_the_chosen_algorithm_to_the_primary() {
         if !b.fast {
             assert_eq!(a, *b, "slot {i}: not stored by lz4m, untouched");
         } else if lz4m_better.contains(&i) {
-            assert!(a.fast && a.size == b.size, "slot {i}: lz4 would take a larger class: kept");
+            assert!(
+                a.fast && a.size == b.size,
+                "slot {i}: lz4 would take a larger class: kept"
+            );
         } else {
             assert!(!a.fast, "slot {i} left the fast algorithm");
             assert_eq!(a.ac_time_ns, b.ac_time_ns, "slot {i}: access time kept");
         }
         assert_eq!(read(&dev, i), want(i));
     }
-    assert!(dev.slot_info(32).unwrap().huge, "still huge: relabelled in place");
+    assert!(
+        dev.slot_info(32).unwrap().huge,
+        "still huge: relabelled in place"
+    );
     // The slots lz4 cannot shrink are UNMOVED: the next pass skips them (they
     // would otherwise be retried, largest first, every round) until rewritten.
     for i in 0..35 {
-        assert_eq!(dev.slot_info(i).unwrap().unmoved, lz4m_better.contains(&i), "slot {i}");
+        assert_eq!(
+            dev.slot_info(i).unwrap().unmoved,
+            lz4m_better.contains(&i),
+            "slot {i}"
+        );
     }
-    let again = dev.recompress(&RecompressParams::new().from("lz4m")).unwrap();
+    let again = dev
+        .recompress(&RecompressParams::new().from("lz4m"))
+        .unwrap();
     assert_eq!((again.candidates, again.attempted), (0, 0), "{again:?}");
     dev.write_page_fast(33, &want(33)).unwrap();
-    assert!(!dev.slot_info(33).unwrap().unmoved, "a rewrite clears UNMOVED");
-    assert_eq!(dev.recompress(&RecompressParams::new().from("lz4m")).unwrap().candidates, 1);
+    assert!(
+        !dev.slot_info(33).unwrap().unmoved,
+        "a rewrite clears UNMOVED"
+    );
+    assert_eq!(
+        dev.recompress(&RecompressParams::new().from("lz4m"))
+            .unwrap()
+            .candidates,
+        1
+    );
     assert!(dev.slot_info(33).unwrap().unmoved);
     // Same sizes as a primary write of the same page.
     let primary = fast_dev(64, false);
     for i in (0..32).step_by(2) {
         primary.write_page(i, &want(i)).unwrap();
-        assert_eq!(dev.slot_info(i).unwrap().size, primary.slot_info(i).unwrap().size, "slot {i}");
+        assert_eq!(
+            dev.slot_info(i).unwrap().size,
+            primary.slot_info(i).unwrap().size,
+            "slot {i}"
+        );
     }
     check_stats(&dev);
     // Only the two lz4m-better slots are left with lz4m, and both are UNMOVED.
     assert_eq!(dev.block_state().iter().filter(|s| s.fast).count(), 2);
-    let rep = dev.recompress(&RecompressParams::new().from("lz4m")).unwrap();
+    let rep = dev
+        .recompress(&RecompressParams::new().from("lz4m"))
+        .unwrap();
     assert_eq!((rep.candidates, rep.recompressed), (0, 0));
     // Precise to a secondary: from=lz4 algo=zstd.
-    let rep = dev.recompress(&RecompressParams::new().from("lz4").algo("zstd").max_pages(5)).unwrap();
+    let rep = dev
+        .recompress(
+            &RecompressParams::new()
+                .from("lz4")
+                .algo("zstd")
+                .max_pages(5),
+        )
+        .unwrap();
     assert_eq!(rep.attempted, 5, "max_pages: {rep:?}");
-    assert_eq!(dev.block_state().iter().filter(|s| s.priority == 1).count() as u64, rep.recompressed);
+    assert_eq!(
+        dev.block_state().iter().filter(|s| s.priority == 1).count() as u64,
+        rep.recompressed
+    );
     assert!(rep.recompressed > 0);
     check_stats(&dev);
     for i in 0..35 {
@@ -323,17 +451,35 @@ fn precise_recompress_of_huge_fast_slots_and_idle_filter() {
     assert!(!dev.slot_info(0).unwrap().fast && !dev.slot_info(1).unwrap().fast);
     assert!(dev.slot_info(2).unwrap().fast, "not idle: untouched");
     assert!(!dev.slot_info(0).unwrap().huge);
-    assert_eq!(dev.slot_info(0).unwrap().size, dev.slot_info(3).unwrap().size, "as a primary write stores it");
+    assert_eq!(
+        dev.slot_info(0).unwrap().size,
+        dev.slot_info(3).unwrap().size,
+        "as a primary write stores it"
+    );
     let m1 = dev.mm_stat();
     assert_eq!(m0.huge_pages - m1.huge_pages, 1);
-    assert_eq!(m1.huge_pages_since, m0.huge_pages_since, "huge_pages_since unchanged");
+    assert_eq!(
+        m1.huge_pages_since, m0.huge_pages_since,
+        "huge_pages_since unchanged"
+    );
     assert!(m1.compr_data_size < m0.compr_data_size);
     assert_eq!(read(&dev, 0), odd_runs(0));
     assert_eq!(read(&dev, 2), phrases(3));
     check_stats(&dev);
     // threshold: slots below it are skipped without consuming max_pages.
-    let rep = dev.recompress(&RecompressParams::new().from("lz4m").threshold(3000).max_pages(1)).unwrap();
-    assert_eq!((rep.candidates, rep.attempted, rep.recompressed), (1, 0, 0), "{rep:?}");
+    let rep = dev
+        .recompress(
+            &RecompressParams::new()
+                .from("lz4m")
+                .threshold(3000)
+                .max_pages(1),
+        )
+        .unwrap();
+    assert_eq!(
+        (rep.candidates, rep.attempted, rep.recompressed),
+        (1, 0, 0),
+        "{rep:?}"
+    );
 }
 
 #[test]
@@ -350,16 +496,30 @@ fn precise_recompress_errors() {
         ("from", "no value"),
         ("from=lz4m threshold=100000", "threshold >= huge_class_size"),
     ] {
-        assert_eq!(errno(dev.attr_write("recompress", input)), Errno::EINVAL, "{input}: {why}");
+        assert_eq!(
+            errno(dev.attr_write("recompress", input)),
+            Errno::EINVAL,
+            "{input}: {why}"
+        );
     }
     assert!(dev.slot_info(0).unwrap().fast, "nothing happened");
     dev.attr_write("recompress", "from=lz4m algo=zstd").unwrap();
-    assert_eq!(dev.slot_info(0).unwrap().priority, 1, "precise to a secondary");
+    assert_eq!(
+        dev.slot_info(0).unwrap().priority,
+        1,
+        "precise to a secondary"
+    );
     // A device without a fast algorithm: from= must name a configured one.
     let plain = common::device(4 * PAGE_SIZE as u64);
-    assert_eq!(errno(plain.attr_write("recompress", "from=lz4m")), Errno::EINVAL);
+    assert_eq!(
+        errno(plain.attr_write("recompress", "from=lz4m")),
+        Errno::EINVAL
+    );
     let uninit = Zram::new();
-    assert_eq!(errno(uninit.attr_write("recompress", "from=lzo-rle")), Errno::EINVAL);
+    assert_eq!(
+        errno(uninit.attr_write("recompress", "from=lzo-rle")),
+        Errno::EINVAL
+    );
 }
 
 #[test]
@@ -373,11 +533,16 @@ fn kernel_syntax_recompresses_fast_slots_with_secondaries() {
     let s0 = dev.slot_info(0).unwrap();
     assert!(!s0.fast && s0.priority == 1, "{s0:?}");
     let s1 = dev.slot_info(1).unwrap();
-    assert!(s1.fast && s1.incompressible && s1.huge, "no progress with the last algorithm: {s1:?}");
+    assert!(
+        s1.fast && s1.incompressible && s1.huge,
+        "no progress with the last algorithm: {s1:?}"
+    );
     assert_eq!(read(&dev, 0), text(1));
     assert_eq!(read(&dev, 1), random(1));
     // INCOMPRESSIBLE does not stop the precise pass back to the primary.
-    let rep = dev.recompress(&RecompressParams::new().from("lz4m")).unwrap();
+    let rep = dev
+        .recompress(&RecompressParams::new().from("lz4m"))
+        .unwrap();
     assert_eq!((rep.candidates, rep.recompressed), (1, 1), "{rep:?}");
     let s1 = dev.slot_info(1).unwrap();
     assert!(!s1.fast && s1.huge, "{s1:?}");
@@ -405,17 +570,25 @@ fn precise_recompress_moves_exactly_when_the_class_is_not_larger() {
         reference.write_page_primary(i, p).unwrap();
     }
     let before: Vec<_> = (0..n).map(|i| dev.slot_info(i).unwrap()).collect();
-    dev.recompress(&RecompressParams::new().from("lz4m")).unwrap();
+    dev.recompress(&RecompressParams::new().from("lz4m"))
+        .unwrap();
     let class = |len: usize| dev.size_class(len).unwrap();
     let (mut same_class_moved, mut larger_kept, mut smaller_moved) = (0, 0, 0);
     for i in 0..n {
-        let (b, a, r) = (before[i], dev.slot_info(i).unwrap(), reference.slot_info(i).unwrap());
+        let (b, a, r) = (
+            before[i],
+            dev.slot_info(i).unwrap(),
+            reference.slot_info(i).unwrap(),
+        );
         if b.same || b.huge || r.huge {
             continue;
         }
         let (cf, cp) = (class(b.size), class(r.size));
         if cp <= cf {
-            assert!(!a.fast && a.size == r.size, "slot {i}: class {cp} <= {cf} must move: {a:?}");
+            assert!(
+                !a.fast && a.size == r.size,
+                "slot {i}: class {cp} <= {cf} must move: {a:?}"
+            );
             if cp == cf && r.size != b.size {
                 same_class_moved += 1;
             }
@@ -423,11 +596,17 @@ fn precise_recompress_moves_exactly_when_the_class_is_not_larger() {
                 smaller_moved += 1;
             }
         } else {
-            assert!(a.fast && a.size == b.size, "slot {i}: class {cp} > {cf} must stay: {a:?}");
+            assert!(
+                a.fast && a.size == b.size,
+                "slot {i}: class {cp} > {cf} must stay: {a:?}"
+            );
             larger_kept += 1;
         }
         assert_eq!(read(&dev, i), pages[i]);
     }
-    assert!(same_class_moved > 0 && larger_kept > 0 && smaller_moved > 0, "{same_class_moved} {larger_kept} {smaller_moved}");
+    assert!(
+        same_class_moved > 0 && larger_kept > 0 && smaller_moved > 0,
+        "{same_class_moved} {larger_kept} {smaller_moved}"
+    );
     check_stats(&dev);
 }

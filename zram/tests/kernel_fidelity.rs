@@ -41,7 +41,10 @@ fn engine(algo: &str, data: &[u8]) -> Result<MmStat, String> {
 
 fn kernel(algo: &str, data: &[u8]) -> Result<MmStat, String> {
     let d = HotDevice::with_config(algo, data.len() as u64).map_err(|e| e.to_string())?;
-    let mut f = std::fs::OpenOptions::new().write(true).open(d.dev_path()).map_err(|e| e.to_string())?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(d.dev_path())
+        .map_err(|e| e.to_string())?;
     f.write_all(data).map_err(|e| e.to_string())?;
     f.sync_all().map_err(|e| e.to_string())?;
     drop(f);
@@ -73,10 +76,23 @@ fn compare(test: &str, algo: &str, exact_compr: bool) {
     assert_eq!(ours.orig_data_size, theirs.orig_data_size, "orig_data_size");
     assert_eq!(ours.same_pages, theirs.same_pages, "same_pages");
     assert_eq!(ours.huge_pages, theirs.huge_pages, "huge_pages");
-    assert_eq!(ours.huge_pages_since, theirs.huge_pages_since, "huge_pages_since");
+    assert_eq!(
+        ours.huge_pages_since, theirs.huge_pages_since,
+        "huge_pages_since"
+    );
     if exact_compr {
-        assert!(within(ours.compr_data_size, theirs.compr_data_size, 1.0), "compr_data_size {} vs {}", ours.compr_data_size, theirs.compr_data_size);
-        assert!(within(ours.mem_used_total, theirs.mem_used_total, 1.0), "mem_used_total {} vs {}", ours.mem_used_total, theirs.mem_used_total);
+        assert!(
+            within(ours.compr_data_size, theirs.compr_data_size, 1.0),
+            "compr_data_size {} vs {}",
+            ours.compr_data_size,
+            theirs.compr_data_size
+        );
+        assert!(
+            within(ours.mem_used_total, theirs.mem_used_total, 1.0),
+            "mem_used_total {} vs {}",
+            ours.mem_used_total,
+            theirs.mem_used_total
+        );
     } else {
         println!(
             "{test}: compr_data_size {} vs {} ({:+.2}%), mem_used_total {} vs {} ({:+.2}%): not asserted until our {algo} is the kernel's",

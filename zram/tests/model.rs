@@ -18,25 +18,56 @@ const SIZE: u64 = PAGES * PAGE_SIZE as u64;
 #[derive(Debug, Clone)]
 enum Op {
     /// Write `sectors` sectors of page kind `kind` at sector `at`.
-    Write { at: u64, sectors: u64, kind: u64, seed: u64 },
-    Read { at: u64, sectors: u64 },
-    Discard { at: u64, sectors: u64 },
-    Zeroes { at: u64, sectors: u64 },
+    Write {
+        at: u64,
+        sectors: u64,
+        kind: u64,
+        seed: u64,
+    },
+    Read {
+        at: u64,
+        sectors: u64,
+    },
+    Discard {
+        at: u64,
+        sectors: u64,
+    },
+    Zeroes {
+        at: u64,
+        sectors: u64,
+    },
     /// An unaligned or out-of-range request: must fail and change nothing.
-    Bad { at: u64, len: u64 },
+    Bad {
+        at: u64,
+        len: u64,
+    },
     /// `Zram::write_page_fast` of one whole page.
-    FastWrite { page: u64, kind: u64, seed: u64 },
+    FastWrite {
+        page: u64,
+        kind: u64,
+        seed: u64,
+    },
     /// `fast_path mode=always` (true) or `mode=off`.
     FastMode(bool),
     /// `idle all`.
     IdleAll,
     /// `recompress from=lz4m` (to the primary) or `from=lz4 algo=zstd`, with
     /// an optional idle filter and max_pages.
-    Precise { to_zstd: bool, idle: bool, max_pages: u64 },
+    Precise {
+        to_zstd: bool,
+        idle: bool,
+        max_pages: u64,
+    },
     /// Kernel-syntax `recompress` (to zstd).
-    Recompress { idle: bool },
+    Recompress {
+        idle: bool,
+    },
     /// `writeback` of pages `lo..=hi`, then (mode 1..4) `type=` of that range.
-    Writeback { lo: u64, hi: u64, mode: usize },
+    Writeback {
+        lo: u64,
+        hi: u64,
+        mode: usize,
+    },
 }
 
 const MODES: [&str; 5] = ["", "idle", "huge", "huge_idle", "incompressible"];

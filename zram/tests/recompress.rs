@@ -31,7 +31,9 @@ fn errno(r: Result<(), zmem_zram::AttrError>) -> Errno {
 /// zstd's entropy coder halves it.
 fn low_entropy(seed: u64) -> Vec<u8> {
     let mut r = Rng(seed | 1);
-    (0..PAGE_SIZE).map(|_| b"abcdefghijklmnop"[r.below(16) as usize]).collect()
+    (0..PAGE_SIZE)
+        .map(|_| b"abcdefghijklmnop"[r.below(16) as usize])
+        .collect()
 }
 
 fn text(seed: u64) -> Vec<u8> {
@@ -53,48 +55,90 @@ fn read(dev: &Zram, i: usize) -> Vec<u8> {
 #[test]
 fn recomp_algorithm_store_and_show() {
     let dev = Zram::new();
-    assert_eq!(dev.attr_read("recomp_algorithm").unwrap(), "", "nothing configured");
+    assert_eq!(
+        dev.attr_read("recomp_algorithm").unwrap(),
+        "",
+        "nothing configured"
+    );
     dev.attr_write("recomp_algorithm", "algo=zstd").unwrap();
     let list = |sel: &str| dev.backends().available_show(Some(sel));
-    assert_eq!(dev.attr_read("recomp_algorithm").unwrap(), format!("#1: {}", list("zstd")));
-    assert!(dev.attr_read("recomp_algorithm").unwrap().contains("[zstd] "));
+    assert_eq!(
+        dev.attr_read("recomp_algorithm").unwrap(),
+        format!("#1: {}", list("zstd"))
+    );
+    assert!(dev
+        .attr_read("recomp_algorithm")
+        .unwrap()
+        .contains("[zstd] "));
     // Unknown keys are ignored; the newline-terminated form works too.
-    dev.attr_write("recomp_algorithm", "foo=bar algo=deflate priority=3\n").unwrap();
-    assert_eq!(dev.attr_read("recomp_algorithm").unwrap(), format!("#1: {}#3: {}", list("zstd"), list("deflate")));
+    dev.attr_write("recomp_algorithm", "foo=bar algo=deflate priority=3\n")
+        .unwrap();
+    assert_eq!(
+        dev.attr_read("recomp_algorithm").unwrap(),
+        format!("#1: {}#3: {}", list("zstd"), list("deflate"))
+    );
     // Re-configuring a priority replaces it.
-    dev.attr_write("recomp_algorithm", "algo=lz4hc priority=1").unwrap();
-    assert!(dev.attr_read("recomp_algorithm").unwrap().starts_with("#1: lzo-rle lzo lz4 [lz4hc] "));
+    dev.attr_write("recomp_algorithm", "algo=lz4hc priority=1")
+        .unwrap();
+    assert!(dev
+        .attr_read("recomp_algorithm")
+        .unwrap()
+        .starts_with("#1: lzo-rle lzo lz4 [lz4hc] "));
     // comp_algorithm is unaffected.
-    assert!(dev.attr_read("comp_algorithm").unwrap().contains("[lzo-rle]"));
+    assert!(dev
+        .attr_read("comp_algorithm")
+        .unwrap()
+        .contains("[lzo-rle]"));
 }
 
 #[test]
 fn recomp_algorithm_errors() {
     let dev = Zram::new();
     for (input, want) in [
-        ("", Errno::EINVAL),                        // no algo
-        ("priority=2", Errno::EINVAL),              // no algo
-        ("algo", Errno::EINVAL),                    // token without value
-        ("algo=", Errno::EINVAL),                   // empty value
-        ("algo=zstd priority=0", Errno::EINVAL),    // primary is not a secondary
-        ("algo=zstd priority=4", Errno::EINVAL),    // beyond 3
-        ("algo=zstd priority=-1", Errno::EINVAL),   // negative
-        ("algo=zstd priority=x", Errno::EINVAL),    // not an int
+        ("", Errno::EINVAL),                      // no algo
+        ("priority=2", Errno::EINVAL),            // no algo
+        ("algo", Errno::EINVAL),                  // token without value
+        ("algo=", Errno::EINVAL),                 // empty value
+        ("algo=zstd priority=0", Errno::EINVAL),  // primary is not a secondary
+        ("algo=zstd priority=4", Errno::EINVAL),  // beyond 3
+        ("algo=zstd priority=-1", Errno::EINVAL), // negative
+        ("algo=zstd priority=x", Errno::EINVAL),  // not an int
         ("algo=zstd priority=99999999999", Errno::ERANGE),
-        ("algo=nope", Errno::EINVAL),               // unknown algorithm
+        ("algo=nope", Errno::EINVAL), // unknown algorithm
     ] {
-        assert_eq!(errno(dev.attr_write("recomp_algorithm", input)), want, "{input:?}");
+        assert_eq!(
+            errno(dev.attr_write("recomp_algorithm", input)),
+            want,
+            "{input:?}"
+        );
     }
     let long = format!("algo={}", "z".repeat(128));
-    assert_eq!(errno(dev.attr_write("recomp_algorithm", &long)), Errno::E2BIG);
-    assert_eq!(dev.attr_read("recomp_algorithm").unwrap(), "", "failed writes configure nothing");
+    assert_eq!(
+        errno(dev.attr_write("recomp_algorithm", &long)),
+        Errno::E2BIG
+    );
+    assert_eq!(
+        dev.attr_read("recomp_algorithm").unwrap(),
+        "",
+        "failed writes configure nothing"
+    );
     dev.attr_write("recomp_algorithm", "algo=zstd").unwrap();
     dev.attr_write("disksize", "1M").unwrap();
-    assert_eq!(errno(dev.attr_write("recomp_algorithm", "algo=deflate priority=2")), Errno::EBUSY);
+    assert_eq!(
+        errno(dev.attr_write("recomp_algorithm", "algo=deflate priority=2")),
+        Errno::EBUSY
+    );
     // Name errors come before the initstate check, as in __comp_algorithm_store.
-    assert_eq!(errno(dev.attr_write("recomp_algorithm", "algo=nope")), Errno::EINVAL);
+    assert_eq!(
+        errno(dev.attr_write("recomp_algorithm", "algo=nope")),
+        Errno::EINVAL
+    );
     dev.attr_write("reset", "1").unwrap();
-    assert_eq!(dev.attr_read("recomp_algorithm").unwrap(), "", "reset clears the secondary algorithms");
+    assert_eq!(
+        dev.attr_read("recomp_algorithm").unwrap(),
+        "",
+        "reset clears the secondary algorithms"
+    );
 }
 
 #[test]
@@ -102,18 +146,30 @@ fn algorithm_params_per_priority() {
     let dev = Zram::new();
     dev.attr_write("comp_algorithm", "lz4").unwrap();
     dev.attr_write("recomp_algorithm", "algo=zstd").unwrap();
-    dev.attr_write("recomp_algorithm", "algo=deflate priority=3").unwrap();
-    dev.attr_write("algorithm_params", "algo=zstd level=19").unwrap();
-    dev.attr_write("algorithm_params", "priority=3 level=9").unwrap();
-    dev.attr_write("algorithm_params", "algo=lz4 level=2").unwrap();
+    dev.attr_write("recomp_algorithm", "algo=deflate priority=3")
+        .unwrap();
+    dev.attr_write("algorithm_params", "algo=zstd level=19")
+        .unwrap();
+    dev.attr_write("algorithm_params", "priority=3 level=9")
+        .unwrap();
+    dev.attr_write("algorithm_params", "algo=lz4 level=2")
+        .unwrap();
     let cfg = dev.config();
     assert_eq!(cfg.params[0].level, Some(2));
     assert_eq!(cfg.params[1].level, Some(19));
     assert_eq!(cfg.params[3].level, Some(9));
-    assert_eq!(errno(dev.attr_write("algorithm_params", "algo=lz4hc level=3")), Errno::EINVAL, "not configured");
-    assert_eq!(errno(dev.attr_write("algorithm_params", "priority=4 level=3")), Errno::EINVAL);
+    assert_eq!(
+        errno(dev.attr_write("algorithm_params", "algo=lz4hc level=3")),
+        Errno::EINVAL,
+        "not configured"
+    );
+    assert_eq!(
+        errno(dev.attr_write("algorithm_params", "priority=4 level=3")),
+        Errno::EINVAL
+    );
     // algo= takes precedence over priority=.
-    dev.attr_write("algorithm_params", "priority=0 algo=deflate level=1").unwrap();
+    dev.attr_write("algorithm_params", "priority=0 algo=deflate level=1")
+        .unwrap();
     assert_eq!(dev.config().params[3].level, Some(1));
     assert_eq!(dev.config().params[0].level, Some(2));
     dev.attr_write("disksize", "1M").unwrap();
@@ -130,7 +186,10 @@ fn algorithm_params_per_priority() {
 fn recompress_parse_rules() {
     let p = RecompressParams::parse("").unwrap();
     assert_eq!(p, RecompressParams::new());
-    assert_eq!((p.prio, p.prio_max, p.max_pages, p.threshold), (1, 4, u64::MAX, 0));
+    assert_eq!(
+        (p.prio, p.prio_max, p.max_pages, p.threshold),
+        (1, 4, u64::MAX, 0)
+    );
     let p = RecompressParams::parse("type=idle").unwrap();
     assert!(p.idle && !p.huge);
     let p = RecompressParams::parse("type=huge").unwrap();
@@ -148,7 +207,10 @@ fn recompress_parse_rules() {
     let p = RecompressParams::parse("priority=3").unwrap();
     assert_eq!((p.prio, p.prio_max), (3, 4));
     let p = RecompressParams::parse("max_pages=7 threshold=1000 algo=zstd unknown=1").unwrap();
-    assert_eq!((p.max_pages, p.threshold, p.algo.as_deref()), (7, 1000, Some("zstd")));
+    assert_eq!(
+        (p.max_pages, p.threshold, p.algo.as_deref()),
+        (7, 1000, Some("zstd"))
+    );
     for (input, want) in [
         ("type", Errno::EINVAL),
         ("type=", Errno::EINVAL),
@@ -163,7 +225,11 @@ fn recompress_parse_rules() {
         ("priority=4294967296", Errno::ERANGE),
         ("algo", Errno::EINVAL),
     ] {
-        assert_eq!(RecompressParams::parse(input).expect_err(input).errno, want, "{input:?}");
+        assert_eq!(
+            RecompressParams::parse(input).expect_err(input).errno,
+            want,
+            "{input:?}"
+        );
     }
 }
 
@@ -177,29 +243,67 @@ fn recompress_check_order_and_errors() {
     let dev = dev_with(&[(1, "zstd")], MB);
     let hcs = dev.huge_class_size();
     assert!(hcs > 0);
-    assert_eq!(global_huge_class_size(), hcs, "set once by the first disksize");
+    assert_eq!(
+        global_huge_class_size(),
+        hcs,
+        "set once by the first disksize"
+    );
     // threshold >= huge_class_size: EINVAL, checked before initstate.
-    assert_eq!(errno(dev.attr_write("recompress", &format!("threshold={hcs}"))), Errno::EINVAL);
-    assert_eq!(errno(uninit.attr_write("recompress", &format!("threshold={hcs}"))), Errno::EINVAL);
-    dev.attr_write("recompress", &format!("threshold={}", hcs - 1)).unwrap();
+    assert_eq!(
+        errno(dev.attr_write("recompress", &format!("threshold={hcs}"))),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(uninit.attr_write("recompress", &format!("threshold={hcs}"))),
+        Errno::EINVAL
+    );
+    dev.attr_write("recompress", &format!("threshold={}", hcs - 1))
+        .unwrap();
     // algo= searched among the secondaries only.
-    assert_eq!(errno(dev.attr_write("recompress", "algo=lz4")), Errno::EINVAL, "the primary is not searched");
-    assert_eq!(errno(dev.attr_write("recompress", "algo=deflate")), Errno::EINVAL, "not configured");
+    assert_eq!(
+        errno(dev.attr_write("recompress", "algo=lz4")),
+        Errno::EINVAL,
+        "the primary is not searched"
+    );
+    assert_eq!(
+        errno(dev.attr_write("recompress", "algo=deflate")),
+        Errno::EINVAL,
+        "not configured"
+    );
     dev.attr_write("recompress", "algo=zstd").unwrap();
     // algo= searched from priority= upwards.
-    assert_eq!(errno(dev.attr_write("recompress", "priority=2 algo=zstd")), Errno::EINVAL);
+    assert_eq!(
+        errno(dev.attr_write("recompress", "priority=2 algo=zstd")),
+        Errno::EINVAL
+    );
     dev.attr_write("recompress", "priority=0").unwrap();
     dev.attr_write("recompress", "priority=1").unwrap();
-    assert_eq!(errno(dev.attr_write("recompress", "priority=2")), Errno::EINVAL, "beyond num_active_comps");
-    assert_eq!(errno(dev.attr_write("recompress", "priority=4294967295")), Errno::EINVAL);
+    assert_eq!(
+        errno(dev.attr_write("recompress", "priority=2")),
+        Errno::EINVAL,
+        "beyond num_active_comps"
+    );
+    assert_eq!(
+        errno(dev.attr_write("recompress", "priority=4294967295")),
+        Errno::EINVAL
+    );
     // Parse errors come first of all.
-    assert_eq!(errno(uninit.attr_write("recompress", "max_pages=99999999999999999999")), Errno::ERANGE);
+    assert_eq!(
+        errno(uninit.attr_write("recompress", "max_pages=99999999999999999999")),
+        Errno::ERANGE
+    );
     // No secondary algorithm at all: EINVAL.
     let plain = dev_with(&[], MB);
     assert_eq!(errno(plain.attr_write("recompress", "")), Errno::EINVAL);
-    assert_eq!(errno(plain.attr_write("recompress", "type=idle")), Errno::EINVAL);
+    assert_eq!(
+        errno(plain.attr_write("recompress", "type=idle")),
+        Errno::EINVAL
+    );
     // recompress is write-only, recomp_algorithm read-write.
-    assert_eq!(dev.attr_read("recompress").unwrap_err().errno, Errno::EACCES);
+    assert_eq!(
+        dev.attr_read("recompress").unwrap_err().errno,
+        Errno::EACCES
+    );
 }
 
 // ---------------------------------------------------------------- recompress effects
@@ -219,7 +323,10 @@ fn recompress_idle_stats_and_flags() {
     let dev = dev_with(&[(1, "zstd")], MB);
     let pages = mixed(&dev);
     let before: Vec<_> = (0..5).map(|i| dev.slot_info(i).unwrap()).collect();
-    assert!(before[1].huge && before[2].huge && !before[0].huge, "{before:?}");
+    assert!(
+        before[1].huge && before[2].huge && !before[0].huge,
+        "{before:?}"
+    );
     dev.attr_write("idle", "all").unwrap();
     assert!(!dev.slot_info(3).unwrap().idle, "SAME slots are never idle");
     let _ = read(&dev, 4); // access clears IDLE
@@ -228,7 +335,10 @@ fn recompress_idle_stats_and_flags() {
     assert_eq!(rep.candidates, 3, "{rep:?}");
     assert_eq!(rep.attempted, 3);
     assert_eq!(rep.recompressed, 2, "text and low-entropy pages");
-    assert_eq!(rep.incompressible, 1, "the random page, after the last algorithm");
+    assert_eq!(
+        rep.incompressible, 1,
+        "the random page, after the last algorithm"
+    );
     let after: Vec<_> = (0..5).map(|i| dev.slot_info(i).unwrap()).collect();
     // Text: recompressed with priority 1 into a smaller class.
     assert_eq!(after[0].priority, 1);
@@ -248,8 +358,15 @@ fn recompress_idle_stats_and_flags() {
     assert_eq!(mm0.compr_data_size - mm1.compr_data_size, saved);
     assert_eq!(rep.bytes_before - rep.bytes_after, saved);
     assert_eq!(mm1.orig_data_size, mm0.orig_data_size);
-    assert_eq!(mm1.huge_pages, mm0.huge_pages - 1, "the low-entropy page is no longer huge");
-    assert_eq!(mm1.huge_pages_since, mm0.huge_pages_since, "huge_pages_since does not change");
+    assert_eq!(
+        mm1.huge_pages,
+        mm0.huge_pages - 1,
+        "the low-entropy page is no longer huge"
+    );
+    assert_eq!(
+        mm1.huge_pages_since, mm0.huge_pages_since,
+        "huge_pages_since does not change"
+    );
     assert_eq!(mm1.same_pages, mm0.same_pages);
     for (i, p) in pages.iter().enumerate() {
         assert_eq!(&read(&dev, i), p, "slot {i} reads back identical");
@@ -268,19 +385,28 @@ fn recompress_type_filters() {
     dev.write_page(5, &low_entropy(99)).unwrap();
     dev.attr_write("idle", "all").unwrap();
     let _ = read(&dev, 5); // huge but not idle
-    // huge_idle: huge AND idle → slots 1 and 2.
-    let rep = dev.recompress(&RecompressParams::parse("type=huge_idle").unwrap()).unwrap();
+                           // huge_idle: huge AND idle → slots 1 and 2.
+    let rep = dev
+        .recompress(&RecompressParams::parse("type=huge_idle").unwrap())
+        .unwrap();
     assert_eq!(rep.candidates, 2, "{rep:?}");
     assert_eq!(dev.slot_info(5).unwrap().priority, 0);
     // huge: slot 5 (slot 1 is INCOMPRESSIBLE now, slot 2 recompressed).
-    let rep = dev.recompress(&RecompressParams::parse("type=huge").unwrap()).unwrap();
+    let rep = dev
+        .recompress(&RecompressParams::parse("type=huge").unwrap())
+        .unwrap();
     assert_eq!((rep.candidates, rep.recompressed), (1, 1), "{rep:?}");
     // idle: slot 0 only (slot 4 was still idle too) → 0 and 4.
-    let rep = dev.recompress(&RecompressParams::parse("type=idle").unwrap()).unwrap();
+    let rep = dev
+        .recompress(&RecompressParams::parse("type=idle").unwrap())
+        .unwrap();
     assert_eq!(rep.candidates, 2, "{rep:?}");
     // A bogus type is unfiltered: nothing left.
     dev.attr_write("recompress", "type=bogus").unwrap();
-    assert!(dev.block_state().iter().all(|s| s.same || s.priority == 1 || s.incompressible));
+    assert!(dev
+        .block_state()
+        .iter()
+        .all(|s| s.same || s.priority == 1 || s.incompressible));
 }
 
 #[test]
@@ -290,7 +416,9 @@ fn recompress_threshold_and_max_pages() {
     let small = dev.slot_info(0).unwrap().size;
     // Threshold above the text size: text slots are skipped and consume no budget.
     let t = small as u32 + 1;
-    let rep = dev.recompress(&RecompressParams::new().threshold(t).max_pages(1)).unwrap();
+    let rep = dev
+        .recompress(&RecompressParams::new().threshold(t).max_pages(1))
+        .unwrap();
     assert_eq!(rep.attempted, 1, "{rep:?}");
     assert_eq!(dev.slot_info(0).unwrap().priority, 0);
     // The budget went to the largest candidate: one of the huge ones (random slot 1 is
@@ -298,20 +426,37 @@ fn recompress_threshold_and_max_pages() {
     // (zstd's ~2.1 KB result is above the threshold, so it was refused, and
     // zstd being the last algorithm, the slot is INCOMPRESSIBLE.)
     let s2 = dev.slot_info(2).unwrap();
-    assert!(s2.incompressible && s2.priority == 0, "LIFO within bucket 64: slot 2 before slot 1: {s2:?}");
-    assert!(!dev.slot_info(1).unwrap().incompressible, "slot 1 not attempted");
+    assert!(
+        s2.incompressible && s2.priority == 0,
+        "LIFO within bucket 64: slot 2 before slot 1: {s2:?}"
+    );
+    assert!(
+        !dev.slot_info(1).unwrap().incompressible,
+        "slot 1 not attempted"
+    );
     // max_pages=0 does nothing.
-    let rep = dev.recompress(&RecompressParams::new().max_pages(0)).unwrap();
+    let rep = dev
+        .recompress(&RecompressParams::new().max_pages(0))
+        .unwrap();
     assert_eq!(rep.attempted, 0);
-    assert!(dev.block_state().iter().all(|s| !s.pp_slot), "PP_SLOT released after the pass");
+    assert!(
+        dev.block_state().iter().all(|s| !s.pp_slot),
+        "PP_SLOT released after the pass"
+    );
     // The result must land below the threshold: a threshold just above the zstd size of
     // the text page accepts, one at or below it refuses (no INCOMPRESSIBLE either? it is:
     // the last algorithm was tried).
     let dev2 = dev_with(&[(1, "zstd")], MB);
     dev2.write_page(0, &text(10)).unwrap();
     let lz4_size = dev2.slot_info(0).unwrap().size as u32;
-    let rep = dev2.recompress(&RecompressParams::new().threshold(lz4_size.min(100))).unwrap();
-    assert_eq!((rep.recompressed, rep.incompressible), (0, 1), "zstd result ≥ 100 bytes is refused: {rep:?}");
+    let rep = dev2
+        .recompress(&RecompressParams::new().threshold(lz4_size.min(100)))
+        .unwrap();
+    assert_eq!(
+        (rep.recompressed, rep.incompressible),
+        (0, 1),
+        "zstd result ≥ 100 bytes is refused: {rep:?}"
+    );
     assert!(dev2.slot_info(0).unwrap().incompressible);
 }
 
@@ -334,23 +479,32 @@ fn largest_first_order_via_max_pages_one() {
     for (slot, &k) in order.iter().enumerate() {
         dev.write_page(slot, &pages[k]).unwrap();
     }
-    let mut sizes: Vec<(usize, usize)> = (0..8).map(|s| (dev.slot_info(s).unwrap().size, s)).collect();
+    let mut sizes: Vec<(usize, usize)> = (0..8)
+        .map(|s| (dev.slot_info(s).unwrap().size, s))
+        .collect();
     // Expected: by bucket (size/64) descending, then higher index first (LIFO).
     sizes.sort_by_key(|&(sz, s)| std::cmp::Reverse((sz / 64, s)));
     let mut seen = Vec::new();
     for _ in 0..8 {
-        let rep = dev.recompress(&RecompressParams::new().max_pages(1)).unwrap();
+        let rep = dev
+            .recompress(&RecompressParams::new().max_pages(1))
+            .unwrap();
         assert_eq!(rep.attempted, 1);
-        let done: Vec<usize> =
-            (0..8).filter(|&s| !seen.contains(&s)).filter(|&s| {
+        let done: Vec<usize> = (0..8)
+            .filter(|&s| !seen.contains(&s))
+            .filter(|&s| {
                 let i = dev.slot_info(s).unwrap();
                 i.priority != 0 || i.incompressible
-            }).collect();
+            })
+            .collect();
         assert_eq!(done.len(), 1, "exactly one slot per pass: {done:?}");
         seen.push(done[0]);
     }
     let want: Vec<usize> = sizes.iter().map(|&(_, s)| s).collect();
-    assert_eq!(seen, want, "largest first, LIFO within a bucket (sizes {sizes:?})");
+    assert_eq!(
+        seen, want,
+        "largest first, LIFO within a bucket (sizes {sizes:?})"
+    );
     for (slot, &k) in order.iter().enumerate() {
         assert_eq!(read(&dev, slot), pages[k]);
     }
@@ -392,8 +546,14 @@ fn gap_quirk_only_priority_two() {
     let s = dev.slot_info(0).unwrap();
     assert!(s.incompressible && s.priority == 0 && s.size == size);
     // And priority 2 cannot be reached explicitly either.
-    assert_eq!(errno(dev.attr_write("recompress", "priority=2")), Errno::EINVAL);
-    assert_eq!(errno(dev.attr_write("recompress", "algo=zstd")), Errno::EINVAL);
+    assert_eq!(
+        errno(dev.attr_write("recompress", "priority=2")),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(dev.attr_write("recompress", "algo=zstd")),
+        Errno::EINVAL
+    );
     assert_eq!(read(&dev, 0), text(3));
 }
 
@@ -423,11 +583,20 @@ fn idle_syntax() {
         assert_eq!(errno(dev.attr_write("idle", bad)), Errno::EINVAL, "{bad:?}");
     }
     for ok in ["all", "all\n", "0", "10\n", "0x10", "010", "4294967295"] {
-        dev.attr_write("idle", ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        dev.attr_write("idle", ok)
+            .unwrap_or_else(|e| panic!("{ok:?}: {e}"));
     }
-    let untracked = Zram::builder().track_access_time(false).disksize(MB).build().unwrap();
+    let untracked = Zram::builder()
+        .track_access_time(false)
+        .disksize(MB)
+        .build()
+        .unwrap();
     untracked.attr_write("idle", "all").unwrap();
-    assert_eq!(errno(untracked.attr_write("idle", "10")), Errno::EINVAL, "age needs access-time tracking");
+    assert_eq!(
+        errno(untracked.attr_write("idle", "10")),
+        Errno::EINVAL,
+        "age needs access-time tracking"
+    );
 }
 
 #[test]
@@ -480,7 +649,10 @@ fn block_state_format() {
     }
     let flags: Vec<&str> = lines.iter().map(|l| &l[33..]).collect();
     assert_eq!(flags[0], "...i..", "text: idle");
-    assert_eq!(flags[1], "..h..n", "random: huge, tried, incompressible (IDLE cleared)");
+    assert_eq!(
+        flags[1], "..h..n",
+        "random: huge, tried, incompressible (IDLE cleared)"
+    );
     assert_eq!(flags[2], "....r.", "low entropy: recompressed");
     assert_eq!(flags[3], "s.....", "same-filled");
     assert_eq!(flags[4], "......", "read: not idle");
@@ -504,19 +676,33 @@ enum Op {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let kind = prop_oneof![Just(0u64), Just(1), Just(2), Just(3), Just(4), Just(5), Just(6)];
-    let rec = (0..5u8, prop::option::of(0..4u64), prop::option::of(0..3000u32), 0..5u8).prop_map(|(t, mp, th, pr)| {
-        let mut s = String::new();
-        s.push_str(["", "type=idle ", "type=huge ", "type=huge_idle ", "type=x "][t as usize]);
-        if let Some(m) = mp {
-            s.push_str(&format!("max_pages={m} "));
-        }
-        if let Some(t) = th {
-            s.push_str(&format!("threshold={t} "));
-        }
-        s.push_str(["", "priority=1", "priority=2", "algo=zstd", "algo=deflate"][pr as usize]);
-        s
-    });
+    let kind = prop_oneof![
+        Just(0u64),
+        Just(1),
+        Just(2),
+        Just(3),
+        Just(4),
+        Just(5),
+        Just(6)
+    ];
+    let rec = (
+        0..5u8,
+        prop::option::of(0..4u64),
+        prop::option::of(0..3000u32),
+        0..5u8,
+    )
+        .prop_map(|(t, mp, th, pr)| {
+            let mut s = String::new();
+            s.push_str(["", "type=idle ", "type=huge ", "type=huge_idle ", "type=x "][t as usize]);
+            if let Some(m) = mp {
+                s.push_str(&format!("max_pages={m} "));
+            }
+            if let Some(t) = th {
+                s.push_str(&format!("threshold={t} "));
+            }
+            s.push_str(["", "priority=1", "priority=2", "algo=zstd", "algo=deflate"][pr as usize]);
+            s
+        });
     prop_oneof![
         4 => (0..32usize, kind, any::<u64>()).prop_map(|(i, k, s)| Op::Write(i, k, s)),
         2 => (0..32usize).prop_map(Op::Read),

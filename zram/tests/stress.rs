@@ -46,7 +46,8 @@ fn threads_on_shared_pages_always_read_a_written_version() {
                             latest[index].store(v, Ordering::Release);
                         }
                         4 if index % THREADS == t => {
-                            dev.discard((index * PAGE_SIZE) as u64, PAGE_SIZE as u64).unwrap();
+                            dev.discard((index * PAGE_SIZE) as u64, PAGE_SIZE as u64)
+                                .unwrap();
                             // Discarded pages read back as zeros until the rewrite below.
                             let v = latest[index].load(Ordering::Acquire) + 1;
                             dev.write_page(index, &content(index, v)).unwrap();
@@ -60,7 +61,10 @@ fn threads_on_shared_pages_always_read_a_written_version() {
                             // Zeros are legal too: a discard may be in progress on this page.
                             let ok = b.iter().all(|&x| x == 0)
                                 || (hi.saturating_sub(1)..=hi2 + 1).any(|v| b == content(index, v));
-                            assert!(ok, "page {index}: content matches no version in {hi}..={hi2}");
+                            assert!(
+                                ok,
+                                "page {index}: content matches no version in {hi}..={hi2}"
+                            );
                             checked += 1;
                         }
                     }
@@ -80,7 +84,10 @@ fn threads_on_shared_pages_always_read_a_written_version() {
     let m = dev.mm_stat();
     let slots = dev.block_state();
     assert_eq!(m.orig_data_size, slots.len() as u64 * PAGE_SIZE as u64);
-    assert_eq!(m.compr_data_size, slots.iter().map(|s| s.size as u64).sum::<u64>());
+    assert_eq!(
+        m.compr_data_size,
+        slots.iter().map(|s| s.size as u64).sum::<u64>()
+    );
     assert_eq!(m.same_pages, slots.iter().filter(|s| s.same).count() as u64);
     assert_eq!(m.huge_pages, slots.iter().filter(|s| s.huge).count() as u64);
     assert_eq!(dev.io_stat().failed_reads + dev.io_stat().failed_writes, 0);
@@ -142,16 +149,22 @@ fn fast_writes_during_background_recompression() {
                     match r.below(4) {
                         0 => {
                             version[index] += 1;
-                            dev.write_page_fast(index, &content(index, version[index])).unwrap();
+                            dev.write_page_fast(index, &content(index, version[index]))
+                                .unwrap();
                         }
                         1 => {
                             version[index] += 1;
-                            dev.write_page(index, &content(index, version[index])).unwrap();
+                            dev.write_page(index, &content(index, version[index]))
+                                .unwrap();
                         }
                         _ => {
                             let mut b = vec![0u8; PAGE_SIZE];
                             dev.read_page(index, &mut b).unwrap();
-                            assert!(b == content(index, version[index]), "page {index} v{}", version[index]);
+                            assert!(
+                                b == content(index, version[index]),
+                                "page {index} v{}",
+                                version[index]
+                            );
                         }
                     }
                 }
@@ -169,7 +182,10 @@ fn fast_writes_during_background_recompression() {
     }
     let m = dev.mm_stat();
     let slots = dev.block_state();
-    assert_eq!(m.compr_data_size, slots.iter().map(|s| s.size as u64).sum::<u64>());
+    assert_eq!(
+        m.compr_data_size,
+        slots.iter().map(|s| s.size as u64).sum::<u64>()
+    );
     assert_eq!(m.huge_pages, slots.iter().filter(|s| s.huge).count() as u64);
     assert!(slots.iter().all(|s| !s.pp_slot));
     println!("{rounds} maintenance rounds ran during the writes");

@@ -86,32 +86,68 @@ fn backing_dev_store_and_show() {
     let dev = Zram::new();
     assert_eq!(dev.attr_read("backing_dev").unwrap(), "none\n");
     let f = TmpFile::new(8);
-    dev.attr_write("backing_dev", &format!("{}\n", f.s())).unwrap();
+    dev.attr_write("backing_dev", &format!("{}\n", f.s()))
+        .unwrap();
     let canon = std::fs::canonicalize(&f.0).unwrap();
-    assert_eq!(dev.attr_read("backing_dev").unwrap(), format!("{}\n", canon.display()));
+    assert_eq!(
+        dev.attr_read("backing_dev").unwrap(),
+        format!("{}\n", canon.display())
+    );
     // Errors name the file; a failed store keeps the previous device.
-    let e = dev.attr_write("backing_dev", "/nonexistent/zmem-backing").unwrap_err();
+    let e = dev
+        .attr_write("backing_dev", "/nonexistent/zmem-backing")
+        .unwrap_err();
     assert_eq!(e.errno, Errno::ENOENT);
-    assert!(e.message.contains("/nonexistent/zmem-backing"), "{}", e.message);
+    assert!(
+        e.message.contains("/nonexistent/zmem-backing"),
+        "{}",
+        e.message
+    );
     assert_eq!(errno(dev.attr_write("backing_dev", "")), Errno::ENOENT);
     assert_eq!(errno(dev.attr_write("backing_dev", "\n")), Errno::ENOENT);
     let small = TmpFile::new(1);
     let e = dev.attr_write("backing_dev", &small.s()).unwrap_err();
-    assert_eq!(e.errno, Errno::EINVAL, "one page holds nothing: block 0 is never used");
+    assert_eq!(
+        e.errno,
+        Errno::EINVAL,
+        "one page holds nothing: block 0 is never used"
+    );
     assert!(e.message.contains(&small.s()));
-    assert_eq!(errno(dev.attr_write("backing_dev", &TmpFile::new(0).s())), Errno::EINVAL);
-    assert_ne!(dev.attr_write("backing_dev", "/dev/null").unwrap_err().errno, Errno::EBUSY, "char device refused");
-    assert_eq!(errno(dev.attr_write("backing_dev", "/dev/null")), Errno::ENOTBLK);
-    assert_eq!(dev.attr_read("backing_dev").unwrap(), format!("{}\n", canon.display()));
+    assert_eq!(
+        errno(dev.attr_write("backing_dev", &TmpFile::new(0).s())),
+        Errno::EINVAL
+    );
+    assert_ne!(
+        dev.attr_write("backing_dev", "/dev/null")
+            .unwrap_err()
+            .errno,
+        Errno::EBUSY,
+        "char device refused"
+    );
+    assert_eq!(
+        errno(dev.attr_write("backing_dev", "/dev/null")),
+        Errno::ENOTBLK
+    );
+    assert_eq!(
+        dev.attr_read("backing_dev").unwrap(),
+        format!("{}\n", canon.display())
+    );
     // Replaced by a later store.
     let g = TmpFile::new(4);
     dev.attr_write("backing_dev", &g.s()).unwrap();
-    assert!(dev.attr_read("backing_dev").unwrap().contains(g.0.file_name().unwrap().to_str().unwrap()));
+    assert!(dev
+        .attr_read("backing_dev")
+        .unwrap()
+        .contains(g.0.file_name().unwrap().to_str().unwrap()));
     assert_eq!(dev.backing_dev().unwrap().nr_pages(), 4);
     // Only before init.
     dev.attr_write("disksize", "256K").unwrap();
     assert_eq!(errno(dev.attr_write("backing_dev", &f.s())), Errno::EBUSY);
-    assert_eq!(errno(dev.attr_write("backing_dev", "/nonexistent")), Errno::EBUSY, "EBUSY is checked first");
+    assert_eq!(
+        errno(dev.attr_write("backing_dev", "/nonexistent")),
+        Errno::EBUSY,
+        "EBUSY is checked first"
+    );
     // reset releases it (reset_bdev).
     dev.attr_write("reset", "1").unwrap();
     assert_eq!(dev.attr_read("backing_dev").unwrap(), "none\n");
@@ -120,10 +156,21 @@ fn backing_dev_store_and_show() {
 
 #[test]
 fn builder_checks_like_the_attribute() {
-    let e = Zram::builder().backing_dev("/nonexistent/x").disksize(1 << 20).build().unwrap_err();
+    let e = Zram::builder()
+        .backing_dev("/nonexistent/x")
+        .disksize(1 << 20)
+        .build()
+        .unwrap_err();
     assert_eq!(e.errno, Errno::ENOENT);
     let small = TmpFile::new(1);
-    assert_eq!(Zram::builder().backing_dev(&small.0).build().unwrap_err().errno, Errno::EINVAL);
+    assert_eq!(
+        Zram::builder()
+            .backing_dev(&small.0)
+            .build()
+            .unwrap_err()
+            .errno,
+        Errno::EINVAL
+    );
     let (dev, _f) = dev_with(8, true);
     assert_eq!(dev.attr_read("writeback_compressed").unwrap(), "1\n");
     assert_eq!(dev.backing_dev().unwrap().nr_pages(), 8);
@@ -134,11 +181,28 @@ fn builder_checks_like_the_attribute() {
 #[test]
 fn writeback_checks_in_kernel_order() {
     let dev = Zram::new();
-    assert_eq!(errno(dev.attr_write("writeback", "idle")), Errno::EINVAL, "not initialised");
+    assert_eq!(
+        errno(dev.attr_write("writeback", "idle")),
+        Errno::EINVAL,
+        "not initialised"
+    );
     dev.attr_write("disksize", "256K").unwrap();
-    assert_eq!(errno(dev.attr_write("writeback", "idle")), Errno::ENODEV, "no backing device");
-    assert_eq!(errno(dev.attr_write("writeback", "bogus")), Errno::ENODEV, "checked before parsing");
-    assert_eq!(dev.writeback(&WritebackParams::new().idle()).unwrap_err().errno, Errno::ENODEV);
+    assert_eq!(
+        errno(dev.attr_write("writeback", "idle")),
+        Errno::ENODEV,
+        "no backing device"
+    );
+    assert_eq!(
+        errno(dev.attr_write("writeback", "bogus")),
+        Errno::ENODEV,
+        "checked before parsing"
+    );
+    assert_eq!(
+        dev.writeback(&WritebackParams::new().idle())
+            .unwrap_err()
+            .errno,
+        Errno::ENODEV
+    );
 }
 
 #[test]
@@ -159,7 +223,11 @@ fn writeback_syntax_and_errnos() {
         "page_indexes=1-b",
         "IDLE",
     ] {
-        assert_eq!(errno(dev.attr_write("writeback", bad)), Errno::EINVAL, "{bad:?}");
+        assert_eq!(
+            errno(dev.attr_write("writeback", bad)),
+            Errno::EINVAL,
+            "{bad:?}"
+        );
     }
     for bad in [
         format!("page_index={n}"),
@@ -170,7 +238,11 @@ fn writeback_syntax_and_errnos() {
         // Parsing goes left to right: a good range before a bad one is no help.
         format!("page_index=1 page_index={n}"),
     ] {
-        assert_eq!(errno(dev.attr_write("writeback", &bad)), Errno::ERANGE, "{bad:?}");
+        assert_eq!(
+            errno(dev.attr_write("writeback", &bad)),
+            Errno::ERANGE,
+            "{bad:?}"
+        );
     }
     // Accepted, nothing to write: empty device.
     for ok in [
@@ -193,29 +265,66 @@ fn writeback_syntax_and_errnos() {
         "idle=",
         "idle page_indexes=9-1",
     ] {
-        dev.attr_write("writeback", ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        dev.attr_write("writeback", ok)
+            .unwrap_or_else(|e| panic!("{ok:?}: {e}"));
     }
     assert_eq!(bd(&dev), BdStat::default());
     // An error after a scan writes nothing back.
     dev.write_page(3, &page(2, 1)).unwrap();
-    assert_eq!(errno(dev.attr_write("writeback", "page_index=3 page_index=9999")), Errno::ERANGE);
+    assert_eq!(
+        errno(dev.attr_write("writeback", "page_index=3 page_index=9999")),
+        Errno::ERANGE
+    );
     assert!(!dev.slot_info(3).unwrap().wb && !dev.slot_info(3).unwrap().pp_slot);
     // The engine API checks ranges too.
-    assert_eq!(dev.writeback(&WritebackParams::new().page_index(n)).unwrap_err().errno, Errno::ERANGE);
-    assert_eq!(dev.writeback(&WritebackParams::new().page_indexes(5, 3)).unwrap_err().errno, Errno::ERANGE);
+    assert_eq!(
+        dev.writeback(&WritebackParams::new().page_index(n))
+            .unwrap_err()
+            .errno,
+        Errno::ERANGE
+    );
+    assert_eq!(
+        dev.writeback(&WritebackParams::new().page_indexes(5, 3))
+            .unwrap_err()
+            .errno,
+        Errno::ERANGE
+    );
 }
 
 #[test]
 fn page_index_and_ranges_select_exactly_those_pages() {
     let (dev, _f) = dev_with(PAGES, false);
     let pages = fill(&dev, 40);
-    dev.attr_write("writeback", "page_index=0 page_indexes=4-5 page_indexes=8-8").unwrap();
-    let wb: Vec<usize> = dev.block_state().iter().filter(|s| s.wb).map(|s| s.index).collect();
-    assert_eq!(wb, vec![0, 4, 5, 8], "SAME page 6 (kind 1) and other pages untouched");
+    dev.attr_write(
+        "writeback",
+        "page_index=0 page_indexes=4-5 page_indexes=8-8",
+    )
+    .unwrap();
+    let wb: Vec<usize> = dev
+        .block_state()
+        .iter()
+        .filter(|s| s.wb)
+        .map(|s| s.index)
+        .collect();
+    assert_eq!(
+        wb,
+        vec![0, 4, 5, 8],
+        "SAME page 6 (kind 1) and other pages untouched"
+    );
     // page_indexes then type=: re-scan the last range with the mode.
-    dev.attr_write("writeback", "page_indexes=20-23 type=huge").unwrap();
-    let wb: Vec<usize> = dev.block_state().iter().filter(|s| s.wb).map(|s| s.index).collect();
-    assert_eq!(wb, vec![0, 4, 5, 8, 20, 21, 23], "20..23 unfiltered first, then huge of it again (duplicates harmless)");
+    dev.attr_write("writeback", "page_indexes=20-23 type=huge")
+        .unwrap();
+    let wb: Vec<usize> = dev
+        .block_state()
+        .iter()
+        .filter(|s| s.wb)
+        .map(|s| s.index)
+        .collect();
+    assert_eq!(
+        wb,
+        vec![0, 4, 5, 8, 20, 21, 23],
+        "20..23 unfiltered first, then huge of it again (duplicates harmless)"
+    );
     for (i, p) in pages.iter().enumerate() {
         assert_eq!(&read(&dev, i), p, "page {i}");
     }
@@ -229,25 +338,50 @@ fn writeback_limit_semantics() {
     assert_eq!(dev.attr_read("writeback_limit_enable").unwrap(), "0\n");
     assert_eq!(dev.attr_read("writeback_limit").unwrap(), "0\n");
     for bad in ["", "x", "-1", "1.5", "99999999999999999999", " 1"] {
-        assert_eq!(errno(dev.attr_write("writeback_limit", bad)), Errno::EINVAL, "{bad:?}");
-        assert_eq!(errno(dev.attr_write("writeback_limit_enable", bad)), Errno::EINVAL, "{bad:?}");
+        assert_eq!(
+            errno(dev.attr_write("writeback_limit", bad)),
+            Errno::EINVAL,
+            "{bad:?}"
+        );
+        assert_eq!(
+            errno(dev.attr_write("writeback_limit_enable", bad)),
+            Errno::EINVAL,
+            "{bad:?}"
+        );
     }
     let pages = fill(&dev, 8);
     dev.attr_write("writeback_limit_enable", "1\n").unwrap();
     assert_eq!(dev.attr_read("writeback_limit_enable").unwrap(), "1\n");
     // enable=1, limit=0: nothing is written, EIO.
-    assert_eq!(errno(dev.attr_write("writeback", "page_indexes=0-7")), Errno::EIO);
+    assert_eq!(
+        errno(dev.attr_write("writeback", "page_indexes=0-7")),
+        Errno::EIO
+    );
     assert_eq!(bd(&dev), BdStat::default());
     // A budget of 2 (4 KiB units): two pages, then EIO; the budget reads 0.
     dev.attr_write("writeback_limit", "2").unwrap();
-    assert_eq!(errno(dev.attr_write("writeback", "page_indexes=0-7")), Errno::EIO);
+    assert_eq!(
+        errno(dev.attr_write("writeback", "page_indexes=0-7")),
+        Errno::EIO
+    );
     assert_eq!(dev.attr_read("writeback_limit").unwrap(), "0\n");
-    assert_eq!(bd(&dev), BdStat { bd_count: 2, bd_reads: 0, bd_writes: 2 });
+    assert_eq!(
+        bd(&dev),
+        BdStat {
+            bd_count: 2,
+            bd_reads: 0,
+            bd_writes: 2
+        }
+    );
     // Any non-zero value enables; 0 disables and the limit no longer applies.
     dev.attr_write("writeback_limit_enable", "0").unwrap();
     dev.attr_write("writeback", "page_indexes=0-7").unwrap();
     assert_eq!(bd(&dev).bd_count, 6, "8 pages minus 2 SAME");
-    assert_eq!(dev.attr_read("writeback_limit").unwrap(), "0\n", "not consumed while disabled");
+    assert_eq!(
+        dev.attr_read("writeback_limit").unwrap(),
+        "0\n",
+        "not consumed while disabled"
+    );
     dev.attr_write("writeback_limit_enable", "7").unwrap();
     assert_eq!(dev.attr_read("writeback_limit_enable").unwrap(), "1\n");
     dev.attr_write("writeback_limit", "100").unwrap();
@@ -263,14 +397,21 @@ fn writeback_limit_semantics() {
 #[test]
 fn bd_stat_text() {
     let dev = Zram::new();
-    assert_eq!(dev.attr_read("bd_stat").unwrap(), "       0        0        0\n", "readable uninitialised");
+    assert_eq!(
+        dev.attr_read("bd_stat").unwrap(),
+        "       0        0        0\n",
+        "readable uninitialised"
+    );
     let (dev, _f) = dev_with(PAGES, false);
     fill(&dev, 4);
     dev.attr_write("writeback", "page_indexes=0-3").unwrap();
     read(&dev, 0);
     read(&dev, 0);
     read(&dev, 1);
-    assert_eq!(dev.attr_read("bd_stat").unwrap(), "       3        3        3\n");
+    assert_eq!(
+        dev.attr_read("bd_stat").unwrap(),
+        "       3        3        3\n"
+    );
     assert_eq!(errno(dev.attr_write("bd_stat", "0")), Errno::EACCES);
     assert!(dev.attr_names().contains(&"bd_stat") && dev.attr_names().contains(&"backing_dev"));
 }
@@ -279,17 +420,34 @@ fn bd_stat_text() {
 fn writeback_compressed_attribute() {
     let dev = Zram::new();
     assert_eq!(dev.attr_read("writeback_compressed").unwrap(), "0\n");
-    for (v, want) in [("yes", "1\n"), ("0", "0\n"), ("on\n", "1\n"), ("off", "0\n"), ("Y", "1\n")] {
+    for (v, want) in [
+        ("yes", "1\n"),
+        ("0", "0\n"),
+        ("on\n", "1\n"),
+        ("off", "0\n"),
+        ("Y", "1\n"),
+    ] {
         dev.attr_write("writeback_compressed", v).unwrap();
         assert_eq!(dev.attr_read("writeback_compressed").unwrap(), want, "{v}");
     }
     for bad in ["", "2", "maybe", "o"] {
-        assert_eq!(errno(dev.attr_write("writeback_compressed", bad)), Errno::EINVAL, "{bad:?}");
+        assert_eq!(
+            errno(dev.attr_write("writeback_compressed", bad)),
+            Errno::EINVAL,
+            "{bad:?}"
+        );
     }
     dev.attr_write("writeback_compressed", "1").unwrap();
     dev.attr_write("disksize", "1M").unwrap();
-    assert_eq!(errno(dev.attr_write("writeback_compressed", "0")), Errno::EBUSY);
-    assert_eq!(errno(dev.attr_write("writeback_compressed", "bad")), Errno::EINVAL, "parse error first");
+    assert_eq!(
+        errno(dev.attr_write("writeback_compressed", "0")),
+        Errno::EBUSY
+    );
+    assert_eq!(
+        errno(dev.attr_write("writeback_compressed", "bad")),
+        Errno::EINVAL,
+        "parse error first"
+    );
 }
 
 // ------------------------------------------------------------------ data and statistics
@@ -302,24 +460,54 @@ fn roundtrip(compressed: bool) {
     assert_eq!(before.huge_pages, 12);
     dev.attr_write("idle", "all").unwrap();
     let rep = dev.writeback(&WritebackParams::new().idle()).unwrap();
-    assert_eq!((rep.candidates, rep.written, rep.io_errors), (36, 36, 0), "{rep:?}");
+    assert_eq!(
+        (rep.candidates, rep.written, rep.io_errors),
+        (36, 36, 0),
+        "{rep:?}"
+    );
     let after = dev.mm_stat();
-    assert_eq!(after.orig_data_size, before.orig_data_size, "WB pages stay counted");
+    assert_eq!(
+        after.orig_data_size, before.orig_data_size,
+        "WB pages stay counted"
+    );
     assert_eq!(after.compr_data_size, 0, "every object left RAM");
     assert_eq!(rep.bytes_freed, before.compr_data_size);
-    assert_eq!(after.huge_pages, 0, "huge pages written back are no longer huge_pages");
+    assert_eq!(
+        after.huge_pages, 0,
+        "huge pages written back are no longer huge_pages"
+    );
     assert_eq!(after.huge_pages_since, before.huge_pages_since);
     assert_eq!(after.same_pages, 12);
     dev.attr_write("compact", "1").unwrap();
-    assert_eq!(dev.mm_stat().mem_used_total, 0, "nothing left in the allocator");
-    assert_eq!(bd(&dev), BdStat { bd_count: 36, bd_reads: 0, bd_writes: 36 });
+    assert_eq!(
+        dev.mm_stat().mem_used_total,
+        0,
+        "nothing left in the allocator"
+    );
+    assert_eq!(
+        bd(&dev),
+        BdStat {
+            bd_count: 36,
+            bd_reads: 0,
+            bd_writes: 36
+        }
+    );
     // block_state shows w; idle never marks WB slots.
     dev.attr_write("idle", "all").unwrap();
     let bs = dev.attr_read("block_state").unwrap();
-    let line = bs.lines().find(|l| l.trim_start().starts_with("0 ")).unwrap();
+    let line = bs
+        .lines()
+        .find(|l| l.trim_start().starts_with("0 "))
+        .unwrap();
     assert!(line.ends_with(".w...."), "{line}");
-    let huge_line = bs.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap();
-    assert!(huge_line.ends_with(if compressed { ".wh..." } else { ".w...." }), "{huge_line}");
+    let huge_line = bs
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap();
+    assert!(
+        huge_line.ends_with(if compressed { ".wh..." } else { ".w...." }),
+        "{huge_line}"
+    );
     assert!(dev.block_state().iter().all(|s| !(s.wb && s.idle)));
     // Every page reads back identical, from the file or from RAM.
     for (i, p) in pages.iter().enumerate() {
@@ -327,13 +515,21 @@ fn roundtrip(compressed: bool) {
     }
     assert_eq!(bd(&dev).bd_reads, 36);
     assert!(dev.slot_info(0).unwrap().wb, "stays WB after a read");
-    assert!(dev.slot_info(0).unwrap().ac_time_ns > 0, "read marks it accessed");
+    assert!(
+        dev.slot_info(0).unwrap().ac_time_ns > 0,
+        "read marks it accessed"
+    );
     // Byte-range reads (partial pages) of WB slots work too.
     let mut b = vec![0u8; 512];
     dev.read_at(PAGE_SIZE as u64 + 1024, &mut b).unwrap();
     assert_eq!(&b[..], &pages[1][1024..1536]);
     // A second pass finds nothing: WB slots are not candidates.
-    assert_eq!(dev.writeback(&WritebackParams::new().all()).unwrap().candidates, 0);
+    assert_eq!(
+        dev.writeback(&WritebackParams::new().all())
+            .unwrap()
+            .candidates,
+        0
+    );
     // Partial write of a WB slot: read-modify-write brings it back to RAM.
     dev.write_at(1024, &[9u8; 512]).unwrap();
     let mut want = pages[0].clone();
@@ -369,7 +565,11 @@ fn compressed_mode_writes_the_object() {
     assert!(block[size..].iter().all(|&b| b == 0));
     let mut out = vec![0u8; PAGE_SIZE];
     let codec = zmem_codec::registry::find("lz4").unwrap();
-    codec.new_stream(&Params::default()).unwrap().decompress(&block[..size], &mut out).unwrap();
+    codec
+        .new_stream(&Params::default())
+        .unwrap()
+        .decompress(&block[..size], &mut out)
+        .unwrap();
     assert_eq!(out, p);
     assert!(raw[..PAGE_SIZE].iter().all(|&b| b == 0), "block 0 unused");
     assert_eq!(read(&dev, 0), p);
@@ -395,10 +595,20 @@ fn huge_and_huge_idle_modes() {
     dev.attr_write("idle", "all").unwrap();
     dev.write_page(1, &pages[1]).unwrap(); // huge page 1 accessed: no longer idle
     dev.attr_write("writeback", "huge_idle").unwrap();
-    let wb: Vec<usize> = dev.block_state().iter().filter(|s| s.wb).map(|s| s.index).collect();
+    let wb: Vec<usize> = dev
+        .block_state()
+        .iter()
+        .filter(|s| s.wb)
+        .map(|s| s.index)
+        .collect();
     assert_eq!(wb, vec![5, 9, 13]);
     dev.attr_write("writeback", "type=huge").unwrap();
-    let wb: Vec<usize> = dev.block_state().iter().filter(|s| s.wb).map(|s| s.index).collect();
+    let wb: Vec<usize> = dev
+        .block_state()
+        .iter()
+        .filter(|s| s.wb)
+        .map(|s| s.index)
+        .collect();
     assert_eq!(wb, vec![1, 5, 9, 13]);
     assert_eq!(dev.mm_stat().huge_pages, 0);
     // incompressible: only slots recompression flagged; none here.
@@ -420,8 +630,16 @@ fn largest_first_order() {
     dev.write_page(1, &text).unwrap();
     dev.write_page(2, &random).unwrap();
     dev.write_page(3, &page(2, 2)).unwrap();
-    assert_eq!(errno(dev.attr_write("writeback", "page_indexes=0-3")), Errno::ENOSPC);
-    let wb: Vec<usize> = dev.block_state().iter().filter(|s| s.wb).map(|s| s.index).collect();
+    assert_eq!(
+        errno(dev.attr_write("writeback", "page_indexes=0-3")),
+        Errno::ENOSPC
+    );
+    let wb: Vec<usize> = dev
+        .block_state()
+        .iter()
+        .filter(|s| s.wb)
+        .map(|s| s.index)
+        .collect();
     assert_eq!(wb, vec![1, 2, 3], "the sparse page (smallest object) stays");
 }
 
@@ -437,12 +655,17 @@ fn overwrite_and_discard_release_blocks() {
     assert_eq!(dev.mm_stat().orig_data_size, m.orig_data_size);
     dev.write_page(1, &[0u8; PAGE_SIZE]).unwrap(); // overwrite with a SAME page
     assert_eq!(bd(&dev).bd_count, 4);
-    dev.discard(3 * PAGE_SIZE as u64, 2 * PAGE_SIZE as u64).unwrap(); // 3 WB, 4 WB
+    dev.discard(3 * PAGE_SIZE as u64, 2 * PAGE_SIZE as u64)
+        .unwrap(); // 3 WB, 4 WB
     assert_eq!(bd(&dev).bd_count, 2);
     assert_eq!(read(&dev, 4), vec![0u8; PAGE_SIZE]);
     assert!(dev.slot_free_notify(5));
     assert_eq!(bd(&dev).bd_count, 1);
-    assert_eq!(dev.mm_stat().orig_data_size, m.orig_data_size - 3 * PAGE_SIZE as u64, "page 1 is SAME now");
+    assert_eq!(
+        dev.mm_stat().orig_data_size,
+        m.orig_data_size - 3 * PAGE_SIZE as u64,
+        "page 1 is SAME now"
+    );
     // Freed blocks are reused (block 1 first).
     dev.attr_write("writeback", "page_index=0").unwrap();
     assert_eq!(bd(&dev).bd_count, 2);
@@ -459,14 +682,30 @@ fn full_backing_file_is_enospc_and_nothing_is_lost() {
     let (dev, _f) = dev_with(4, false); // 3 usable blocks
     let pages = fill(&dev, 20);
     let before = dev.mm_stat();
-    assert_eq!(errno(dev.attr_write("writeback", "page_indexes=0-19")), Errno::ENOSPC);
-    assert_eq!(bd(&dev), BdStat { bd_count: 3, bd_reads: 0, bd_writes: 3 });
+    assert_eq!(
+        errno(dev.attr_write("writeback", "page_indexes=0-19")),
+        Errno::ENOSPC
+    );
+    assert_eq!(
+        bd(&dev),
+        BdStat {
+            bd_count: 3,
+            bd_reads: 0,
+            bd_writes: 3
+        }
+    );
     assert_eq!(dev.mm_stat().orig_data_size, before.orig_data_size);
-    assert!(dev.block_state().iter().all(|s| !s.pp_slot), "every PP_SLOT released");
+    assert!(
+        dev.block_state().iter().all(|s| !s.pp_slot),
+        "every PP_SLOT released"
+    );
     for (i, p) in pages.iter().enumerate() {
         assert_eq!(&read(&dev, i), p, "page {i}");
     }
-    assert_eq!(errno(dev.attr_write("writeback", "page_indexes=0-19")), Errno::ENOSPC);
+    assert_eq!(
+        errno(dev.attr_write("writeback", "page_indexes=0-19")),
+        Errno::ENOSPC
+    );
     assert_eq!(bd(&dev).bd_writes, 3, "no block, no write");
 }
 
@@ -481,7 +720,9 @@ fn write_io_error_keeps_the_page_in_ram() {
         .algorithm("lz4", Params::default())
         .backing_dev(&f.0)
         .backing_fault(Arc::new(move |op, _blk| match op {
-            BdOp::Write => fw.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok(),
+            BdOp::Write => fw
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok(),
             BdOp::Read => fr.load(Ordering::Relaxed),
         }))
         .disksize(PAGES * PAGE_SIZE as u64)
@@ -493,7 +734,15 @@ fn write_io_error_keeps_the_page_in_ram() {
     // The first candidate (largest: a huge page) failed and stays in RAM; the rest went on.
     let wb = dev.block_state().iter().filter(|s| s.wb).count();
     assert_eq!(wb, 5);
-    assert_eq!(bd(&dev), BdStat { bd_count: 5, bd_reads: 0, bd_writes: 5 }, "the failed block was reused");
+    assert_eq!(
+        bd(&dev),
+        BdStat {
+            bd_count: 5,
+            bd_reads: 0,
+            bd_writes: 5
+        },
+        "the failed block was reused"
+    );
     assert!(dev.block_state().iter().all(|s| !s.pp_slot));
     for (i, p) in pages.iter().enumerate() {
         assert_eq!(&read(&dev, i), p, "page {i}");
@@ -509,8 +758,17 @@ fn write_io_error_keeps_the_page_in_ram() {
     assert_eq!(read(&dev, wb_index), pages[wb_index]);
     fail_writes.store(u64::MAX, Ordering::Relaxed);
     let wb_before = bd(&dev);
-    assert_eq!(dev.writeback(&WritebackParams::new().all()).unwrap_err().errno, Errno::EIO);
-    assert_eq!(bd(&dev).bd_count, wb_before.bd_count, "the reserved block is released at the end");
+    assert_eq!(
+        dev.writeback(&WritebackParams::new().all())
+            .unwrap_err()
+            .errno,
+        Errno::EIO
+    );
+    assert_eq!(
+        bd(&dev).bd_count,
+        wb_before.bd_count,
+        "the reserved block is released at the end"
+    );
 }
 
 #[test]
@@ -519,7 +777,12 @@ fn truncated_backing_file_read_is_eio() {
     dev.write_page(0, &page(2, 3)).unwrap();
     dev.attr_write("writeback", "page_index=0").unwrap();
     // Someone truncates the file under us: the block read fails cleanly.
-    std::fs::OpenOptions::new().write(true).open(&f.0).unwrap().set_len(PAGE_SIZE as u64).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&f.0)
+        .unwrap()
+        .set_len(PAGE_SIZE as u64)
+        .unwrap();
     let mut b = vec![0u8; PAGE_SIZE];
     assert_eq!(dev.read_page(0, &mut b).unwrap_err().errno(), Errno::EIO);
 }
@@ -559,7 +822,10 @@ fn concurrent_pass_is_eagain() {
     let t = std::thread::spawn(move || d.attr_write("writeback", "page_indexes=0-3"));
     in_rx.recv().unwrap(); // the pass is writing its first block
     assert_eq!(errno(dev.attr_write("writeback", "huge")), Errno::EAGAIN);
-    assert_eq!(errno(dev.attr_write("recompress", "type=idle")), Errno::EAGAIN);
+    assert_eq!(
+        errno(dev.attr_write("recompress", "type=idle")),
+        Errno::EAGAIN
+    );
     go_tx.send(()).unwrap();
     t.join().unwrap().unwrap();
     assert_eq!(bd(&dev).bd_count, 3);
@@ -585,7 +851,15 @@ fn slot_rewritten_during_the_write_is_skipped() {
     let s = dev.slot_info(7).unwrap();
     assert!(!s.wb && !s.pp_slot, "{s:?}");
     assert_eq!(read(&dev, 7), new);
-    assert_eq!(bd(&dev), BdStat { bd_count: 0, bd_reads: 0, bd_writes: 1 }, "written, then released");
+    assert_eq!(
+        bd(&dev),
+        BdStat {
+            bd_count: 0,
+            bd_reads: 0,
+            bd_writes: 1
+        },
+        "written, then released"
+    );
 }
 
 // ------------------------------------------------------------------ random input
@@ -594,8 +868,14 @@ mod random_input {
     use super::*;
     use proptest::prelude::*;
 
-    const NAMES: [&str; 6] =
-        ["writeback", "writeback_limit", "writeback_limit_enable", "writeback_compressed", "backing_dev", "idle"];
+    const NAMES: [&str; 6] = [
+        "writeback",
+        "writeback_limit",
+        "writeback_limit_enable",
+        "writeback_compressed",
+        "backing_dev",
+        "idle",
+    ];
 
     fn value() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -661,7 +941,11 @@ fn fast_path_slots_written_back_read_back_in_both_modes() {
         for (i, p) in pages.iter().enumerate() {
             let s = dev.slot_info(i).unwrap();
             assert!(s.wb, "page {i}");
-            assert_eq!(s.fast, compressed && i < 8, "compressed={compressed} page {i}: {s:?}");
+            assert_eq!(
+                s.fast,
+                compressed && i < 8,
+                "compressed={compressed} page {i}: {s:?}"
+            );
             assert_eq!(&read(&dev, i), p, "compressed={compressed} page {i}");
         }
         // Freeing a WB slot clears FAST with everything else.

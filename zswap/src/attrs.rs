@@ -24,8 +24,15 @@ pub const PARAMS: [&str; 8] = [
 ];
 
 /// Read-only names besides the debugfs ones.
-pub const EXTRA_STATS: [&str; 7] =
-    ["meminfo", "zswpin", "zswpout", "zswpwb", "zero_pages", "backing_reads", "backing_writes"];
+pub const EXTRA_STATS: [&str; 7] = [
+    "meminfo",
+    "zswpin",
+    "zswpout",
+    "zswpwb",
+    "zero_pages",
+    "backing_reads",
+    "backing_writes",
+];
 
 fn yn(b: bool) -> &'static str {
     if b {
@@ -38,7 +45,12 @@ fn yn(b: bool) -> &'static str {
 impl Zswap {
     /// Every attribute name.
     pub fn attr_names(&self) -> Vec<&'static str> {
-        PARAMS.iter().chain(Stats::DEBUGFS.iter()).chain(EXTRA_STATS.iter()).copied().collect()
+        PARAMS
+            .iter()
+            .chain(Stats::DEBUGFS.iter())
+            .chain(EXTRA_STATS.iter())
+            .copied()
+            .collect()
     }
 
     /// Reads an attribute (a trailing newline, as sysfs shows it).
@@ -56,7 +68,12 @@ impl Zswap {
             "meminfo" => return Ok(self.stats().meminfo()),
             other => match self.stats().get(other) {
                 Some(v) => v.to_string(),
-                None => return Err(AttrError::new(Errno::ENOENT, format!("no attribute {other:?}"))),
+                None => {
+                    return Err(AttrError::new(
+                        Errno::ENOENT,
+                        format!("no attribute {other:?}"),
+                    ))
+                }
             },
         };
         Ok(format!("{v}\n"))
@@ -99,7 +116,11 @@ impl Zswap {
                     if !inner.tree.is_empty() {
                         return Err(AttrError::new(
                             Errno::EBUSY,
-                            format!("zpool: {} entries are stored in {}; switching needs an empty pool", inner.tree.len(), inner.pool.name()),
+                            format!(
+                                "zpool: {} entries are stored in {}; switching needs an empty pool",
+                                inner.tree.len(),
+                                inner.pool.name()
+                            ),
                         ));
                     }
                     inner.pool = zmem_zpool::create(z, zmem_zpool::PoolOptions::default())
@@ -109,9 +130,17 @@ impl Zswap {
                 self.set(|p| p.zpool = z.to_string());
             }
             other if self.attr_names().contains(&other) => {
-                return Err(AttrError::new(Errno::EACCES, format!("{other} is read-only")));
+                return Err(AttrError::new(
+                    Errno::EACCES,
+                    format!("{other} is read-only"),
+                ));
             }
-            other => return Err(AttrError::new(Errno::ENOENT, format!("no attribute {other:?}"))),
+            other => {
+                return Err(AttrError::new(
+                    Errno::ENOENT,
+                    format!("no attribute {other:?}"),
+                ))
+            }
         }
         Ok(())
     }
@@ -125,7 +154,10 @@ impl Zswap {
     fn set_compressor(&self, value: &str) -> Result<(), AttrError> {
         let backend = params::parse_compressor(value)?;
         let mut codecs = self.codecs.write().unwrap_or_else(|e| e.into_inner());
-        let i = match codecs.iter().position(|c| c.backend().name() == backend.name()) {
+        let i = match codecs
+            .iter()
+            .position(|c| c.backend().name() == backend.name())
+        {
             Some(i) => i,
             None => {
                 let sp = StreamPool::new(backend, CodecParams::default())
@@ -134,7 +166,10 @@ impl Zswap {
                 codecs.len() - 1
             }
         };
-        *self.current_codec.write().unwrap_or_else(|e| e.into_inner()) = i;
+        *self
+            .current_codec
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = i;
         drop(codecs);
         self.set(|p| p.compressor = backend.name().to_string());
         Ok(())

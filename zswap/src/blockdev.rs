@@ -39,7 +39,11 @@ impl ZswapDevice {
     /// file at `path` (created; a regular file is sized sparsely), with the
     /// engine configured by `builder`. A file that cannot be created is an
     /// error naming the path; a bad parameter is the setter's error.
-    pub fn create(path: impl AsRef<Path>, size: u64, builder: ZswapBuilder) -> Result<ZswapDevice, String> {
+    pub fn create(
+        path: impl AsRef<Path>,
+        size: u64,
+        builder: ZswapBuilder,
+    ) -> Result<ZswapDevice, String> {
         let pages = size / PAGE_SIZE as u64;
         if pages == 0 {
             return Err(format!("device size {size} is smaller than one page"));
@@ -52,7 +56,11 @@ impl ZswapDevice {
     /// Wraps an engine; the size is the backing store's slots.
     pub fn new(zswap: Zswap) -> ZswapDevice {
         let size = zswap.backing().slots() * PAGE_SIZE as u64;
-        ZswapDevice { zswap, size, stripes: (0..STRIPES).map(|_| Mutex::new(())).collect() }
+        ZswapDevice {
+            zswap,
+            size,
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+        }
     }
 
     pub fn zswap(&self) -> &Zswap {
@@ -64,17 +72,27 @@ impl ZswapDevice {
             return Err(IoError::Unaligned { offset, len });
         }
         if offset.checked_add(len).map_or(true, |end| end > self.size) {
-            return Err(IoError::OutOfRange { offset, len, size: self.size });
+            return Err(IoError::OutOfRange {
+                offset,
+                len,
+                size: self.size,
+            });
         }
         Ok(())
     }
 
     fn stripe(&self, page: u64) -> std::sync::MutexGuard<'_, ()> {
-        self.stripes[page as usize % STRIPES].lock().unwrap_or_else(|e| e.into_inner())
+        self.stripes[page as usize % STRIPES]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Applies `f` to each page range of [offset, offset+len): (page index, offset in page, length, position in buffer).
-    fn pages(offset: u64, len: u64, mut f: impl FnMut(u64, usize, usize, usize) -> Result<(), IoError>) -> Result<(), IoError> {
+    fn pages(
+        offset: u64,
+        len: u64,
+        mut f: impl FnMut(u64, usize, usize, usize) -> Result<(), IoError>,
+    ) -> Result<(), IoError> {
         let mut pos = 0u64;
         while pos < len {
             let abs = offset + pos;
@@ -116,7 +134,9 @@ impl BlockDevice for ZswapDevice {
 
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<(), IoError> {
         self.check(offset, data.len() as u64)?;
-        Self::pages(offset, data.len() as u64, |page, in_page, n, pos| self.write_page(page, in_page, &data[pos..pos + n]))
+        Self::pages(offset, data.len() as u64, |page, in_page, n, pos| {
+            self.write_page(page, in_page, &data[pos..pos + n])
+        })
     }
 
     fn discard(&self, offset: u64, len: u64) -> Result<(), IoError> {
@@ -134,12 +154,17 @@ impl BlockDevice for ZswapDevice {
     fn write_zeroes(&self, offset: u64, len: u64) -> Result<(), IoError> {
         self.check(offset, len)?;
         let zero = vec![0u8; PAGE_SIZE];
-        Self::pages(offset, len, |page, in_page, n, _| self.write_page(page, in_page, &zero[..n]))
+        Self::pages(offset, len, |page, in_page, n, _| {
+            self.write_page(page, in_page, &zero[..n])
+        })
     }
 
     /// Pool pages are RAM (as zram, nothing to flush); the backing file is fdatasync'ed.
     fn flush(&self) -> Result<(), IoError> {
-        self.zswap.backing().sync().map_err(|e| IoError::Io(e.to_string()))
+        self.zswap
+            .backing()
+            .sync()
+            .map_err(|e| IoError::Io(e.to_string()))
     }
 
     fn attr_read(&self, name: &str) -> Result<String, AttrError> {

@@ -65,7 +65,10 @@ pub struct Zswap {
 
 impl std::fmt::Debug for Zswap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Zswap").field("params", &self.params()).field("stats", &self.stats()).finish()
+        f.debug_struct("Zswap")
+            .field("params", &self.params())
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -97,9 +100,14 @@ fn mem_total() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {
-            s.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| {
-                l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).map(|kb| kb * 1024)
-            })
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .map(|kb| kb * 1024)
+                })
         })
         .unwrap_or(1 << 30)
 }
@@ -113,7 +121,11 @@ pub struct ZswapBuilder {
 impl Default for ZswapBuilder {
     fn default() -> Self {
         ZswapBuilder {
-            config: Config { ram_bytes: mem_total(), params: Params::default(), worker: ShrinkWorker::Inline },
+            config: Config {
+                ram_bytes: mem_total(),
+                params: Params::default(),
+                worker: ShrinkWorker::Inline,
+            },
         }
     }
 }
@@ -171,7 +183,10 @@ impl ZswapBuilder {
         if p.accept_threshold_percent > 100 {
             return Err(AttrError::new(
                 Errno::EINVAL,
-                format!("accept_threshold_percent: {} is outside 0..=100", p.accept_threshold_percent),
+                format!(
+                    "accept_threshold_percent: {} is outside 0..=100",
+                    p.accept_threshold_percent
+                ),
             ));
         }
         let pool = zmem_zpool::create(zname, zmem_zpool::PoolOptions::default())
@@ -181,7 +196,11 @@ impl ZswapBuilder {
         Ok(Zswap {
             ram_bytes: self.config.ram_bytes,
             worker: self.config.worker,
-            params: RwLock::new(Params { compressor: backend.name().into(), zpool: zname.into(), ..p }),
+            params: RwLock::new(Params {
+                compressor: backend.name().into(),
+                zpool: zname.into(),
+                ..p
+            }),
             codecs: RwLock::new(vec![Arc::new(codec)]),
             current_codec: RwLock::new(0),
             inner: Mutex::new(Inner {
@@ -209,7 +228,10 @@ impl Zswap {
 
     /// Current parameters.
     pub fn params(&self) -> Params {
-        self.params.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.params
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn ram_bytes(&self) -> u64 {
@@ -223,7 +245,10 @@ impl Zswap {
     /// Pool limit and accept threshold in pages.
     pub fn limits(&self) -> (u64, u64) {
         let p = self.params();
-        (pool::max_pages(self.ram_bytes, &p), pool::accept_pages(self.ram_bytes, &p))
+        (
+            pool::max_pages(self.ram_bytes, &p),
+            pool::accept_pages(self.ram_bytes, &p),
+        )
     }
 
     /// Pages the pool occupies.
@@ -252,7 +277,13 @@ impl Zswap {
     }
 
     /// Reads entry `e` of `offset` into `out` (decompressing unless raw).
-    pub(crate) fn read_entry(&self, inner: &Inner, offset: u64, e: &Entry, out: &mut [u8]) -> Result<(), ZswapError> {
+    pub(crate) fn read_entry(
+        &self,
+        inner: &Inner,
+        offset: u64,
+        e: &Entry,
+        out: &mut [u8],
+    ) -> Result<(), ZswapError> {
         let mut res: Result<(), String> = Ok(());
         let codec = self.codec(e.codec);
         let r = inner.pool.read(e.handle, &mut |src: &[u8]| {
@@ -280,7 +311,11 @@ impl Zswap {
             return Err(ZswapError::BadLength(page.len()));
         }
         if offset >= self.backing.slots() {
-            return Err(BackingError::OutOfRange { offset, slots: self.backing.slots() }.into());
+            return Err(BackingError::OutOfRange {
+                offset,
+                slots: self.backing.slots(),
+            }
+            .into());
         }
         if zmem_codec::same_filled(page) == Some(0) {
             self.invalidate(offset);
@@ -316,7 +351,12 @@ impl Zswap {
     /// then the backing file. `exclusive` frees the page afterwards (swap-in
     /// followed by the slot being freed, 6.18's exclusive load); otherwise the
     /// page stays where it is (a pool hit marks the entry referenced).
-    pub fn swap_in(&self, offset: u64, out: &mut [u8], exclusive: bool) -> Result<Source, ZswapError> {
+    pub fn swap_in(
+        &self,
+        offset: u64,
+        out: &mut [u8],
+        exclusive: bool,
+    ) -> Result<Source, ZswapError> {
         if out.len() != PAGE_SIZE {
             return Err(ZswapError::BadLength(out.len()));
         }

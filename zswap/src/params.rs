@@ -94,21 +94,36 @@ pub fn parse_bool(name: &str, s: &str) -> Result<bool, AttrError> {
         _ => None,
     };
     v.ok_or_else(|| {
-        AttrError::new(Errno::EINVAL, format!("{name}: {:?} is not a boolean (use Y/N, 1/0, on/off)", shown(s)))
+        AttrError::new(
+            Errno::EINVAL,
+            format!(
+                "{name}: {:?} is not a boolean (use Y/N, 1/0, on/off)",
+                shown(s)
+            ),
+        )
     })
 }
 
 /// `param_set_uint`: kstrtouint base 0; EINVAL if not a number, ERANGE if over u32.
 pub fn parse_uint(name: &str, s: &str) -> Result<u32, AttrError> {
-    let v = kstrtoull(s, 0).map_err(|e| AttrError::new(e.errno, format!("{name}: {}", e.message)))?;
-    u32::try_from(v).map_err(|_| AttrError::new(Errno::ERANGE, format!("{name}: {:?} is out of range for uint", shown(s))))
+    let v =
+        kstrtoull(s, 0).map_err(|e| AttrError::new(e.errno, format!("{name}: {}", e.message)))?;
+    u32::try_from(v).map_err(|_| {
+        AttrError::new(
+            Errno::ERANGE,
+            format!("{name}: {:?} is out of range for uint", shown(s)),
+        )
+    })
 }
 
 /// `param_set_uint_minmax(0, 100)` as accept_threshold_percent uses it: out of range is EINVAL.
 pub fn parse_percent(name: &str, s: &str) -> Result<u32, AttrError> {
     let v = parse_uint(name, s)?;
     if v > 100 {
-        return Err(AttrError::new(Errno::EINVAL, format!("{name}: {v} is outside 0..=100")));
+        return Err(AttrError::new(
+            Errno::EINVAL,
+            format!("{name}: {v} is outside 0..=100"),
+        ));
     }
     Ok(v)
 }
@@ -118,7 +133,10 @@ pub fn parse_size(name: &str, s: &str) -> Result<u64, AttrError> {
     let body = shown(s);
     let (v, n) = memparse(body);
     if n == 0 || n != body.len() {
-        return Err(AttrError::new(Errno::EINVAL, format!("{name}: {:?} is not a size (e.g. 64M)", body)));
+        return Err(AttrError::new(
+            Errno::EINVAL,
+            format!("{name}: {:?} is not a size (e.g. 64M)", body),
+        ));
     }
     Ok(v)
 }
@@ -126,15 +144,26 @@ pub fn parse_size(name: &str, s: &str) -> Result<u64, AttrError> {
 /// A compressor name known to the codec registry; unknown is ENOENT as in
 /// `__zswap_param_set` (the crypto API has no such algorithm).
 pub fn parse_compressor(s: &str) -> Result<&'static dyn zmem_codec::Backend, AttrError> {
-    zmem_codec::find(shown(s)).map_err(|e| AttrError::new(Errno::ENOENT, format!("compressor: {e}")))
+    zmem_codec::find(shown(s))
+        .map_err(|e| AttrError::new(Errno::ENOENT, format!("compressor: {e}")))
 }
 
 /// An allocator name (`zpool` of older kernels); unknown is ENOENT as `zpool_has_pool` failing.
 pub fn parse_zpool(s: &str) -> Result<&'static str, AttrError> {
     let n = shown(s);
-    zmem_zpool::NAMES.iter().copied().find(|x| sysfs_streq(x, n)).ok_or_else(|| {
-        AttrError::new(Errno::ENOENT, format!("zpool: unknown allocator {n:?}; valid: {}", zmem_zpool::NAMES.join(", ")))
-    })
+    zmem_zpool::NAMES
+        .iter()
+        .copied()
+        .find(|x| sysfs_streq(x, n))
+        .ok_or_else(|| {
+            AttrError::new(
+                Errno::ENOENT,
+                format!(
+                    "zpool: unknown allocator {n:?}; valid: {}",
+                    zmem_zpool::NAMES.join(", ")
+                ),
+            )
+        })
 }
 
 /// `incompressible`: store | reject.
@@ -144,7 +173,10 @@ pub fn parse_incompressible(s: &str) -> Result<Incompressible, AttrError> {
     } else if sysfs_streq(s, "reject") {
         Ok(Incompressible::Reject)
     } else {
-        Err(AttrError::new(Errno::EINVAL, format!("incompressible: {:?} is not 'store' or 'reject'", shown(s))))
+        Err(AttrError::new(
+            Errno::EINVAL,
+            format!("incompressible: {:?} is not 'store' or 'reject'", shown(s)),
+        ))
     }
 }
 
@@ -161,7 +193,11 @@ mod tests {
             assert!(!parse_bool("enabled", s).unwrap(), "{s}");
         }
         for s in ["", "x", "o", "2", " 1"] {
-            assert_eq!(parse_bool("enabled", s).unwrap_err().errno, Errno::EINVAL, "{s:?}");
+            assert_eq!(
+                parse_bool("enabled", s).unwrap_err().errno,
+                Errno::EINVAL,
+                "{s:?}"
+            );
         }
     }
 
@@ -169,24 +205,51 @@ mod tests {
     fn uints_and_percent() {
         assert_eq!(parse_uint("max_pool_percent", "20\n").unwrap(), 20);
         assert_eq!(parse_uint("max_pool_percent", "0x10").unwrap(), 16);
-        assert_eq!(parse_uint("max_pool_percent", "-1").unwrap_err().errno, Errno::EINVAL);
-        assert_eq!(parse_uint("max_pool_percent", "4294967296").unwrap_err().errno, Errno::ERANGE);
-        assert_eq!(parse_uint("max_pool_percent", "abc").unwrap_err().errno, Errno::EINVAL);
-        assert_eq!(parse_percent("accept_threshold_percent", "100").unwrap(), 100);
+        assert_eq!(
+            parse_uint("max_pool_percent", "-1").unwrap_err().errno,
+            Errno::EINVAL
+        );
+        assert_eq!(
+            parse_uint("max_pool_percent", "4294967296")
+                .unwrap_err()
+                .errno,
+            Errno::ERANGE
+        );
+        assert_eq!(
+            parse_uint("max_pool_percent", "abc").unwrap_err().errno,
+            Errno::EINVAL
+        );
+        assert_eq!(
+            parse_percent("accept_threshold_percent", "100").unwrap(),
+            100
+        );
         let e = parse_percent("accept_threshold_percent", "101").unwrap_err();
         assert_eq!(e.errno, Errno::EINVAL);
-        assert!(e.message.contains("accept_threshold_percent"), "{}", e.message);
+        assert!(
+            e.message.contains("accept_threshold_percent"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn names() {
         assert_eq!(parse_compressor("lz4\n").unwrap().name(), "lz4");
-        assert_eq!(parse_compressor("lz5").err().map(|e| e.errno), Some(Errno::ENOENT));
+        assert_eq!(
+            parse_compressor("lz5").err().map(|e| e.errno),
+            Some(Errno::ENOENT)
+        );
         assert_eq!(parse_zpool("zbud\n").unwrap(), "zbud");
         assert_eq!(parse_zpool("zfoo").unwrap_err().errno, Errno::ENOENT);
         assert_eq!(parse_size("m", "64M").unwrap(), 64 << 20);
         assert_eq!(parse_size("m", "64Mx").unwrap_err().errno, Errno::EINVAL);
-        assert_eq!(parse_incompressible("reject\n").unwrap(), Incompressible::Reject);
-        assert_eq!(parse_incompressible("drop").unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(
+            parse_incompressible("reject\n").unwrap(),
+            Incompressible::Reject
+        );
+        assert_eq!(
+            parse_incompressible("drop").unwrap_err().errno,
+            Errno::EINVAL
+        );
     }
 }

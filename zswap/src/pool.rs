@@ -71,10 +71,17 @@ mod tests {
 
     #[test]
     fn limits() {
-        let p = Params { max_pool_percent: 20, accept_threshold_percent: 90, ..Params::default() };
+        let p = Params {
+            max_pool_percent: 20,
+            accept_threshold_percent: 90,
+            ..Params::default()
+        };
         assert_eq!(max_pages(1000 * 4096, &p), 200);
         assert_eq!(accept_pages(1000 * 4096, &p), 180);
-        let p = Params { max_pool_bytes: 64 * 4096, ..p };
+        let p = Params {
+            max_pool_bytes: 64 * 4096,
+            ..p
+        };
         assert_eq!(max_pages(1 << 40, &p), 64);
     }
 }

@@ -51,13 +51,20 @@ impl Zswap {
             };
             seen += 1;
             let new_seq = inner.lru.rotate(seq);
-            let e = inner.tree.get_mut(&offset).expect("LRU entries are in the tree");
+            let e = inner
+                .tree
+                .get_mut(&offset)
+                .expect("LRU entries are in the tree");
             e.seq = new_seq;
             if e.referenced {
                 e.referenced = false;
                 continue;
             }
-            let step = if self.writeback(inner, offset) { Step::WrittenBack } else { Step::Failed };
+            let step = if self.writeback(inner, offset) {
+                Step::WrittenBack
+            } else {
+                Step::Failed
+            };
             return (step, seen);
         }
         (Step::Failed, seen)

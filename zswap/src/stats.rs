@@ -118,7 +118,11 @@ impl Stats {
 
     /// `/proc/meminfo` lines for the pair.
     pub fn meminfo(&self) -> String {
-        format!("Zswap:    {:>8} kB\nZswapped: {:>8} kB\n", self.zswap_bytes() / 1024, self.zswapped_bytes() / 1024)
+        format!(
+            "Zswap:    {:>8} kB\nZswapped: {:>8} kB\n",
+            self.zswap_bytes() / 1024,
+            self.zswapped_bytes() / 1024
+        )
     }
 }
 

@@ -35,7 +35,9 @@ impl Zswap {
         let r = self.try_store(offset, page);
         if let Err(e) = &r {
             self.invalidate(offset);
-            if matches!(e, StoreReject::LimitHit | StoreReject::Hysteresis) && self.worker == ShrinkWorker::Inline {
+            if matches!(e, StoreReject::LimitHit | StoreReject::Hysteresis)
+                && self.worker == ShrinkWorker::Inline
+            {
                 self.run_shrink_worker();
             }
         }
@@ -50,7 +52,10 @@ impl Zswap {
         if !p.enabled {
             return Err(StoreReject::Disabled);
         }
-        let (max, accept) = (pool::max_pages(self.ram_bytes, &p), pool::accept_pages(self.ram_bytes, &p));
+        let (max, accept) = (
+            pool::max_pages(self.ram_bytes, &p),
+            pool::accept_pages(self.ram_bytes, &p),
+        );
         {
             let mut inner = self.lock();
             let cur = inner.pool.total_pages();
@@ -109,7 +114,13 @@ impl Zswap {
             self.free_entry(&mut inner, old);
         }
         let seq = inner.lru.add(offset);
-        let entry = Entry { handle, length: data.len() as u32, referenced: true, seq, codec: ci };
+        let entry = Entry {
+            handle,
+            length: data.len() as u32,
+            referenced: true,
+            seq,
+            codec: ci,
+        };
         if entry.length as usize == PAGE_SIZE {
             inc(&self.counters.stored_incompressible_pages);
         }

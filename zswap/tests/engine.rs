@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 use zmem_zswap::{
-    Backing, BlockDevice, Errno, Incompressible, ShrinkWorker, Source, Zswap, ZswapDevice, PAGE_SIZE,
+    Backing, BlockDevice, Errno, Incompressible, ShrinkWorker, Source, Zswap, ZswapDevice,
+    PAGE_SIZE,
 };
 
 fn tmp(name: &str) -> PathBuf {
@@ -23,7 +24,8 @@ fn page(kind: u8, seed: u64) -> Vec<u8> {
         1 => p.fill((seed % 255) as u8 + 1),
         2 => {
             for (i, b) in p.iter_mut().enumerate() {
-                *b = b"the quick brown fox "[(i + seed as usize) % 20] ^ ((i / 512) as u8 & (seed as u8));
+                *b = b"the quick brown fox "[(i + seed as usize) % 20]
+                    ^ ((i / 512) as u8 & (seed as u8));
             }
         }
         _ => {
@@ -73,7 +75,13 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn check_model(zpool: &str, ops: &[Op], tag: &str) {
-    let z = engine(&format!("model-{zpool}-{tag}"), 48, 6 * PAGE_SIZE as u64, zpool, ShrinkWorker::Inline);
+    let z = engine(
+        &format!("model-{zpool}-{tag}"),
+        48,
+        6 * PAGE_SIZE as u64,
+        zpool,
+        ShrinkWorker::Inline,
+    );
     let mut model: HashMap<u64, Vec<u8>> = HashMap::new();
     let mut buf = vec![0u8; PAGE_SIZE];
     for op in ops {
@@ -106,10 +114,16 @@ fn check_model(zpool: &str, ops: &[Op], tag: &str) {
             Op::Worker => {
                 z.run_shrink_worker();
             }
-            Op::Compressor(c) => z.attr_write("compressor", ["lz4", "lzo", "zstd"][c as usize]).unwrap(),
+            Op::Compressor(c) => z
+                .attr_write("compressor", ["lz4", "lzo", "zstd"][c as usize])
+                .unwrap(),
         }
         let st = z.stats();
-        assert_eq!(st.stored_pages as usize, z.lru_len(), "stored_pages matches the LRU");
+        assert_eq!(
+            st.stored_pages as usize,
+            z.lru_len(),
+            "stored_pages matches the LRU"
+        );
     }
     for (o, p) in &model {
         z.swap_in(*o, &mut buf, false).unwrap();
@@ -137,7 +151,13 @@ proptest! {
 #[test]
 fn limit_hit_starts_writeback_and_hysteresis_refuses_until_accept() {
     // 64-page pool, accept at 57 pages; random pages are stored raw (one pool page each).
-    let z = engine("limit", 512, 64 * PAGE_SIZE as u64, "zsmalloc", ShrinkWorker::Manual);
+    let z = engine(
+        "limit",
+        512,
+        64 * PAGE_SIZE as u64,
+        "zsmalloc",
+        ShrinkWorker::Manual,
+    );
     let (max, accept) = z.limits();
     assert_eq!((max, accept), (64, 57));
     let mut off = 0;
@@ -153,15 +173,26 @@ fn limit_hit_starts_writeback_and_hysteresis_refuses_until_accept() {
     for o in 0..3 {
         assert!(z.invalidate(o));
     }
-    assert!(z.pool_pages() < max && z.pool_pages() > accept, "{} pages", z.pool_pages());
-    assert_eq!(z.store(1000 % 512, &page(2, 1)), Err(zmem_zswap::StoreReject::Hysteresis));
+    assert!(
+        z.pool_pages() < max && z.pool_pages() > accept,
+        "{} pages",
+        z.pool_pages()
+    );
+    assert_eq!(
+        z.store(1000 % 512, &page(2, 1)),
+        Err(zmem_zswap::StoreReject::Hysteresis)
+    );
     assert_eq!(z.stats().pool_limit_hit, 1);
     // The shrink worker writes back the LRU tail until usage ≤ accept.
     let wb = z.run_shrink_worker();
     assert!(wb > 0);
     let st = z.stats();
     assert_eq!(st.written_back_pages, wb as u64);
-    assert!(z.pool_pages() <= accept, "{} pages after writeback", z.pool_pages());
+    assert!(
+        z.pool_pages() <= accept,
+        "{} pages after writeback",
+        z.pool_pages()
+    );
     assert_eq!(z.backing().used_slots(), wb as u64);
     // Now stores are accepted again.
     z.store(500, &page(2, 7)).unwrap();
@@ -177,7 +208,13 @@ fn limit_hit_starts_writeback_and_hysteresis_refuses_until_accept() {
 
 #[test]
 fn inline_worker_keeps_pool_under_limit_and_second_chance() {
-    let z = engine("inline", 1024, 32 * PAGE_SIZE as u64, "zsmalloc", ShrinkWorker::Inline);
+    let z = engine(
+        "inline",
+        1024,
+        32 * PAGE_SIZE as u64,
+        "zsmalloc",
+        ShrinkWorker::Inline,
+    );
     for o in 0..400 {
         z.swap_out(o, &page(3, o)).unwrap();
         assert!(z.pool_pages() <= 33);
@@ -194,12 +231,19 @@ fn inline_worker_keeps_pool_under_limit_and_second_chance() {
     // entry and the next scan writes back others first.
     let stored: Vec<u64> = (0..400).filter(|o| z.contains(*o)).collect();
     assert!(stored.len() > 4);
-    assert_eq!(z.shrinker_scan(stored.len()), 0, "all entries referenced: first pass only clears");
+    assert_eq!(
+        z.shrinker_scan(stored.len()),
+        0,
+        "all entries referenced: first pass only clears"
+    );
     let hot = stored[0];
     z.swap_in(hot, &mut buf, false).unwrap();
     let n = z.shrinker_scan(2);
     assert_eq!(n, 1);
-    assert!(z.contains(hot), "the re-referenced tail entry got a second chance");
+    assert!(
+        z.contains(hot),
+        "the re-referenced tail entry got a second chance"
+    );
     let _ = std::fs::remove_file(tmp("inline"));
 }
 
@@ -207,7 +251,11 @@ fn inline_worker_keeps_pool_under_limit_and_second_chance() {
 fn zero_pages_go_to_the_zeromap_and_incompressible_modes() {
     let z = engine("zero", 16, 1 << 20, "zsmalloc", ShrinkWorker::Inline);
     assert_eq!(z.swap_out(0, &page(0, 0)).unwrap(), Source::Zero);
-    assert_eq!(z.swap_out(1, &page(1, 5)).unwrap(), Source::Pool, "non-zero same-filled is compressed");
+    assert_eq!(
+        z.swap_out(1, &page(1, 5)).unwrap(),
+        Source::Pool,
+        "non-zero same-filled is compressed"
+    );
     assert_eq!(z.stats().zero_pages, 1);
     assert_eq!(z.stats().stored_pages, 1);
     // 6.18: raw.
@@ -223,7 +271,11 @@ fn zero_pages_go_to_the_zeromap_and_incompressible_modes() {
     assert_eq!(buf, page(3, 10));
     assert_eq!(z.swap_in(2, &mut buf, true).unwrap(), Source::Pool);
     assert_eq!(buf, page(3, 9));
-    assert_eq!(z.stats().stored_incompressible_pages, 0, "exclusive load freed the entry");
+    assert_eq!(
+        z.stats().stored_incompressible_pages,
+        0,
+        "exclusive load freed the entry"
+    );
     // zbud cannot hold a raw page: reject_compress_poor.
     let zb = engine("zero-zbud", 16, 1 << 20, "zbud", ShrinkWorker::Inline);
     assert_eq!(zb.swap_out(0, &page(3, 1)).unwrap(), Source::Backing);
@@ -239,7 +291,10 @@ fn zero_pages_go_to_the_zeromap_and_incompressible_modes() {
     assert!(z.swap_out(7, &[1u8; 100]).is_err());
     assert!(z.swap_in(5, &mut [0u8; 100], false).is_err());
     assert!(z.load(5, &mut [0u8; 8192], false).is_err());
-    assert_eq!(z.store(7, &[1u8; 100]), Err(zmem_zswap::StoreReject::BadPage));
+    assert_eq!(
+        z.store(7, &[1u8; 100]),
+        Err(zmem_zswap::StoreReject::BadPage)
+    );
     for f in ["zero", "zero-zbud"] {
         let _ = std::fs::remove_file(tmp(f));
     }
@@ -274,12 +329,22 @@ fn bad_parameter_values_are_einval_style() {
     assert_eq!(z.attr_read("max_pool_percent").unwrap(), "32\n");
     z.attr_write("zpool", "z3fold").unwrap();
     z.swap_out(0, &page(2, 1)).unwrap();
-    assert_eq!(z.attr_write("zpool", "zbud").unwrap_err().errno, Errno::EBUSY);
+    assert_eq!(
+        z.attr_write("zpool", "zbud").unwrap_err().errno,
+        Errno::EBUSY
+    );
     for name in z.attr_names() {
         z.attr_read(name).unwrap();
     }
     let backing = Backing::create(tmp("params2"), 4).unwrap();
-    assert_eq!(Zswap::builder().compressor("nope").build(backing).unwrap_err().errno, Errno::ENOENT);
+    assert_eq!(
+        Zswap::builder()
+            .compressor("nope")
+            .build(backing)
+            .unwrap_err()
+            .errno,
+        Errno::ENOENT
+    );
     for f in ["params", "params2"] {
         let _ = std::fs::remove_file(tmp(f));
     }
@@ -288,9 +353,16 @@ fn bad_parameter_values_are_einval_style() {
 #[test]
 fn backing_file_errors_keep_pool_pages_readable() {
     // Cannot be created.
-    let e = Backing::create("/nonexistent-dir/zmem/backing", 4).unwrap_err().to_string();
-    assert!(e.contains("cannot create backing file") && e.contains("/nonexistent-dir"), "{e}");
-    let e = ZswapDevice::create("/nonexistent-dir/x", 1 << 20, Zswap::builder()).err().unwrap();
+    let e = Backing::create("/nonexistent-dir/zmem/backing", 4)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cannot create backing file") && e.contains("/nonexistent-dir"),
+        "{e}"
+    );
+    let e = ZswapDevice::create("/nonexistent-dir/x", 1 << 20, Zswap::builder())
+        .err()
+        .unwrap();
     assert!(e.contains("/nonexistent-dir/x"), "{e}");
     // Full: /dev/full fails every write with ENOSPC.
     if !std::path::Path::new("/dev/full").exists() {
@@ -320,7 +392,10 @@ fn backing_file_errors_keep_pool_pages_readable() {
     assert_eq!(e.errno(), Errno::ENOSPC, "{e}");
     assert!(e.to_string().contains("full"), "{e}");
     let st = dev.zswap().stats();
-    assert!(st.reject_reclaim_fail > 0, "writeback to the full file failed: {st:?}");
+    assert!(
+        st.reject_reclaim_fail > 0,
+        "writeback to the full file failed: {st:?}"
+    );
     assert_eq!(st.written_back_pages, 0);
     let mut buf = vec![0u8; PAGE_SIZE];
     for o in &stored {
@@ -332,8 +407,14 @@ fn backing_file_errors_keep_pool_pages_readable() {
 #[test]
 fn block_view_data_survives_eviction() {
     let path = tmp("blockdev");
-    let dev = ZswapDevice::create(&path, 256 * PAGE_SIZE as u64, Zswap::builder().compressor("lzo").max_pool_bytes(24 * PAGE_SIZE as u64))
-        .unwrap();
+    let dev = ZswapDevice::create(
+        &path,
+        256 * PAGE_SIZE as u64,
+        Zswap::builder()
+            .compressor("lzo")
+            .max_pool_bytes(24 * PAGE_SIZE as u64),
+    )
+    .unwrap();
     assert_eq!(dev.size(), 256 * PAGE_SIZE as u64);
     let mut expect = vec![0u8; 256 * PAGE_SIZE];
     for o in 0..256u64 {
@@ -345,16 +426,28 @@ fn block_view_data_survives_eviction() {
     let patch = vec![0xabu8; 3 * 512];
     dev.write_at(5 * PAGE_SIZE as u64 + 3072, &patch).unwrap();
     expect[5 * PAGE_SIZE + 3072..5 * PAGE_SIZE + 3072 + 1536].copy_from_slice(&patch);
-    dev.discard(10 * PAGE_SIZE as u64, PAGE_SIZE as u64).unwrap();
+    dev.discard(10 * PAGE_SIZE as u64, PAGE_SIZE as u64)
+        .unwrap();
     expect[10 * PAGE_SIZE..11 * PAGE_SIZE].fill(0);
     let st = dev.zswap().stats();
     assert!(st.written_back_pages > 0, "eviction happened: {st:?}");
     let mut got = vec![0u8; 256 * PAGE_SIZE];
     dev.read_at(0, &mut got).unwrap();
     assert!(got == expect, "device contents differ after eviction");
-    assert_eq!(dev.read_at(1, &mut got[..512]).unwrap_err().errno(), Errno::EINVAL);
-    assert_eq!(dev.read_at(256 * PAGE_SIZE as u64, &mut got[..512]).unwrap_err().errno(), Errno::EINVAL);
-    assert_eq!(dev.attr_read("written_back_pages").unwrap(), format!("{}\n", dev.zswap().stats().written_back_pages));
+    assert_eq!(
+        dev.read_at(1, &mut got[..512]).unwrap_err().errno(),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        dev.read_at(256 * PAGE_SIZE as u64, &mut got[..512])
+            .unwrap_err()
+            .errno(),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        dev.attr_read("written_back_pages").unwrap(),
+        format!("{}\n", dev.zswap().stats().written_back_pages)
+    );
     let _ = std::fs::remove_file(path);
 }
 

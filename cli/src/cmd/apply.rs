@@ -44,7 +44,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out(&format!("# {n}\n"));
     }
     if plan.steps.is_empty() {
-        out(&format!("nothing to do: the system already matches {}\n", path.display()));
+        out(&format!(
+            "nothing to do: the system already matches {}\n",
+            path.display()
+        ));
         return Ok(());
     }
     if args.dry_run {
@@ -57,14 +60,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("applying changes the kernel's settings and needs root (use --dry-run to see the {} change(s))", plan.steps.len());
     }
     apply::execute(&sys, &plan, &mut |l| log_line(l))?;
-    out(&format!("applied {} change(s); `zmem apply --revert` undoes them\n", plan.steps.len()));
+    out(&format!(
+        "applied {} change(s); `zmem apply --revert` undoes them\n",
+        plan.steps.len()
+    ));
     Ok(())
 }
 
 /// Whether this process runs as root (owner of /proc/self).
 fn is_root() -> bool {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false)
 }
 
 /// Print to stdout; a closed pipe (`| head`) ends the program quietly instead of panicking.

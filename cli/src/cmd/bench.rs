@@ -138,7 +138,10 @@ fn run_codecs(args: Args) -> anyhow::Result<()> {
     use zmem_lab::bench::codecs;
     use zmem_lab::corpus;
 
-    let mut params = zmem_codec::Params { level: args.level, ..Default::default() };
+    let mut params = zmem_codec::Params {
+        level: args.level,
+        ..Default::default()
+    };
     if let Some(d) = &args.dict {
         params = params.dict_file(d)?;
     }
@@ -193,7 +196,14 @@ fn run_codecs(args: Args) -> anyhow::Result<()> {
     let failed: Vec<String> = rows
         .iter()
         .filter(|r| r.status == codecs::Status::Failed)
-        .map(|r| format!("{} on {}: {}", r.algorithm, r.corpus, r.reason.as_deref().unwrap_or("")))
+        .map(|r| {
+            format!(
+                "{} on {}: {}",
+                r.algorithm,
+                r.corpus,
+                r.reason.as_deref().unwrap_or("")
+            )
+        })
         .collect();
     if !failed.is_empty() {
         anyhow::bail!("round-trip verification failed: {}", failed.join("; "));
@@ -230,19 +240,34 @@ fn run_writeback(args: &Args) -> anyhow::Result<()> {
         backing_dev: args.backing_dev.clone(),
     };
     let default = || anyhow::Ok(zmem_lab::corpus::default_corpus());
-    per_corpus(args, default, |c| writeback::run(c, &opts), writeback::render)
+    per_corpus(
+        args,
+        default,
+        |c| writeback::run(c, &opts),
+        writeback::render,
+    )
 }
 
 fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
     use zmem_lab::bench::recomp;
     let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
-    per_corpus(args, || recomp::heap_corpus(8), |c| recomp::run(c, primary, algo), recomp::render)
+    per_corpus(
+        args,
+        || recomp::heap_corpus(8),
+        |c| recomp::run(c, primary, algo),
+        recomp::render,
+    )
 }
 
 fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
     use zmem_lab::bench::{fastpath, recomp};
     let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
-    per_corpus(args, || recomp::heap_corpus(8), |c| fastpath::run(c, primary, algo, args.passes), fastpath::render)
+    per_corpus(
+        args,
+        || recomp::heap_corpus(8),
+        |c| fastpath::run(c, primary, algo, args.passes),
+        fastpath::render,
+    )
 }
 
 /// The one-measurement-per-corpus modes (`--recomp`, `--fastpath`,
@@ -259,7 +284,10 @@ fn per_corpus<R: serde::Serialize, E: Into<anyhow::Error>, F: Into<anyhow::Error
     } else {
         zmem_lab::corpus::load_all(&args.corpus)?
     };
-    let results = corpora.iter().map(|c| run(c).map_err(Into::into)).collect::<anyhow::Result<Vec<R>>>()?;
+    let results = corpora
+        .iter()
+        .map(|c| run(c).map_err(Into::into))
+        .collect::<anyhow::Result<Vec<R>>>()?;
     let text = match args.format {
         Format::Json => format!("{}\n", serde_json::to_string_pretty(&results)?),
         Format::Csv | Format::Table => results.iter().map(render).collect(),

@@ -11,8 +11,10 @@ use crate::output::Format;
 
 /// Arguments of `zmem capture`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  zmem capture --pid 1234 -o app.pages\n  zmem capture --all --max 256M -o machine.pages\n  \
-zmem capture --device /dev/zram0 -o swap.pages\n\nThe corpus is raw 4 KiB pages; FILE.json beside it says where they came from.")]
+#[command(
+    after_help = "Examples:\n  zmem capture --pid 1234 -o app.pages\n  zmem capture --all --max 256M -o machine.pages\n  \
+zmem capture --device /dev/zram0 -o swap.pages\n\nThe corpus is raw 4 KiB pages; FILE.json beside it says where they came from."
+)]
 pub struct Args {
     /// Processes whose anonymous private writable memory to capture (repeat or comma-separate)
     #[arg(long, value_delimiter = ',', num_args = 1.., conflicts_with_all = ["all", "device"])]
@@ -53,7 +55,9 @@ pub fn print_summary(path: &std::path::Path, sc: &Sidecar, format: Format) -> Re
     match format {
         Format::Json => println!("{}", sc.to_json()),
         Format::Csv => {
-            println!("file,source,pages,bytes,same_filled_pages,same_filled_pct,pids,commands,skipped");
+            println!(
+                "file,source,pages,bytes,same_filled_pages,same_filled_pct,pids,commands,skipped"
+            );
             println!(
                 "{},{},{},{},{},{:.1},{},{},{}",
                 csv_field(&path.display().to_string()),
@@ -62,23 +66,53 @@ pub fn print_summary(path: &std::path::Path, sc: &Sidecar, format: Format) -> Re
                 sc.pages * 4096,
                 sc.same_filled_pages,
                 pct(sc.same_filled_pages, sc.pages),
-                csv_field(&sc.pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(" ")),
+                csv_field(
+                    &sc.pids
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
                 csv_field(&sc.commands.join(" ")),
                 sc.skipped.len()
             );
         }
         Format::Table => {
             println!("corpus      {}", path.display());
-            println!("source      {}{}", sc.source, sc.kind.as_deref().map(|k| format!(" ({k})")).unwrap_or_default());
-            println!("pages       {} ({})", sc.pages, human_bytes(sc.pages * 4096));
-            println!("same-filled {} ({:.1}%)", sc.same_filled_pages, pct(sc.same_filled_pages, sc.pages));
+            println!(
+                "source      {}{}",
+                sc.source,
+                sc.kind
+                    .as_deref()
+                    .map(|k| format!(" ({k})"))
+                    .unwrap_or_default()
+            );
+            println!(
+                "pages       {} ({})",
+                sc.pages,
+                human_bytes(sc.pages * 4096)
+            );
+            println!(
+                "same-filled {} ({:.1}%)",
+                sc.same_filled_pages,
+                pct(sc.same_filled_pages, sc.pages)
+            );
             if let Some(d) = &sc.device {
                 println!("device      {d}");
             }
             if !sc.pids.is_empty() {
-                let shown: Vec<String> =
-                    sc.pids.iter().zip(&sc.commands).take(12).map(|(p, c)| format!("{p} ({c})")).collect();
-                let more = if sc.pids.len() > 12 { format!(" and {} more", sc.pids.len() - 12) } else { String::new() };
+                let shown: Vec<String> = sc
+                    .pids
+                    .iter()
+                    .zip(&sc.commands)
+                    .take(12)
+                    .map(|(p, c)| format!("{p} ({c})"))
+                    .collect();
+                let more = if sc.pids.len() > 12 {
+                    format!(" and {} more", sc.pids.len() - 12)
+                } else {
+                    String::new()
+                };
                 println!("processes   {}{more}", shown.join(", "));
                 println!("regions     {}", sc.regions.len());
             }

@@ -55,7 +55,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         .join(" ")
                 };
                 let origin = if b.in_kernel() { "kernel" } else { "zmem" };
-                t.push(vec![b.name().into(), origin.into(), params, b.description().into()]);
+                t.push(vec![
+                    b.name().into(),
+                    origin.into(),
+                    params,
+                    b.description().into(),
+                ]);
             }
             if args.format == Format::Csv {
                 print!("{}", t.render_csv());

@@ -62,7 +62,12 @@ pub fn run(a: Args) -> Result<()> {
 fn gen(g: GenArgs) -> Result<()> {
     let mut kind: Kind = g.kind.parse()?;
     match (&mut kind, g.compress_percentage) {
-        (Kind::FioStyle { compress_percentage }, Some(p)) => *compress_percentage = p,
+        (
+            Kind::FioStyle {
+                compress_percentage,
+            },
+            Some(p),
+        ) => *compress_percentage = p,
         (Kind::FioStyle { .. }, None) => {}
         (_, Some(_)) => bail!("--compress-percentage applies to the fio-style kind only"),
         _ => {}
@@ -76,9 +81,14 @@ fn gen(g: GenArgs) -> Result<()> {
 }
 
 fn info(i: InfoArgs) -> Result<()> {
-    let md = std::fs::metadata(&i.file).with_context(|| format!("cannot open corpus {}", i.file.display()))?;
+    let md = std::fs::metadata(&i.file)
+        .with_context(|| format!("cannot open corpus {}", i.file.display()))?;
     if md.len() % 4096 != 0 {
-        eprintln!("zmem: warning: {} is {} bytes, not a whole number of 4 KiB pages; the tail is ignored", i.file.display(), md.len());
+        eprintln!(
+            "zmem: warning: {} is {} bytes, not a whole number of 4 KiB pages; the tail is ignored",
+            i.file.display(),
+            md.len()
+        );
     }
     // Count same-filled pages from the data itself; the sidecar adds provenance.
     let mut f = std::fs::File::open(&i.file)?;
@@ -93,9 +103,15 @@ fn info(i: InfoArgs) -> Result<()> {
             break;
         }
     }
-    let mut sc = Sidecar::read_for(&i.file)?.unwrap_or_else(|| Sidecar { source: "unknown (no sidecar)".into(), ..Default::default() });
+    let mut sc = Sidecar::read_for(&i.file)?.unwrap_or_else(|| Sidecar {
+        source: "unknown (no sidecar)".into(),
+        ..Default::default()
+    });
     if sc.pages != pages && sc.source != "unknown (no sidecar)" {
-        sc.notes.push(format!("the sidecar says {} pages, the file has {pages}", sc.pages));
+        sc.notes.push(format!(
+            "the sidecar says {} pages, the file has {pages}",
+            sc.pages
+        ));
     }
     sc.pages = pages;
     sc.same_filled_pages = same;

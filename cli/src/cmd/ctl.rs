@@ -26,11 +26,14 @@ pub struct Args {
 }
 
 fn is_socket(p: &Path) -> bool {
-    std::fs::metadata(p).map(|m| m.file_type().is_socket()).unwrap_or(false)
+    std::fs::metadata(p)
+        .map(|m| m.file_type().is_socket())
+        .unwrap_or(false)
 }
 
 fn is_zram_name(s: &str) -> bool {
-    s.strip_prefix("zram").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    s.strip_prefix("zram")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Resolve TARGET to an attribute target.
@@ -52,7 +55,10 @@ fn resolve(target: &str, run_dir: &Path) -> anyhow::Result<Box<dyn AttrTarget>> 
         if is_socket(&sock) {
             return Ok(Box::new(CtlClient::new(sock)));
         }
-        anyhow::bail!("{target}: ENOENT: no control socket {} and no kernel device of that name", sock.display());
+        anyhow::bail!(
+            "{target}: ENOENT: no control socket {} and no kernel device of that name",
+            sock.display()
+        );
     }
     anyhow::bail!("{target}: ENOENT: not a control socket, a zram device or a served device's name")
 }
@@ -61,7 +67,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let t = resolve(&a.target, &a.run_dir)?;
     let Some(attr) = a.attr else {
         // Every readable attribute, as `grep . /sys/block/zram0/*` would show.
-        let names = t.list_attrs().map_err(|e| anyhow::anyhow!("{}: list: {e}", t.label()))?;
+        let names = t
+            .list_attrs()
+            .map_err(|e| anyhow::anyhow!("{}: list: {e}", t.label()))?;
         let mut out = std::io::stdout().lock();
         for n in names {
             match t.read_attr(&n) {
@@ -84,11 +92,14 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         return Ok(());
     };
     if a.value.is_empty() {
-        let v = t.read_attr(&attr).map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;
+        let v = t
+            .read_attr(&attr)
+            .map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;
         let _ = writeln!(std::io::stdout(), "{v}");
     } else {
         let value = a.value.join(" ");
-        t.write_attr(&attr, &value).map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;
+        t.write_attr(&attr, &value)
+            .map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;
     }
     Ok(())
 }

@@ -19,8 +19,10 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub enum Cmd {
     /// Train a zstd dictionary on the pages of a corpus (same-filled pages left out)
-    #[command(after_help = "Then compare: zmem bench --full CORPUS --algo zstd --dict DICT\n\
-Use with kernel zram: echo \"algo=zstd dict=/path/DICT\" > /sys/block/zramN/algorithm_params")]
+    #[command(
+        after_help = "Then compare: zmem bench --full CORPUS --algo zstd --dict DICT\n\
+Use with kernel zram: echo \"algo=zstd dict=/path/DICT\" > /sys/block/zramN/algorithm_params"
+    )]
     Train(TrainArgs),
 }
 

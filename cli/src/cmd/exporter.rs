@@ -33,12 +33,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out(&exporter::collect(&sys, &args.ctl_dir));
         return Ok(());
     }
-    let l = TcpListener::bind(&args.listen).with_context(|| format!("cannot listen on {}", args.listen))?;
+    let l = TcpListener::bind(&args.listen)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
     {
         // Tell where it listens; the server keeps going even if nobody reads stdout.
         use std::io::Write;
         let mut o = std::io::stdout().lock();
-        let _ = writeln!(o, "zmem exporter listening on http://{}/metrics", l.local_addr()?);
+        let _ = writeln!(
+            o,
+            "zmem exporter listening on http://{}/metrics",
+            l.local_addr()?
+        );
         let _ = o.flush();
     }
     exporter::serve(l, &sys, &args.ctl_dir, args.max_requests)?;

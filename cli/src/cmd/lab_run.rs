@@ -32,7 +32,9 @@ pub fn load_corpus(paths: &[PathBuf]) -> Result<(Corpus, Vec<String>)> {
     match paths {
         [] => {
             eprintln!("zmem: building the default corpus (this machine's memory, at most 16 MiB, plus 4 MiB synthetic)…");
-            Ok(zmem_lab::machine::default_corpus_with_memory(zmem_lab::machine::DEFAULT_CAPTURE))
+            Ok(zmem_lab::machine::default_corpus_with_memory(
+                zmem_lab::machine::DEFAULT_CAPTURE,
+            ))
         }
         [one] => Ok((Corpus::load(one)?, vec![])),
         many => {
@@ -41,7 +43,11 @@ pub fn load_corpus(paths: &[PathBuf]) -> Result<(Corpus, Vec<String>)> {
             for c in &cs {
                 data.extend_from_slice(c.bytes());
             }
-            let name = cs.iter().map(|c| c.name.clone()).collect::<Vec<_>>().join(" + ");
+            let name = cs
+                .iter()
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>()
+                .join(" + ");
             Ok((Corpus::from_bytes(name.clone(), name, data)?, vec![]))
         }
     }
@@ -73,7 +79,9 @@ pub fn table(r: &Run<'_>) -> Result<FullTable> {
     zmem_lab::bench::codecs::select(&opts.algorithms)?;
     let (c, notes) = load_corpus(r.corpus)?;
     let bar = indicatif::ProgressBar::new(0);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}") {
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+    {
         bar.set_style(style.progress_chars("=> "));
     }
     let mut t = full::run(&c, &opts, &mut |what, done, total| {
@@ -110,7 +118,10 @@ pub fn inputs(ram: Option<&str>, fs_read: Option<f64>, fs_dir: &Path) -> Result<
         Some(v) if v > 0.0 => (v, "given with --fs-read".to_string()),
         Some(v) => anyhow::bail!("--fs-read must be a positive MiB/s figure, got {v}"),
         None => {
-            eprintln!("zmem: measuring random 4 KiB reads from the filesystem at {}…", fs_dir.display());
+            eprintln!(
+                "zmem: measuring random 4 KiB reads from the filesystem at {}…",
+                fs_dir.display()
+            );
             let m = zmem_lab::fsread::measure(fs_dir, 64, 2000)?;
             (
                 m.mib_s,
@@ -118,16 +129,32 @@ pub fn inputs(ram: Option<&str>, fs_read: Option<f64>, fs_dir: &Path) -> Result<
                     "measured: {} random reads from a 64 MiB file in {}{}",
                     m.reads,
                     fs_dir.display(),
-                    if m.direct_io { " with O_DIRECT" } else { " (no O_DIRECT here: cached pages dropped first)" }
+                    if m.direct_io {
+                        " with O_DIRECT"
+                    } else {
+                        " (no O_DIRECT here: cached pages dropped first)"
+                    }
                 ),
             )
         }
     };
-    Ok(Inputs { ram_bytes, fs_read_mib_s, fs_read_source, kernel_algos, disk_swap, zswap_enabled: zswap })
+    Ok(Inputs {
+        ram_bytes,
+        fs_read_mib_s,
+        fs_read_source,
+        kernel_algos,
+        disk_swap,
+        zswap_enabled: zswap,
+    })
 }
 
 /// Print the table (and recommendation) in `format`; write the report if asked.
-pub fn print(t: &FullTable, rec: &Result<Recommendation>, format: Format, report: Option<&Path>) -> Result<()> {
+pub fn print(
+    t: &FullTable,
+    rec: &Result<Recommendation>,
+    format: Format,
+    report: Option<&Path>,
+) -> Result<()> {
     match format {
         Format::Table => {
             print!("{}", t.render_text());
@@ -147,7 +174,12 @@ pub fn print(t: &FullTable, rec: &Result<Recommendation>, format: Format, report
         }
     }
     if let Some(p) = report {
-        let html = zmem_lab::report::render(t, rec.as_ref().ok(), rec.as_ref().err().map(|e| format!("{e:#}")).as_deref(), "zmem bench");
+        let html = zmem_lab::report::render(
+            t,
+            rec.as_ref().ok(),
+            rec.as_ref().err().map(|e| format!("{e:#}")).as_deref(),
+            "zmem bench",
+        );
         std::fs::write(p, html).with_context(|| format!("writing report {}", p.display()))?;
         eprintln!("zmem: report written to {}", p.display());
     }

@@ -22,7 +22,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = config::load(&args.config)?;
-    let exe = std::env::current_exe().ok().and_then(|p| p.to_str().map(str::to_string)).unwrap_or_else(|| "/usr/bin/zmem".into());
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string))
+        .unwrap_or_else(|| "/usr/bin/zmem".into());
     let files = persist::files(&cfg, &exe);
     if files.is_empty() {
         anyhow::bail!("{} has nothing to persist", args.config.display());

@@ -41,7 +41,12 @@ fn stamp(now: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", s / 3600, s % 3600 / 60, s % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s % 3600 / 60,
+        s % 60
+    )
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -74,7 +79,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut state = State::load(&sys);
     loop {
-        let now = args.now.unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0));
+        let now = args.now.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        });
         let mut targets: Vec<Box<dyn AttrTarget>> = Vec::new();
         for n in zram::list_devices(&sys)? {
             targets.push(Box::new(SysfsDevice::new(&sys, &n)));
@@ -86,7 +96,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut log = |l: String| {
             // A closed stdout must not stop the daemon.
             use std::io::Write;
-            let _ = writeln!(std::io::stdout().lock(), "{ts} {l}{}", if args.dry_run && l.contains(": write ") { " (dry run)" } else { "" });
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "{ts} {l}{}",
+                if args.dry_run && l.contains(": write ") {
+                    " (dry run)"
+                } else {
+                    ""
+                }
+            );
         };
         for t in &targets {
             let label = t.label();
@@ -97,19 +115,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let types: Option<Vec<String>> = cfg.as_ref().and_then(|c| {
                 let d = c.devices.iter().find(|d| d.name == label)?;
                 let a = d.algorithms.as_ref()?;
-                a.recompress_params.iter().find(|(k, _)| k == "type").map(|(_, v)| vec![v.clone()])
+                a.recompress_params
+                    .iter()
+                    .find(|(k, _)| k == "type")
+                    .map(|(_, v)| vec![v.clone()])
             });
             let st = state.devices.entry(label).or_default();
             if args.dry_run {
                 let mut scratch = st.clone();
-                policy::round(&sys, &pol, &DryRun(t.as_ref()), &mut scratch, now, types.as_deref(), &mut log);
+                policy::round(
+                    &sys,
+                    &pol,
+                    &DryRun(t.as_ref()),
+                    &mut scratch,
+                    now,
+                    types.as_deref(),
+                    &mut log,
+                );
             } else {
                 policy::round(&sys, &pol, t.as_ref(), st, now, types.as_deref(), &mut log);
             }
         }
         if !args.dry_run {
             if let Err(e) = state.save(&sys) {
-                log(format!("warning: cannot save state to {}: {e}", sys.path(&policy::state_file(&sys)).display()));
+                log(format!(
+                    "warning: cannot save state to {}: {e}",
+                    sys.path(&policy::state_file(&sys)).display()
+                ));
             }
         }
         if args.once {

@@ -60,7 +60,10 @@ pub fn run(a: Args) -> Result<()> {
     let rec = zmem_lab::recommend::recommend(&t, &inputs)?;
     match a.format {
         Format::Table => print!("{}", rec.render_text()),
-        Format::Json => println!("{}", zmem_lab::recommend::pretty(&zmem_lab::recommend::to_json_value(&rec))),
+        Format::Json => println!(
+            "{}",
+            zmem_lab::recommend::pretty(&zmem_lab::recommend::to_json_value(&rec))
+        ),
         Format::Csv => {
             println!("key,value");
             let s = rec.sizes;
@@ -72,7 +75,10 @@ pub fn run(a: Args) -> Result<()> {
                 ("ratio", format!("{:.2}", s.ratio)),
                 ("disksize_mib", s.disksize_mib.to_string()),
                 ("mem_limit_mib", s.mem_limit_mib.to_string()),
-                ("memory_when_full_mib", format!("{:.0}", s.memory_when_full_mib)),
+                (
+                    "memory_when_full_mib",
+                    format!("{:.0}", s.memory_when_full_mib),
+                ),
                 ("vm.swappiness", rec.swappiness.to_string()),
                 ("vm.page-cluster", rec.page_cluster.to_string()),
             ] {
@@ -84,7 +90,8 @@ pub fn run(a: Args) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let g = dir.join("zram-generator.conf");
         let s = dir.join("99-zmem.conf");
-        std::fs::write(&g, &rec.zram_generator_conf).with_context(|| format!("writing {}", g.display()))?;
+        std::fs::write(&g, &rec.zram_generator_conf)
+            .with_context(|| format!("writing {}", g.display()))?;
         std::fs::write(&s, &rec.sysctl_conf).with_context(|| format!("writing {}", s.display()))?;
         eprintln!("zmem: wrote {} and {}", g.display(), s.display());
     }

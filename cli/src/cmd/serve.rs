@@ -39,7 +39,12 @@ pub struct Args {
     pub fast: Option<String>,
     /// Fast path: when writes use it: off, always, or pressure[:N%][,RATE/s] (pool above N% of
     /// --mem-limit, default 80%, or a write rate above RATE pages/s over 100 ms)
-    #[arg(long, value_name = "WHEN", default_value = "pressure", requires = "fast")]
+    #[arg(
+        long,
+        value_name = "WHEN",
+        default_value = "pressure",
+        requires = "fast"
+    )]
     pub fast_when: String,
     /// Maintenance worker: idle marking, fast-path slots back to the primary, recompression
     /// with --recomp, writeback when available; optional policy, e.g.
@@ -82,7 +87,10 @@ fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
         // ENOENT is also what opening a missing backing file gives: only an
         // unknown attribute name gets the "no attribute" message.
         if e.errno == Errno::ENOENT && !zmem_zram::attrs::WRITABLE.contains(&name) {
-            anyhow::anyhow!("{what}: this engine has no `{name}` attribute yet ({})", e.message)
+            anyhow::anyhow!(
+                "{what}: this engine has no `{name}` attribute yet ({})",
+                e.message
+            )
         } else {
             anyhow::anyhow!("{what}: {name} {value:?}: {}: {}", e.errno, e.message)
         }
@@ -92,7 +100,10 @@ fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
 /// Configure a device the way a script configures /sys/block/zramN, in the
 /// kernel's order (everything before disksize).
 fn build_device(a: &Args) -> anyhow::Result<Zram> {
-    let dev = Zram::builder().name(format!("serve:{}", a.export)).build().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let dev = Zram::builder()
+        .name(format!("serve:{}", a.export))
+        .build()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     attr(&dev, "allocator", &a.allocator, "--allocator")?;
     attr(&dev, "comp_algorithm", &a.algo, "--algo")?;
     if let Some(p) = &a.params {
@@ -102,13 +113,23 @@ fn build_device(a: &Args) -> anyhow::Result<Zram> {
         bail!("--recomp: at most 3 recompression algorithms (priorities 1..3)");
     }
     for (i, alg) in a.recomp.iter().enumerate() {
-        attr(&dev, "recomp_algorithm", &format!("algo={alg} priority={}", i + 1), "--recomp")?;
+        attr(
+            &dev,
+            "recomp_algorithm",
+            &format!("algo={alg} priority={}", i + 1),
+            "--recomp",
+        )?;
     }
     if let Some(m) = &a.mem_limit {
         attr(&dev, "mem_limit", m, "--mem-limit")?;
     }
     if let Some(b) = &a.backing_dev {
-        attr(&dev, "backing_dev", &b.display().to_string(), "--backing-dev")?;
+        attr(
+            &dev,
+            "backing_dev",
+            &b.display().to_string(),
+            "--backing-dev",
+        )?;
     }
     if let Some(f) = &a.fast {
         attr(&dev, "fast_algorithm", &format!("algo={f}"), "--fast")?;
@@ -126,7 +147,9 @@ fn build_device(a: &Args) -> anyhow::Result<Zram> {
 
 /// `off`, `always`, `pressure[:N%][,RATE/s]` → the `fast_path` attribute value.
 pub fn fast_when(s: &str) -> anyhow::Result<String> {
-    let bad = || anyhow::anyhow!("--fast-when {s:?}: expected off, always or pressure[:N%][,RATE/s] (e.g. pressure:80%,20000/s)");
+    let bad = || {
+        anyhow::anyhow!("--fast-when {s:?}: expected off, always or pressure[:N%][,RATE/s] (e.g. pressure:80%,20000/s)")
+    };
     let (mode, rest) = s.split_once(':').unwrap_or((s, ""));
     match mode {
         "off" | "always" if rest.is_empty() => return Ok(format!("mode={mode}")),
@@ -150,12 +173,16 @@ pub fn fast_when(s: &str) -> anyhow::Result<String> {
 
 /// zswap's block view over the backing file.
 fn build_zswap(a: &Args) -> anyhow::Result<zmem_zswap::ZswapDevice> {
-    let Some(file) = &a.backing_dev else { bail!("--mode zswap needs --backing-dev FILE (the swap device zswap caches)") };
+    let Some(file) = &a.backing_dev else {
+        bail!("--mode zswap needs --backing-dev FILE (the swap device zswap caches)")
+    };
     if !a.recomp.is_empty() || a.params.is_some() || a.fast.is_some() || a.maint.is_some() {
         bail!("--recomp/--params/--fast/--maint: zram options, not available with --mode zswap");
     }
     let size = parse_size(&a.size, "--size")?;
-    let mut b = zmem_zswap::Zswap::builder().compressor(a.algo.clone()).zpool(a.allocator.clone());
+    let mut b = zmem_zswap::Zswap::builder()
+        .compressor(a.algo.clone())
+        .zpool(a.allocator.clone());
     if let Some(m) = &a.mem_limit {
         b = b.max_pool_bytes(parse_size(m, "--mem-limit")?);
     }
@@ -184,7 +211,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         }
     }
     let policy = match &a.maint {
-        Some(spec) => Some(MaintPolicy::default().apply(spec).map_err(|e| anyhow::anyhow!("--maint: {e}"))?),
+        Some(spec) => Some(
+            MaintPolicy::default()
+                .apply(spec)
+                .map_err(|e| anyhow::anyhow!("--maint: {e}"))?,
+        ),
         None => None,
     };
     let mut maintained = None;
@@ -194,7 +225,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         let z = Arc::new(build_device(&a)?);
         match policy {
             Some(p) => {
-                eprintln!("zmem serve: maintenance every {} s", p.interval.as_secs_f64());
+                eprintln!(
+                    "zmem serve: maintenance every {} s",
+                    p.interval.as_secs_f64()
+                );
                 let m = Arc::new(Maintained::start(z.clone(), p)?);
                 maintained = Some(m.clone());
                 (Some(z), m)
@@ -203,7 +237,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         }
     };
     if a.mlock {
-        zmem_nbd::server::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
+        zmem_nbd::server::mlock_all()
+            .context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
     }
     // Served devices are open: `reset` answers EBUSY, as the kernel's does
     // for a mounted or swapped-on zram.
@@ -211,7 +246,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let ctl = if a.no_ctl {
         None
     } else {
-        let path = a.ctl.clone().unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", a.export)));
+        let path = a
+            .ctl
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", a.export)));
         let mut names: Vec<String> = dev.attr_names().iter().map(|s| s.to_string()).collect();
         if zram.is_some() {
             for w in zmem_zram::attrs::WRITABLE {
@@ -221,12 +259,22 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             }
         }
         names.sort();
-        let server = CtlServer::start(&path, Control { dev: dev.clone(), names })
-            .with_context(|| format!("control socket {}", path.display()))?;
+        let server = CtlServer::start(
+            &path,
+            Control {
+                dev: dev.clone(),
+                names,
+            },
+        )
+        .with_context(|| format!("control socket {}", path.display()))?;
         Some(server)
     };
     let listener = Listener::bind(&listen).with_context(|| format!("--listen {listen}"))?;
-    let mut opts = Options { export_name: a.export.clone(), verbose: a.verbose, ..Options::default() };
+    let mut opts = Options {
+        export_name: a.export.clone(),
+        verbose: a.verbose,
+        ..Options::default()
+    };
     if let Some(t) = a.threads {
         opts.threads = t.clamp(1, 256);
     }
@@ -236,10 +284,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         a.export,
         dev.size(),
         a.algo,
-        a.fast.as_ref().map(|f| format!(" (fast path {f}, {})", a.fast_when)).unwrap_or_default(),
+        a.fast
+            .as_ref()
+            .map(|f| format!(" (fast path {f}, {})", a.fast_when))
+            .unwrap_or_default(),
         a.allocator,
         opts.threads,
-        ctl.as_ref().map(|c| format!(", control socket {}", c.path().display())).unwrap_or_default()
+        ctl.as_ref()
+            .map(|c| format!(", control socket {}", c.path().display()))
+            .unwrap_or_default()
     );
     println!("listening on {}", listener.local());
     let server = Server::new(dev.clone(), listener, opts);
@@ -251,11 +304,19 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     // zram's mm_stat; zswap's pool size and stored pages.
     let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
         .iter()
-        .filter_map(|n| dev.attr_read(n).ok().map(|v| format!("{n}: {}", v.trim_end())))
+        .filter_map(|n| {
+            dev.attr_read(n)
+                .ok()
+                .map(|v| format!("{n}: {}", v.trim_end()))
+        })
         .collect();
     eprintln!(
         "zmem serve: stopped ({}); final {}",
-        if stop.load(Ordering::Relaxed) { "signal" } else { "done" },
+        if stop.load(Ordering::Relaxed) {
+            "signal"
+        } else {
+            "done"
+        },
         final_stats.join(", ")
     );
     Ok(())
@@ -270,10 +331,28 @@ mod tests {
         assert_eq!(fast_when("off").unwrap(), "mode=off");
         assert_eq!(fast_when("always").unwrap(), "mode=always");
         assert_eq!(fast_when("pressure").unwrap(), "mode=pressure");
-        assert_eq!(fast_when("pressure:90%").unwrap(), "mode=pressure limit_pct=90");
-        assert_eq!(fast_when("pressure:90%,20000/s").unwrap(), "mode=pressure limit_pct=90 rate=20000");
-        assert_eq!(fast_when("pressure:20000/s").unwrap(), "mode=pressure rate=20000");
-        for bad in ["", "on", "always:80%", "pressure:101%", "pressure:x%", "pressure:80", "pressure:-1/s", "pressure:80%;1/s"] {
+        assert_eq!(
+            fast_when("pressure:90%").unwrap(),
+            "mode=pressure limit_pct=90"
+        );
+        assert_eq!(
+            fast_when("pressure:90%,20000/s").unwrap(),
+            "mode=pressure limit_pct=90 rate=20000"
+        );
+        assert_eq!(
+            fast_when("pressure:20000/s").unwrap(),
+            "mode=pressure rate=20000"
+        );
+        for bad in [
+            "",
+            "on",
+            "always:80%",
+            "pressure:101%",
+            "pressure:x%",
+            "pressure:80",
+            "pressure:-1/s",
+            "pressure:80%;1/s",
+        ] {
             assert!(fast_when(bad).is_err(), "{bad:?}");
         }
     }

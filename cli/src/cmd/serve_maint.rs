@@ -18,7 +18,10 @@ impl Maintained {
     pub fn start(dev: Arc<Zram>, policy: MaintPolicy) -> anyhow::Result<Maintained> {
         let worker = MaintWorker::start(dev.clone(), policy)
             .map_err(|e| anyhow::anyhow!("--maint: cannot start the maintenance thread: {e}"))?;
-        Ok(Maintained { dev, worker: Mutex::new(Some(worker)) })
+        Ok(Maintained {
+            dev,
+            worker: Mutex::new(Some(worker)),
+        })
     }
 
     /// Stop the worker (waits for a round in progress).
@@ -30,7 +33,9 @@ impl Maintained {
     /// `f` on the running worker; ENODEV once it has stopped.
     fn with_worker<R>(&self, f: impl FnOnce(&MaintWorker) -> R) -> Result<R, AttrError> {
         let g = self.worker.lock().unwrap_or_else(|e| e.into_inner());
-        let w = g.as_ref().ok_or_else(|| AttrError::new(Errno::ENODEV, "the maintenance worker has stopped"))?;
+        let w = g
+            .as_ref()
+            .ok_or_else(|| AttrError::new(Errno::ENODEV, "the maintenance worker has stopped"))?;
         Ok(f(w))
     }
 
@@ -43,7 +48,10 @@ impl Maintained {
 
     fn maint_write(&self, value: &str) -> Result<(), AttrError> {
         if value.trim() != "run" {
-            return Err(AttrError::new(Errno::EINVAL, format!("maint takes 'run', not {:?}", value.trim())));
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!("maint takes 'run', not {:?}", value.trim()),
+            ));
         }
         let r = self.with_worker(|w| w.run_once())?;
         eprintln!("zmem maint {}: {r}", self.dev.name());

@@ -35,7 +35,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if args.watch.is_some() {
                 // Clear the screen and print the time, like watch(1).
                 out("\x1b[2J\x1b[H");
-                out(&format!("zmem status, every {} s (Ctrl-C to stop)\n\n", args.watch.unwrap_or(0)));
+                out(&format!(
+                    "zmem status, every {} s (Ctrl-C to stop)\n\n",
+                    args.watch.unwrap_or(0)
+                ));
             }
             out(&status::render_text(&st));
         }

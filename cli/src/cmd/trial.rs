@@ -18,10 +18,12 @@ pub enum Builtin {
 
 /// Arguments of `zmem trial`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Configurations: none | disk | zram:ALGO[:SIZE] | zram:ALGO[:SIZE]+disk | zswap:COMPRESSOR[:POOL%]\n\
+#[command(
+    after_help = "Configurations: none | disk | zram:ALGO[:SIZE] | zram:ALGO[:SIZE]+disk | zswap:COMPRESSOR[:POOL%]\n\
 Example: zmem trial --builtin memalloc --memory 256M --config none --config disk --config zram:lz4 --config zswap:lzo\n\
 Needs root. Refuses when swap is active or zswap is enabled (unless --force). Everything it sets up \
-(cgroups, swap file, zram devices, zswap parameters, sysctls) is removed or restored afterwards, also on Ctrl-C.")]
+(cgroups, swap file, zram devices, zswap parameters, sysctls) is removed or restored afterwards, also on Ctrl-C."
+)]
 pub struct Args {
     /// RAM limit of the workload's cgroup (e.g. 256M)
     #[arg(long, value_name = "SIZE", value_parser = parse_size, required_unless_present_any = ["worker", "recover"])]
@@ -79,7 +81,9 @@ pub struct Args {
 fn worker(kind: Builtin, size: Option<u64>, seed: u64) -> anyhow::Result<()> {
     match kind {
         Builtin::Memalloc => {
-            let Some(size) = size else { bail!("--worker memalloc needs --size") };
+            let Some(size) = size else {
+                bail!("--worker memalloc needs --size")
+            };
             match trial::workload::memalloc(size, seed, 1) {
                 Ok(_) => Ok(()),
                 Err(m) => {
@@ -109,7 +113,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (command, workload, builtin_size) = match (args.builtin, args.command.is_empty()) {
         (Some(Builtin::Memalloc), true) => {
             let size = args.size.unwrap_or(memory / 2 * 3);
-            let exe = std::env::current_exe().context("finding the zmem binary to run the built-in workload")?;
+            let exe = std::env::current_exe()
+                .context("finding the zmem binary to run the built-in workload")?;
             let cmd = vec![
                 exe.to_string_lossy().into_owned(),
                 "trial".into(),
@@ -118,7 +123,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "--size".into(),
                 size.to_string(),
             ];
-            (cmd, format!("memalloc {}", trial::format_size(size)), Some(size))
+            (
+                cmd,
+                format!("memalloc {}", trial::format_size(size)),
+                Some(size),
+            )
         }
         (None, false) => {
             if args.size.is_some() {
@@ -151,7 +160,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     drop(signals);
     let html = |r: &trial::TrialReport| -> anyhow::Result<()> {
         if let Some(path) = &args.report {
-            std::fs::write(path, trial::report::render_html(r)).with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(path, trial::report::render_html(r))
+                .with_context(|| format!("writing {}", path.display()))?;
             eprintln!("zmem trial: report written to {}", path.display());
         }
         Ok(())

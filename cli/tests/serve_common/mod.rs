@@ -4,13 +4,17 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::time::{Duration, Instant};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 static N: AtomicUsize = AtomicUsize::new(0);
 
 pub fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-serve-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d = std::env::temp_dir().join(format!(
+        "zmem-serve-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -18,13 +22,22 @@ pub fn tmpdir(tag: &str) -> PathBuf {
 
 /// Whether `tool` runs (`tool --version` or `tool -V` exits at all).
 pub fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
 }
 
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -55,13 +68,21 @@ impl Served {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         assert!(
             line.starts_with("listening on unix:"),
             "zmem serve did not start: {line:?}; stderr: {}",
             std::fs::read_to_string(&stderr).unwrap_or_default()
         );
-        Served { child, dir, sock, ctl, stderr }
+        Served {
+            child,
+            dir,
+            sock,
+            ctl,
+            stderr,
+        }
     }
 
     /// The libnbd/qemu URI of the export.
@@ -71,9 +92,19 @@ impl Served {
 
     /// SIGTERM, wait, and return (exit success, stderr).
     pub fn stop(mut self) -> (bool, String) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let st = wait_within(&mut self.child, Duration::from_secs(60), "zmem serve after SIGTERM");
-        (st.success(), std::fs::read_to_string(&self.stderr).unwrap_or_default())
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let st = wait_within(
+            &mut self.child,
+            Duration::from_secs(60),
+            "zmem serve after SIGTERM",
+        );
+        (
+            st.success(),
+            std::fs::read_to_string(&self.stderr).unwrap_or_default(),
+        )
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -99,7 +130,10 @@ pub const COMMAND_LIMIT: Duration = Duration::from_secs(300);
 pub fn wait_within(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
     let deadline = Instant::now() + limit;
     loop {
-        if let Some(st) = child.try_wait().unwrap_or_else(|e| panic!("{what}: wait: {e}")) {
+        if let Some(st) = child
+            .try_wait()
+            .unwrap_or_else(|e| panic!("{what}: wait: {e}"))
+        {
             return st;
         }
         if Instant::now() >= deadline {
@@ -130,7 +164,11 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
     let status = wait_within(&mut child, limit, &what);
-    Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
 }
 
 /// Run a command (at most [`COMMAND_LIMIT`]); panic with its output when it fails.

@@ -11,7 +11,13 @@ use zmem_codec::{CodecError, Params, Stream, MAX_COMPRESSED, PAGE_SIZE};
 /// A fixed dictionary for the dictionary-taking codecs (lz4, lz4hc, zstd).
 fn dict() -> Vec<u8> {
     let mut d = Vec::with_capacity(8192);
-    let words: &[&[u8]] = &[b"zram ", b"slot ", b"\0\0\0\0\0\0\0\0", b"\x7f\0\0\x55\x55\0\0\0", b"the page "];
+    let words: &[&[u8]] = &[
+        b"zram ",
+        b"slot ",
+        b"\0\0\0\0\0\0\0\0",
+        b"\x7f\0\0\x55\x55\0\0\0",
+        b"the page ",
+    ];
     let mut i = 0usize;
     while d.len() < 8192 {
         d.extend_from_slice(words[i % words.len()]);
@@ -25,7 +31,11 @@ thread_local! {
     static STREAMS: RefCell<HashMap<(&'static str, bool), Option<Box<dyn Stream>>>> = RefCell::new(HashMap::new());
 }
 
-fn with_stream<R>(name: &'static str, with_dict: bool, f: impl FnOnce(&mut dyn Stream) -> R) -> Option<R> {
+fn with_stream<R>(
+    name: &'static str,
+    with_dict: bool,
+    f: impl FnOnce(&mut dyn Stream) -> R,
+) -> Option<R> {
     STREAMS.with(|m| {
         let mut m = m.borrow_mut();
         let slot = m.entry((name, with_dict)).or_insert_with(|| {
@@ -34,7 +44,11 @@ fn with_stream<R>(name: &'static str, with_dict: bool, f: impl FnOnce(&mut dyn S
             if with_dict && !takes_dict {
                 return None;
             }
-            let params = if with_dict { Params::default().dict_bytes(dict()) } else { Params::default() };
+            let params = if with_dict {
+                Params::default().dict_bytes(dict())
+            } else {
+                Params::default()
+            };
             match b.new_stream(&params) {
                 Ok(s) => Some(s),
                 Err(e) => panic!("{name}: new_stream: {e}"),
@@ -94,10 +108,14 @@ pub fn roundtrip(data: &[u8]) {
     let mut run = |s: &mut dyn Stream| match s.compress(&page, &mut dst) {
         Ok(n) => {
             assert!(n <= cap, "{name}: wrote {n} into {cap}");
-            s.decompress(&dst[..n], &mut out).unwrap_or_else(|e| panic!("{name}: own output: {e}"));
+            s.decompress(&dst[..n], &mut out)
+                .unwrap_or_else(|e| panic!("{name}: own output: {e}"));
             assert!(out == page, "{name}: round trip changed the page");
         }
-        Err(CodecError::DstTooSmall { .. }) => assert!(cap < MAX_COMPRESSED, "{name}: page does not fit MAX_COMPRESSED"),
+        Err(CodecError::DstTooSmall { .. }) => assert!(
+            cap < MAX_COMPRESSED,
+            "{name}: page does not fit MAX_COMPRESSED"
+        ),
         Err(e) => panic!("{name}: compress: {e}"),
     };
     if with_stream(name, with_dict, &mut run).is_none() {

@@ -91,8 +91,13 @@ impl Stream for DeflateStream {
         self.comp.reset();
         match self.comp.compress(src, dst, FlushCompress::Finish) {
             Ok(Status::StreamEnd) => Ok(self.comp.total_out() as usize),
-            Ok(_) => Err(CodecError::DstTooSmall { capacity: dst.len() }),
-            Err(e) => Err(CodecError::Library { algo: NAME, reason: e.to_string() }),
+            Ok(_) => Err(CodecError::DstTooSmall {
+                capacity: dst.len(),
+            }),
+            Err(e) => Err(CodecError::Library {
+                algo: NAME,
+                reason: e.to_string(),
+            }),
         }
     }
 
@@ -102,7 +107,10 @@ impl Stream for DeflateStream {
             .decomp
             .decompress(src, dst, FlushDecompress::Finish)
             .map_err(|e| CodecError::corrupt(NAME, e.to_string()))?;
-        let (read, written) = (self.decomp.total_in() as usize, self.decomp.total_out() as usize);
+        let (read, written) = (
+            self.decomp.total_in() as usize,
+            self.decomp.total_out() as usize,
+        );
         match status {
             Status::StreamEnd if written == dst.len() && read == src.len() => Ok(()),
             Status::StreamEnd if written != dst.len() => Err(CodecError::corrupt(
@@ -111,12 +119,19 @@ impl Stream for DeflateStream {
             )),
             Status::StreamEnd => Err(CodecError::corrupt(
                 NAME,
-                format!("{} trailing bytes after the end of the stream", src.len() - read),
+                format!(
+                    "{} trailing bytes after the end of the stream",
+                    src.len() - read
+                ),
             )),
-            _ if written == dst.len() => {
-                Err(CodecError::corrupt(NAME, format!("decodes to more than {written} bytes")))
-            }
-            _ => Err(CodecError::corrupt(NAME, format!("truncated after {written} bytes"))),
+            _ if written == dst.len() => Err(CodecError::corrupt(
+                NAME,
+                format!("decodes to more than {written} bytes"),
+            )),
+            _ => Err(CodecError::corrupt(
+                NAME,
+                format!("truncated after {written} bytes"),
+            )),
         }
     }
 }

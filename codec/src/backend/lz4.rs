@@ -78,10 +78,18 @@ impl Lz4Dict {
         if bytes.is_empty() {
             return Err(CodecError::invalid_param(NAME, "dict is empty"));
         }
-        let lib_err = |e: lzzzz::Error| CodecError::Library { algo: NAME, reason: e.to_string() };
-        let loaded = Box::new(lib::Compressor::with_dict(bytes.as_slice().to_vec()).map_err(lib_err)?);
+        let lib_err = |e: lzzzz::Error| CodecError::Library {
+            algo: NAME,
+            reason: e.to_string(),
+        };
+        let loaded =
+            Box::new(lib::Compressor::with_dict(bytes.as_slice().to_vec()).map_err(lib_err)?);
         let work = lib::Compressor::new().map_err(lib_err)?;
-        Ok(Lz4Dict { bytes, loaded, work })
+        Ok(Lz4Dict {
+            bytes,
+            loaded,
+            work,
+        })
     }
 }
 
@@ -103,7 +111,9 @@ impl Stream for Lz4Stream {
             }
         };
         // liblz4 reports only "did not fit" for a page that is in range.
-        r.map_err(|_| CodecError::DstTooSmall { capacity: dst.len() })
+        r.map_err(|_| CodecError::DstTooSmall {
+            capacity: dst.len(),
+        })
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
@@ -113,7 +123,10 @@ impl Stream for Lz4Stream {
         }
         .map_err(|_| CodecError::corrupt(NAME, "malformed LZ4 block"))?;
         if n != dst.len() {
-            return Err(CodecError::corrupt(NAME, format!("decodes to {n} bytes, expected {}", dst.len())));
+            return Err(CodecError::corrupt(
+                NAME,
+                format!("decodes to {n} bytes, expected {}", dst.len()),
+            ));
         }
         Ok(())
     }

@@ -75,11 +75,19 @@ impl HcDict {
         if bytes.is_empty() {
             return Err(CodecError::invalid_param(NAME, "dict is empty"));
         }
-        let lib_err = |e: lzzzz::Error| CodecError::Library { algo: NAME, reason: e.to_string() };
-        let loaded = lib::Compressor::with_dict(bytes.as_slice().to_vec(), level).map_err(lib_err)?;
+        let lib_err = |e: lzzzz::Error| CodecError::Library {
+            algo: NAME,
+            reason: e.to_string(),
+        };
+        let loaded =
+            lib::Compressor::with_dict(bytes.as_slice().to_vec(), level).map_err(lib_err)?;
         let mut work = lib::Compressor::new().map_err(lib_err)?;
         work.set_compression_level(level);
-        Ok(HcDict { bytes, loaded, work })
+        Ok(HcDict {
+            bytes,
+            loaded,
+            work,
+        })
     }
 }
 
@@ -99,7 +107,9 @@ impl Stream for Lz4HcStream {
                 d.work.next(src, dst)
             }
         };
-        r.map_err(|_| CodecError::DstTooSmall { capacity: dst.len() })
+        r.map_err(|_| CodecError::DstTooSmall {
+            capacity: dst.len(),
+        })
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
@@ -109,7 +119,10 @@ impl Stream for Lz4HcStream {
         }
         .map_err(|_| CodecError::corrupt(NAME, "malformed LZ4 block"))?;
         if n != dst.len() {
-            return Err(CodecError::corrupt(NAME, format!("decodes to {n} bytes, expected {}", dst.len())));
+            return Err(CodecError::corrupt(
+                NAME,
+                format!("decodes to {n} bytes, expected {}", dst.len()),
+            ));
         }
         Ok(())
     }

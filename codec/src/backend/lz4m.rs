@@ -101,7 +101,14 @@ impl Out<'_> {
     /// Write one sequence: literals `src[from..to]` (whole words), then a
     /// match of `mlen` words at `offset`; `Err` if it does not fit.
     #[inline(always)]
-    fn sequence(&mut self, src: &[u8], from: usize, to: usize, mlen: usize, offset: usize) -> Result<(), ()> {
+    fn sequence(
+        &mut self,
+        src: &[u8],
+        from: usize,
+        to: usize,
+        mlen: usize,
+        offset: usize,
+    ) -> Result<(), ()> {
         let n = to - from;
         let l = n / 4;
         let need = 2 + ext_len(l) + n + ext_len(mlen);
@@ -132,7 +139,9 @@ impl Out<'_> {
 impl Stream for Lz4mStream {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
         check_page(NAME, src)?;
-        let too_small = CodecError::DstTooSmall { capacity: dst.len() };
+        let too_small = CodecError::DstTooSmall {
+            capacity: dst.len(),
+        };
         let w = &mut *self.words;
         // Pass 1, without branches: for every word, the latest earlier
         // position with the same hash (all positions are inserted), and
@@ -199,7 +208,8 @@ impl Stream for Lz4mStream {
             anchor = end;
             p = end;
         }
-        out.sequence(src, 4 * anchor, PAGE_SIZE, 0, 0).map_err(|()| too_small)?;
+        out.sequence(src, 4 * anchor, PAGE_SIZE, 0, 0)
+            .map_err(|()| too_small)?;
         Ok(out.pos)
     }
 
@@ -231,7 +241,9 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         }
     };
     loop {
-        let t = src.get(ip..ip + 2).ok_or_else(|| format!("truncated: no token at byte {ip}"))?;
+        let t = src
+            .get(ip..ip + 2)
+            .ok_or_else(|| format!("truncated: no token at byte {ip}"))?;
         let token = u16::from_le_bytes([t[0], t[1]]) as usize;
         ip += 2;
         let mut l = token >> 13;
@@ -242,7 +254,10 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         }
         let lbytes = 4 * l;
         if op + lbytes > dst.len() {
-            return Err(format!("{l} literal words at byte {op} overrun {} bytes", dst.len()));
+            return Err(format!(
+                "{l} literal words at byte {op} overrun {} bytes",
+                dst.len()
+            ));
         }
         let lits = src.get(ip..ip + lbytes).ok_or("truncated in literals")?;
         if l <= 4 {
@@ -260,7 +275,10 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
                 return Err(format!("final sequence has offset {offset}"));
             }
             if ip != src.len() {
-                return Err(format!("{} bytes follow the final sequence", src.len() - ip));
+                return Err(format!(
+                    "{} bytes follow the final sequence",
+                    src.len() - ip
+                ));
             }
             if op != dst.len() {
                 return Err(format!("decodes to {op} bytes, expected {}", dst.len()));
@@ -272,10 +290,16 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
         }
         let (mbytes, obytes) = (4 * m, 4 * offset);
         if offset == 0 || obytes > op {
-            return Err(format!("match offset {offset} words at output word {}", op / 4));
+            return Err(format!(
+                "match offset {offset} words at output word {}",
+                op / 4
+            ));
         }
         if op + mbytes > dst.len() {
-            return Err(format!("{m} match words at byte {op} overrun {} bytes", dst.len()));
+            return Err(format!(
+                "{m} match words at byte {op} overrun {} bytes",
+                dst.len()
+            ));
         }
         if m <= 4 {
             // Word by word, in order: also right when the match overlaps
@@ -326,7 +350,8 @@ mod tests {
             let n = s.compress(&page, &mut c).unwrap();
             assert!(n <= MAX_COMPRESSED_LEN, "{name}: {n}");
             let mut back = vec![0u8; PAGE_SIZE];
-            s.decompress(&c[..n], &mut back).unwrap_or_else(|e| panic!("{name}: {e}"));
+            s.decompress(&c[..n], &mut back)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(back == page, "{name}: round trip differs");
         }
         assert_eq!(MAX_COMPRESSED_LEN, 4102);
@@ -347,10 +372,21 @@ mod tests {
         assert_eq!(&c[6..], &page[..]);
         // "ABCD" "EFGH" "ABCD" "EFGH" ... : 2 literal words, then a match of
         // 1022 words at offset 2.
-        let page: Vec<u8> = b"ABCDEFGH".iter().copied().cycle().take(PAGE_SIZE).collect();
+        let page: Vec<u8> = b"ABCDEFGH"
+            .iter()
+            .copied()
+            .cycle()
+            .take(PAGE_SIZE)
+            .collect();
         let c = comp(&page);
         let tok = (2u16 << 13 | 7 << 10 | 2).to_le_bytes();
-        assert_eq!(c, [tok[0], tok[1], b'A', b'B', b'C', b'D', b'E', b'F', b'G', b'H', 255, 255, 255, 250, 0, 0]);
+        assert_eq!(
+            c,
+            [
+                tok[0], tok[1], b'A', b'B', b'C', b'D', b'E', b'F', b'G', b'H', 255, 255, 255, 250,
+                0, 0
+            ]
+        );
         let mut back = vec![0u8; PAGE_SIZE];
         decompress(&c, &mut back).unwrap();
         assert_eq!(back, page);
@@ -363,7 +399,10 @@ mod tests {
             let n = comp(&page).len();
             for cap in [0, 1, n / 2, n - 1] {
                 let mut small = vec![0u8; cap];
-                assert_eq!(s.compress(&page, &mut small), Err(CodecError::DstTooSmall { capacity: cap }));
+                assert_eq!(
+                    s.compress(&page, &mut small),
+                    Err(CodecError::DstTooSmall { capacity: cap })
+                );
             }
             let mut exact = vec![0u8; n];
             assert_eq!(s.compress(&page, &mut exact), Ok(n));
@@ -377,7 +416,10 @@ mod tests {
         for page in [heap_like(5), text(5), sparse(5)] {
             let c = comp(&page);
             for len in 0..c.len() {
-                assert!(s.decompress(&c[..len], &mut back).is_err(), "truncated to {len}");
+                assert!(
+                    s.decompress(&c[..len], &mut back).is_err(),
+                    "truncated to {len}"
+                );
             }
             let mut long = c.clone();
             long.push(0);

@@ -56,9 +56,15 @@ pub struct LzoBackend {
 }
 
 /// `lzo-rle`: zram's default (LZO1X-1, bitstream version 1).
-pub static LZO_RLE: LzoBackend = LzoBackend { name: "lzo-rle", rle: true };
+pub static LZO_RLE: LzoBackend = LzoBackend {
+    name: "lzo-rle",
+    rle: true,
+};
 /// `lzo`: plain LZO1X-1 (bitstream version 0).
-pub static LZO: LzoBackend = LzoBackend { name: "lzo", rle: false };
+pub static LZO: LzoBackend = LzoBackend {
+    name: "lzo",
+    rle: false,
+};
 
 impl LzoBackend {
     /// Whether this backend writes version-1 (RLE) streams.
@@ -105,7 +111,11 @@ impl Backend for LzoBackend {
                 ),
             ));
         }
-        Ok(Box::new(LzoStream { name: self.name, rle: self.rle, compressor: Compressor::new() }))
+        Ok(Box::new(LzoStream {
+            name: self.name,
+            rle: self.rle,
+            compressor: Compressor::new(),
+        }))
     }
 }
 
@@ -126,7 +136,10 @@ impl Stream for LzoStream {
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
         let n = decompress(src, dst).map_err(|e| CodecError::corrupt(self.name, e.to_string()))?;
         if n != dst.len() {
-            return Err(CodecError::corrupt(self.name, format!("stream decodes to {n} bytes, expected {}", dst.len())));
+            return Err(CodecError::corrupt(
+                self.name,
+                format!("stream decodes to {n} bytes, expected {}", dst.len()),
+            ));
         }
         Ok(())
     }

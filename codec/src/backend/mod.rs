@@ -17,7 +17,10 @@ pub(crate) fn check_page(algo: &'static str, src: &[u8]) -> Result<(), CodecErro
     if src.len() != PAGE_SIZE {
         return Err(CodecError::InvalidInput {
             algo,
-            reason: format!("input is {} bytes, expected one page of {PAGE_SIZE}", src.len()),
+            reason: format!(
+                "input is {} bytes, expected one page of {PAGE_SIZE}",
+                src.len()
+            ),
         });
     }
     Ok(())

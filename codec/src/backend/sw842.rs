@@ -46,7 +46,9 @@ impl Backend for Sw842Backend {
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         reject_params(NAME, params)?;
-        Ok(Box::new(Sw842Stream { compressor: compress::Compressor::new() }))
+        Ok(Box::new(Sw842Stream {
+            compressor: compress::Compressor::new(),
+        }))
     }
 }
 
@@ -77,7 +79,11 @@ pub fn compress_any(src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, CodecEr
     if src.len() > compress::MAX_INPUT {
         return Err(CodecError::InvalidInput {
             algo: NAME,
-            reason: format!("input is {} bytes, at most {} are taken", src.len(), compress::MAX_INPUT),
+            reason: format!(
+                "input is {} bytes, at most {} are taken",
+                src.len(),
+                compress::MAX_INPUT
+            ),
         });
     }
     Ok(compress::Compressor::new().compress(src, dst))
@@ -95,7 +101,11 @@ struct Sw842Stream {
 impl Stream for Sw842Stream {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
         check_page(NAME, src)?;
-        self.compressor.compress(src, dst).ok_or(CodecError::DstTooSmall { capacity: dst.len() })
+        self.compressor
+            .compress(src, dst)
+            .ok_or(CodecError::DstTooSmall {
+                capacity: dst.len(),
+            })
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
@@ -115,7 +125,9 @@ mod tests {
 
     fn comp(src: &[u8]) -> Vec<u8> {
         let mut out = vec![0u8; compress_bound(src.len())];
-        let n = compress_any(src, &mut out).unwrap().expect("bound always fits");
+        let n = compress_any(src, &mut out)
+            .unwrap()
+            .expect("bound always fits");
         out.truncate(n);
         out
     }
@@ -181,7 +193,11 @@ mod tests {
         let ours = comp(input);
         assert_eq!(ours.len(), reference.len());
         assert_eq!(ops(&ours), ops(reference));
-        assert_eq!(&ours[ours.len() - 8..], &reference[reference.len() - 8..], "END + CRC tail");
+        assert_eq!(
+            &ours[ours.len() - 8..],
+            &reference[reference.len() - 8..],
+            "END + CRC tail"
+        );
         for s in [&ours[..], &reference[..]] {
             let mut back = vec![0u8; input.len()];
             decompress_any(s, &mut back).unwrap();
@@ -192,7 +208,10 @@ mod tests {
     /// The opcode sequence of a stream (templates and special ops, no args).
     fn ops(stream: &[u8]) -> Vec<u8> {
         use super::format::*;
-        let bits: Vec<u8> = stream.iter().flat_map(|b| (0..8).rev().map(move |i| (b >> i) & 1)).collect();
+        let bits: Vec<u8> = stream
+            .iter()
+            .flat_map(|b| (0..8).rev().map(move |i| (b >> i) & 1))
+            .collect();
         let mut p = 0;
         let mut get = |n: usize| {
             let v = bits[p..p + n].iter().fold(0u64, |a, &b| a << 1 | b as u64);
@@ -252,7 +271,10 @@ mod tests {
         let out = comp(b"xyz");
         let bits: String = out.iter().map(|b| format!("{b:08b}")).collect();
         assert_eq!(&bits[..8], "11101011");
-        assert_eq!(&bits[8..32], format!("{:08b}{:08b}{:08b}", b'x', b'y', b'z'));
+        assert_eq!(
+            &bits[8..32],
+            format!("{:08b}{:08b}{:08b}", b'x', b'y', b'z')
+        );
         assert_eq!(&bits[32..37], "11110");
         let crc = crc32_be(0, b"xyz");
         assert_eq!(&bits[37..69], format!("{crc:032b}"));
@@ -266,7 +288,8 @@ mod tests {
             let n = s.compress(&page, &mut c).unwrap();
             assert!(n <= compress_bound(PAGE_SIZE) && n % 8 == 0, "{name}: {n}");
             let mut back = vec![0u8; PAGE_SIZE];
-            s.decompress(&c[..n], &mut back).unwrap_or_else(|e| panic!("{name}: {e}"));
+            s.decompress(&c[..n], &mut back)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(back == page, "{name}: round trip differs");
             // A fresh stream gives the same bytes: no state leaks between pages.
             let mut c2 = vec![0u8; MAX_COMPRESSED];
@@ -295,13 +318,19 @@ mod tests {
         let n = s.compress(&page, &mut c).unwrap();
         for cap in [0, 1, n / 2, n - 8, n - 1] {
             let mut small = vec![0u8; cap];
-            assert_eq!(s.compress(&page, &mut small), Err(CodecError::DstTooSmall { capacity: cap }));
+            assert_eq!(
+                s.compress(&page, &mut small),
+                Err(CodecError::DstTooSmall { capacity: cap })
+            );
         }
         let mut exact = vec![0u8; n];
         assert_eq!(s.compress(&page, &mut exact), Ok(n));
         assert_eq!(&exact[..], &c[..n]);
         let mut short = vec![0u8; 100];
-        assert!(matches!(s.compress(&short.clone(), &mut short), Err(CodecError::InvalidInput { .. })));
+        assert!(matches!(
+            s.compress(&short.clone(), &mut short),
+            Err(CodecError::InvalidInput { .. })
+        ));
     }
 
     #[test]
@@ -314,7 +343,10 @@ mod tests {
             // exactly what the compressor wrote.
             let mut back = vec![0u8; PAGE_SIZE];
             for len in 0..n {
-                assert!(s.decompress(&c[..len], &mut back).is_err(), "cut to {len} of {n}");
+                assert!(
+                    s.decompress(&c[..len], &mut back).is_err(),
+                    "cut to {len} of {n}"
+                );
             }
             // Longer than the padded stream, or non-zero padding: rejected.
             let mut long = c[..n].to_vec();
@@ -346,7 +378,10 @@ mod tests {
                 }
             }
         }
-        assert!(caught > 3 * silent, "{caught} flips caught, {silent} harmless");
+        assert!(
+            caught > 3 * silent,
+            "{caught} flips caught, {silent} harmless"
+        );
     }
 
     #[test]
@@ -427,10 +462,17 @@ mod tests {
         let mut f4: Vec<Option<(u64, usize)>> = vec![None; 512];
         let mut f2: Vec<Option<(u64, usize)>> = vec![None; 256];
         let find = |f: &[Option<(u64, usize)>], v: u64| {
-            f.iter().enumerate().filter(|(_, e)| matches!(e, Some((x, _)) if *x == v)).max_by_key(|(_, e)| e.unwrap().1).map(|(i, _)| i as u64)
+            f.iter()
+                .enumerate()
+                .filter(|(_, e)| matches!(e, Some((x, _)) if *x == v))
+                .max_by_key(|(_, e)| e.unwrap().1)
+                .map(|(i, _)| i as u64)
         };
         let mut time = 0usize;
-        let blocks: Vec<u64> = src.chunks_exact(8).map(|b| u64::from_be_bytes(b.try_into().unwrap())).collect();
+        let blocks: Vec<u64> = src
+            .chunks_exact(8)
+            .map(|b| u64::from_be_bytes(b.try_into().unwrap()))
+            .collect();
         let mut last = blocks.first().map(|v| !v).unwrap_or(0);
         let mut rep = 0u64;
         for (k, &v) in blocks.iter().enumerate() {
@@ -450,7 +492,9 @@ mod tests {
                 if v == 0 {
                     put(&mut bits, OP_ZEROS as u64, 5);
                 } else {
-                    let part = |size: usize, at: usize| (v >> (64 - 8 * (at + size))) & (u64::MAX >> (64 - 8 * size));
+                    let part = |size: usize, at: usize| {
+                        (v >> (64 - 8 * (at + size))) & (u64::MAX >> (64 - 8 * size))
+                    };
                     let lookup = |size: usize, at: usize| match size {
                         8 => find(&f8, v),
                         4 => find(&f4, part(4, at)),
@@ -466,7 +510,9 @@ mod tests {
                                     Action::Index(s) => lookup(s as usize, at).is_some(),
                                     Action::Data(_) => true,
                                 };
-                                at += match *a { Action::Index(s) | Action::Data(s) => s as usize };
+                                at += match *a {
+                                    Action::Index(s) | Action::Data(s) => s as usize,
+                                };
                                 ok
                             })
                         })
@@ -477,11 +523,17 @@ mod tests {
                         match *a {
                             Action::Data(s) => put(&mut bits, part(s as usize, at), 8 * s as u32),
                             Action::Index(s) => {
-                                let n = match s { 2 => I2_BITS, 4 => I4_BITS, _ => I8_BITS };
+                                let n = match s {
+                                    2 => I2_BITS,
+                                    4 => I4_BITS,
+                                    _ => I8_BITS,
+                                };
                                 put(&mut bits, lookup(s as usize, at).unwrap(), n)
                             }
                         }
-                        at += match *a { Action::Index(s) | Action::Data(s) => s as usize };
+                        at += match *a {
+                            Action::Index(s) | Action::Data(s) => s as usize,
+                        };
                     }
                 }
             }
@@ -514,7 +566,9 @@ mod tests {
         while bits.len() % 64 != 0 {
             bits.push(false);
         }
-        bits.chunks(8).map(|c| c.iter().fold(0u8, |a, &b| a << 1 | b as u8)).collect()
+        bits.chunks(8)
+            .map(|c| c.iter().fold(0u8, |a, &b| a << 1 | b as u8))
+            .collect()
     }
 
     #[test]
@@ -525,7 +579,11 @@ mod tests {
         let mut r = Rng::new(77);
         for _ in 0..6 {
             let vocab: Vec<u16> = (0..1 + r.below(12)).map(|_| r.next() as u16).collect();
-            inputs.push((0..PAGE_SIZE / 2).flat_map(|_| vocab[r.below(vocab.len() as u64) as usize].to_be_bytes()).collect());
+            inputs.push(
+                (0..PAGE_SIZE / 2)
+                    .flat_map(|_| vocab[r.below(vocab.len() as u64) as usize].to_be_bytes())
+                    .collect(),
+            );
         }
         inputs.push(include_bytes!("sw842/testdata/lib842_text.in").to_vec());
         inputs.push(b"short tail".to_vec());
@@ -539,13 +597,22 @@ mod tests {
             } else {
                 comp(input)
             };
-            assert!(fast == naive_kernel_compress(input), "input {i} differs from the kernel model");
+            assert!(
+                fast == naive_kernel_compress(input),
+                "input {i} differs from the kernel model"
+            );
         }
     }
 
     #[test]
     fn params_are_rejected() {
-        let e = SW842.new_stream(&Params { level: Some(1), ..Params::default() }).err().unwrap();
+        let e = SW842
+            .new_stream(&Params {
+                level: Some(1),
+                ..Params::default()
+            })
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("no parameters"), "{e}");
     }
 }

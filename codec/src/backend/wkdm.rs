@@ -112,7 +112,9 @@ fn put_word(b: &mut [u8], i: usize, w: u32) {
 impl Stream for WkdmStream {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
         check_page(NAME, src)?;
-        let too_small = CodecError::DstTooSmall { capacity: dst.len() };
+        let too_small = CodecError::DstTooSmall {
+            capacity: dst.len(),
+        };
         let first = word_at(src, 0);
         let mut dict = [0u32; 16];
         let (mut nq, mut nl, mut nf, mut nz) = (0usize, 0usize, 0usize, 0usize);
@@ -194,7 +196,11 @@ impl Stream for WkdmStream {
         for j in 0..TAG_WORDS {
             let t = &tags[16 * j..16 * j + 16];
             let w = |k: usize| u32::from_le_bytes(t[4 * k..4 * k + 4].try_into().unwrap());
-            put_word(dst, HEADER_WORDS + j, w(0) | w(1) << 2 | w(2) << 4 | w(3) << 6);
+            put_word(
+                dst,
+                HEADER_WORDS + j,
+                w(0) | w(1) << 2 | w(2) << 4 | w(3) << 6,
+            );
         }
         for (k, &x) in full[..nf].iter().enumerate() {
             put_word(dst, FULL_START + k, x);
@@ -211,7 +217,11 @@ impl Stream for WkdmStream {
         low[nl..nl + 3].fill(0);
         for j in 0..l_words {
             let l = &low[3 * j..3 * j + 3];
-            put_word(dst, l_start + j, l[0] as u32 | (l[1] as u32) << 10 | (l[2] as u32) << 20);
+            put_word(
+                dst,
+                l_start + j,
+                l[0] as u32 | (l[1] as u32) << 10 | (l[2] as u32) << 20,
+            );
         }
         Ok(normal)
     }
@@ -223,10 +233,16 @@ impl Stream for WkdmStream {
 
 fn decompress(src: &[u8], dst: &mut [u8], scratch: &mut WkdmStream) -> Result<(), String> {
     if dst.len() != PAGE_SIZE {
-        return Err(format!("wkdm streams hold one page of {PAGE_SIZE} bytes, asked for {}", dst.len()));
+        return Err(format!(
+            "wkdm streams hold one page of {PAGE_SIZE} bytes, asked for {}",
+            dst.len()
+        ));
     }
     if src.len() < 4 || src.len() % 4 != 0 && word_at(src, 0) & 0xFFFF != MZV_MAGIC {
-        return Err(format!("{} bytes is not a whole number of words", src.len()));
+        return Err(format!(
+            "{} bytes is not a whole number of words",
+            src.len()
+        ));
     }
     let first = word_at(src, 0);
     if first & 0xFFFF == MZV_MAGIC {
@@ -235,7 +251,10 @@ fn decompress(src: &[u8], dst: &mut [u8], scratch: &mut WkdmStream) -> Result<()
     match first {
         SV_MAGIC => {
             if src.len() != 8 {
-                return Err(format!("single-value stream is {} bytes, expected 8", src.len()));
+                return Err(format!(
+                    "single-value stream is {} bytes, expected 8",
+                    src.len()
+                ));
             }
             let v = word_at(src, 1);
             if v == 0 {
@@ -252,7 +271,11 @@ fn decompress(src: &[u8], dst: &mut [u8], scratch: &mut WkdmStream) -> Result<()
 
 fn decompress_mzv(count: usize, records: &[u8], dst: &mut [u8]) -> Result<(), String> {
     if records.len() != 6 * count {
-        return Err(format!("MZV stream of {count} records has {} bytes of records, expected {}", records.len(), 6 * count));
+        return Err(format!(
+            "MZV stream of {count} records has {} bytes of records, expected {}",
+            records.len(),
+            6 * count
+        ));
     }
     dst.fill(0);
     let mut next = 0usize; // lowest offset the next record may use
@@ -260,7 +283,9 @@ fn decompress_mzv(count: usize, records: &[u8], dst: &mut [u8]) -> Result<(), St
         let x = u32::from_le_bytes(r[..4].try_into().unwrap());
         let off = u16::from_le_bytes([r[4], r[5]]) as usize;
         if off % 4 != 0 || off < next || off >= PAGE_SIZE {
-            return Err(format!("MZV offset {off} is unaligned, out of order or outside the page"));
+            return Err(format!(
+                "MZV offset {off} is unaligned, out of order or outside the page"
+            ));
         }
         if x == 0 {
             return Err(format!("MZV record at offset {off} holds a zero word"));
@@ -274,10 +299,17 @@ fn decompress_mzv(count: usize, records: &[u8], dst: &mut [u8]) -> Result<(), St
 fn decompress_normal(src: &[u8], dst: &mut [u8], s: &mut WkdmStream) -> Result<(), String> {
     let n_words = src.len() / 4;
     if n_words < FULL_START {
-        return Err(format!("{} bytes is shorter than the header and tags ({})", src.len(), 4 * FULL_START));
+        return Err(format!(
+            "{} bytes is shorter than the header and tags ({})",
+            src.len(),
+            4 * FULL_START
+        ));
     }
-    let (q_start, l_start, end) =
-        (word_at(src, 0) as usize, word_at(src, 1) as usize, word_at(src, 2) as usize);
+    let (q_start, l_start, end) = (
+        word_at(src, 0) as usize,
+        word_at(src, 1) as usize,
+        word_at(src, 2) as usize,
+    );
     if !(FULL_START <= q_start && q_start <= l_start && l_start <= end && end == n_words) {
         return Err(format!(
             "header ({q_start}, {l_start}, {end}) does not describe a {n_words}-word stream"
@@ -390,7 +422,8 @@ mod tests {
             let n = s.compress(&page, &mut c).unwrap();
             assert!(n <= MAX_COMPRESSED_LEN, "{name}: {n}");
             let mut back = vec![0u8; PAGE_SIZE];
-            s.decompress(&c[..n], &mut back).unwrap_or_else(|e| panic!("{name}: {e}"));
+            s.decompress(&c[..n], &mut back)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(back == page, "{name}: round trip differs");
         }
     }
@@ -434,7 +467,9 @@ mod tests {
         let a = slot(0x1234_5000) as u32;
         // Tags of words 0..4 = 2, 3, 1, 0 -> output word 0 byte 0 = tag0 |
         // tag4<<2 | tag8<<4 | tag12<<6; byte 1 = tag1 | ...
-        let tag = |i: usize| -> u32 { (w(HEADER_WORDS + i / 16) >> (8 * (i % 4) + 2 * ((i % 16) / 4))) & 3 };
+        let tag = |i: usize| -> u32 {
+            (w(HEADER_WORDS + i / 16) >> (8 * (i % 4) + 2 * ((i % 16) / 4))) & 3
+        };
         assert_eq!([tag(0), tag(1), tag(2), tag(3)], [2, 3, 1, 0]);
         // The first full word is word 0.
         assert_eq!(w(FULL_START), 0x1234_5000);
@@ -470,7 +505,10 @@ mod tests {
             let n = comp(&page).len();
             for cap in [0, 7, n / 2, n - 1] {
                 let mut small = vec![0u8; cap];
-                assert_eq!(s.compress(&page, &mut small), Err(CodecError::DstTooSmall { capacity: cap }));
+                assert_eq!(
+                    s.compress(&page, &mut small),
+                    Err(CodecError::DstTooSmall { capacity: cap })
+                );
             }
             let mut exact = vec![0u8; n];
             assert_eq!(s.compress(&page, &mut exact), Ok(n));
@@ -484,7 +522,11 @@ mod tests {
         for page in [heap_like(5), text(5), sparse(5)] {
             let c = comp(&page);
             for len in 0..c.len() {
-                assert!(s.decompress(&c[..len], &mut back).is_err(), "truncated to {len} of {}", c.len());
+                assert!(
+                    s.decompress(&c[..len], &mut back).is_err(),
+                    "truncated to {len} of {}",
+                    c.len()
+                );
             }
             let mut long = c.clone();
             long.extend_from_slice(&[0u8; 4]);
@@ -520,7 +562,10 @@ mod tests {
                 let mut bad = c.clone();
                 bad[bit / 8] ^= 1 << (bit % 8);
                 let r = s.decompress(&bad, &mut back);
-                assert!(r.is_err() || back != page || bit >= 96, "header bit {bit} flip accepted");
+                assert!(
+                    r.is_err() || back != page || bit >= 96,
+                    "header bit {bit} flip accepted"
+                );
             }
         }
     }
@@ -541,7 +586,9 @@ mod tests {
             v
         };
         let mzv = |recs: &[Vec<u8>]| {
-            let mut v = (MZV_MAGIC | (recs.len() as u32) << 16).to_le_bytes().to_vec();
+            let mut v = (MZV_MAGIC | (recs.len() as u32) << 16)
+                .to_le_bytes()
+                .to_vec();
             recs.iter().for_each(|r| v.extend_from_slice(r));
             v
         };
@@ -557,10 +604,18 @@ mod tests {
         assert!(back.iter().all(|&b| b == 0));
         let mut bad = h.clone();
         bad[..12].copy_from_slice(&words(&[68, 68, 68]));
-        assert!(s.decompress(&bad, &mut back).unwrap_err().to_string().contains("does not describe"));
+        assert!(s
+            .decompress(&bad, &mut back)
+            .unwrap_err()
+            .to_string()
+            .contains("does not describe"));
         let mut bad = h.clone();
         bad[12] = 2; // one miss tag, but no full word
-        assert!(s.decompress(&bad, &mut back).unwrap_err().to_string().contains("do not match"));
+        assert!(s
+            .decompress(&bad, &mut back)
+            .unwrap_err()
+            .to_string()
+            .contains("do not match"));
         // Wrong output size.
         let mut small = vec![0u8; 100];
         assert!(s.decompress(&h, &mut small).is_err());

@@ -56,19 +56,30 @@ impl Backend for ZstdBackend {
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         params.reject_winbits(NAME)?;
-        let level =
-            params.level_in(NAME, DEFAULT_LEVEL, zstd_safe::min_c_level(), zstd_safe::max_c_level())?;
+        let level = params.level_in(
+            NAME,
+            DEFAULT_LEVEL,
+            zstd_safe::min_c_level(),
+            zstd_safe::max_c_level(),
+        )?;
         let lib = |what: &str, code: usize| CodecError::Library {
             algo: NAME,
             reason: format!("{what}: {}", error_name(code)),
         };
-        let mut cctx = CCtx::try_create()
-            .ok_or_else(|| CodecError::Library { algo: NAME, reason: "cannot create a CCtx".into() })?;
-        let mut dctx = DCtx::try_create()
-            .ok_or_else(|| CodecError::Library { algo: NAME, reason: "cannot create a DCtx".into() })?;
-        cctx.set_parameter(CParameter::CompressionLevel(level)).map_err(|c| lib("set level", c))?;
-        cctx.set_parameter(CParameter::ChecksumFlag(false)).map_err(|c| lib("set checksum", c))?;
-        cctx.set_parameter(CParameter::ContentSizeFlag(true)).map_err(|c| lib("set content size", c))?;
+        let mut cctx = CCtx::try_create().ok_or_else(|| CodecError::Library {
+            algo: NAME,
+            reason: "cannot create a CCtx".into(),
+        })?;
+        let mut dctx = DCtx::try_create().ok_or_else(|| CodecError::Library {
+            algo: NAME,
+            reason: "cannot create a DCtx".into(),
+        })?;
+        cctx.set_parameter(CParameter::CompressionLevel(level))
+            .map_err(|c| lib("set level", c))?;
+        cctx.set_parameter(CParameter::ChecksumFlag(false))
+            .map_err(|c| lib("set checksum", c))?;
+        cctx.set_parameter(CParameter::ContentSizeFlag(true))
+            .map_err(|c| lib("set content size", c))?;
         if let Some(dict) = params.dict_slice() {
             if dict.is_empty() {
                 return Err(CodecError::invalid_param(NAME, "dict is empty"));
@@ -94,9 +105,14 @@ impl Stream for ZstdStream {
         self.cctx.compress2(dst, src).map_err(|code| {
             let name = error_name(code);
             if name.contains("too small") {
-                CodecError::DstTooSmall { capacity: dst.len() }
+                CodecError::DstTooSmall {
+                    capacity: dst.len(),
+                }
             } else {
-                CodecError::Library { algo: NAME, reason: name.to_string() }
+                CodecError::Library {
+                    algo: NAME,
+                    reason: name.to_string(),
+                }
             }
         })
     }
@@ -107,7 +123,10 @@ impl Stream for ZstdStream {
             .decompress(dst, src)
             .map_err(|code| CodecError::corrupt(NAME, error_name(code)))?;
         if n != dst.len() {
-            return Err(CodecError::corrupt(NAME, format!("decodes to {n} bytes, expected {}", dst.len())));
+            return Err(CodecError::corrupt(
+                NAME,
+                format!("decodes to {n} bytes, expected {}", dst.len()),
+            ));
         }
         Ok(())
     }

@@ -11,7 +11,10 @@ pub fn available(test: &str) -> Vec<(&'static dyn Backend, Box<dyn Stream>)> {
         .iter()
         .map(|b| match b.new_stream(&Params::default()) {
             Ok(s) => (*b, s),
-            Err(e) => panic!("{test}: {}: new_stream with default params failed: {e}", b.name()),
+            Err(e) => panic!(
+                "{test}: {}: new_stream with default params failed: {e}",
+                b.name()
+            ),
         })
         .collect();
     assert_eq!(out.len(), 9, "{test}: the registry has nine algorithms");
@@ -43,7 +46,17 @@ pub fn sample_pages() -> Vec<(&'static str, Vec<u8>)> {
         sparse[o..o + 8].copy_from_slice(&r.next().to_le_bytes());
     }
     pages.push(("sparse", sparse));
-    let words = ["zram ", "page ", "slot ", "handle ", "the ", "of ", "compress ", "\n", "0x7ffd "];
+    let words = [
+        "zram ",
+        "page ",
+        "slot ",
+        "handle ",
+        "the ",
+        "of ",
+        "compress ",
+        "\n",
+        "0x7ffd ",
+    ];
     let mut text = Vec::with_capacity(PAGE_SIZE);
     while text.len() < PAGE_SIZE {
         text.extend_from_slice(words[r.below(words.len())].as_bytes());
@@ -71,7 +84,9 @@ pub fn sample_pages() -> Vec<(&'static str, Vec<u8>)> {
 /// Compress `page` and return the stream bytes.
 pub fn compress(s: &mut dyn Stream, page: &[u8]) -> Vec<u8> {
     let mut dst = vec![0u8; MAX_COMPRESSED];
-    let n = s.compress(page, &mut dst).expect("compress into MAX_COMPRESSED succeeds");
+    let n = s
+        .compress(page, &mut dst)
+        .expect("compress into MAX_COMPRESSED succeeds");
     dst.truncate(n);
     dst
 }

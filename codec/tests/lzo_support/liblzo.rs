@@ -5,7 +5,18 @@
 use std::ffi::{c_int, c_uint, c_void, CStr};
 
 type CompressFn = unsafe extern "C" fn(*const u8, usize, *mut u8, *mut usize, *mut c_void) -> c_int;
-type InitFn = unsafe extern "C" fn(c_uint, c_int, c_int, c_int, c_int, c_int, c_int, c_int, c_int, c_int) -> c_int;
+type InitFn = unsafe extern "C" fn(
+    c_uint,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+) -> c_int;
 
 /// `LZO_VERSION` of the headers these signatures follow (2.10).
 const LZO_VERSION: c_uint = 0x20a0;
@@ -80,7 +91,11 @@ impl LibLzo {
 
     fn call(f: CompressFn, src: &[u8], dst: &mut [u8], wrkmem: &mut [u8]) -> Result<usize, c_int> {
         let mut n = dst.len();
-        let wrk = if wrkmem.is_empty() { std::ptr::null_mut() } else { wrkmem.as_mut_ptr() as *mut c_void };
+        let wrk = if wrkmem.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            wrkmem.as_mut_ptr() as *mut c_void
+        };
         // SAFETY: src and dst are valid for their lengths; liblzo2 writes at
         // most `n` bytes to dst (the safe decompressor checks, and callers of
         // the compressors give dst >= lzo1x_worst_compress); wrkmem is as
@@ -94,14 +109,28 @@ impl LibLzo {
     }
 
     /// `lzo1x_1_compress`; dst must hold `src.len() + src.len() / 16 + 67`.
-    pub fn compress_1(&self, src: &[u8], dst: &mut [u8], wrkmem: &mut [u8]) -> Result<usize, c_int> {
-        assert!(dst.len() >= src.len() + src.len() / 16 + 67 && wrkmem.len() >= LZO1X_1_MEM_COMPRESS);
+    pub fn compress_1(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        wrkmem: &mut [u8],
+    ) -> Result<usize, c_int> {
+        assert!(
+            dst.len() >= src.len() + src.len() / 16 + 67 && wrkmem.len() >= LZO1X_1_MEM_COMPRESS
+        );
         Self::call(self.lzo1x_1, src, dst, wrkmem)
     }
 
     /// `lzo1x_999_compress`; dst must hold `src.len() + src.len() / 16 + 67`.
-    pub fn compress_999(&self, src: &[u8], dst: &mut [u8], wrkmem: &mut [u8]) -> Result<usize, c_int> {
-        assert!(dst.len() >= src.len() + src.len() / 16 + 67 && wrkmem.len() >= LZO1X_999_MEM_COMPRESS);
+    pub fn compress_999(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        wrkmem: &mut [u8],
+    ) -> Result<usize, c_int> {
+        assert!(
+            dst.len() >= src.len() + src.len() / 16 + 67 && wrkmem.len() >= LZO1X_999_MEM_COMPRESS
+        );
         Self::call(self.lzo1x_999, src, dst, wrkmem)
     }
 

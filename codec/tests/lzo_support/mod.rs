@@ -44,7 +44,11 @@ impl Rng {
 }
 
 fn pages_of(bytes: &[u8], max: usize) -> Vec<Vec<u8>> {
-    bytes.chunks_exact(PAGE).take(max).map(|p| p.to_vec()).collect()
+    bytes
+        .chunks_exact(PAGE)
+        .take(max)
+        .map(|p| p.to_vec())
+        .collect()
 }
 
 fn collect_files(dir: &Path, ext: &[&str], out: &mut Vec<u8>, limit: usize) {
@@ -70,11 +74,22 @@ fn collect_files(dir: &Path, ext: &[&str], out: &mut Vec<u8>, limit: usize) {
 pub fn text(max: usize) -> Corpus {
     let limit = (max + 1) * PAGE;
     let mut bytes = Vec::new();
-    collect_files(Path::new("/usr/share/common-licenses"), &[], &mut bytes, limit / 3);
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    collect_files(
+        Path::new("/usr/share/common-licenses"),
+        &[],
+        &mut bytes,
+        limit / 3,
+    );
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
     collect_files(&ws, &["rs", "md"], &mut bytes, 2 * limit / 3);
     collect_files(Path::new("/usr/include"), &["h"], &mut bytes, limit);
-    Corpus { name: "text", pages: pages_of(&bytes, max) }
+    Corpus {
+        name: "text",
+        pages: pages_of(&bytes, max),
+    }
 }
 
 /// Synthetic heap pages: malloc chunk headers, pointers into a heap and a
@@ -83,7 +98,18 @@ pub fn heap_synthetic(max: usize, seed: u64) -> Corpus {
     let mut rng = Rng(seed);
     let heap_base = 0x0000_55d4_a000_0000u64 + ((rng.next() & 0xfff) << 12);
     let lib_base = 0x0000_7f3c_1200_0000u64;
-    let words = ["fd", "inode", "slot", "handle", "zspage", "page", "GFP_KERNEL", "lzo-rle", "/usr/lib", "errno"];
+    let words = [
+        "fd",
+        "inode",
+        "slot",
+        "handle",
+        "zspage",
+        "page",
+        "GFP_KERNEL",
+        "lzo-rle",
+        "/usr/lib",
+        "errno",
+    ];
     let mut pages = Vec::with_capacity(max);
     for _ in 0..max {
         let mut p = vec![0u8; PAGE];
@@ -122,7 +148,10 @@ pub fn heap_synthetic(max: usize, seed: u64) -> Corpus {
         }
         pages.push(p);
     }
-    Corpus { name: "heap-synthetic", pages }
+    Corpus {
+        name: "heap-synthetic",
+        pages,
+    }
 }
 
 /// The running process's own `[heap]`, read through `/proc/self/mem`,
@@ -143,10 +172,18 @@ pub fn heap_process(max: usize) -> Corpus {
     for i in 0..30_000u64 {
         map.insert(i * 7919 % 100_003, format!("value-{i}-{}", i * i));
         if i % 3 == 0 {
-            hash.insert(format!("/proc/{}/status", i % 977), vec![i as u32; (i % 24) as usize]);
+            hash.insert(
+                format!("/proc/{}/status", i % 977),
+                vec![i as u32; (i % 24) as usize],
+            );
         }
         if i % 5 == 0 {
-            list = Some(Box::new(Node { id: i, name: format!("node{i}"), next: list, weights: vec![1, 2, i as u32] }));
+            list = Some(Box::new(Node {
+                id: i,
+                name: format!("node{i}"),
+                next: list,
+                weights: vec![1, 2, i as u32],
+            }));
         }
         if i % 50 == 0 {
             keep.push(Box::new(vec![i; (i % 64) as usize]));
@@ -159,20 +196,35 @@ pub fn heap_process(max: usize) -> Corpus {
     keep.push(Box::new(map));
     keep.push(Box::new(hash));
     let mut pages = Vec::new();
-    if let (Ok(maps), Ok(mem)) = (fs::read_to_string("/proc/self/maps"), fs::File::open("/proc/self/mem")) {
+    if let (Ok(maps), Ok(mem)) = (
+        fs::read_to_string("/proc/self/maps"),
+        fs::File::open("/proc/self/mem"),
+    ) {
         // The main thread allocates from [heap]; a test thread from its own
         // malloc arena, an anonymous mapping: take the one holding `probe`.
-        let probe = keep.last().map(|b| &**b as *const dyn std::any::Any as *const u8 as u64).unwrap_or(0);
+        let probe = keep
+            .last()
+            .map(|b| &**b as *const dyn std::any::Any as *const u8 as u64)
+            .unwrap_or(0);
         let holds_probe = |l: &str| {
             let range = l.split_whitespace().next().unwrap_or("");
             let (a, b) = range.split_once('-').unwrap_or(("0", "0"));
-            let (a, b) = (u64::from_str_radix(a, 16).unwrap_or(0), u64::from_str_radix(b, 16).unwrap_or(0));
+            let (a, b) = (
+                u64::from_str_radix(a, 16).unwrap_or(0),
+                u64::from_str_radix(b, 16).unwrap_or(0),
+            );
             a <= probe && probe < b
         };
-        for line in maps.lines().filter(|l| l.ends_with("[heap]") || holds_probe(l)) {
+        for line in maps
+            .lines()
+            .filter(|l| l.ends_with("[heap]") || holds_probe(l))
+        {
             let range = line.split_whitespace().next().unwrap_or("");
             let (a, b) = range.split_once('-').unwrap_or(("0", "0"));
-            let (a, b) = (u64::from_str_radix(a, 16).unwrap_or(0), u64::from_str_radix(b, 16).unwrap_or(0));
+            let (a, b) = (
+                u64::from_str_radix(a, 16).unwrap_or(0),
+                u64::from_str_radix(b, 16).unwrap_or(0),
+            );
             let mut addr = a;
             while addr + PAGE as u64 <= b && pages.len() < max {
                 let mut p = vec![0u8; PAGE];
@@ -188,7 +240,10 @@ pub fn heap_process(max: usize) -> Corpus {
     while let Some(mut n) = list {
         list = n.next.take();
     }
-    Corpus { name: "heap-process", pages }
+    Corpus {
+        name: "heap-process",
+        pages,
+    }
 }
 
 /// Mostly zero pages with a few islands of data (sparse structures, bss).
@@ -210,7 +265,10 @@ pub fn zero_heavy(max: usize, seed: u64) -> Corpus {
         }
         pages.push(p);
     }
-    Corpus { name: "zero-heavy", pages }
+    Corpus {
+        name: "zero-heavy",
+        pages,
+    }
 }
 
 /// fio-style partially compressible pages (`buffer_compress_percentage`,
@@ -235,8 +293,15 @@ pub fn fio(max: usize, seed: u64) -> Corpus {
 /// Pages of the running executable (code, tables, strings).
 pub fn executable(max: usize) -> Corpus {
     let bytes = fs::read("/proc/self/exe").unwrap_or_default();
-    let pages = pages_of(&bytes, usize::MAX).into_iter().filter(|p| !same_filled(p)).take(max).collect();
-    Corpus { name: "executable", pages }
+    let pages = pages_of(&bytes, usize::MAX)
+        .into_iter()
+        .filter(|p| !same_filled(p))
+        .take(max)
+        .collect();
+    Corpus {
+        name: "executable",
+        pages,
+    }
 }
 
 /// Random pages (incompressible: stored as huge by zram).
@@ -249,7 +314,10 @@ pub fn random(max: usize, seed: u64) -> Corpus {
             p
         })
         .collect();
-    Corpus { name: "random", pages }
+    Corpus {
+        name: "random",
+        pages,
+    }
 }
 
 /// zram's same-filled check (one repeated machine word).

@@ -3,7 +3,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(cfg) = zmem_kernel::config::parse(text, std::path::Path::new("fuzz.conf")) {
         for d in &cfg.devices {
             let _ = d.zram_size.eval_bytes(8192.0);

@@ -33,13 +33,20 @@ pub struct MemoryHierarchy {
 fn mounts(text: &str) -> Vec<(String, String, String, String)> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else { continue };
+        let Some((pre, post)) = line.split_once(" - ") else {
+            continue;
+        };
         let pre: Vec<&str> = pre.split(' ').collect();
         let post: Vec<&str> = post.split(' ').collect();
         if pre.len() < 5 || post.len() < 3 {
             continue;
         }
-        out.push((unescape(pre[3]), unescape(pre[4]), post[0].to_string(), post[2].to_string()));
+        out.push((
+            unescape(pre[3]),
+            unescape(pre[4]),
+            post[0].to_string(),
+            post[2].to_string(),
+        ));
     }
     out
 }
@@ -50,7 +57,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
             out.push(v);
             i += 4;
@@ -77,7 +87,9 @@ fn own_cgroup(proc_self_cgroup: &str, controller: Option<&str>) -> Option<String
 }
 
 fn controllers(path: &Path) -> Vec<String> {
-    fs::read_to_string(path).map(|s| s.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
+    fs::read_to_string(path)
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 /// Find where to create memory-limited cgroups, or say exactly why we cannot.
@@ -96,11 +108,22 @@ pub fn detect(host: &Host) -> Result<MemoryHierarchy, String> {
     for (_root, point, fstype, _opts) in ms.iter().filter(|m| m.2 == "cgroup2") {
         let _ = fstype;
         let mp = host.path(point);
-        if controllers(&mp.join("cgroup.controllers")).iter().any(|c| c == "memory") {
-            if controllers(&mp.join("cgroup.subtree_control")).iter().any(|c| c == "memory") {
-                return Ok(MemoryHierarchy { version: CgroupVersion::V2, parent: mp });
+        if controllers(&mp.join("cgroup.controllers"))
+            .iter()
+            .any(|c| c == "memory")
+        {
+            if controllers(&mp.join("cgroup.subtree_control"))
+                .iter()
+                .any(|c| c == "memory")
+            {
+                return Ok(MemoryHierarchy {
+                    version: CgroupVersion::V2,
+                    parent: mp,
+                });
             }
-            why.push(format!("cgroup v2 at {point} has the memory controller but not in cgroup.subtree_control"));
+            why.push(format!(
+                "cgroup v2 at {point} has the memory controller but not in cgroup.subtree_control"
+            ));
         } else {
             why.push(format!("cgroup v2 at {point} has no memory controller"));
         }
@@ -121,13 +144,21 @@ pub fn detect(host: &Host) -> Result<MemoryHierarchy, String> {
             }
         }
         if !parent.join("memory.limit_in_bytes").exists() {
-            why.push(format!("cgroup v1 memory at {} has no memory.limit_in_bytes", parent.display()));
+            why.push(format!(
+                "cgroup v1 memory at {} has no memory.limit_in_bytes",
+                parent.display()
+            ));
             continue;
         }
-        return Ok(MemoryHierarchy { version: CgroupVersion::V1, parent });
+        return Ok(MemoryHierarchy {
+            version: CgroupVersion::V1,
+            parent,
+        });
     }
     if why.is_empty() {
-        why.push("no cgroup v1 memory controller and no cgroup v2 mount in /proc/self/mountinfo".into());
+        why.push(
+            "no cgroup v1 memory controller and no cgroup v2 mount in /proc/self/mountinfo".into(),
+        );
     }
     Err(format!("no usable memory cgroup: {}", why.join("; ")))
 }
@@ -144,10 +175,20 @@ impl Cgroup {
     /// Create `name` below the hierarchy's parent with a RAM limit of `limit`
     /// bytes. `swappiness` sets v1's per-cgroup memory.swappiness (v2 has none;
     /// it uses vm.swappiness).
-    pub fn create(h: &MemoryHierarchy, name: &str, limit: u64, swappiness: Option<u32>) -> io::Result<Self> {
+    pub fn create(
+        h: &MemoryHierarchy,
+        name: &str,
+        limit: u64,
+        swappiness: Option<u32>,
+    ) -> io::Result<Self> {
         let path = h.parent.join(name);
-        fs::create_dir(&path).map_err(|e| io::Error::new(e.kind(), format!("mkdir {}: {e}", path.display())))?;
-        let cg = Cgroup { path, version: h.version, removed: false };
+        fs::create_dir(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("mkdir {}: {e}", path.display())))?;
+        let cg = Cgroup {
+            path,
+            version: h.version,
+            removed: false,
+        };
         let setup = || -> io::Result<()> {
             match cg.version {
                 CgroupVersion::V1 => {
@@ -172,7 +213,8 @@ impl Cgroup {
 
     fn write(&self, file: &str, v: &str) -> io::Result<()> {
         let p = self.path.join(file);
-        fs::write(&p, v).map_err(|e| io::Error::new(e.kind(), format!("writing {v} to {}: {e}", p.display())))
+        fs::write(&p, v)
+            .map_err(|e| io::Error::new(e.kind(), format!("writing {v} to {}: {e}", p.display())))
     }
 
     fn read(&self, file: &str) -> Option<String> {
@@ -211,7 +253,10 @@ impl Cgroup {
         };
         self.read(f)
             .and_then(|s| {
-                s.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok()))
+                s.lines().find_map(|l| {
+                    l.strip_prefix("oom_kill ")
+                        .and_then(|v| v.trim().parse().ok())
+                })
             })
             .unwrap_or(0)
     }
@@ -244,7 +289,11 @@ impl Cgroup {
                 Err(e) if Instant::now() >= deadline => {
                     return Err(io::Error::new(
                         e.kind(),
-                        format!("rmdir {}: {e} (processes left: {:?})", self.path.display(), self.pids()),
+                        format!(
+                            "rmdir {}: {e} (processes left: {:?})",
+                            self.path.display(),
+                            self.pids()
+                        ),
                     ))
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -279,22 +328,38 @@ mod tests {
     fn parses_mountinfo_and_own_cgroup() {
         let m = mounts(MOUNTINFO);
         assert_eq!(m.len(), 4);
-        assert_eq!(m[2], ("/".into(), "/sys/fs/cgroup/memory".into(), "cgroup".into(), "rw,memory".into()));
+        assert_eq!(
+            m[2],
+            (
+                "/".into(),
+                "/sys/fs/cgroup/memory".into(),
+                "cgroup".into(),
+                "rw,memory".into()
+            )
+        );
         assert_eq!(m[3].2, "cgroup2");
         let own = "9:name=systemd:/\n4:memory:/process_api/abc\n2:cpu,cpuacct:/\n0::/\n";
-        assert_eq!(own_cgroup(own, Some("memory")).as_deref(), Some("/process_api/abc"));
+        assert_eq!(
+            own_cgroup(own, Some("memory")).as_deref(),
+            Some("/process_api/abc")
+        );
         assert_eq!(own_cgroup(own, Some("cpuacct")).as_deref(), Some("/"));
         assert_eq!(own_cgroup(own, None).as_deref(), Some("/"));
         assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
     }
 
     fn fake(v2_memory: bool) -> (PathBuf, Host) {
-        let root = std::env::temp_dir().join(format!("zmem-cg-test.{}.{}", std::process::id(), v2_memory));
+        let root =
+            std::env::temp_dir().join(format!("zmem-cg-test.{}.{}", std::process::id(), v2_memory));
         let _ = fs::remove_dir_all(&root);
         let h = Host::at(&root);
         fs::create_dir_all(h.path("/proc/self")).unwrap();
         fs::write(h.path("/proc/self/mountinfo"), MOUNTINFO).unwrap();
-        fs::write(h.path("/proc/self/cgroup"), "4:memory:/process_api/abc\n0::/\n").unwrap();
+        fs::write(
+            h.path("/proc/self/cgroup"),
+            "4:memory:/process_api/abc\n0::/\n",
+        )
+        .unwrap();
         let v1 = h.path("/sys/fs/cgroup/memory/process_api/abc");
         fs::create_dir_all(&v1).unwrap();
         fs::write(v1.join("memory.limit_in_bytes"), "9223372036854771712\n").unwrap();
@@ -329,7 +394,11 @@ mod tests {
         let root = std::env::temp_dir().join(format!("zmem-cg-test-none.{}", std::process::id()));
         let h = Host::at(&root);
         fs::create_dir_all(h.path("/proc/self")).unwrap();
-        fs::write(h.path("/proc/self/mountinfo"), "41 31 0:38 / /cg rw - cgroup2 cgroup2 rw\n").unwrap();
+        fs::write(
+            h.path("/proc/self/mountinfo"),
+            "41 31 0:38 / /cg rw - cgroup2 cgroup2 rw\n",
+        )
+        .unwrap();
         let e = detect(&h).unwrap_err();
         assert!(e.contains("/cg has no memory controller"), "{e}");
         fs::remove_dir_all(root).unwrap();

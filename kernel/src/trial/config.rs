@@ -18,7 +18,10 @@ pub enum SwapConfig {
     /// zram first (higher priority), the disk swap file behind it.
     ZramDisk { algo: String, size: Option<u64> },
     /// zswap in front of the disk swap file.
-    Zswap { compressor: String, pool_percent: Option<u32> },
+    Zswap {
+        compressor: String,
+        pool_percent: Option<u32>,
+    },
 }
 
 /// Swap priority of the zram tier; higher is used first.
@@ -29,7 +32,10 @@ pub const DISK_PRIORITY: i32 = 10;
 impl SwapConfig {
     /// Whether this configuration needs the disk swap file.
     pub fn uses_disk(&self) -> bool {
-        matches!(self, SwapConfig::Disk | SwapConfig::ZramDisk { .. } | SwapConfig::Zswap { .. })
+        matches!(
+            self,
+            SwapConfig::Disk | SwapConfig::ZramDisk { .. } | SwapConfig::Zswap { .. }
+        )
     }
 
     /// The zram algorithm, if this configuration hot-adds a zram device.
@@ -64,7 +70,10 @@ impl fmt::Display for SwapConfig {
                 }
                 Ok(())
             }
-            SwapConfig::Zswap { compressor, pool_percent } => {
+            SwapConfig::Zswap {
+                compressor,
+                pool_percent,
+            } => {
                 write!(f, "zswap:{compressor}")?;
                 if let Some(p) = pool_percent {
                     write!(f, ":{p}%")?;
@@ -77,9 +86,14 @@ impl fmt::Display for SwapConfig {
 
 fn check_algo(kind: &str, name: &str, whole: &str) -> Result<String, String> {
     if name.is_empty() {
-        return Err(format!("{whole:?}: {kind} needs an algorithm name, e.g. {kind}:lz4"));
+        return Err(format!(
+            "{whole:?}: {kind} needs an algorithm name, e.g. {kind}:lz4"
+        ));
     }
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
         return Err(format!("{whole:?}: {name:?} is not an algorithm name"));
     }
     Ok(name.to_string())
@@ -102,7 +116,9 @@ impl FromStr for SwapConfig {
                 None => (rest, false),
             };
             if rest.contains('+') {
-                return Err(format!("{whole:?}: the only second tier is `+disk` (zram:ALGO[:SIZE]+disk)"));
+                return Err(format!(
+                    "{whole:?}: the only second tier is `+disk` (zram:ALGO[:SIZE]+disk)"
+                ));
             }
             let mut parts = rest.split(':');
             let algo = check_algo("zram", parts.next().unwrap_or(""), whole)?;
@@ -119,7 +135,11 @@ impl FromStr for SwapConfig {
             if parts.next().is_some() {
                 return Err(format!("{whole:?}: expected zram:ALGO[:SIZE][+disk]"));
             }
-            return Ok(if two_tier { SwapConfig::ZramDisk { algo, size } } else { SwapConfig::Zram { algo, size } });
+            return Ok(if two_tier {
+                SwapConfig::ZramDisk { algo, size }
+            } else {
+                SwapConfig::Zram { algo, size }
+            });
         }
         if let Some(rest) = s.strip_prefix("zswap:") {
             let mut parts = rest.split(':');
@@ -128,7 +148,9 @@ impl FromStr for SwapConfig {
                 None => None,
                 Some(p) => {
                     let p = p.strip_suffix('%').unwrap_or(p);
-                    let v: u32 = p.parse().map_err(|_| format!("{whole:?}: pool percent {p:?} is not a number"))?;
+                    let v: u32 = p
+                        .parse()
+                        .map_err(|_| format!("{whole:?}: pool percent {p:?} is not a number"))?;
                     if !(1..=100).contains(&v) {
                         return Err(format!("{whole:?}: pool percent must be 1..=100, got {v}"));
                     }
@@ -138,7 +160,10 @@ impl FromStr for SwapConfig {
             if parts.next().is_some() {
                 return Err(format!("{whole:?}: expected zswap:COMPRESSOR[:POOL%]"));
             }
-            return Ok(SwapConfig::Zswap { compressor, pool_percent });
+            return Ok(SwapConfig::Zswap {
+                compressor,
+                pool_percent,
+            });
         }
         Err(format!(
             "unknown swap configuration {whole:?}; expected none, disk, zram:ALGO[:SIZE], zram:ALGO[:SIZE]+disk or zswap:COMPRESSOR[:POOL%]"
@@ -151,7 +176,11 @@ impl FromStr for SwapConfig {
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let upper = t.to_ascii_uppercase();
-    let upper = upper.strip_suffix("IB").or_else(|| upper.strip_suffix('B')).unwrap_or(&upper).to_string();
+    let upper = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper)
+        .to_string();
     let (num, shift) = match upper.chars().last() {
         Some('K') => (&upper[..upper.len() - 1], 10),
         Some('M') => (&upper[..upper.len() - 1], 20),
@@ -161,10 +190,13 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     };
     let num = num.trim();
     if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("{s:?} is not a size (use e.g. 4096, 64K, 256M, 2G)"));
+        return Err(format!(
+            "{s:?} is not a size (use e.g. 4096, 64K, 256M, 2G)"
+        ));
     }
     let v: u64 = num.parse().map_err(|_| format!("{s:?} is too large"))?;
-    v.checked_mul(1u64 << shift).ok_or_else(|| format!("{s:?} is too large"))
+    v.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 /// Format a byte size the way [`parse_size`] reads it, in the largest exact unit.
@@ -185,36 +217,69 @@ mod tests {
     fn parses_every_form() {
         assert_eq!("none".parse::<SwapConfig>().unwrap(), SwapConfig::None);
         assert_eq!("disk".parse::<SwapConfig>().unwrap(), SwapConfig::Disk);
-        assert_eq!("zram:lz4".parse::<SwapConfig>().unwrap(), SwapConfig::Zram { algo: "lz4".into(), size: None });
+        assert_eq!(
+            "zram:lz4".parse::<SwapConfig>().unwrap(),
+            SwapConfig::Zram {
+                algo: "lz4".into(),
+                size: None
+            }
+        );
         assert_eq!(
             "zram:lzo-rle:512M".parse::<SwapConfig>().unwrap(),
-            SwapConfig::Zram { algo: "lzo-rle".into(), size: Some(512 << 20) }
+            SwapConfig::Zram {
+                algo: "lzo-rle".into(),
+                size: Some(512 << 20)
+            }
         );
         assert_eq!(
             "zram:lz4+disk".parse::<SwapConfig>().unwrap(),
-            SwapConfig::ZramDisk { algo: "lz4".into(), size: None }
+            SwapConfig::ZramDisk {
+                algo: "lz4".into(),
+                size: None
+            }
         );
         assert_eq!(
             "zram:lz4:1G+disk".parse::<SwapConfig>().unwrap(),
-            SwapConfig::ZramDisk { algo: "lz4".into(), size: Some(1 << 30) }
+            SwapConfig::ZramDisk {
+                algo: "lz4".into(),
+                size: Some(1 << 30)
+            }
         );
         assert_eq!(
             "zswap:lzo".parse::<SwapConfig>().unwrap(),
-            SwapConfig::Zswap { compressor: "lzo".into(), pool_percent: None }
+            SwapConfig::Zswap {
+                compressor: "lzo".into(),
+                pool_percent: None
+            }
         );
         assert_eq!(
             "zswap:zstd:25%".parse::<SwapConfig>().unwrap(),
-            SwapConfig::Zswap { compressor: "zstd".into(), pool_percent: Some(25) }
+            SwapConfig::Zswap {
+                compressor: "zstd".into(),
+                pool_percent: Some(25)
+            }
         );
         assert_eq!(
             "zswap:zstd:30".parse::<SwapConfig>().unwrap(),
-            SwapConfig::Zswap { compressor: "zstd".into(), pool_percent: Some(30) }
+            SwapConfig::Zswap {
+                compressor: "zstd".into(),
+                pool_percent: Some(30)
+            }
         );
     }
 
     #[test]
     fn display_round_trips() {
-        for s in ["none", "disk", "zram:lz4", "zram:lzo:512M", "zram:lz4+disk", "zram:zstd:2G+disk", "zswap:lzo", "zswap:lz4:25%"] {
+        for s in [
+            "none",
+            "disk",
+            "zram:lz4",
+            "zram:lzo:512M",
+            "zram:lz4+disk",
+            "zram:zstd:2G+disk",
+            "zswap:lzo",
+            "zswap:lz4:25%",
+        ] {
             let c: SwapConfig = s.parse().unwrap();
             assert_eq!(c.to_string(), s);
             assert_eq!(c.to_string().parse::<SwapConfig>().unwrap(), c);

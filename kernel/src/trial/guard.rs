@@ -8,8 +8,8 @@
 use std::cell::RefCell;
 use std::fs;
 use std::io;
-use std::rc::Rc;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +29,9 @@ pub struct Host {
 impl Host {
     /// The running machine.
     pub fn real() -> Self {
-        Host { root: PathBuf::from("/") }
+        Host {
+            root: PathBuf::from("/"),
+        }
     }
 
     /// A fake tree (tests).
@@ -88,14 +90,16 @@ impl Undo {
         let r = match self {
             Undo::Restore { path, value } => {
                 // Writing the same value back is harmless; compare to report drift.
-                fs::write(&path, &value).map_err(|e| e.to_string()).and_then(|()| {
-                    let now = read_knob(&path).map_err(|e| e.to_string())?;
-                    if knob_equal(&now, &value) {
-                        Ok(())
-                    } else {
-                        Err(format!("reads back {now:?}"))
-                    }
-                })
+                fs::write(&path, &value)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| {
+                        let now = read_knob(&path).map_err(|e| e.to_string())?;
+                        if knob_equal(&now, &value) {
+                            Ok(())
+                        } else {
+                            Err(format!("reads back {now:?}"))
+                        }
+                    })
             }
             Undo::Swapoff { path } => {
                 // swapoff can fail transiently (EBUSY/ENOMEM while pages come back).
@@ -149,12 +153,20 @@ pub struct Guard {
 impl Guard {
     /// An empty guard; `label` names it in error messages.
     pub fn new(label: impl Into<String>) -> Self {
-        Guard { label: label.into(), stack: Vec::new(), journal: None }
+        Guard {
+            label: label.into(),
+            stack: Vec::new(),
+            journal: None,
+        }
     }
 
     /// A guard that also records its actions in the crash journal.
     pub fn with_journal(label: impl Into<String>, journal: Rc<RefCell<Journal>>) -> Self {
-        Guard { label: label.into(), stack: Vec::new(), journal: Some(journal) }
+        Guard {
+            label: label.into(),
+            stack: Vec::new(),
+            journal: Some(journal),
+        }
     }
 
     /// Record an undo action for a change that was just made.
@@ -186,8 +198,16 @@ impl Guard {
         }
         // The old value of a selection file like "[lzo] lz4" is the bracketed one.
         let old = selected(&old);
-        self.push(Undo::Restore { path: path.to_path_buf(), value: old });
-        fs::write(path, value).map_err(|e| io::Error::new(e.kind(), format!("writing {value:?} to {}: {e}", path.display())))
+        self.push(Undo::Restore {
+            path: path.to_path_buf(),
+            value: old,
+        });
+        fs::write(path, value).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("writing {value:?} to {}: {e}", path.display()),
+            )
+        })
     }
 
     /// Undo everything, newest first. Returns one message per action that failed
@@ -241,7 +261,11 @@ impl SignalWatch {
     pub fn install() -> io::Result<Self> {
         let flag = Arc::new(AtomicBool::new(false));
         let mut ids = Vec::new();
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        for sig in [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ] {
             ids.push(signal_hook::flag::register(sig, Arc::clone(&flag))?);
         }
         Ok(SignalWatch { flag, ids })
@@ -249,7 +273,10 @@ impl SignalWatch {
 
     /// A watch that never fires (library use without handlers, tests).
     pub fn inert() -> Self {
-        SignalWatch { flag: Arc::new(AtomicBool::new(false)), ids: Vec::new() }
+        SignalWatch {
+            flag: Arc::new(AtomicBool::new(false)),
+            ids: Vec::new(),
+        }
     }
 
     /// Whether a signal arrived.
@@ -313,7 +340,9 @@ mod tests {
 
     /// Our fake files do not normalise like sysfs does; compare trimmed.
     fn trimmed(v: Vec<(PathBuf, String)>) -> Vec<(PathBuf, String)> {
-        v.into_iter().map(|(p, s)| (p, s.trim().to_string())).collect()
+        v.into_iter()
+            .map(|(p, s)| (p, s.trim().to_string()))
+            .collect()
     }
 
     fn change_everything(g: &mut Guard, h: &Host) {
@@ -331,7 +360,10 @@ mod tests {
         let before = trimmed(snapshot(&h));
         let mut g = Guard::new("test");
         change_everything(&mut g, &h);
-        assert_eq!(read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(), "Y");
+        assert_eq!(
+            read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(),
+            "Y"
+        );
         assert_ne!(trimmed(snapshot(&h)), before);
         assert_eq!(g.len(), 5);
         assert!(g.unwind().is_empty());
@@ -369,8 +401,12 @@ mod tests {
         let (_d, h) = fake_host();
         let mut g = Guard::new("test");
         g.set_knob(&h.path(SWAPPINESS), "60").unwrap();
-        g.set_knob(&h.path(ZSWAP_PARAMS).join("enabled"), "0").unwrap();
-        assert!(g.is_empty(), "no undo for a setting that already had the value");
+        g.set_knob(&h.path(ZSWAP_PARAMS).join("enabled"), "0")
+            .unwrap();
+        assert!(
+            g.is_empty(),
+            "no undo for a setting that already had the value"
+        );
         // Nothing was written either: the file still has our own formatting.
         assert_eq!(fs::read_to_string(h.path(SWAPPINESS)).unwrap(), "60\n");
     }
@@ -395,7 +431,10 @@ mod tests {
         let (_d, h) = fake_host();
         let mut g = Guard::new("test");
         g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-        g.push(Undo::Restore { path: h.path("/proc/sys/vm/no_such_dir/knob"), value: "1".into() });
+        g.push(Undo::Restore {
+            path: h.path("/proc/sys/vm/no_such_dir/knob"),
+            value: "1".into(),
+        });
         let errs = g.unwind();
         assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(errs[0].contains("no_such_dir"));

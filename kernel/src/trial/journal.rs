@@ -34,16 +34,23 @@ impl Journal {
     /// Start a journal under another pid's name (tests).
     pub fn create_for_pid(host: &Host, pid: u32) -> io::Result<Self> {
         let dir = host.path(JOURNAL_DIR);
-        fs::create_dir_all(&dir).map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
+        fs::create_dir_all(&dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let path = dir.join(format!("{pid}.journal"));
         if fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
             // An earlier trial that had this pid died with actions pending: never overwrite them.
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
-                format!("{} exists (an earlier trial with this pid died); run `zmem trial --recover`", path.display()),
+                format!(
+                    "{} exists (an earlier trial with this pid died); run `zmem trial --recover`",
+                    path.display()
+                ),
             ));
         }
-        let j = Journal { path, lines: Vec::new() };
+        let j = Journal {
+            path,
+            lines: Vec::new(),
+        };
         j.save()?;
         Ok(j)
     }
@@ -67,7 +74,10 @@ impl Journal {
     pub fn push(&mut self, line: String) {
         self.lines.push(line);
         if let Err(e) = self.save() {
-            eprintln!("zmem trial: cannot write the crash journal {}: {e}", self.path.display());
+            eprintln!(
+                "zmem trial: cannot write the crash journal {}: {e}",
+                self.path.display()
+            );
         }
     }
 
@@ -77,7 +87,10 @@ impl Journal {
             self.lines.remove(i);
         }
         if let Err(e) = self.save() {
-            eprintln!("zmem trial: cannot write the crash journal {}: {e}", self.path.display());
+            eprintln!(
+                "zmem trial: cannot write the crash journal {}: {e}",
+                self.path.display()
+            );
         }
     }
 
@@ -129,10 +142,17 @@ pub fn cgroup_line(path: &Path) -> Option<String> {
 /// Journals left by trials whose process is gone: (pid, path).
 pub fn orphans(host: &Host) -> Vec<(u32, PathBuf)> {
     let mut v = Vec::new();
-    let Ok(rd) = fs::read_dir(host.path(JOURNAL_DIR)) else { return v };
+    let Ok(rd) = fs::read_dir(host.path(JOURNAL_DIR)) else {
+        return v;
+    };
     for e in rd.filter_map(|e| e.ok()) {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_suffix(".journal").and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let Some(pid) = name
+            .strip_suffix(".journal")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
         if !alive_zmem(host, pid) {
             v.push((pid, e.path()));
         }
@@ -186,14 +206,22 @@ fn replay(host: &Host, line: &str) -> Result<Option<String>, String> {
                 return Ok(None);
             }
             let _ = fs::write(sys.join("reset"), "1");
-            fs::write(host.path("/sys/class/zram-control/hot_remove"), id.to_string())
-                .map_err(|e| format!("hot_remove zram{id}: {e}"))?;
+            fs::write(
+                host.path("/sys/class/zram-control/hot_remove"),
+                id.to_string(),
+            )
+            .map_err(|e| format!("hot_remove zram{id}: {e}"))?;
             Ok(Some(format!("reset and removed zram{id}")))
         }
         ["rmdir", path] => {
             let dir = Path::new(path);
-            if !dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with("zmem-trial.")) {
-                return Err(format!("refusing to remove cgroup {path}: not a zmem trial cgroup"));
+            if !dir
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("zmem-trial."))
+            {
+                return Err(format!(
+                    "refusing to remove cgroup {path}: not a zmem trial cgroup"
+                ));
             }
             if !dir.exists() {
                 return Ok(None);
@@ -207,9 +235,15 @@ fn replay(host: &Host, line: &str) -> Result<Option<String>, String> {
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
                 match fs::remove_dir(dir) {
-                    Ok(()) => return Ok(Some(format!("killed what was left in and removed cgroup {path}"))),
+                    Ok(()) => {
+                        return Ok(Some(format!(
+                            "killed what was left in and removed cgroup {path}"
+                        )))
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                    Err(e) if std::time::Instant::now() > deadline => return Err(format!("rmdir {path}: {e}")),
+                    Err(e) if std::time::Instant::now() > deadline => {
+                        return Err(format!("rmdir {path}: {e}"))
+                    }
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
                 }
             }
@@ -253,7 +287,8 @@ mod tests {
     use std::rc::Rc;
 
     fn fake(tag: &str) -> (PathBuf, Host) {
-        let root = std::env::temp_dir().join(format!("zmem-journal-test.{}.{tag}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("zmem-journal-test.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         let h = Host::at(&root);
         fs::create_dir_all(h.path(ZSWAP_PARAMS)).unwrap();
@@ -279,8 +314,10 @@ mod tests {
             let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
             let mut g = Guard::with_journal("test", Rc::clone(&j));
             g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-            g.set_knob(&h.path(ZSWAP_PARAMS).join("compressor"), "zstd").unwrap();
-            g.set_knob(&h.path(ZSWAP_PARAMS).join("enabled"), "Y").unwrap();
+            g.set_knob(&h.path(ZSWAP_PARAMS).join("compressor"), "zstd")
+                .unwrap();
+            g.set_knob(&h.path(ZSWAP_PARAMS).join("enabled"), "Y")
+                .unwrap();
             g.push(Undo::RemoveFile { path: made.clone() });
             j.borrow_mut().push(cgroup_line(&cg).unwrap());
             assert_eq!(j.borrow().lines().len(), 5);
@@ -288,16 +325,28 @@ mod tests {
             std::mem::forget(g);
             std::mem::forget(j);
         }
-        assert_eq!(read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(), "Y");
+        assert_eq!(
+            read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(),
+            "Y"
+        );
         assert_eq!(orphans(&h).len(), 1);
         let r = recover(&h);
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         assert_eq!(r.done.len(), 5, "{:?}", r.done);
         assert_eq!(read_knob(&h.path(SWAPPINESS)).unwrap(), "60");
-        assert_eq!(read_knob(&h.path(ZSWAP_PARAMS).join("compressor")).unwrap(), "lzo");
-        assert_eq!(read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(), "N");
+        assert_eq!(
+            read_knob(&h.path(ZSWAP_PARAMS).join("compressor")).unwrap(),
+            "lzo"
+        );
+        assert_eq!(
+            read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(),
+            "N"
+        );
         assert!(!made.exists() && !cg.exists());
-        assert!(orphans(&h).is_empty(), "journal removed after a clean replay");
+        assert!(
+            orphans(&h).is_empty(),
+            "journal removed after a clean replay"
+        );
         fs::remove_dir_all(root).unwrap();
     }
 
@@ -308,7 +357,13 @@ mod tests {
             let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
             let mut g = Guard::with_journal("test", Rc::clone(&j));
             g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-            assert_eq!(fs::read_to_string(j.borrow().path()).unwrap().lines().count(), 1);
+            assert_eq!(
+                fs::read_to_string(j.borrow().path())
+                    .unwrap()
+                    .lines()
+                    .count(),
+                1
+            );
             assert!(g.unwind().is_empty());
             assert!(j.borrow().lines().is_empty());
         }
@@ -323,7 +378,11 @@ mod tests {
         let victim = root.join("precious.swap");
         fs::write(&victim, b"x").unwrap();
         fs::create_dir_all(h.path(JOURNAL_DIR)).unwrap();
-        fs::write(h.path(JOURNAL_DIR).join(format!("{DEAD}.journal")), format!("remove\t{}\nbogus\n", victim.display())).unwrap();
+        fs::write(
+            h.path(JOURNAL_DIR).join(format!("{DEAD}.journal")),
+            format!("remove\t{}\nbogus\n", victim.display()),
+        )
+        .unwrap();
         let r = recover(&h);
         assert_eq!(r.errors.len(), 2, "{:?}", r.errors);
         assert!(victim.exists());
@@ -338,10 +397,17 @@ mod tests {
             let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
             let mut g = Guard::with_journal("test", Rc::clone(&j));
             g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-            g.push(Undo::Restore { path: h.path("/proc/sys/vm/gone/knob"), value: "1".into() });
+            g.push(Undo::Restore {
+                path: h.path("/proc/sys/vm/gone/knob"),
+                value: "1".into(),
+            });
             let errs = g.unwind();
             assert_eq!(errs.len(), 1);
-            assert_eq!(j.borrow().lines().len(), 1, "only the failed action is left");
+            assert_eq!(
+                j.borrow().lines().len(),
+                1,
+                "only the failed action is left"
+            );
             assert!(j.borrow().lines()[0].contains("gone/knob"));
         }
         assert_eq!(orphans(&h).len(), 1, "the journal outlives the trial");
@@ -356,7 +422,10 @@ mod tests {
         fs::write(&p, "swapoff\t/var/tmp/zmem-trial.1.1.swap\n").unwrap();
         let e = Journal::create_for_pid(&h, DEAD).unwrap_err();
         assert!(e.to_string().contains("--recover"), "{e}");
-        assert_eq!(fs::read_to_string(&p).unwrap(), "swapoff\t/var/tmp/zmem-trial.1.1.swap\n");
+        assert_eq!(
+            fs::read_to_string(&p).unwrap(),
+            "swapoff\t/var/tmp/zmem-trial.1.1.swap\n"
+        );
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -132,14 +132,25 @@ pub fn read_zswap_debugfs(host: &Host) -> Option<HashMap<String, u64>> {
     let dir = host.path("/sys/kernel/debug/zswap");
     let m: HashMap<String, u64> = ZSWAP_DEBUGFS_COUNTERS
         .iter()
-        .filter_map(|k| Some((k.to_string(), fs::read_to_string(dir.join(k)).ok()?.trim().parse().ok()?)))
+        .filter_map(|k| {
+            Some((
+                k.to_string(),
+                fs::read_to_string(dir.join(k)).ok()?.trim().parse().ok()?,
+            ))
+        })
         .collect();
     (!m.is_empty()).then_some(m)
 }
 
 /// `after − before` for the counters in both.
-pub fn debugfs_delta(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> std::collections::BTreeMap<String, u64> {
-    after.iter().filter_map(|(k, a)| Some((k.clone(), a.saturating_sub(*before.get(k)?)))).collect()
+pub fn debugfs_delta(
+    before: &HashMap<String, u64>,
+    after: &HashMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    after
+        .iter()
+        .filter_map(|(k, a)| Some((k.clone(), a.saturating_sub(*before.get(k)?))))
+        .collect()
 }
 
 /// One run's measurements.
@@ -188,7 +199,12 @@ impl RunRecord {
 
 /// The 1-minute load average.
 pub fn load1(host: &Host) -> Option<f64> {
-    fs::read_to_string(host.path("/proc/loadavg")).ok()?.split_whitespace().next()?.parse().ok()
+    fs::read_to_string(host.path("/proc/loadavg"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn meminfo_kib(text: &str, key: &str) -> Option<u64> {
@@ -200,7 +216,10 @@ fn meminfo_kib(text: &str, key: &str) -> Option<u64> {
 
 fn read_mm_stat(sys: &Path) -> Option<[u64; 9]> {
     let s = fs::read_to_string(sys.join("mm_stat")).ok()?;
-    let v: Vec<u64> = s.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+    let v: Vec<u64> = s
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
     v.try_into().ok()
 }
 
@@ -233,7 +252,10 @@ impl Sampler<'_> {
 
     fn read_zswap(&self) -> Option<(u64, u64)> {
         let t = fs::read_to_string(self.host.path("/proc/meminfo")).ok()?;
-        Some((meminfo_kib(&t, "Zswap")? * 1024, meminfo_kib(&t, "Zswapped")? * 1024))
+        Some((
+            meminfo_kib(&t, "Zswap")? * 1024,
+            meminfo_kib(&t, "Zswapped")? * 1024,
+        ))
     }
 }
 
@@ -271,7 +293,14 @@ impl Running {
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         loop {
             // SAFETY: status and ru are valid, writable and live across the call.
-            let r = unsafe { libc::wait4(self.pid, &mut status, if block { 0 } else { libc::WNOHANG }, &mut ru) };
+            let r = unsafe {
+                libc::wait4(
+                    self.pid,
+                    &mut status,
+                    if block { 0 } else { libc::WNOHANG },
+                    &mut ru,
+                )
+            };
             if r == self.pid {
                 self.reaped = true;
                 return Ok(Some((status, ru)));
@@ -311,7 +340,11 @@ fn pidfd_open(pid: i32) -> Option<i32> {
 fn poll_pidfd(fd: Option<i32>, ms: i32) {
     match fd {
         Some(fd) => {
-            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
             // SAFETY: `p` is one valid pollfd that lives across the call.
             unsafe { libc::poll(&mut p, 1, ms) };
         }
@@ -325,7 +358,12 @@ fn tv(t: libc::timeval) -> f64 {
 
 /// Run `command` inside `env.cgroup` and measure it. Returns the record (with
 /// `Outcome::Interrupted` if the stop flag was raised).
-pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'_>) -> io::Result<RunRecord> {
+pub fn run_workload(
+    command: &[String],
+    config: &str,
+    round: u32,
+    env: &RunEnv<'_>,
+) -> io::Result<RunRecord> {
     let Some((prog, args)) = command.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     };
@@ -360,12 +398,26 @@ pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'
     let vm_before = parse_vmstat(&fs::read_to_string(env.host.path("/proc/vmstat"))?);
     let oom_before = env.cgroup.oom_kills();
     let load1_start = load1(env.host);
-    let debugfs_before = if env.zswap { read_zswap_debugfs(env.host) } else { None };
-    let mut sampler =
-        Sampler { host: env.host, zram_sys: env.zram_sys, zswap: env.zswap, zram_fullest: None, zswap_fullest: None };
+    let debugfs_before = if env.zswap {
+        read_zswap_debugfs(env.host)
+    } else {
+        None
+    };
+    let mut sampler = Sampler {
+        host: env.host,
+        zram_sys: env.zram_sys,
+        zswap: env.zswap,
+        zram_fullest: None,
+        zswap_fullest: None,
+    };
     let start = Instant::now();
-    let child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("starting {prog}: {e}")))?;
-    let mut running = Running { pid: child.id() as i32, reaped: false };
+    let child = cmd
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("starting {prog}: {e}")))?;
+    let mut running = Running {
+        pid: child.id() as i32,
+        reaped: false,
+    };
     drop(child); // std's handle neither waits nor kills; `running` owns the process now.
     let pidfd = pidfd_open(running.pid);
     let mut interrupted = false;
@@ -392,13 +444,20 @@ pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'
     } else if kills > 0 {
         Outcome::OomKilled { kills }
     } else if libc::WIFEXITED(status) {
-        Outcome::Exited { code: libc::WEXITSTATUS(status) }
+        Outcome::Exited {
+            code: libc::WEXITSTATUS(status),
+        }
     } else {
-        Outcome::Signaled { signal: libc::WTERMSIG(status) }
+        Outcome::Signaled {
+            signal: libc::WTERMSIG(status),
+        }
     };
     let zram = env.zram_sys.and_then(|sys| {
         let end = read_mm_stat(sys)?;
-        Some(ZramStats { mm_stat_end: end, mm_stat_fullest: sampler.zram_fullest.unwrap_or(end) })
+        Some(ZramStats {
+            mm_stat_end: end,
+            mm_stat_fullest: sampler.zram_fullest.unwrap_or(end),
+        })
     });
     let zswap = if env.zswap {
         let end = sampler.read_zswap().unwrap_or((0, 0));
@@ -408,7 +467,8 @@ pub fn run_workload(command: &[String], config: &str, round: u32, env: &RunEnv<'
             stored_bytes_fullest: full.1,
             pool_bytes_end: end.0,
             stored_bytes_end: end.1,
-            debugfs: debugfs_before.and_then(|b| Some(debugfs_delta(&b, &read_zswap_debugfs(env.host)?))),
+            debugfs: debugfs_before
+                .and_then(|b| Some(debugfs_delta(&b, &read_zswap_debugfs(env.host)?))),
         })
     } else {
         None
@@ -435,10 +495,22 @@ mod tests {
 
     #[test]
     fn vmstat_deltas() {
-        let a = parse_vmstat("pswpin 10\npswpout 20\nzswpin 1\nzswpout 5\nzswpwb 0\nnr_free_pages 3\n");
-        let b = parse_vmstat("pswpin 15\npswpout 120\nzswpin 4\nzswpout 50\nzswpwb 2\nnr_free_pages 1\n");
+        let a =
+            parse_vmstat("pswpin 10\npswpout 20\nzswpin 1\nzswpout 5\nzswpwb 0\nnr_free_pages 3\n");
+        let b = parse_vmstat(
+            "pswpin 15\npswpout 120\nzswpin 4\nzswpout 50\nzswpwb 2\nnr_free_pages 1\n",
+        );
         let d = VmCounters::delta(&a, &b);
-        assert_eq!(d, VmCounters { pswpin: 5, pswpout: 100, zswpin: Some(3), zswpout: Some(45), zswpwb: Some(2) });
+        assert_eq!(
+            d,
+            VmCounters {
+                pswpin: 5,
+                pswpout: 100,
+                zswpin: Some(3),
+                zswpout: Some(45),
+                zswpwb: Some(2)
+            }
+        );
         let no_zswap = parse_vmstat("pswpin 1\npswpout 2\n");
         let d = VmCounters::delta(&no_zswap, &no_zswap);
         assert_eq!(d.zswpout, None);

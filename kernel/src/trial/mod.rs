@@ -27,11 +27,11 @@ pub mod workload;
 
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::rc::Rc;
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 pub use cgroup::{CgroupVersion, MemoryHierarchy};
 pub use config::{format_size, parse_size, SwapConfig};
@@ -116,16 +116,26 @@ fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
         return bad("--repeat must be at least 1".into());
     }
     if spec.memory_limit < 8 << 20 {
-        return bad(format!("--memory {} is too small (at least 8M)", format_size(spec.memory_limit)));
+        return bad(format!(
+            "--memory {} is too small (at least 8M)",
+            format_size(spec.memory_limit)
+        ));
     }
     if spec.command.is_empty() {
         return bad("no workload: give `--builtin memalloc` or `-- COMMAND [ARGS]`".into());
     }
     if find_program(&spec.command[0]).is_none() {
-        return bad(format!("workload {:?} not found (not a file, and not in PATH)", spec.command[0]));
+        return bad(format!(
+            "workload {:?} not found (not a file, and not in PATH)",
+            spec.command[0]
+        ));
     }
     if let Some(b) = &spec.baseline {
-        if !spec.configs.iter().any(|c| &c.to_string() == b || b.parse::<SwapConfig>().ok().as_ref() == Some(c)) {
+        if !spec
+            .configs
+            .iter()
+            .any(|c| &c.to_string() == b || b.parse::<SwapConfig>().ok().as_ref() == Some(c))
+        {
             return bad(format!("--baseline {b} is not one of the configurations"));
         }
     }
@@ -145,7 +155,9 @@ fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
 /// the first executable file of that name in PATH.
 fn find_program(prog: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let exec = |p: &Path| fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let exec = |p: &Path| {
+        fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if prog.is_empty() {
         return None;
     }
@@ -154,7 +166,9 @@ fn find_program(prog: &str) -> Option<PathBuf> {
         return exec(&p).then_some(p);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| exec(p))
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| exec(p))
 }
 
 fn geteuid() -> u32 {
@@ -166,7 +180,10 @@ fn geteuid() -> u32 {
 /// or available as a (built-in or loadable) crypto module.
 fn zswap_compressor_available(host: &Host, name: &str) -> Result<(), String> {
     let crypto = fs::read_to_string(host.path("/proc/crypto")).unwrap_or_default();
-    if crypto.lines().any(|l| l.split_once(':').is_some_and(|(k, v)| k.trim() == "name" && v.trim() == name)) {
+    if crypto.lines().any(|l| {
+        l.split_once(':')
+            .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == name)
+    }) {
         return Ok(());
     }
     let rel = fs::read_to_string(host.path("/proc/sys/kernel/osrelease")).unwrap_or_default();
@@ -181,7 +198,12 @@ fn zswap_compressor_available(host: &Host, name: &str) -> Result<(), String> {
     let have: Vec<&str> = known
         .iter()
         .copied()
-        .filter(|k| crypto.lines().any(|l| l.split_once(':').is_some_and(|(a, v)| a.trim() == "name" && v.trim() == *k)))
+        .filter(|k| {
+            crypto.lines().any(|l| {
+                l.split_once(':')
+                    .is_some_and(|(a, v)| a.trim() == "name" && v.trim() == *k)
+            })
+        })
         .collect();
     Err(format!(
         "zswap compressor {name} is not available: not in /proc/crypto and no crypto/{name}.ko module (compressors available: {})",
@@ -204,11 +226,17 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 
 /// Check everything before touching anything. Returns the objections `--force`
 /// overrode (to print with the results).
-pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<String>), TrialError> {
+pub fn preflight(
+    spec: &TrialSpec,
+    host: &Host,
+) -> Result<(MemoryHierarchy, Vec<String>), TrialError> {
     validate(spec)?;
     let mut missing = Vec::new();
     if host.is_real() && geteuid() != 0 {
-        missing.push("not running as root (a trial creates cgroups, swap areas and zram devices)".to_string());
+        missing.push(
+            "not running as root (a trial creates cgroups, swap areas and zram devices)"
+                .to_string(),
+        );
         return Err(TrialError::Refused(missing));
     }
     let orphans = journal::orphans(host);
@@ -235,21 +263,34 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
     let zram_algos: Vec<&str> = spec.configs.iter().filter_map(|c| c.zram_algo()).collect();
     if !zram_algos.is_empty() {
         // Probe with a device of our own (never zram0 or anyone else's).
-        match HotDevice::create().and_then(|d| d.algorithms().map_err(|e| crate::KernelZramUnavailable(e.to_string()))) {
+        match HotDevice::create().and_then(|d| {
+            d.algorithms()
+                .map_err(|e| crate::KernelZramUnavailable(e.to_string()))
+        }) {
             Err(e) => missing.push(format!("{e} (needed by {})", zram_algos.join(", "))),
             Ok(have) => {
                 for a in zram_algos {
                     if !have.iter().any(|h| h == a) {
-                        missing.push(format!("kernel zram has no algorithm {a} (it has: {})", have.join(" ")));
+                        missing.push(format!(
+                            "kernel zram has no algorithm {a} (it has: {})",
+                            have.join(" ")
+                        ));
                     }
                 }
             }
         }
     }
-    let zswap_comps: Vec<&str> = spec.configs.iter().filter_map(|c| c.zswap_compressor()).collect();
+    let zswap_comps: Vec<&str> = spec
+        .configs
+        .iter()
+        .filter_map(|c| c.zswap_compressor())
+        .collect();
     if !zswap_comps.is_empty() {
         if !host.path(guard::ZSWAP_PARAMS).join("enabled").exists() {
-            missing.push(format!("the kernel has no zswap ({}/enabled missing)", guard::ZSWAP_PARAMS));
+            missing.push(format!(
+                "the kernel has no zswap ({}/enabled missing)",
+                guard::ZSWAP_PARAMS
+            ));
         } else {
             for c in zswap_comps {
                 if let Err(e) = zswap_compressor_available(host, c) {
@@ -260,10 +301,16 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
     }
     if spec.configs.iter().any(|c| c.uses_disk()) {
         if !spec.swap_dir.is_dir() {
-            missing.push(format!("swap file directory {} does not exist", spec.swap_dir.display()));
+            missing.push(format!(
+                "swap file directory {} does not exist",
+                spec.swap_dir.display()
+            ));
         } else if let Some((avail, fstype)) = free_space(&spec.swap_dir) {
             if fstype == TMPFS_MAGIC {
-                missing.push(format!("{} is on tmpfs, which cannot hold a swap file (use --swap-dir)", spec.swap_dir.display()));
+                missing.push(format!(
+                    "{} is on tmpfs, which cannot hold a swap file (use --swap-dir)",
+                    spec.swap_dir.display()
+                ));
             } else if avail < spec.swap_size + (256 << 20) {
                 missing.push(format!(
                     "{} has {} MiB free, the swap file needs {} MiB plus 256 MiB to spare",
@@ -274,7 +321,10 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
             }
         }
     }
-    for (knob, set) in [(guard::SWAPPINESS, spec.swappiness.is_some()), (guard::PAGE_CLUSTER, spec.page_cluster.is_some())] {
+    for (knob, set) in [
+        (guard::SWAPPINESS, spec.swappiness.is_some()),
+        (guard::PAGE_CLUSTER, spec.page_cluster.is_some()),
+    ] {
         if set && !host.path(knob).exists() {
             missing.push(format!("{knob} is missing"));
         }
@@ -286,7 +336,10 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
     match swap::active_swaps(host) {
         Ok(areas) => {
             for a in areas {
-                let mut why = format!("swap is active on {} ({} of {} KiB used)", a.filename, a.used_kib, a.size_kib);
+                let mut why = format!(
+                    "swap is active on {} ({} of {} KiB used)",
+                    a.filename, a.used_kib, a.size_kib
+                );
                 if a.filename.contains("/zmem-trial.") && a.filename.ends_with(".swap") {
                     why.push_str(&format!(
                         " — left by a zmem trial that was killed with SIGKILL? remove it with `swapoff {0} && rm {0}`",
@@ -299,8 +352,11 @@ pub fn preflight(spec: &TrialSpec, host: &Host) -> Result<(MemoryHierarchy, Vec<
         Err(e) if needs_swap => distorting.push(format!("cannot read /proc/swaps: {e}")),
         Err(_) => {}
     }
-    if guard::read_knob(&host.path(guard::ZSWAP_PARAMS).join("enabled")).is_ok_and(|v| v == "Y" || v == "1") {
-        distorting.push("zswap is enabled (it would sit in front of every swap configuration)".into());
+    if guard::read_knob(&host.path(guard::ZSWAP_PARAMS).join("enabled"))
+        .is_ok_and(|v| v == "Y" || v == "1")
+    {
+        distorting
+            .push("zswap is enabled (it would sit in front of every swap configuration)".into());
     }
     if !distorting.is_empty() && !spec.force {
         return Err(TrialError::Distorting(distorting));
@@ -324,27 +380,38 @@ pub fn recover() -> Result<Vec<String>, TrialError> {
 }
 
 /// Run the trial on this machine. `progress` gets a line per run.
-pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) -> Result<TrialReport, TrialError> {
+pub fn run(
+    spec: &TrialSpec,
+    signals: &SignalWatch,
+    progress: &mut dyn FnMut(&str),
+) -> Result<TrialReport, TrialError> {
     let host = Host::real();
     let (hierarchy, forced_over) = preflight(spec, &host)?;
     let baseline = match &spec.baseline {
-        Some(b) => b.parse::<SwapConfig>().map(|c| c.to_string()).unwrap_or_else(|_| b.clone()),
+        Some(b) => b
+            .parse::<SwapConfig>()
+            .map(|c| c.to_string())
+            .unwrap_or_else(|_| b.clone()),
         None => default_baseline(&spec.configs),
     };
     let names: Vec<String> = spec.configs.iter().map(|c| c.to_string()).collect();
     let mut cleanup_errors = Vec::new();
     let mut runs = Vec::new();
     let mut interrupted = false;
-    let journal = Rc::new(RefCell::new(
-        journal::Journal::create(&host).map_err(|e| TrialError::Io(format!("cannot create the crash journal: {e}")))?,
-    ));
+    let journal = Rc::new(RefCell::new(journal::Journal::create(&host).map_err(
+        |e| TrialError::Io(format!("cannot create the crash journal: {e}")),
+    )?));
     {
         let mut global = Guard::with_journal("trial", Rc::clone(&journal));
         if let Some(s) = spec.swappiness {
-            global.set_knob(&host.path(guard::SWAPPINESS), &s.to_string()).map_err(|e| TrialError::Io(e.to_string()))?;
+            global
+                .set_knob(&host.path(guard::SWAPPINESS), &s.to_string())
+                .map_err(|e| TrialError::Io(e.to_string()))?;
         }
         if let Some(p) = spec.page_cluster {
-            global.set_knob(&host.path(guard::PAGE_CLUSTER), &p.to_string()).map_err(|e| TrialError::Io(e.to_string()))?;
+            global
+                .set_knob(&host.path(guard::PAGE_CLUSTER), &p.to_string())
+                .map_err(|e| TrialError::Io(e.to_string()))?;
         }
         let pid = std::process::id();
         let mut n = 0u32;
@@ -358,22 +425,40 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
                 let tag = format!("{pid}.{n}");
                 progress(&format!("round {round}/{}: {name}", spec.repeat));
                 let mut g = Guard::with_journal(name.clone(), Rc::clone(&journal));
-                let params = swap::SetupParams { host: &host, swap_dir: &spec.swap_dir, swap_size: spec.swap_size, tag: &tag };
+                let params = swap::SetupParams {
+                    host: &host,
+                    swap_dir: &spec.swap_dir,
+                    swap_size: spec.swap_size,
+                    tag: &tag,
+                };
                 let record = match swap::setup(cfg, &params, &mut g) {
-                    Err(e) => RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e }),
+                    Err(e) => {
+                        RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e })
+                    }
                     Ok(prepared) => {
                         let cg_name = format!("zmem-trial.{tag}");
                         let cg_line = journal::cgroup_line(&hierarchy.parent.join(&cg_name));
                         if let Some(l) = &cg_line {
                             journal.borrow_mut().push(l.clone());
                         }
-                        let rec = match cgroup::Cgroup::create(&hierarchy, &cg_name, spec.memory_limit, spec.swappiness) {
+                        let rec = match cgroup::Cgroup::create(
+                            &hierarchy,
+                            &cg_name,
+                            spec.memory_limit,
+                            spec.swappiness,
+                        ) {
                             Err(e) => {
                                 // `create` removed the directory again (or reported why not).
                                 if let Some(l) = &cg_line {
                                     journal.borrow_mut().remove(l);
                                 }
-                                RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e.to_string() })
+                                RunRecord::not_run(
+                                    name.clone(),
+                                    round,
+                                    Outcome::SetupFailed {
+                                        error: e.to_string(),
+                                    },
+                                )
                             }
                             Ok(cg) => {
                                 let env = measure::RunEnv {
@@ -383,9 +468,16 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
                                     zswap: prepared.zswap,
                                     stop: signals.flag(),
                                 };
-                                let r = measure::run_workload(&spec.command, name, round, &env).unwrap_or_else(|e| {
-                                    RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e.to_string() })
-                                });
+                                let r = measure::run_workload(&spec.command, name, round, &env)
+                                    .unwrap_or_else(|e| {
+                                        RunRecord::not_run(
+                                            name.clone(),
+                                            round,
+                                            Outcome::SetupFailed {
+                                                error: e.to_string(),
+                                            },
+                                        )
+                                    });
                                 match cg.remove() {
                                     Ok(()) => {
                                         if let Some(l) = &cg_line {
@@ -425,8 +517,12 @@ pub fn run(spec: &TrialSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&st
         return Err(TrialError::Cleanup(cleanup_errors));
     }
     let report = TrialReport {
-        kernel: fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
-        cpus: std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(0),
+        kernel: fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(0),
         cgroup: hierarchy.version,
         memory_limit: spec.memory_limit,
         swap_size: spec.swap_size,
@@ -481,7 +577,10 @@ mod tests {
         assert!(validate(&s).unwrap_err().to_string().contains("--baseline"));
         let mut s = spec();
         s.command.clear();
-        assert!(validate(&s).unwrap_err().to_string().contains("no workload"));
+        assert!(validate(&s)
+            .unwrap_err()
+            .to_string()
+            .contains("no workload"));
         let mut s = spec();
         s.command = vec!["/nonexistent/zmem-no-such-program".into()];
         assert!(validate(&s).unwrap_err().to_string().contains("not found"));
@@ -497,23 +596,46 @@ mod tests {
         assert!(validate(&s).is_err());
         assert!(validate(&spec()).is_ok());
         assert_eq!(default_baseline(&spec().configs), "disk");
-        assert_eq!(default_baseline(&[SwapConfig::Zram { algo: "lz4".into(), size: None }]), "zram:lz4");
+        assert_eq!(
+            default_baseline(&[SwapConfig::Zram {
+                algo: "lz4".into(),
+                size: None
+            }]),
+            "zram:lz4"
+        );
     }
 
     /// A fake machine: cgroup v1 memory, no swap, zswap off.
     fn fake_host(tag: &str) -> (PathBuf, Host) {
-        let root = std::env::temp_dir().join(format!("zmem-trial-pre.{}.{tag}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("zmem-trial-pre.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         let h = Host::at(&root);
         fs::create_dir_all(h.path("/proc/self")).unwrap();
-        fs::write(h.path("/proc/self/mountinfo"), "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n").unwrap();
+        fs::write(
+            h.path("/proc/self/mountinfo"),
+            "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
+        )
+        .unwrap();
         fs::write(h.path("/proc/self/cgroup"), "4:memory:/\n").unwrap();
         fs::create_dir_all(h.path("/sys/fs/cgroup/memory")).unwrap();
-        fs::write(h.path("/sys/fs/cgroup/memory/memory.limit_in_bytes"), "9223372036854771712\n").unwrap();
-        fs::write(h.path("/proc/swaps"), "Filename\tType\tSize\tUsed\tPriority\n").unwrap();
+        fs::write(
+            h.path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+            "9223372036854771712\n",
+        )
+        .unwrap();
+        fs::write(
+            h.path("/proc/swaps"),
+            "Filename\tType\tSize\tUsed\tPriority\n",
+        )
+        .unwrap();
         fs::create_dir_all(h.path(guard::ZSWAP_PARAMS)).unwrap();
         fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
-        fs::write(h.path("/proc/crypto"), "name         : lzo\ndriver       : lzo-generic\n").unwrap();
+        fs::write(
+            h.path("/proc/crypto"),
+            "name         : lzo\ndriver       : lzo-generic\n",
+        )
+        .unwrap();
         fs::create_dir_all(h.path("/proc/sys/kernel")).unwrap();
         fs::write(h.path("/proc/sys/kernel/osrelease"), "6.18.0\n").unwrap();
         (root, h)
@@ -523,7 +645,10 @@ mod tests {
     fn preflight_passes_on_a_clean_machine() {
         let (root, h) = fake_host("clean");
         let mut s = spec();
-        s.configs.push(SwapConfig::Zswap { compressor: "lzo".into(), pool_percent: None });
+        s.configs.push(SwapConfig::Zswap {
+            compressor: "lzo".into(),
+            pool_percent: None,
+        });
         let (hier, forced) = preflight(&s, &h).unwrap();
         assert_eq!(hier.version, CgroupVersion::V1);
         assert!(forced.is_empty());
@@ -533,10 +658,16 @@ mod tests {
     #[test]
     fn preflight_refuses_active_swap_and_zswap_unless_forced() {
         let (root, h) = fake_host("busy");
-        fs::write(h.path("/proc/swaps"), "Filename\tType\tSize\tUsed\tPriority\n/dev/vdb partition 1048572 512 -2\n").unwrap();
+        fs::write(
+            h.path("/proc/swaps"),
+            "Filename\tType\tSize\tUsed\tPriority\n/dev/vdb partition 1048572 512 -2\n",
+        )
+        .unwrap();
         fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "Y\n").unwrap();
         let e = preflight(&spec(), &h).unwrap_err();
-        let TrialError::Distorting(why) = e else { panic!("{e}") };
+        let TrialError::Distorting(why) = e else {
+            panic!("{e}")
+        };
         assert_eq!(why.len(), 2);
         assert!(why[0].contains("/dev/vdb") && why[1].contains("zswap is enabled"));
         let mut s = spec();
@@ -551,13 +682,22 @@ mod tests {
         let (root, h) = fake_host("missing");
         fs::remove_file(h.path(guard::ZSWAP_PARAMS).join("enabled")).unwrap();
         let mut s = spec();
-        s.configs.push(SwapConfig::Zswap { compressor: "lzo".into(), pool_percent: None });
+        s.configs.push(SwapConfig::Zswap {
+            compressor: "lzo".into(),
+            pool_percent: None,
+        });
         let e = preflight(&s, &h).unwrap_err().to_string();
         assert!(e.contains("no zswap"), "{e}");
         fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
-        s.configs[2] = SwapConfig::Zswap { compressor: "zstd".into(), pool_percent: None };
+        s.configs[2] = SwapConfig::Zswap {
+            compressor: "zstd".into(),
+            pool_percent: None,
+        };
         let e = preflight(&s, &h).unwrap_err().to_string();
-        assert!(e.contains("zswap compressor zstd is not available") && e.contains("available: lzo"), "{e}");
+        assert!(
+            e.contains("zswap compressor zstd is not available") && e.contains("available: lzo"),
+            "{e}"
+        );
         fs::write(h.path("/proc/self/mountinfo"), "").unwrap();
         let e = preflight(&spec(), &h).unwrap_err().to_string();
         assert!(e.contains("no usable memory cgroup"), "{e}");

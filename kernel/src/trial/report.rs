@@ -26,8 +26,16 @@ impl Stats {
         }
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-        Some(Stats { median, min: v[0], max: v[n - 1] })
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Stats {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
     }
 }
 
@@ -107,12 +115,17 @@ pub fn summarise(configs: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<
                     None => failures.push((s, 1)),
                 }
             }
-            let st = |f: &dyn Fn(&RunRecord) -> Option<f64>| Stats::of(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>());
+            let st = |f: &dyn Fn(&RunRecord) -> Option<f64>| {
+                Stats::of(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+            };
             ConfigSummary {
                 config: c.clone(),
                 runs: mine.len() as u32,
                 ok: ok.len() as u32,
-                failures: failures.into_iter().map(|(s, n)| format!("{n}× {s}")).collect(),
+                failures: failures
+                    .into_iter()
+                    .map(|(s, n)| format!("{n}× {s}"))
+                    .collect(),
                 wall_s: st(&|r| Some(r.wall_s)),
                 wall_vs_baseline: None,
                 user_s: st(&|r| Some(r.user_s)),
@@ -136,7 +149,11 @@ pub fn summarise(configs: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<
             }
         })
         .collect();
-    let base = out.iter().find(|s| s.config == baseline).and_then(|s| s.wall_s).map(|s| s.median);
+    let base = out
+        .iter()
+        .find(|s| s.config == baseline)
+        .and_then(|s| s.wall_s)
+        .map(|s| s.median);
     if let Some(b) = base.filter(|b| *b > 0.0) {
         for s in &mut out {
             s.wall_vs_baseline = s.wall_s.map(|w| w.median / b);
@@ -166,8 +183,14 @@ const HEADERS: [&str; 17] = [
 ];
 
 fn cells(s: &ConfigSummary, baseline: &str) -> Vec<String> {
-    let f2 = |v: Option<Stats>, pick: fn(&Stats) -> f64| v.map(|x| format!("{:.2}", pick(&x))).unwrap_or_else(|| "-".into());
-    let int = |v: Option<Stats>| v.map(|x| format!("{:.0}", x.median)).unwrap_or_else(|| "-".into());
+    let f2 = |v: Option<Stats>, pick: fn(&Stats) -> f64| {
+        v.map(|x| format!("{:.2}", pick(&x)))
+            .unwrap_or_else(|| "-".into())
+    };
+    let int = |v: Option<Stats>| {
+        v.map(|x| format!("{:.0}", x.median))
+            .unwrap_or_else(|| "-".into())
+    };
     let mut notes = s.failures.join(", ");
     if s.config == baseline {
         if !notes.is_empty() {
@@ -181,7 +204,9 @@ fn cells(s: &ConfigSummary, baseline: &str) -> Vec<String> {
         f2(s.wall_s, |x| x.median),
         f2(s.wall_s, |x| x.min),
         f2(s.wall_s, |x| x.max),
-        s.wall_vs_baseline.map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into()),
+        s.wall_vs_baseline
+            .map(|r| format!("{r:.2}x"))
+            .unwrap_or_else(|| "-".into()),
         f2(s.user_s, |x| x.median),
         f2(s.sys_s, |x| x.median),
         int(s.major_faults),
@@ -190,8 +215,12 @@ fn cells(s: &ConfigSummary, baseline: &str) -> Vec<String> {
         int(s.zswpin),
         int(s.zswpout),
         int(s.zswpwb),
-        s.cgroup_peak_bytes.map(|x| format!("{:.0}", x.median / (1u64 << 20) as f64)).unwrap_or_else(|| "-".into()),
-        s.compression_ratio.map(|x| format!("{:.2}", x.median)).unwrap_or_else(|| "-".into()),
+        s.cgroup_peak_bytes
+            .map(|x| format!("{:.0}", x.median / (1u64 << 20) as f64))
+            .unwrap_or_else(|| "-".into()),
+        s.compression_ratio
+            .map(|x| format!("{:.2}", x.median))
+            .unwrap_or_else(|| "-".into()),
         notes,
     ]
 }
@@ -204,7 +233,14 @@ pub fn render_table(r: &TrialReport) -> String {
         rows.push(cells(s, &r.baseline));
     }
     let n = HEADERS.len();
-    let widths: Vec<usize> = (0..n).map(|i| rows.iter().map(|row| row[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .map(|row| row[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -315,13 +351,19 @@ pub fn render_csv(r: &TrialReport) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Horizontal bars with optional min–max whiskers; rows without a value show `note`.
 fn svg_bars(title: &str, unit: &str, rows: &[(String, Option<Stats>, String)]) -> String {
     let (label_w, bar_w, row_h) = (170.0, 420.0, 26.0);
-    let max = rows.iter().filter_map(|r| r.1.map(|s| s.max)).fold(0.0f64, f64::max);
+    let max = rows
+        .iter()
+        .filter_map(|r| r.1.map(|s| s.max))
+        .fold(0.0f64, f64::max);
     let scale = if max > 0.0 { bar_w / max } else { 0.0 };
     let h = 40.0 + row_h * rows.len() as f64;
     let mut o = format!(
@@ -333,7 +375,12 @@ fn svg_bars(title: &str, unit: &str, rows: &[(String, Option<Stats>, String)]) -
     );
     for (i, (label, st, note)) in rows.iter().enumerate() {
         let y = 28.0 + row_h * i as f64;
-        let _ = write!(o, "<text x=\"4\" y=\"{:.1}\">{}</text>", y + 15.0, esc(label));
+        let _ = write!(
+            o,
+            "<text x=\"4\" y=\"{:.1}\">{}</text>",
+            y + 15.0,
+            esc(label)
+        );
         match st {
             Some(st) => {
                 let _ = write!(
@@ -358,11 +405,18 @@ fn svg_bars(title: &str, unit: &str, rows: &[(String, Option<Stats>, String)]) -
                     "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                     label_w + st.max.max(st.median) * scale + 6.0,
                     y + 14.0,
-                    esc(format!("{:.3}", st.median).trim_end_matches('0').trim_end_matches('.'))
+                    esc(format!("{:.3}", st.median)
+                        .trim_end_matches('0')
+                        .trim_end_matches('.'))
                 );
             }
             None => {
-                let _ = write!(o, "<text x=\"{label_w}\" y=\"{:.1}\" fill=\"#b33\">{}</text>", y + 14.0, esc(note));
+                let _ = write!(
+                    o,
+                    "<text x=\"{label_w}\" y=\"{:.1}\" fill=\"#b33\">{}</text>",
+                    y + 14.0,
+                    esc(note)
+                );
             }
         }
     }
@@ -374,20 +428,38 @@ fn svg_bars(title: &str, unit: &str, rows: &[(String, Option<Stats>, String)]) -
 /// configuration with min–max whiskers, pages swapped out, major faults, and
 /// the table.
 pub fn render_html(r: &TrialReport) -> String {
-    let note = |s: &ConfigSummary| if s.failures.is_empty() { "no data".to_string() } else { s.failures.join(", ") };
-    let rows = |f: &dyn Fn(&ConfigSummary) -> Option<Stats>| -> Vec<(String, Option<Stats>, String)> {
-        r.summaries.iter().map(|s| (s.config.clone(), f(s), note(s))).collect()
+    let note = |s: &ConfigSummary| {
+        if s.failures.is_empty() {
+            "no data".to_string()
+        } else {
+            s.failures.join(", ")
+        }
     };
+    let rows =
+        |f: &dyn Fn(&ConfigSummary) -> Option<Stats>| -> Vec<(String, Option<Stats>, String)> {
+            r.summaries
+                .iter()
+                .map(|s| (s.config.clone(), f(s), note(s)))
+                .collect()
+        };
     let swapped_out = |s: &ConfigSummary| {
         let add = |a: Option<Stats>, b: Option<Stats>| match (a, b) {
-            (Some(a), Some(b)) => Some(Stats { median: a.median + b.median, min: a.min + b.min, max: a.max + b.max }),
+            (Some(a), Some(b)) => Some(Stats {
+                median: a.median + b.median,
+                min: a.min + b.min,
+                max: a.max + b.max,
+            }),
             (a, None) => a,
             (None, b) => b,
         };
         add(s.pswpout, s.zswpout)
     };
-    let mut o = String::from("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>zmem trial</title>");
-    o.push_str("<style>body{font-family:sans-serif;margin:2em}pre{font-size:12px}</style></head><body>");
+    let mut o = String::from(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>zmem trial</title>",
+    );
+    o.push_str(
+        "<style>body{font-family:sans-serif;margin:2em}pre{font-size:12px}</style></head><body>",
+    );
     let _ = write!(
         o,
         "<h1>zmem trial: {}</h1><p>memory limit {} MiB, {} round(s), baseline {}, kernel {}, {} CPUs</p>",
@@ -398,11 +470,23 @@ pub fn render_html(r: &TrialReport) -> String {
         esc(&r.kernel),
         r.cpus
     );
-    o.push_str(&svg_bars("Wall time, median with min–max", "s", &rows(&|s| s.wall_s)));
+    o.push_str(&svg_bars(
+        "Wall time, median with min–max",
+        "s",
+        &rows(&|s| s.wall_s),
+    ));
     o.push_str("<br>");
-    o.push_str(&svg_bars("Pages swapped out (pswpout + zswpout), median", "pages", &rows(&swapped_out)));
+    o.push_str(&svg_bars(
+        "Pages swapped out (pswpout + zswpout), median",
+        "pages",
+        &rows(&swapped_out),
+    ));
     o.push_str("<br>");
-    o.push_str(&svg_bars("Major faults, median", "faults", &rows(&|s| s.major_faults)));
+    o.push_str(&svg_bars(
+        "Major faults, median",
+        "faults",
+        &rows(&|s| s.major_faults),
+    ));
     let _ = writeln!(o, "<pre>{}</pre></body></html>", esc(&render_table(r)));
     o
 }
@@ -415,10 +499,38 @@ mod tests {
     #[test]
     fn stats() {
         assert_eq!(Stats::of(&[]), None);
-        assert_eq!(Stats::of(&[2.0]), Some(Stats { median: 2.0, min: 2.0, max: 2.0 }));
-        assert_eq!(Stats::of(&[3.0, 1.0, 2.0]), Some(Stats { median: 2.0, min: 1.0, max: 3.0 }));
-        assert_eq!(Stats::of(&[4.0, 1.0, 3.0, 2.0]), Some(Stats { median: 2.5, min: 1.0, max: 4.0 }));
-        assert_eq!(Stats::of(&[f64::NAN, 5.0]), Some(Stats { median: 5.0, min: 5.0, max: 5.0 }));
+        assert_eq!(
+            Stats::of(&[2.0]),
+            Some(Stats {
+                median: 2.0,
+                min: 2.0,
+                max: 2.0
+            })
+        );
+        assert_eq!(
+            Stats::of(&[3.0, 1.0, 2.0]),
+            Some(Stats {
+                median: 2.0,
+                min: 1.0,
+                max: 3.0
+            })
+        );
+        assert_eq!(
+            Stats::of(&[4.0, 1.0, 3.0, 2.0]),
+            Some(Stats {
+                median: 2.5,
+                min: 1.0,
+                max: 4.0
+            })
+        );
+        assert_eq!(
+            Stats::of(&[f64::NAN, 5.0]),
+            Some(Stats {
+                median: 5.0,
+                min: 5.0,
+                max: 5.0
+            })
+        );
         assert_eq!(Stats::of(&[1.0, 1.0, 100.0]).unwrap().median, 1.0);
     }
 
@@ -426,22 +538,44 @@ mod tests {
         let mut r = RunRecord::not_run(config.into(), round, outcome);
         r.wall_s = wall;
         r.user_s = wall / 4.0;
-        r.vm = VmCounters { pswpin: 10 * round as u64, pswpout: 20, zswpin: Some(0), zswpout: Some(0), zswpwb: Some(0) };
+        r.vm = VmCounters {
+            pswpin: 10 * round as u64,
+            pswpout: 20,
+            zswpin: Some(0),
+            zswpout: Some(0),
+            zswpwb: Some(0),
+        };
         r.cgroup_peak_bytes = Some(64 << 20);
         r
     }
 
     fn sample() -> (Vec<String>, Vec<RunRecord>) {
-        let configs: Vec<String> = ["none", "disk", "zram:lz4"].iter().map(|s| s.to_string()).collect();
+        let configs: Vec<String> = ["none", "disk", "zram:lz4"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let mut runs = Vec::new();
         for round in 1..=3 {
             runs.push(run("none", round, Outcome::OomKilled { kills: 1 }, 0.5));
-            runs.push(run("disk", round, Outcome::Exited { code: 0 }, [6.0, 6.6, 7.0][round as usize - 1]));
-            let mut z = run("zram:lz4", round, Outcome::Exited { code: 0 }, [1.8, 2.0, 1.9][round as usize - 1]);
+            runs.push(run(
+                "disk",
+                round,
+                Outcome::Exited { code: 0 },
+                [6.0, 6.6, 7.0][round as usize - 1],
+            ));
+            let mut z = run(
+                "zram:lz4",
+                round,
+                Outcome::Exited { code: 0 },
+                [1.8, 2.0, 1.9][round as usize - 1],
+            );
             let mut m = [0u64; 9];
             m[0] = 300 << 20;
             m[1] = 120 << 20;
-            z.zram = Some(ZramStats { mm_stat_end: [0; 9], mm_stat_fullest: m });
+            z.zram = Some(ZramStats {
+                mm_stat_end: [0; 9],
+                mm_stat_fullest: m,
+            });
             runs.push(z);
         }
         (configs, runs)
@@ -457,7 +591,14 @@ mod tests {
         assert_eq!(s[0].failures, vec!["3× oom-killed".to_string()]);
         assert_eq!(s[0].wall_s, None);
         assert_eq!(s[0].wall_vs_baseline, None);
-        assert_eq!(s[1].wall_s, Some(Stats { median: 6.6, min: 6.0, max: 7.0 }));
+        assert_eq!(
+            s[1].wall_s,
+            Some(Stats {
+                median: 6.6,
+                min: 6.0,
+                max: 7.0
+            })
+        );
         assert_eq!(s[1].wall_vs_baseline, Some(1.0));
         assert_eq!(s[1].pswpin.unwrap().median, 20.0);
         let zr = s[2].wall_vs_baseline.unwrap();
@@ -501,9 +642,19 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].contains("memalloc 384M") && lines[0].contains("256 MiB"));
         assert!(lines[1].starts_with("config"));
-        assert!(lines[2].starts_with("none") && lines[2].contains("0/3") && lines[2].contains("3× oom-killed"));
-        assert!(lines[3].starts_with("disk") && lines[3].contains("6.60") && lines[3].contains("1.00x"));
-        assert!(lines[4].starts_with("zram:lz4") && lines[4].contains("0.29x") && lines[4].contains("2.50"));
+        assert!(
+            lines[2].starts_with("none")
+                && lines[2].contains("0/3")
+                && lines[2].contains("3× oom-killed")
+        );
+        assert!(
+            lines[3].starts_with("disk") && lines[3].contains("6.60") && lines[3].contains("1.00x")
+        );
+        assert!(
+            lines[4].starts_with("zram:lz4")
+                && lines[4].contains("0.29x")
+                && lines[4].contains("2.50")
+        );
         assert_eq!(lines.len(), 5);
     }
 

@@ -42,7 +42,8 @@ pub fn swap_header(pages: u64, page_size: usize) -> Result<Vec<u8>, String> {
     if pages < 10 {
         return Err(format!("a swap area needs at least 10 pages, got {pages}"));
     }
-    let last_page = u32::try_from(pages - 1).map_err(|_| format!("{pages} pages is too large for a swap header"))?;
+    let last_page = u32::try_from(pages - 1)
+        .map_err(|_| format!("{pages} pages is too large for a swap header"))?;
     let mut h = vec![0u8; page_size];
     h[1024..1028].copy_from_slice(&1u32.to_ne_bytes()); // version
     h[1028..1032].copy_from_slice(&last_page.to_ne_bytes());
@@ -54,7 +55,8 @@ pub fn swap_header(pages: u64, page_size: usize) -> Result<Vec<u8>, String> {
 /// Write a swap signature at the start of `f`, covering `bytes` bytes.
 fn write_signature(f: &mut File, bytes: u64) -> io::Result<()> {
     let ps = page_size();
-    let h = swap_header(bytes / ps, ps as usize).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let h = swap_header(bytes / ps, ps as usize)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     use std::io::Seek;
     f.seek(io::SeekFrom::Start(0))?;
     f.write_all(&h)?;
@@ -65,14 +67,24 @@ fn write_signature(f: &mut File, bytes: u64) -> io::Result<()> {
 /// holes) with a swap signature. Fails if the file exists.
 pub fn create_swap_file(path: &Path, bytes: u64) -> io::Result<()> {
     let bytes = bytes / page_size() * page_size();
-    let mut f = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     let fd = f.as_raw_fd();
     // SAFETY: fd is an open, writable file descriptor owned by `f`.
     let r = unsafe { libc::fallocate(fd, 0, 0, bytes as libc::off_t) };
     if r != 0 {
         let e = io::Error::last_os_error();
-        if !matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)) {
-            return Err(io::Error::new(e.kind(), format!("fallocate {}: {e}", path.display())));
+        if !matches!(
+            e.raw_os_error(),
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
+        ) {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("fallocate {}: {e}", path.display()),
+            ));
         }
         // No fallocate on this filesystem: write zeros (a swap file may not have holes).
         let chunk = vec![0u8; 1 << 20];
@@ -93,7 +105,8 @@ pub fn mkswap_device(dev: &Path, bytes: u64) -> io::Result<()> {
 }
 
 fn cpath(p: &Path) -> io::Result<std::ffi::CString> {
-    std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"))
+    std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"))
 }
 
 /// Activate a swap area with a priority (higher is used first).
@@ -103,7 +116,10 @@ pub fn swapon(path: &Path, priority: i32) -> io::Result<()> {
     // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
     if unsafe { libc::swapon(c.as_ptr(), flags) } != 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("swapon {}: {e}", path.display())));
+        return Err(io::Error::new(
+            e.kind(),
+            format!("swapon {}: {e}", path.display()),
+        ));
     }
     Ok(())
 }
@@ -114,7 +130,10 @@ pub fn swapoff(path: &Path) -> io::Result<()> {
     // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
     if unsafe { libc::swapoff(c.as_ptr()) } != 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("swapoff {}: {e}", path.display())));
+        return Err(io::Error::new(
+            e.kind(),
+            format!("swapoff {}: {e}", path.display()),
+        ));
     }
     Ok(())
 }
@@ -139,7 +158,11 @@ pub fn parse_proc_swaps(text: &str) -> Vec<SwapArea> {
                 return None;
             }
             Some(SwapArea {
-                filename: f[0].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\"),
+                filename: f[0]
+                    .replace("\\040", " ")
+                    .replace("\\011", "\t")
+                    .replace("\\012", "\n")
+                    .replace("\\134", "\\"),
                 kind: f[1].to_string(),
                 size_kib: f[2].parse().ok()?,
                 used_kib: f[3].parse().ok()?,
@@ -151,12 +174,16 @@ pub fn parse_proc_swaps(text: &str) -> Vec<SwapArea> {
 
 /// The active swap areas.
 pub fn active_swaps(host: &Host) -> io::Result<Vec<SwapArea>> {
-    Ok(parse_proc_swaps(&fs::read_to_string(host.path("/proc/swaps"))?))
+    Ok(parse_proc_swaps(&fs::read_to_string(
+        host.path("/proc/swaps"),
+    )?))
 }
 
 /// Whether `path` is an active swap area.
 pub fn is_active(host: &Host, path: &Path) -> bool {
-    active_swaps(host).map(|v| v.iter().any(|a| Path::new(&a.filename) == path)).unwrap_or(false)
+    active_swaps(host)
+        .map(|v| v.iter().any(|a| Path::new(&a.filename) == path))
+        .unwrap_or(false)
 }
 
 /// What a configuration set up, for the measurements.
@@ -187,16 +214,21 @@ pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result
     let mut out = Prepared::default();
     if let Some(algo) = cfg.zram_algo() {
         let size = match cfg {
-            SwapConfig::Zram { size, .. } | SwapConfig::ZramDisk { size, .. } => size.unwrap_or(p.swap_size),
+            SwapConfig::Zram { size, .. } | SwapConfig::ZramDisk { size, .. } => {
+                size.unwrap_or(p.swap_size)
+            }
             _ => p.swap_size,
         };
         let dev = HotDevice::with_config(algo, size).map_err(|e| e.to_string())?;
         let devpath = dev.dev_path().to_path_buf();
         out.zram_sys = Some(dev.sys_path().to_path_buf());
         guard.push(Undo::Zram(dev));
-        mkswap_device(&devpath, size).map_err(|e| format!("writing swap signature to {}: {e}", devpath.display()))?;
+        mkswap_device(&devpath, size)
+            .map_err(|e| format!("writing swap signature to {}: {e}", devpath.display()))?;
         swapon(&devpath, ZRAM_PRIORITY).map_err(|e| e.to_string())?;
-        guard.push(Undo::Swapoff { path: devpath.clone() });
+        guard.push(Undo::Swapoff {
+            path: devpath.clone(),
+        });
         out.areas.push(devpath);
     }
     if cfg.uses_disk() {
@@ -211,19 +243,29 @@ pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result
         guard.push(Undo::Swapoff { path: path.clone() });
         out.areas.push(path);
     }
-    if let SwapConfig::Zswap { compressor, pool_percent } = cfg {
+    if let SwapConfig::Zswap {
+        compressor,
+        pool_percent,
+    } = cfg
+    {
         let dir = p.host.path(ZSWAP_PARAMS);
         let param = |n: &str| dir.join(n);
         guard
             .set_knob(&param("compressor"), compressor)
             .map_err(|e| format!("zswap has no compressor {compressor:?} ({e})"))?;
         if let Some(pct) = pool_percent {
-            guard.set_knob(&param("max_pool_percent"), &pct.to_string()).map_err(|e| e.to_string())?;
+            guard
+                .set_knob(&param("max_pool_percent"), &pct.to_string())
+                .map_err(|e| e.to_string())?;
         }
-        guard.set_knob(&param("enabled"), "Y").map_err(|e| format!("enabling zswap: {e}"))?;
+        guard
+            .set_knob(&param("enabled"), "Y")
+            .map_err(|e| format!("enabling zswap: {e}"))?;
         let now = super::guard::read_knob(&param("compressor")).map_err(|e| e.to_string())?;
         if now != *compressor {
-            return Err(format!("zswap compressor reads back {now:?}, not {compressor:?}"));
+            return Err(format!(
+                "zswap compressor reads back {now:?}, not {compressor:?}"
+            ));
         }
         out.zswap = true;
     }
@@ -277,7 +319,10 @@ mod tests {
         let ps = page_size() as usize;
         assert_eq!(&data[ps - 10..ps], b"SWAPSPACE2");
         // create_new: a second create must not clobber an existing file.
-        assert_eq!(create_swap_file(&p, 1 << 20).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            create_swap_file(&p, 1 << 20).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
         fs::remove_file(&p).unwrap();
     }
 }

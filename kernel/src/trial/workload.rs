@@ -78,8 +78,18 @@ pub fn memalloc(bytes: u64, seed: u64, passes: u32) -> Result<MemallocOutcome, M
         for (i, page) in mem.chunks_exact(PAGE).enumerate() {
             fill_page(&mut want, i as u64, seed);
             if page != &want[..] {
-                let offset = page.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(0);
-                return Err(Mismatch { page: i as u64, offset, pass, expected: want[offset], found: page[offset] });
+                let offset = page
+                    .iter()
+                    .zip(&want)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
+                return Err(Mismatch {
+                    page: i as u64,
+                    offset,
+                    pass,
+                    expected: want[offset],
+                    found: page[offset],
+                });
             }
         }
     }
@@ -128,7 +138,13 @@ mod tests {
     #[test]
     fn memalloc_verifies() {
         let r = memalloc(1 << 20, 3, 2).unwrap();
-        assert_eq!(r, MemallocOutcome { pages: 256, passes: 2 });
+        assert_eq!(
+            r,
+            MemallocOutcome {
+                pages: 256,
+                passes: 2
+            }
+        );
         let r = memalloc(5000, 3, 1).unwrap();
         assert_eq!(r.pages, 2);
     }

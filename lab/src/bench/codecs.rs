@@ -141,23 +141,40 @@ pub fn run(
     let mut rows = Vec::with_capacity(total);
     for b in &backends {
         for c in corpora {
-            progress(Progress { done: rows.len(), total, algorithm: b.name(), corpus: &c.name });
+            progress(Progress {
+                done: rows.len(),
+                total,
+                algorithm: b.name(),
+                corpus: &c.name,
+            });
             rows.push(measure(*b, &opts.params, c, opts));
         }
     }
-    progress(Progress { done: rows.len(), total, algorithm: "", corpus: "" });
+    progress(Progress {
+        done: rows.len(),
+        total,
+        algorithm: "",
+        corpus: "",
+    });
     Ok(rows)
 }
 
 /// Measure one algorithm on one corpus.
-pub fn measure(backend: &'static dyn Backend, params: &Params, corpus: &Corpus, opts: &Options) -> Row {
+pub fn measure(
+    backend: &'static dyn Backend,
+    params: &Params,
+    corpus: &Corpus,
+    opts: &Options,
+) -> Row {
     let name = backend.name();
     let mut stream = match backend.new_stream(params) {
         Ok(s) => s,
         Err(e) => return Row::empty(name, corpus, Status::Unavailable, Some(e.to_string())),
     };
-    let codec_pages: Vec<&[u8]> =
-        corpus.pages().filter(|p| zmem_codec::same_filled(p).is_none()).collect();
+    let codec_pages: Vec<&[u8]> = corpus
+        .pages()
+        .filter(|p| zmem_codec::same_filled(p).is_none())
+        .collect();
     let mut row = Row::empty(name, corpus, Status::Ok, None);
     row.same_filled_pages = corpus.page_count() - codec_pages.len();
     row.orig_bytes = (codec_pages.len() * PAGE_SIZE) as u64;
@@ -292,7 +309,9 @@ pub const COLUMNS: [&str; 17] = [
 impl Row {
     /// The row's cells in [`COLUMNS`] order (`-` for a missing number).
     pub fn cells(&self) -> Vec<String> {
-        let f = |v: Option<f64>, prec: usize| v.map_or_else(|| "-".to_string(), |v| format!("{v:.prec$}"));
+        let f = |v: Option<f64>, prec: usize| {
+            v.map_or_else(|| "-".to_string(), |v| format!("{v:.prec$}"))
+        };
         vec![
             self.algorithm.clone(),
             self.corpus.clone(),
@@ -325,14 +344,21 @@ mod tests {
     use super::*;
 
     fn quick() -> Options {
-        Options { min_time: Duration::ZERO, max_passes: 1, ..Options::default() }
+        Options {
+            min_time: Duration::ZERO,
+            max_passes: 1,
+            ..Options::default()
+        }
     }
 
     #[test]
     fn rows_for_every_algorithm_with_consistent_numbers() {
         let corpus = crate::corpus::from_sections(&crate::corpus::default_sections(5)[..]);
         let mut seen = Vec::new();
-        let rows = run(std::slice::from_ref(&corpus), &quick(), &mut |p| seen.push(p.done)).unwrap();
+        let rows = run(std::slice::from_ref(&corpus), &quick(), &mut |p| {
+            seen.push(p.done)
+        })
+        .unwrap();
         assert_eq!(rows.len(), zmem_codec::all().len());
         assert_eq!(seen.last(), Some(&rows.len()));
         for (r, b) in rows.iter().zip(zmem_codec::all()) {
@@ -352,7 +378,9 @@ mod tests {
                     assert!(r.compress_us_p99.unwrap() > 0.0 && r.decompress_us_p99.unwrap() > 0.0);
                     assert!(r.decompress_mb_s.unwrap() > 0.0);
                 }
-                Status::Unavailable | Status::Failed => panic!("{}: {:?} {:?}", r.algorithm, r.status, r.reason),
+                Status::Unavailable | Status::Failed => {
+                    panic!("{}: {:?} {:?}", r.algorithm, r.status, r.reason)
+                }
             }
         }
         let lz4 = rows.iter().find(|r| r.algorithm == "lz4").unwrap();
@@ -361,15 +389,26 @@ mod tests {
 
     #[test]
     fn unknown_algorithm_lists_valid_ones() {
-        let opts = Options { algorithms: vec!["lz4".into(), "snappy".into()], ..quick() };
-        let e = run(&[crate::corpus::default_corpus()], &opts, &mut |_| {}).unwrap_err().to_string();
-        assert!(e.contains("snappy") && e.contains("lzo-rle") && e.contains("deflate"), "{e}");
+        let opts = Options {
+            algorithms: vec!["lz4".into(), "snappy".into()],
+            ..quick()
+        };
+        let e = run(&[crate::corpus::default_corpus()], &opts, &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("snappy") && e.contains("lzo-rle") && e.contains("deflate"),
+            "{e}"
+        );
     }
 
     #[test]
     fn all_same_filled_corpus_makes_no_codec_call() {
         let c = Corpus::from_bytes("zeros", "test", vec![0u8; 4 * PAGE_SIZE]).unwrap();
-        let opts = Options { algorithms: vec!["zstd".into()], ..quick() };
+        let opts = Options {
+            algorithms: vec!["zstd".into()],
+            ..quick()
+        };
         let rows = run(&[c], &opts, &mut |_| {}).unwrap();
         assert_eq!(rows[0].same_filled_pages, 4);
         assert_eq!(rows[0].verified_pages, 0);
@@ -389,7 +428,10 @@ mod tests {
     fn params_that_do_not_apply_make_rows_unavailable() {
         let opts = Options {
             algorithms: vec!["lz4".into(), "deflate".into()],
-            params: Params { deflate_winbits: Some(-12), ..Params::default() },
+            params: Params {
+                deflate_winbits: Some(-12),
+                ..Params::default()
+            },
             ..quick()
         };
         let c = Corpus::from_bytes("one", "test", {
@@ -400,7 +442,11 @@ mod tests {
         .unwrap();
         let rows = run(&[c], &opts, &mut |_| {}).unwrap();
         assert_eq!(rows[0].status, Status::Unavailable);
-        assert!(rows[0].reason.as_deref().unwrap().contains("deflate.winbits"));
+        assert!(rows[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("deflate.winbits"));
         assert_eq!(rows[1].status, Status::Ok);
     }
 }

@@ -50,7 +50,9 @@ impl Options {
         if self.write_passes > 0 {
             return self.write_passes;
         }
-        WRITE_BYTES_MIN.div_ceil((pages * PAGE_SIZE).max(1)).clamp(1, MAX_AUTO_WRITE_PASSES)
+        WRITE_BYTES_MIN
+            .div_ceil((pages * PAGE_SIZE).max(1))
+            .clamp(1, MAX_AUTO_WRITE_PASSES)
     }
 }
 
@@ -116,7 +118,13 @@ pub struct Row {
 }
 
 impl Row {
-    pub(crate) fn unavailable(target: Target, algo: &str, corpus: &str, threads: usize, reason: String) -> Row {
+    pub(crate) fn unavailable(
+        target: Target,
+        algo: &str,
+        corpus: &str,
+        threads: usize,
+        reason: String,
+    ) -> Row {
         Row {
             target,
             algo: algo.to_string(),
@@ -170,7 +178,10 @@ impl Row {
             iops: Some(read.iops),
             lat_mean_ns: Some(read.lat_mean_ns),
             lat_p99_ns: Some(read.lat_p99_ns),
-            iops_per_cpu_s: read.cpu_s.filter(|&c| c >= 0.05).map(|c| read.iops * read.wall_s / c),
+            iops_per_cpu_s: read
+                .cpu_s
+                .filter(|&c| c >= 0.05)
+                .map(|c| read.iops * read.wall_s / c),
         }
     }
 }
@@ -201,7 +212,13 @@ fn thread_cpu_ticks() -> Option<u64> {
 
 /// The random request offsets of one phase, per thread: page indexes aligned
 /// to the request size (2^pc pages), as swap cluster readahead reads.
-pub fn request_indexes(pages: usize, page_cluster: u32, requests: usize, threads: usize, seed: u64) -> Vec<Vec<usize>> {
+pub fn request_indexes(
+    pages: usize,
+    page_cluster: u32,
+    requests: usize,
+    threads: usize,
+    seed: u64,
+) -> Vec<Vec<usize>> {
     let n = 1usize << page_cluster;
     let slots = (pages / n).max(1);
     let mut x = seed ^ (page_cluster as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -222,7 +239,11 @@ pub fn request_indexes(pages: usize, page_cluster: u32, requests: usize, threads
 
 /// Run one read phase: each thread issues its requests through `read`
 /// (given the thread's buffer and a page index) and times each one.
-pub(crate) fn read_phase<F>(page_cluster: u32, plan: &[Vec<usize>], read: F) -> Result<ReadResult, String>
+pub(crate) fn read_phase<F>(
+    page_cluster: u32,
+    plan: &[Vec<usize>],
+    read: F,
+) -> Result<ReadResult, String>
 where
     F: Fn(&mut [u8], usize) -> Result<(), String> + Sync,
 {
@@ -248,7 +269,9 @@ where
                         }
                         lat.push(t.elapsed().as_nanos() as u64);
                     }
-                    let cpu = cpu0.zip(thread_cpu_ticks()).map(|(a, b)| b.saturating_sub(a));
+                    let cpu = cpu0
+                        .zip(thread_cpu_ticks())
+                        .map(|(a, b)| b.saturating_sub(a));
                     (lat, cpu)
                 })
             })
@@ -268,7 +291,10 @@ where
     let n = lats.len().max(1);
     lats.sort_unstable();
     let mean = lats.iter().sum::<u64>() as f64 / n as f64;
-    let p99 = lats.get((n * 99).div_ceil(100).saturating_sub(1)).copied().unwrap_or(0) as f64;
+    let p99 = lats
+        .get((n * 99).div_ceil(100).saturating_sub(1))
+        .copied()
+        .unwrap_or(0) as f64;
     Ok(ReadResult {
         page_cluster,
         mibps: (lats.len() * bytes) as f64 / wall / (1 << 20) as f64,
@@ -317,7 +343,10 @@ pub struct Overhead {
 /// Measure [`Overhead`] for one algorithm; None when it is unavailable or
 /// the corpus has no page that reaches the codec.
 pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<Overhead> {
-    let pages: Vec<&[u8]> = corpus.pages().filter(|p| zmem_codec::same_filled(p).is_none()).collect();
+    let pages: Vec<&[u8]> = corpus
+        .pages()
+        .filter(|p| zmem_codec::same_filled(p).is_none())
+        .collect();
     if pages.is_empty() {
         return None;
     }
@@ -327,7 +356,12 @@ pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<
     let mut out = vec![0u8; PAGE_SIZE];
     // The codec does the same work as the engine: pages at or above
     // huge_class_size are stored raw by zram and never decompressed.
-    let huge = Zram::builder().algorithm(algo, params.clone()).disksize(PAGE_SIZE as u64).build().ok()?.huge_class_size();
+    let huge = Zram::builder()
+        .algorithm(algo, params.clone())
+        .disksize(PAGE_SIZE as u64)
+        .build()
+        .ok()?
+        .huge_class_size();
     let mut best_codec = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
@@ -341,7 +375,11 @@ pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<
     }
     let mut best_engine = f64::MAX;
     for _ in 0..3 {
-        let dev = Zram::builder().algorithm(algo, params.clone()).disksize((pages.len() * PAGE_SIZE) as u64).build().ok()?;
+        let dev = Zram::builder()
+            .algorithm(algo, params.clone())
+            .disksize((pages.len() * PAGE_SIZE) as u64)
+            .build()
+            .ok()?;
         let t = Instant::now();
         for (i, p) in pages.iter().enumerate() {
             dev.write_page(i, p).ok()?;
@@ -353,7 +391,13 @@ pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<
     }
     let mib = (pages.len() * PAGE_SIZE) as f64 / (1 << 20) as f64;
     let (codec_mibps, engine_mibps) = (mib / best_codec, mib / best_engine);
-    Some(Overhead { algo: algo.to_string(), pages: pages.len(), codec_mibps, engine_mibps, engine_share: engine_mibps / codec_mibps })
+    Some(Overhead {
+        algo: algo.to_string(),
+        pages: pages.len(),
+        codec_mibps,
+        engine_mibps,
+        engine_share: engine_mibps / codec_mibps,
+    })
 }
 
 /// Everything a run produced.
@@ -386,7 +430,11 @@ pub fn run_engine(
     let threads = opts.threads.max(1);
     let pages = corpus.page_count();
     let build = || {
-        Zram::builder().name("zram-bench").algorithm(algo, opts.params.clone()).disksize((pages * PAGE_SIZE) as u64).build()
+        Zram::builder()
+            .name("zram-bench")
+            .algorithm(algo, opts.params.clone())
+            .disksize((pages * PAGE_SIZE) as u64)
+            .build()
     };
     progress("write");
     // Each pass writes the corpus into a fresh device (built and dropped
@@ -396,20 +444,42 @@ pub fn run_engine(
     let mut write_s = 0.0;
     let mut dev = match build() {
         Ok(d) => d,
-        Err(e) => return vec![Row::unavailable(Target::Engine, algo, &corpus.name, threads, e.message)],
+        Err(e) => {
+            return vec![Row::unavailable(
+                Target::Engine,
+                algo,
+                &corpus.name,
+                threads,
+                e.message,
+            )]
+        }
     };
     for pass in 0..passes {
         if pass > 0 {
             // The previous pass's device is dropped here, untimed.
             dev = match build() {
                 Ok(d) => d,
-                Err(e) => return vec![Row::unavailable(Target::Engine, algo, &corpus.name, threads, e.message)],
+                Err(e) => {
+                    return vec![Row::unavailable(
+                        Target::Engine,
+                        algo,
+                        &corpus.name,
+                        threads,
+                        e.message,
+                    )]
+                }
             };
         }
         let t = Instant::now();
         for (i, p) in corpus.pages().enumerate() {
             if let Err(e) = dev.write_page(i, p) {
-                return vec![Row::unavailable(Target::Engine, algo, &corpus.name, threads, format!("write failed: {e}"))];
+                return vec![Row::unavailable(
+                    Target::Engine,
+                    algo,
+                    &corpus.name,
+                    threads,
+                    format!("write failed: {e}"),
+                )];
             }
         }
         write_s += t.elapsed().as_secs_f64();
@@ -436,11 +506,26 @@ pub fn run_engine(
         let n = 1usize << pc;
         let r = read_phase(pc, &plan, |buf, index| {
             let len = (n.min(pages - index)) * PAGE_SIZE;
-            dev.read_at((index * PAGE_SIZE) as u64, &mut buf[..len]).map_err(|e| e.to_string())
+            dev.read_at((index * PAGE_SIZE) as u64, &mut buf[..len])
+                .map_err(|e| e.to_string())
         });
         match r {
-            Ok(r) => rows.push(Row::measured(Target::Engine, algo, &corpus.name, threads, &m, write_mibps, &r)),
-            Err(e) => rows.push(Row::unavailable(Target::Engine, algo, &corpus.name, threads, e)),
+            Ok(r) => rows.push(Row::measured(
+                Target::Engine,
+                algo,
+                &corpus.name,
+                threads,
+                &m,
+                write_mibps,
+                &r,
+            )),
+            Err(e) => rows.push(Row::unavailable(
+                Target::Engine,
+                algo,
+                &corpus.name,
+                threads,
+                e,
+            )),
         }
     }
     rows
@@ -455,7 +540,11 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
     } else {
         Some("kernel rows not requested".to_string())
     };
-    let kernel_algos = if kernel_missing.is_none() { super::kernel::algorithms() } else { Vec::new() };
+    let kernel_algos = if kernel_missing.is_none() {
+        super::kernel::algorithms()
+    } else {
+        Vec::new()
+    };
     let steps_per = 1 + opts.page_clusters.len();
     let total = algos.len() * steps_per
         + algos.iter().filter(|a| kernel_algos.contains(a)).count() * steps_per;
@@ -464,7 +553,11 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
     let mut overhead = Vec::new();
     for algo in &algos {
         let mut step = |what: &str| {
-            progress(Progress { done, total, what: format!("{algo} engine: {what}") });
+            progress(Progress {
+                done,
+                total,
+                what: format!("{algo} engine: {what}"),
+            });
             done += 1;
         };
         let engine_rows = run_engine(corpus, algo, opts, &mut step);
@@ -474,14 +567,26 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
         rows.extend(engine_rows);
         if kernel_algos.contains(algo) {
             let mut step = |what: &str| {
-                progress(Progress { done, total, what: format!("{algo} kernel: {what}") });
+                progress(Progress {
+                    done,
+                    total,
+                    what: format!("{algo} kernel: {what}"),
+                });
                 done += 1;
             };
             rows.extend(super::kernel::run_kernel(corpus, algo, opts, &mut step));
         }
     }
-    progress(Progress { done: total, total, what: "done".into() });
-    Report { rows, overhead, kernel_missing }
+    progress(Progress {
+        done: total,
+        total,
+        what: "done".into(),
+    });
+    Report {
+        rows,
+        overhead,
+        kernel_missing,
+    }
 }
 
 #[cfg(test)]
@@ -514,13 +619,25 @@ mod tests {
         assert_eq!(auto.write_passes_for(1 << 20), 1);
         assert_eq!(auto.write_passes_for(20_000), 2);
         // An explicit count is taken as is.
-        assert_eq!(Options { write_passes: 3, ..Options::default() }.write_passes_for(1024), 3);
+        assert_eq!(
+            Options {
+                write_passes: 3,
+                ..Options::default()
+            }
+            .write_passes_for(1024),
+            3
+        );
     }
 
     #[test]
     fn engine_rows_carry_mm_stat_and_rates() {
         let c = crate::corpus::default_corpus();
-        let opts = Options { requests: 200, kernel: false, write_passes: 2, ..Options::default() };
+        let opts = Options {
+            requests: 200,
+            kernel: false,
+            write_passes: 2,
+            ..Options::default()
+        };
         let rows = run_engine(&c, "lz4", &opts, &mut |_| {});
         assert_eq!(rows.len(), 4);
         for (pc, r) in rows.iter().enumerate() {
@@ -529,10 +646,18 @@ mod tests {
             assert_eq!(r.orig_data_size, Some(c.page_count() as u64 * 4096));
             assert!(r.same_pages.unwrap() >= 160);
             assert!(r.ratio.unwrap() > 1.0 && r.effective_ratio.unwrap() > 1.0);
-            assert!(r.iops.unwrap() > 0.0 && r.lat_p99_ns.unwrap() > 0.0 && r.write_mibps.unwrap() > 0.0);
+            assert!(
+                r.iops.unwrap() > 0.0
+                    && r.lat_p99_ns.unwrap() > 0.0
+                    && r.write_mibps.unwrap() > 0.0
+            );
         }
         let bad = run_engine(&c, "nope", &opts, &mut |_| {});
         assert_eq!(bad.len(), 1);
-        assert!(bad[0].reason.as_deref().unwrap().contains("unknown algorithm"));
+        assert!(bad[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("unknown algorithm"));
     }
 }

@@ -38,12 +38,22 @@ pub struct Latency {
 impl Latency {
     fn of(mut ns: Vec<u64>) -> Latency {
         if ns.is_empty() {
-            return Latency { mean_us: 0.0, p50_us: 0.0, p99_us: 0.0, total_s: 0.0 };
+            return Latency {
+                mean_us: 0.0,
+                p50_us: 0.0,
+                p99_us: 0.0,
+                total_s: 0.0,
+            };
         }
         ns.sort_unstable();
         let total: u64 = ns.iter().sum();
         let q = |p: f64| super::percentile(&ns, p) / 1000.0;
-        Latency { mean_us: total as f64 / ns.len() as f64 / 1000.0, p50_us: q(0.50), p99_us: q(0.99), total_s: total as f64 / 1e9 }
+        Latency {
+            mean_us: total as f64 / ns.len() as f64 / 1000.0,
+            p50_us: q(0.50),
+            p99_us: q(0.99),
+            total_s: total as f64 / 1e9,
+        }
     }
 }
 
@@ -83,7 +93,9 @@ impl FastpathResult {
         if self.primary_alone.effective_ratio == 0.0 {
             return 0.0;
         }
-        (self.primary_alone.effective_ratio - self.after.effective_ratio) / self.primary_alone.effective_ratio * 100.0
+        (self.primary_alone.effective_ratio - self.after.effective_ratio)
+            / self.primary_alone.effective_ratio
+            * 100.0
     }
 }
 
@@ -139,7 +151,10 @@ pub fn run(corpus: &Corpus, primary: &str, fast: &str, passes: usize) -> Result<
         bail!("corpus {} has no pages", corpus.name);
     }
     let passes = passes.max(1);
-    let (mut tf, mut tp) = (Vec::with_capacity(n * passes), Vec::with_capacity(n * passes));
+    let (mut tf, mut tp) = (
+        Vec::with_capacity(n * passes),
+        Vec::with_capacity(n * passes),
+    );
     let (mut fdev, mut pdev) = write_pass(corpus, primary, fast, &mut tf, &mut tp)?;
     for _ in 1..passes {
         drop((fdev, pdev));
@@ -166,7 +181,11 @@ pub fn run(corpus: &Corpus, primary: &str, fast: &str, passes: usize) -> Result<
         passes,
         primary: primary.into(),
         fast: fast.into(),
-        latency_ratio: if write_primary.mean_us > 0.0 { write_fast.mean_us / write_primary.mean_us } else { 0.0 },
+        latency_ratio: if write_primary.mean_us > 0.0 {
+            write_fast.mean_us / write_primary.mean_us
+        } else {
+            0.0
+        },
         write_fast,
         write_primary,
         before,
@@ -187,8 +206,14 @@ pub fn render(r: &FastpathResult) -> String {
         "corpus {} ({} pages); primary {}, fast path {}; {} write pass(es), every write timed\n",
         r.corpus, r.pages, r.primary, r.fast, r.passes
     );
-    s.push_str(&format!("{:<28} {:>9} {:>9} {:>9} {:>9}\n", "write latency", "mean us", "p50 us", "p99 us", "total s"));
-    for (name, l) in [(format!("{} (fast path)", r.fast), &r.write_fast), (format!("{} (primary)", r.primary), &r.write_primary)] {
+    s.push_str(&format!(
+        "{:<28} {:>9} {:>9} {:>9} {:>9}\n",
+        "write latency", "mean us", "p50 us", "p99 us", "total s"
+    ));
+    for (name, l) in [
+        (format!("{} (fast path)", r.fast), &r.write_fast),
+        (format!("{} (primary)", r.primary), &r.write_primary),
+    ] {
         s.push_str(&format!(
             "{name:<28} {:>9.2} {:>9.2} {:>9.2} {:>9.3}\n",
             l.mean_us, l.p50_us, l.p99_us, l.total_s

@@ -26,11 +26,18 @@ pub fn unavailable_reason() -> Option<String> {
 /// The algorithms the kernel's zram offers (from a temporary device's
 /// comp_algorithm), empty when that cannot be read.
 pub fn algorithms() -> Vec<String> {
-    HotDevice::create().ok().and_then(|d| d.algorithms().ok()).unwrap_or_default()
+    HotDevice::create()
+        .ok()
+        .and_then(|d| d.algorithms().ok())
+        .unwrap_or_default()
 }
 
 fn open_direct(d: &HotDevice, write: bool) -> std::io::Result<File> {
-    OpenOptions::new().read(true).write(write).custom_flags(libc::O_DIRECT).open(d.dev_path())
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_DIRECT)
+        .open(d.dev_path())
 }
 
 /// Write the corpus to a device and return (seconds in the pwrite calls, mm_stat).
@@ -46,12 +53,15 @@ pub fn write_corpus(d: &HotDevice, corpus: &Corpus) -> Result<(f64, MmStat), Str
         buf[..n].copy_from_slice(&data[pos..pos + n]);
         // Only the syscall is timed, not filling the aligned buffer.
         let t = Instant::now();
-        f.write_all_at(&buf[..n], pos as u64).map_err(|e| format!("pwrite at {pos}: {e}"))?;
+        f.write_all_at(&buf[..n], pos as u64)
+            .map_err(|e| format!("pwrite at {pos}: {e}"))?;
         elapsed += t.elapsed().as_secs_f64();
         pos += n;
     }
     f.sync_all().map_err(|e| format!("fsync: {e}"))?;
-    let m = d.read_attr("mm_stat").map_err(|e| format!("mm_stat: {e}"))?;
+    let m = d
+        .read_attr("mm_stat")
+        .map_err(|e| format!("mm_stat: {e}"))?;
     let m = MmStat::parse(&m).ok_or_else(|| format!("cannot parse mm_stat {m:?}"))?;
     Ok((elapsed, m))
 }
@@ -60,9 +70,11 @@ pub fn write_corpus(d: &HotDevice, corpus: &Corpus) -> Result<(f64, MmStat), Str
 /// room for `pages` pages.
 fn configured_device(algo: &str, pages: usize, opts: &Options) -> Result<HotDevice, String> {
     let d = HotDevice::create().map_err(|e| e.to_string())?;
-    d.write_attr("comp_algorithm", algo).map_err(|e| format!("kernel zram has no algorithm {algo}: {e}"))?;
+    d.write_attr("comp_algorithm", algo)
+        .map_err(|e| format!("kernel zram has no algorithm {algo}: {e}"))?;
     if let Some(l) = opts.params.level {
-        d.write_attr("algorithm_params", &format!("level={l}")).map_err(|e| format!("kernel refused level={l}: {e}"))?;
+        d.write_attr("algorithm_params", &format!("level={l}"))
+            .map_err(|e| format!("kernel refused level={l}: {e}"))?;
     }
     d.write_attr("disksize", &((pages * PAGE_SIZE) as u64).to_string())
         .map_err(|e| format!("setting disksize failed: {e}"))?;
@@ -70,10 +82,23 @@ fn configured_device(algo: &str, pages: usize, opts: &Options) -> Result<HotDevi
 }
 
 /// Kernel rows for one algorithm: one per page-cluster value.
-pub fn run_kernel(corpus: &Corpus, algo: &str, opts: &Options, progress: &mut dyn FnMut(&str)) -> Vec<Row> {
+pub fn run_kernel(
+    corpus: &Corpus,
+    algo: &str,
+    opts: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Vec<Row> {
     let threads = opts.threads.max(1);
     let pages = corpus.page_count();
-    let fail = |reason: String| vec![Row::unavailable(Target::Kernel, algo, &corpus.name, threads, reason)];
+    let fail = |reason: String| {
+        vec![Row::unavailable(
+            Target::Kernel,
+            algo,
+            &corpus.name,
+            threads,
+            reason,
+        )]
+    };
     progress("write");
     // As on the engine side: every pass into a fresh device (created and
     // removed outside the timed syscalls), the last one is read back.
@@ -94,7 +119,9 @@ pub fn run_kernel(corpus: &Corpus, algo: &str, opts: &Options, progress: &mut dy
             Err(e) => return fail(e),
         }
     }
-    let Some((d, m)) = last else { return fail("no write pass ran".into()) };
+    let Some((d, m)) = last else {
+        return fail("no write pass ran".into());
+    };
     let write_mibps = (passes * pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64;
     let f = match open_direct(&d, false) {
         Ok(f) => f,
@@ -107,11 +134,26 @@ pub fn run_kernel(corpus: &Corpus, algo: &str, opts: &Options, progress: &mut dy
         let n = 1usize << pc;
         let r = read_phase(pc, &plan, |buf, index| {
             let len = n.min(pages - index) * PAGE_SIZE;
-            f.read_exact_at(&mut buf[..len], (index * PAGE_SIZE) as u64).map_err(|e| e.to_string())
+            f.read_exact_at(&mut buf[..len], (index * PAGE_SIZE) as u64)
+                .map_err(|e| e.to_string())
         });
         match r {
-            Ok(r) => rows.push(Row::measured(Target::Kernel, algo, &corpus.name, threads, &m, write_mibps, &r)),
-            Err(e) => rows.push(Row::unavailable(Target::Kernel, algo, &corpus.name, threads, e)),
+            Ok(r) => rows.push(Row::measured(
+                Target::Kernel,
+                algo,
+                &corpus.name,
+                threads,
+                &m,
+                write_mibps,
+                &r,
+            )),
+            Err(e) => rows.push(Row::unavailable(
+                Target::Kernel,
+                algo,
+                &corpus.name,
+                threads,
+                e,
+            )),
         }
     }
     rows

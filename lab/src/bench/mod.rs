@@ -2,11 +2,11 @@
 
 pub mod codecs;
 pub mod device;
-pub mod kernel;
-pub mod zswap;
-pub mod recomp;
 pub mod fastpath;
+pub mod kernel;
+pub mod recomp;
 pub mod writeback;
+pub mod zswap;
 
 /// Nearest-rank percentile `p` (0..=1) of sorted samples; 0 when empty.
 pub(crate) fn percentile(sorted: &[u64], p: f64) -> f64 {

@@ -80,7 +80,8 @@ impl RecompResult {
         if self.alone.effective_ratio == 0.0 {
             return 0.0;
         }
-        (self.alone.effective_ratio - self.after.effective_ratio) / self.alone.effective_ratio * 100.0
+        (self.alone.effective_ratio - self.after.effective_ratio) / self.alone.effective_ratio
+            * 100.0
     }
 }
 
@@ -88,7 +89,8 @@ impl RecompResult {
 pub(crate) fn write_corpus(dev: &Zram, corpus: &Corpus) -> Result<Duration> {
     let t = Instant::now();
     for (i, p) in corpus.pages().enumerate() {
-        dev.write_page(i, p).with_context(|| format!("writing page {i}"))?;
+        dev.write_page(i, p)
+            .with_context(|| format!("writing page {i}"))?;
     }
     Ok(t.elapsed())
 }
@@ -104,7 +106,8 @@ pub(crate) fn verify(dev: &Zram, corpus: &Corpus) -> Result<bool> {
     let mut buf = vec![0u8; PAGE_SIZE];
     let mut ok = true;
     for (i, p) in corpus.pages().enumerate() {
-        dev.read_page(i, &mut buf).with_context(|| format!("reading page {i}"))?;
+        dev.read_page(i, &mut buf)
+            .with_context(|| format!("reading page {i}"))?;
         ok &= buf == p;
     }
     Ok(ok)
@@ -129,7 +132,9 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
     dev.attr_write("idle", "all").context("idle all")?;
     let idle = t.elapsed();
     let t = Instant::now();
-    let rep = dev.recompress(&RecompressParams::new().idle()).context("recompress type=idle")?;
+    let rep = dev
+        .recompress(&RecompressParams::new().idle())
+        .context("recompress type=idle")?;
     let recompress = t.elapsed();
     let after = measure(&dev)?;
     let verified = verify(&dev, corpus)?;
@@ -175,7 +180,11 @@ pub fn heap_corpus(sections: usize) -> Result<Corpus> {
             }
         }
     }
-    Corpus::from_bytes("heap", format!("built-in: {} heap-like pages", data.len() / PAGE_SIZE), data)
+    Corpus::from_bytes(
+        "heap",
+        format!("built-in: {} heap-like pages", data.len() / PAGE_SIZE),
+        data,
+    )
 }
 
 /// The result as text lines.
@@ -199,7 +208,10 @@ pub fn render(r: &RecompResult) -> String {
         "state", "eff.ratio", "mem_used MiB", "compr MiB", "huge"
     ));
     s.push_str(&row(&format!("{} (before)", r.primary), &r.before));
-    s.push_str(&row(&format!("{} + {} idle (after)", r.primary, r.secondary), &r.after));
+    s.push_str(&row(
+        &format!("{} + {} idle (after)", r.primary, r.secondary),
+        &r.after,
+    ));
     s.push_str(&row(&format!("{} alone", r.secondary), &r.alone));
     s.push_str(&format!(
         "candidates {}, recompressed {}, marked incompressible {}; read-back verified: {}\n",

@@ -38,7 +38,12 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { algo: "lz4".into(), wb_type: "idle".into(), compressed: false, backing_dev: None }
+        Options {
+            algo: "lz4".into(),
+            wb_type: "idle".into(),
+            compressed: false,
+            backing_dev: None,
+        }
     }
 }
 
@@ -78,7 +83,10 @@ impl Drop for Cleanup {
     fn drop(&mut self) {
         if let Some(p) = self.0.take() {
             let _ = std::fs::remove_file(&p);
-            if let Some(d) = p.parent().filter(|d| d.file_name().is_some_and(|n| n.to_string_lossy().starts_with("zmem-bench-wb-"))) {
+            if let Some(d) = p.parent().filter(|d| {
+                d.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("zmem-bench-wb-"))
+            }) {
                 let _ = std::fs::remove_dir(d);
             }
         }
@@ -137,14 +145,22 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         .writeback_compressed(opts.compressed)
         .disksize((n * PAGE_SIZE) as u64)
         .build()
-        .with_context(|| format!("device with {} and backing_dev {}", opts.algo, path.display()))?;
+        .with_context(|| {
+            format!(
+                "device with {} and backing_dev {}",
+                opts.algo,
+                path.display()
+            )
+        })?;
     let write = write_corpus(&dev, corpus)?;
     let before = measure(&dev)?;
     let t = Instant::now();
     dev.attr_write("idle", "all").context("idle all")?;
     let idle = t.elapsed();
     let t = Instant::now();
-    let rep = dev.writeback(&wb).with_context(|| format!("writeback type={}", opts.wb_type))?;
+    let rep = dev
+        .writeback(&wb)
+        .with_context(|| format!("writeback type={}", opts.wb_type))?;
     let writeback = t.elapsed();
     let after = measure(&dev)?;
     let t = Instant::now();
@@ -160,7 +176,10 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         algo: opts.algo.clone(),
         wb_type: opts.wb_type.clone(),
         writeback_compressed: opts.compressed,
-        backing_dev: dev.backing_dev().map(|b| b.path().to_string()).unwrap_or_default(),
+        backing_dev: dev
+            .backing_dev()
+            .map(|b| b.path().to_string())
+            .unwrap_or_default(),
         before,
         after,
         candidates: rep.candidates,
@@ -181,8 +200,11 @@ pub fn render(r: &WritebackResult) -> String {
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     let row = |name: &str, m: &Measure| {
         // Nothing left in the allocator: the ratio is unbounded (JSON keeps 0).
-        let ratio =
-            if m.mem_used_total == 0 { "inf".to_string() } else { format!("{:.3}", m.effective_ratio) };
+        let ratio = if m.mem_used_total == 0 {
+            "inf".to_string()
+        } else {
+            format!("{:.3}", m.effective_ratio)
+        };
         format!(
             "{name:<22} {:>9} {:>12.2} {:>12.2} {:>12.2} {:>6}\n",
             ratio,
@@ -198,7 +220,11 @@ pub fn render(r: &WritebackResult) -> String {
         r.pages,
         r.algo,
         r.wb_type,
-        if r.writeback_compressed { ", writeback_compressed" } else { "" },
+        if r.writeback_compressed {
+            ", writeback_compressed"
+        } else {
+            ""
+        },
         r.backing_dev
     );
     s.push_str(&format!(
@@ -233,14 +259,30 @@ mod tests {
     fn writeback_frees_ram_and_reads_back() {
         let c = crate::corpus::default_corpus();
         for compressed in [false, true] {
-            let r = run(&c, &Options { compressed, ..Default::default() }).unwrap();
+            let r = run(
+                &c,
+                &Options {
+                    compressed,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             assert!(r.verified);
-            assert!(r.written > 0 && r.written == r.bd_writes && r.bd_count == r.written, "{r:?}");
+            assert!(
+                r.written > 0 && r.written == r.bd_writes && r.bd_count == r.written,
+                "{r:?}"
+            );
             assert_eq!(r.bd_reads, r.written, "each written-back page read once");
             assert_eq!(r.after.orig_data_size, r.before.orig_data_size);
             assert!(r.after.mem_used_total < r.before.mem_used_total);
-            assert_eq!(r.after.compr_data_size, 0, "idle all + type=idle: every object");
-            assert!(!Path::new(&r.backing_dev).exists(), "temporary backing file removed");
+            assert_eq!(
+                r.after.compr_data_size, 0,
+                "idle all + type=idle: every object"
+            );
+            assert!(
+                !Path::new(&r.backing_dev).exists(),
+                "temporary backing file removed"
+            );
             assert!(render(&r).contains("written back"));
         }
     }
@@ -248,7 +290,14 @@ mod tests {
     #[test]
     fn bad_type_is_an_error() {
         let c = crate::corpus::default_corpus();
-        let e = run(&c, &Options { wb_type: "nope".into(), ..Default::default() }).unwrap_err();
+        let e = run(
+            &c,
+            &Options {
+                wb_type: "nope".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(format!("{e:#}").contains("nope"), "{e:#}");
     }
 }

@@ -69,20 +69,32 @@ impl Default for Options {
 impl Options {
     /// Checks the pattern parameters.
     pub fn validate(&self) -> Result<()> {
-        anyhow::ensure!(self.hot > 0.0 && self.hot < 1.0, "--hot must be between 0 and 1 (exclusive), got {}", self.hot);
+        anyhow::ensure!(
+            self.hot > 0.0 && self.hot < 1.0,
+            "--hot must be between 0 and 1 (exclusive), got {}",
+            self.hot
+        );
         anyhow::ensure!(
             (0.0..=1.0).contains(&self.hot_access),
             "--hot-access must be between 0 and 1, got {}",
             self.hot_access
         );
         anyhow::ensure!(
-            self.budget_bytes.is_some() || (self.budget_fraction > 0.0 && self.budget_fraction <= 1.0),
+            self.budget_bytes.is_some()
+                || (self.budget_fraction > 0.0 && self.budget_fraction <= 1.0),
             "the RAM budget share must be in (0, 1], got {}",
             self.budget_fraction
         );
-        anyhow::ensure!(self.accept_threshold_percent <= 100, "accept threshold must be 0..=100");
+        anyhow::ensure!(
+            self.accept_threshold_percent <= 100,
+            "accept threshold must be 0..=100"
+        );
         zmem_codec::find(&self.algorithm)?;
-        anyhow::ensure!(zmem_zpool_names().contains(&self.zpool.as_str()), "unknown zpool {:?}", self.zpool);
+        anyhow::ensure!(
+            zmem_zpool_names().contains(&self.zpool.as_str()),
+            "unknown zpool {:?}",
+            self.zpool
+        );
         Ok(())
     }
 }
@@ -116,8 +128,19 @@ pub struct Row {
 }
 
 pub const COLUMNS: [&str; 13] = [
-    "engine", "algo", "pool", "pages", "budget", "accesses", "hit_rate", "written_back", "ram_used", "ram_peak",
-    "lat_mean_us", "lat_p99_us", "backing_r/w",
+    "engine",
+    "algo",
+    "pool",
+    "pages",
+    "budget",
+    "accesses",
+    "hit_rate",
+    "written_back",
+    "ram_used",
+    "ram_peak",
+    "lat_mean_us",
+    "lat_p99_us",
+    "backing_r/w",
 ];
 
 impl Row {
@@ -165,7 +188,8 @@ pub fn accesses(pages: usize, opts: &Options) -> Vec<usize> {
     for i in (1..pages).rev() {
         order.swap(i, rng.below(i + 1));
     }
-    let n_hot = ((pages as f64 * opts.hot).round() as usize).clamp(1, pages.saturating_sub(1).max(1));
+    let n_hot =
+        ((pages as f64 * opts.hot).round() as usize).clamp(1, pages.saturating_sub(1).max(1));
     let (hot, cold) = order.split_at(n_hot);
     (0..opts.accesses)
         .map(|_| {
@@ -200,20 +224,31 @@ impl Tally {
 }
 
 fn backing_path(dir: &Path, engine: &str) -> PathBuf {
-    dir.join(format!("zmem-bench-zswap-{}-{engine}.swap", std::process::id()))
+    dir.join(format!(
+        "zmem-bench-zswap-{}-{engine}.swap",
+        std::process::id()
+    ))
 }
 
 /// Runs both engines on `corpus`.
 pub fn run(corpus: &Corpus, opts: &Options) -> Result<Vec<Row>> {
     opts.validate()?;
     let pages = corpus.page_count();
-    anyhow::ensure!(pages >= 2, "corpus {} has {} pages; need at least 2", corpus.name, pages);
+    anyhow::ensure!(
+        pages >= 2,
+        "corpus {} has {} pages; need at least 2",
+        corpus.name,
+        pages
+    );
     let budget = opts
         .budget_bytes
         .unwrap_or(((pages * PAGE_SIZE) as f64 * opts.budget_fraction) as u64)
         .max(PAGE_SIZE as u64);
     let seq = accesses(pages, opts);
-    Ok(vec![run_zswap(corpus, opts, budget, &seq)?, run_zram(corpus, opts, budget, &seq)?])
+    Ok(vec![
+        run_zswap(corpus, opts, budget, &seq)?,
+        run_zram(corpus, opts, budget, &seq)?,
+    ])
 }
 
 fn run_zswap(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Result<Row> {
@@ -233,13 +268,20 @@ fn run_zswap(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Res
             z.swap_out(i as u64, corpus.page(i))?;
             peak = peak.max(z.pool_pages());
         }
-        let mut t = Tally { hits: 0, lat: Vec::with_capacity(seq.len()), peak: 0 };
+        let mut t = Tally {
+            hits: 0,
+            lat: Vec::with_capacity(seq.len()),
+            peak: 0,
+        };
         let mut buf = vec![0u8; PAGE_SIZE];
         for &i in seq {
             let t0 = Instant::now();
             let src = z.swap_in(i as u64, &mut buf, true)?;
             t.lat.push(t0.elapsed().as_nanos() as u64);
-            anyhow::ensure!(buf == corpus.page(i), "zswap returned wrong data for page {i} (from {src:?})");
+            anyhow::ensure!(
+                buf == corpus.page(i),
+                "zswap returned wrong data for page {i} (from {src:?})"
+            );
             if matches!(src, Source::Pool | Source::Zero) {
                 t.hits += 1;
             }
@@ -301,7 +343,11 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
             out(i, corpus.page(i), &mut in_zram, &mut writes)?;
         }
         let mut peak = dev.mm_stat().mem_used_total;
-        let mut t = Tally { hits: 0, lat: Vec::with_capacity(seq.len()), peak: 0 };
+        let mut t = Tally {
+            hits: 0,
+            lat: Vec::with_capacity(seq.len()),
+            peak: 0,
+        };
         let mut buf = vec![0u8; PAGE_SIZE];
         for &i in seq {
             let off = (i * PAGE_SIZE) as u64;
@@ -317,7 +363,10 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
                 reads += 1;
             }
             t.lat.push(t0.elapsed().as_nanos() as u64);
-            anyhow::ensure!(buf == corpus.page(i), "zram returned wrong data for page {i}");
+            anyhow::ensure!(
+                buf == corpus.page(i),
+                "zram returned wrong data for page {i}"
+            );
             out(i, &buf, &mut in_zram, &mut writes)?;
             peak = peak.max(dev.mm_stat().mem_used_total);
         }
@@ -352,7 +401,10 @@ mod tests {
 
     #[test]
     fn pattern_respects_hot_share() {
-        let o = Options { accesses: 10_000, ..Options::default() };
+        let o = Options {
+            accesses: 10_000,
+            ..Options::default()
+        };
         let seq = accesses(1000, &o);
         let mut count = vec![0usize; 1000];
         for &i in &seq {
@@ -371,20 +423,49 @@ mod tests {
         for i in 0..400u32 {
             let mut p = vec![0u8; PAGE_SIZE];
             for (j, b) in p.iter_mut().enumerate() {
-                *b = if i % 5 == 0 { 0 } else { ((j as u32 * 7 + i) % 251) as u8 ^ (j / 97) as u8 };
+                *b = if i % 5 == 0 {
+                    0
+                } else {
+                    ((j as u32 * 7 + i) % 251) as u8 ^ (j / 97) as u8
+                };
             }
             data.extend_from_slice(&p);
         }
         let c = Corpus::from_bytes("t", "test", data).unwrap();
-        let o = Options { accesses: 2000, budget_fraction: 0.05, ..Options::default() };
+        let o = Options {
+            accesses: 2000,
+            budget_fraction: 0.05,
+            ..Options::default()
+        };
         let rows = run(&c, &o).unwrap();
         assert_eq!(rows.len(), 2);
         let (zs, zr) = (&rows[0], &rows[1]);
         assert!(zs.written_back > 0 && zs.backing_writes > 0, "{zs:?}");
-        assert!(zs.ram_peak <= zs.budget_bytes + PAGE_SIZE as u64 * 2, "{zs:?}");
-        assert!(zr.ram_peak <= zr.budget_bytes + PAGE_SIZE as u64 * 2, "{zr:?}");
-        assert!(zs.hit_rate > zr.hit_rate, "LRU keeps the hot set: {} vs {}", zs.hit_rate, zr.hit_rate);
-        assert!(Options { hot: 1.5, ..Options::default() }.validate().is_err());
-        assert!(Options { algorithm: "lz5".into(), ..Options::default() }.validate().is_err());
+        assert!(
+            zs.ram_peak <= zs.budget_bytes + PAGE_SIZE as u64 * 2,
+            "{zs:?}"
+        );
+        assert!(
+            zr.ram_peak <= zr.budget_bytes + PAGE_SIZE as u64 * 2,
+            "{zr:?}"
+        );
+        assert!(
+            zs.hit_rate > zr.hit_rate,
+            "LRU keeps the hot set: {} vs {}",
+            zs.hit_rate,
+            zr.hit_rate
+        );
+        assert!(Options {
+            hot: 1.5,
+            ..Options::default()
+        }
+        .validate()
+        .is_err());
+        assert!(Options {
+            algorithm: "lz5".into(),
+            ..Options::default()
+        }
+        .validate()
+        .is_err());
     }
 }

@@ -5,7 +5,9 @@ use zmem_nbd::proto::*;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(r) = parse_info_request(data) {
-        assert!(r.name.len() <= MAX_STRING && 4 + r.name.len() + 2 + 2 * r.requests.len() == data.len());
+        assert!(
+            r.name.len() <= MAX_STRING && 4 + r.name.len() + 2 + 2 * r.requests.len() == data.len()
+        );
     }
     if data.len() >= OPTION_LEN {
         let _ = parse_option_header(data[..OPTION_LEN].try_into().unwrap());

@@ -21,14 +21,20 @@ pub struct Running {
 static N: AtomicUsize = AtomicUsize::new(0);
 
 pub fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-nbd-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d = std::env::temp_dir().join(format!(
+        "zmem-nbd-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
 pub fn device(size: u64, mem_limit: u64) -> Arc<Zram> {
-    let mut b = Zram::builder().algorithm("lz4", Default::default()).disksize(size);
+    let mut b = Zram::builder()
+        .algorithm("lz4", Default::default())
+        .disksize(size);
     if mem_limit > 0 {
         b = b.mem_limit(mem_limit);
     }
@@ -41,10 +47,23 @@ pub fn start(dev: Arc<Zram>) -> Running {
     let listener = Listener::bind(&Listen::Unix(sock.clone())).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let d: Arc<dyn BlockDevice> = dev.clone();
-    let server = Server::new(d, listener, Options { threads: 3, ..Options::default() });
+    let server = Server::new(
+        d,
+        listener,
+        Options {
+            threads: 3,
+            ..Options::default()
+        },
+    );
     let st = stop.clone();
     let thread = std::thread::spawn(move || server.run(&st));
-    Running { dir, sock, dev, stop, thread: Some(thread) }
+    Running {
+        dir,
+        sock,
+        dev,
+        stop,
+        thread: Some(thread),
+    }
 }
 
 impl Running {
@@ -67,7 +86,9 @@ impl Drop for Running {
 /// server that never answers fails the test instead of hanging the run.
 pub fn connect(sock: &std::path::Path, export: &str) -> zmem_nbd::client::Client {
     let mut c = zmem_nbd::client::Client::connect(sock, export).unwrap();
-    c.stream().set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    c.stream()
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
     c
 }
 

@@ -10,7 +10,9 @@ use std::num::NonZeroU64;
 use zmem_zpool::{create, Handle, ZpoolError};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&sel, mut ops)) = data.split_first() else { return };
+    let Some((&sel, mut ops)) = data.split_first() else {
+        return;
+    };
     let name = ["zsmalloc", "zbud", "z3fold"][sel as usize % 3];
     let chain = 4 + (sel as usize / 3) % 13;
     let pool = create(name, chain).unwrap();
@@ -53,7 +55,10 @@ fuzz_target!(|data: &[u8]| {
             5 if !freed.is_empty() => {
                 let h = freed[arg % freed.len()];
                 assert!(matches!(pool.free(h), Err(ZpoolError::BadHandle(_))));
-                assert!(matches!(pool.read(h, &mut |_| ()), Err(ZpoolError::BadHandle(_))));
+                assert!(matches!(
+                    pool.read(h, &mut |_| ()),
+                    Err(ZpoolError::BadHandle(_))
+                ));
             }
             6 => {
                 let v = u64::from(*a) << 56 | (arg as u64) << 18 | 1;
@@ -66,7 +71,10 @@ fuzz_target!(|data: &[u8]| {
         }
         let st = pool.stats();
         assert_eq!(st.objects, live.len() as u64);
-        assert_eq!(st.bytes_stored, live.values().map(|v| v.len() as u64).sum::<u64>());
+        assert_eq!(
+            st.bytes_stored,
+            live.values().map(|v| v.len() as u64).sum::<u64>()
+        );
         assert!(st.pages * 4096 >= st.bytes_stored + st.internal_frag);
     }
     for (h, data) in &live {

@@ -109,7 +109,13 @@ impl ClassTable {
                     continue;
                 }
             }
-            desc.push(ClassGeom { index: i, size, pages_per_zspage: ppz, objs_per_zspage: objs, first_index: i });
+            desc.push(ClassGeom {
+                index: i,
+                size,
+                pages_per_zspage: ppz,
+                objs_per_zspage: objs,
+                first_index: i,
+            });
             raw_to_desc[i] = desc.len() - 1;
         }
         let n = desc.len();
@@ -118,7 +124,12 @@ impl ClassTable {
             *m = (n - 1 - d) as u8;
         }
         desc.reverse();
-        ClassTable { chain_size, classes: desc, map, huge_class_size }
+        ClassTable {
+            chain_size,
+            classes: desc,
+            map,
+            huge_class_size,
+        }
     }
 
     /// The distinct class storing an object of `size` bytes (+ header).
@@ -137,7 +148,10 @@ impl ClassTable {
             .iter()
             .map(|c| {
                 if c.first_index == c.index {
-                    format!("{}:{}:{}[{}]", c.size, c.pages_per_zspage, c.objs_per_zspage, c.index)
+                    format!(
+                        "{}:{}:{}[{}]",
+                        c.size, c.pages_per_zspage, c.objs_per_zspage, c.index
+                    )
                 } else {
                     format!(
                         "{}:{}:{}[{}-{}]",

@@ -16,13 +16,18 @@ fn migrate(st: &mut ClassState, class: &ClassGeom, src: u32, dst: u32) {
         if src_z.inuse == 0 {
             break;
         }
-        let Some(slot) = src_z.allocated_slot(class, idx as usize) else { continue };
+        let Some(slot) = src_z.allocated_slot(class, idx as usize) else {
+            continue;
+        };
         let dst_z = st.zspages[dst as usize].as_mut().expect("live dst zspage");
         src_z.read_chunk(class, idx, &mut chunk);
         let new_idx = dst_z.obj_malloc(class, slot);
         dst_z.write_chunk(class, new_idx, &chunk);
         src_z.obj_free(class, idx);
-        let loc = st.handles.get_slot_mut(slot).expect("allocated chunk has a live handle");
+        let loc = st
+            .handles
+            .get_slot_mut(slot)
+            .expect("allocated chunk has a live handle");
         loc.zspage = dst;
         loc.idx = new_idx;
         if dst_z.is_full(class) {

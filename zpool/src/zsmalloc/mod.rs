@@ -76,7 +76,9 @@ impl ZsPool {
             )));
         }
         let table = ClassTable::new(chain_size);
-        let classes = (0..table.classes.len()).map(|_| RwLock::new(ClassState::new())).collect();
+        let classes = (0..table.classes.len())
+            .map(|_| RwLock::new(ClassState::new()))
+            .collect();
         Ok(ZsPool {
             table,
             classes,
@@ -139,17 +141,25 @@ impl Zpool for ZsPool {
             return Err(ZpoolError::ZeroSize);
         }
         if size > ZS_MAX_ALLOC_SIZE {
-            return Err(ZpoolError::TooLarge { size, max: ZS_MAX_ALLOC_SIZE });
+            return Err(ZpoolError::TooLarge {
+                size,
+                max: ZS_MAX_ALLOC_SIZE,
+            });
         }
         let ci = self.table.class_for_alloc(size);
         let class = &self.table.classes[ci];
         let mut st = write_lock(&self.classes[ci]);
-        let (slot, gen) = st.handles.insert(ObjLoc { zspage: NIL, idx: 0, size: size as u32 })?;
+        let (slot, gen) = st.handles.insert(ObjLoc {
+            zspage: NIL,
+            idx: 0,
+            size: size as u32,
+        })?;
         let id = match st.find_get_zspage() {
             Some(id) => id,
             None => match st.alloc_zspage(class) {
                 Ok(id) => {
-                    self.pages_allocated.fetch_add(class.pages_per_zspage as u64, Relaxed);
+                    self.pages_allocated
+                        .fetch_add(class.pages_per_zspage as u64, Relaxed);
                     id
                 }
                 Err(e) => {
@@ -167,7 +177,8 @@ impl Zpool for ZsPool {
         drop(st);
         self.objects.fetch_add(1, Relaxed);
         self.bytes_stored.fetch_add(size as u64, Relaxed);
-        self.internal_frag.fetch_add((class.size - size) as u64, Relaxed);
+        self.internal_frag
+            .fetch_add((class.size - size) as u64, Relaxed);
         Ok(self.codec.encode(ci, slot, gen))
     }
 
@@ -175,18 +186,23 @@ impl Zpool for ZsPool {
         let (ci, slot, gen) = self.locate(handle)?;
         let class = &self.table.classes[ci];
         let mut st = write_lock(&self.classes[ci]);
-        let loc = st.handles.remove(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = st
+            .handles
+            .remove(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         st.zspage_mut(loc.zspage).obj_free(class, loc.idx);
         st.objs_inuse -= 1;
         if st.fix_fullness(class, loc.zspage) == 0 {
             st.free_zspage(class, loc.zspage);
-            self.pages_allocated.fetch_sub(class.pages_per_zspage as u64, Relaxed);
+            self.pages_allocated
+                .fetch_sub(class.pages_per_zspage as u64, Relaxed);
         }
         drop(st);
         let size = loc.size as usize;
         self.objects.fetch_sub(1, Relaxed);
         self.bytes_stored.fetch_sub(size as u64, Relaxed);
-        self.internal_frag.fetch_sub((class.size - size) as u64, Relaxed);
+        self.internal_frag
+            .fetch_sub((class.size - size) as u64, Relaxed);
         Ok(())
     }
 
@@ -194,9 +210,15 @@ impl Zpool for ZsPool {
         let (ci, slot, gen) = self.locate(handle)?;
         let class = &self.table.classes[ci];
         let mut st = write_lock(&self.classes[ci]);
-        let loc = *st.handles.get(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = *st
+            .handles
+            .get(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         if src.len() != loc.size as usize {
-            return Err(ZpoolError::SizeMismatch { size: loc.size as usize, got: src.len() });
+            return Err(ZpoolError::SizeMismatch {
+                size: loc.size as usize,
+                got: src.len(),
+            });
         }
         st.zspage_mut(loc.zspage).write_obj(class, loc.idx, src);
         Ok(())
@@ -206,7 +228,10 @@ impl Zpool for ZsPool {
         let (ci, slot, gen) = self.locate(handle)?;
         let class = &self.table.classes[ci];
         let st = read_lock(&self.classes[ci]);
-        let loc = *st.handles.get(slot, gen).ok_or(ZpoolError::BadHandle(handle.0.get()))?;
+        let loc = *st
+            .handles
+            .get(slot, gen)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
         let z = st.zspage(loc.zspage);
         let len = loc.size as usize;
         match z.contiguous(class, loc.idx, len) {
@@ -222,7 +247,10 @@ impl Zpool for ZsPool {
     fn obj_size(&self, handle: Handle) -> Result<usize, ZpoolError> {
         let (ci, slot, gen) = self.locate(handle)?;
         let st = read_lock(&self.classes[ci]);
-        st.handles.get(slot, gen).map(|l| l.size as usize).ok_or(ZpoolError::BadHandle(handle.0.get()))
+        st.handles
+            .get(slot, gen)
+            .map(|l| l.size as usize)
+            .ok_or(ZpoolError::BadHandle(handle.0.get()))
     }
 
     fn total_pages(&self) -> u64 {
@@ -250,7 +278,12 @@ impl Zpool for ZsPool {
     }
 
     fn compactable_pages(&self) -> u64 {
-        self.table.classes.iter().zip(self.classes.iter()).map(|(c, l)| read_lock(l).can_compact(c)).sum()
+        self.table
+            .classes
+            .iter()
+            .zip(self.classes.iter())
+            .map(|(c, l)| read_lock(l).can_compact(c))
+            .sum()
     }
 
     fn stats(&self) -> PoolStats {

@@ -59,7 +59,11 @@ impl Zspage {
         };
         if !class.is_huge() {
             for i in 0..class.objs_per_zspage {
-                let link = if i + 1 == class.objs_per_zspage { FREE_END } else { ((i + 1) as u64) << 1 };
+                let link = if i + 1 == class.objs_per_zspage {
+                    FREE_END
+                } else {
+                    ((i + 1) as u64) << 1
+                };
                 z.write_word(i * class.size, link);
             }
         }
@@ -96,7 +100,11 @@ impl Zspage {
         } else {
             let off = idx as usize * class.size;
             let link = self.read_word(off);
-            self.freeobj = if link == FREE_END { NO_OBJ } else { (link >> 1) as u32 };
+            self.freeobj = if link == FREE_END {
+                NO_OBJ
+            } else {
+                (link >> 1) as u32
+            };
             self.write_word(off, (u64::from(slot) << 1) | OBJ_ALLOCATED_TAG);
         }
         self.inuse += 1;
@@ -108,7 +116,11 @@ impl Zspage {
         if class.is_huge() {
             self.huge_slot = NO_OBJ;
         } else {
-            let link = if self.freeobj == NO_OBJ { FREE_END } else { u64::from(self.freeobj) << 1 };
+            let link = if self.freeobj == NO_OBJ {
+                FREE_END
+            } else {
+                u64::from(self.freeobj) << 1
+            };
             self.write_word(idx as usize * class.size, link);
         }
         self.freeobj = idx;

@@ -5,10 +5,16 @@ use libfuzzer_sys::fuzz_target;
 use zmem_zram::{BlockDevice, Zram};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&sel, rest)) = data.split_first() else { return };
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
     // Every writable attribute but backing_dev (fuzz input must not name
     // files for the engine to open read-write).
-    let names: Vec<&str> = zmem_zram::attrs::WRITABLE.iter().copied().filter(|n| *n != "backing_dev").collect();
+    let names: Vec<&str> = zmem_zram::attrs::WRITABLE
+        .iter()
+        .copied()
+        .filter(|n| *n != "backing_dev")
+        .collect();
     let dev = Zram::new();
     let _ = dev.attr_write("comp_algorithm", "lz4");
     for chunk in rest.split(|&b| b == 0) {

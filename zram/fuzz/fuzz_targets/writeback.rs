@@ -5,16 +5,31 @@
 use libfuzzer_sys::fuzz_target;
 use zmem_zram::{BlockDevice, WritebackParams, Zram};
 
-const NAMES: [&str; 5] = ["writeback", "writeback_limit", "writeback_limit_enable", "writeback_compressed", "idle"];
+const NAMES: [&str; 5] = [
+    "writeback",
+    "writeback_limit",
+    "writeback_limit_enable",
+    "writeback_compressed",
+    "idle",
+];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&sel, rest)) = data.split_first() else { return };
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
     let text = String::from_utf8_lossy(rest);
     let _ = WritebackParams::parse(&text, sel as u64);
     let _ = zmem_zram::writeback::kstrtobool(&text);
     let path = std::env::temp_dir().join(format!("zmem-fuzz-wb-{}", std::process::id()));
-    std::fs::File::create(&path).unwrap().set_len(8 * 4096).unwrap();
-    let dev = Zram::builder().backing_dev(&path).disksize(16 * 4096).build().unwrap();
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(8 * 4096)
+        .unwrap();
+    let dev = Zram::builder()
+        .backing_dev(&path)
+        .disksize(16 * 4096)
+        .build()
+        .unwrap();
     let _ = std::fs::remove_file(&path);
     let page: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
     for i in 0..16 {

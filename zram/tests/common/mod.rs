@@ -9,7 +9,11 @@ pub const ALGO: &str = "lz4";
 
 /// An initialised lz4/zsmalloc device of `bytes`.
 pub fn device(bytes: u64) -> Zram {
-    Zram::builder().algorithm(ALGO, Params::default()).disksize(bytes).build().expect("lz4 + zsmalloc device")
+    Zram::builder()
+        .algorithm(ALGO, Params::default())
+        .disksize(bytes)
+        .build()
+        .expect("lz4 + zsmalloc device")
 }
 
 /// A small deterministic PRNG (xorshift64*).
@@ -37,8 +41,9 @@ pub fn page(kind: u64, seed: u64) -> Vec<u8> {
         0 => {}
         1 => zmem_codec::fill_page(&mut p, r.next()),
         2 => {
-            let words: [&[u8]; 8] =
-                [b"the ", b"slot ", b"zspage ", b"handle ", b"class ", b"page ", b"idle ", b"huge\n"];
+            let words: [&[u8]; 8] = [
+                b"the ", b"slot ", b"zspage ", b"handle ", b"class ", b"page ", b"idle ", b"huge\n",
+            ];
             let mut i = 0;
             while i < PAGE_SIZE {
                 let w = words[r.below(8) as usize];
@@ -47,8 +52,12 @@ pub fn page(kind: u64, seed: u64) -> Vec<u8> {
                 i += n;
             }
         }
-        3 => p.chunks_mut(8).for_each(|c| c.copy_from_slice(&r.next().to_ne_bytes())),
-        4 => p[..PAGE_SIZE / 2].chunks_mut(8).for_each(|c| c.copy_from_slice(&r.next().to_ne_bytes())),
+        3 => p
+            .chunks_mut(8)
+            .for_each(|c| c.copy_from_slice(&r.next().to_ne_bytes())),
+        4 => p[..PAGE_SIZE / 2]
+            .chunks_mut(8)
+            .for_each(|c| c.copy_from_slice(&r.next().to_ne_bytes())),
         _ => {
             for _ in 0..16 {
                 let i = r.below(PAGE_SIZE as u64) as usize;

@@ -9,8 +9,24 @@ use zmem_lab::corpus;
 use crate::output::{Format, Table};
 
 const COLUMNS: [&str; 18] = [
-    "target", "algo", "corpus", "pc", "thr", "orig", "compr", "mem_used", "same", "huge", "ratio", "eff_ratio",
-    "write_MiB/s", "read_MiB/s", "iops", "lat_mean_us", "lat_p99_us", "reads/cpu_s",
+    "target",
+    "algo",
+    "corpus",
+    "pc",
+    "thr",
+    "orig",
+    "compr",
+    "mem_used",
+    "same",
+    "huge",
+    "ratio",
+    "eff_ratio",
+    "write_MiB/s",
+    "read_MiB/s",
+    "iops",
+    "lat_mean_us",
+    "lat_p99_us",
+    "reads/cpu_s",
 ];
 
 fn cells(r: &Row) -> Vec<String> {
@@ -49,9 +65,21 @@ impl Bar {
             return;
         }
         let w = 30;
-        let filled = if p.total == 0 { 0 } else { p.done.min(p.total) * w / p.total };
+        let filled = if p.total == 0 {
+            0
+        } else {
+            p.done.min(p.total) * w / p.total
+        };
         let mut e = std::io::stderr().lock();
-        let _ = write!(e, "\r\x1b[2K[{}{}] {}/{} {}", "=".repeat(filled), " ".repeat(w - filled), p.done, p.total, p.what);
+        let _ = write!(
+            e,
+            "\r\x1b[2K[{}{}] {}/{} {}",
+            "=".repeat(filled),
+            " ".repeat(w - filled),
+            p.done,
+            p.total,
+            p.what
+        );
         let _ = e.flush();
     }
     fn clear(&self) {
@@ -65,13 +93,23 @@ impl Bar {
 /// engine vs kernel mean latency and write rate.
 fn comparisons(report: &Report) -> Vec<String> {
     let mut out = Vec::new();
-    for e in report.rows.iter().filter(|r| r.target == Target::Engine && r.reason.is_none()) {
+    for e in report
+        .rows
+        .iter()
+        .filter(|r| r.target == Target::Engine && r.reason.is_none())
+    {
         let Some(k) = report.rows.iter().find(|k| {
-            k.target == Target::Kernel && k.reason.is_none() && k.algo == e.algo && k.corpus == e.corpus && k.page_cluster == e.page_cluster
+            k.target == Target::Kernel
+                && k.reason.is_none()
+                && k.algo == e.algo
+                && k.corpus == e.corpus
+                && k.page_cluster == e.page_cluster
         }) else {
             continue;
         };
-        let (Some(el), Some(kl), Some(ew), Some(kw)) = (e.lat_mean_ns, k.lat_mean_ns, e.write_mibps, k.write_mibps) else {
+        let (Some(el), Some(kl), Some(ew), Some(kw)) =
+            (e.lat_mean_ns, k.lat_mean_ns, e.write_mibps, k.write_mibps)
+        else {
             continue;
         };
         out.push(format!(
@@ -91,7 +129,10 @@ fn comparisons(report: &Report) -> Vec<String> {
 }
 
 pub fn run(args: &super::Args) -> anyhow::Result<()> {
-    let params = zmem_codec::Params { level: args.level, ..Default::default() };
+    let params = zmem_codec::Params {
+        level: args.level,
+        ..Default::default()
+    };
     let opts = Options {
         algorithms: args.algo.clone(),
         params,
@@ -102,11 +143,20 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
     };
     for a in &opts.algorithms {
         if zmem_codec::find(a).is_err() {
-            anyhow::bail!("unknown algorithm '{a}'; valid algorithms: {}", zmem_codec::names().join(", "));
+            anyhow::bail!(
+                "unknown algorithm '{a}'; valid algorithms: {}",
+                zmem_codec::names().join(", ")
+            );
         }
     }
-    let corpora = if args.corpus.is_empty() { vec![corpus::default_corpus()] } else { corpus::load_all(&args.corpus)? };
-    let bar = Bar { on: std::io::stderr().is_terminal() };
+    let corpora = if args.corpus.is_empty() {
+        vec![corpus::default_corpus()]
+    } else {
+        corpus::load_all(&args.corpus)?
+    };
+    let bar = Bar {
+        on: std::io::stderr().is_terminal(),
+    };
     let mut reports = Vec::new();
     for c in &corpora {
         reports.push(device::run(c, &opts, &mut |p| bar.show(&p)));
@@ -119,7 +169,11 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
         }
         Format::Csv | Format::Table => {
             let mut t = Table::new(&COLUMNS);
-            for r in reports.iter().flat_map(|r| &r.rows).filter(|r| r.reason.is_none()) {
+            for r in reports
+                .iter()
+                .flat_map(|r| &r.rows)
+                .filter(|r| r.reason.is_none())
+            {
                 t.push(cells(r));
             }
             if args.format == Format::Csv {
@@ -133,7 +187,11 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
             let mut unavailable: Vec<String> = reports
                 .iter()
                 .flat_map(|r| &r.rows)
-                .filter_map(|r| r.reason.as_ref().map(|why| format!("  {} {}: {why}", r.target.name(), r.algo)))
+                .filter_map(|r| {
+                    r.reason
+                        .as_ref()
+                        .map(|why| format!("  {} {}: {why}", r.target.name(), r.algo))
+                })
                 .collect();
             unavailable.dedup();
             if !unavailable.is_empty() {
@@ -164,7 +222,10 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
                 "pc = page-cluster: random reads of 2^pc consecutive pages; thr = reader threads; reads/cpu_s = reads per CPU-second of the reader threads (comparable across thread counts on a busy machine); sizes in bytes (mm_stat); \
                  ratio = orig/compr, eff_ratio = orig/mem_used; kernel: O_DIRECT pwrite/pread on a hot-added /dev/zramN"
             );
-            let passes: Vec<String> = corpora.iter().map(|c| opts.write_passes_for(c.page_count()).to_string()).collect();
+            let passes: Vec<String> = corpora
+                .iter()
+                .map(|c| opts.write_passes_for(c.page_count()).to_string())
+                .collect();
             println!(
                 "write_MiB/s: the corpus written {} time(s) (per corpus), each pass into a fresh device, engine and kernel alike; only the writes are timed",
                 passes.join("/")

@@ -16,18 +16,28 @@ fn budget(s: &str) -> anyhow::Result<(Option<u64>, f64)> {
     }
     let (v, n) = zmem_zram::parse::memparse(s);
     if n == 0 || n != s.len() || v == 0 {
-        anyhow::bail!("--budget {s:?}: give a share of the corpus in (0, 1] (e.g. 0.1) or a size (e.g. 64M)");
+        anyhow::bail!(
+            "--budget {s:?}: give a share of the corpus in (0, 1] (e.g. 0.1) or a size (e.g. 64M)"
+        );
     }
     Ok((Some(v), 0.0))
 }
 
 pub fn run(args: &super::Args) -> anyhow::Result<()> {
     let (budget_bytes, budget_fraction) = budget(&args.budget)?;
-    let algos = if args.algo.is_empty() { vec!["lzo".to_string()] } else { args.algo.clone() };
+    let algos = if args.algo.is_empty() {
+        vec!["lzo".to_string()]
+    } else {
+        args.algo.clone()
+    };
     let base = Options {
         zpool: args.zpool.clone(),
         budget_bytes,
-        budget_fraction: if budget_bytes.is_some() { 1.0 } else { budget_fraction },
+        budget_fraction: if budget_bytes.is_some() {
+            1.0
+        } else {
+            budget_fraction
+        },
         hot: args.hot,
         hot_access: args.hot_access,
         accesses: args.accesses,
@@ -35,13 +45,27 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
     };
     // Bad options fail before the corpus is built.
     for a in &algos {
-        Options { algorithm: a.clone(), ..base.clone() }.validate()?;
+        Options {
+            algorithm: a.clone(),
+            ..base.clone()
+        }
+        .validate()?;
     }
-    let corpora = if args.corpus.is_empty() { vec![corpus::default_corpus()] } else { corpus::load_all(&args.corpus)? };
+    let corpora = if args.corpus.is_empty() {
+        vec![corpus::default_corpus()]
+    } else {
+        corpus::load_all(&args.corpus)?
+    };
     let mut rows: Vec<Row> = Vec::new();
     for c in &corpora {
         for a in &algos {
-            rows.extend(zswap::run(c, &Options { algorithm: a.clone(), ..base.clone() })?);
+            rows.extend(zswap::run(
+                c,
+                &Options {
+                    algorithm: a.clone(),
+                    ..base.clone()
+                },
+            )?);
         }
     }
     match args.format {

@@ -14,8 +14,9 @@
 //! * inputs over 0xbfff (0xbffe) bytes are cut into chunks with a literal carry.
 
 use super::{
-    M2_MAX_LEN, M2_MAX_OFFSET, M3_MARKER, M3_MAX_LEN, M3_MAX_OFFSET, M4_MARKER, M4_MAX_LEN, M4_MAX_OFFSET_V0,
-    M4_MAX_OFFSET_V1, MAX_ZERO_RUN_LENGTH, MIN_ZERO_RUN_LENGTH, RLE_VERSION, VERSION_MARKER,
+    M2_MAX_LEN, M2_MAX_OFFSET, M3_MARKER, M3_MAX_LEN, M3_MAX_OFFSET, M4_MARKER, M4_MAX_LEN,
+    M4_MAX_OFFSET_V0, M4_MAX_OFFSET_V1, MAX_ZERO_RUN_LENGTH, MIN_ZERO_RUN_LENGTH, RLE_VERSION,
+    VERSION_MARKER,
 };
 use crate::CodecError;
 
@@ -52,14 +53,19 @@ impl Default for Compressor {
 
 impl std::fmt::Debug for Compressor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Compressor").field("d_bits", &D_BITS).finish()
+        f.debug_struct("Compressor")
+            .field("d_bits", &D_BITS)
+            .finish()
     }
 }
 
 impl Compressor {
     /// A new encoder with its dictionary allocated (16 KiB).
     pub fn new() -> Self {
-        Compressor { dict: Box::new([0u16; D_SIZE]), scratch: Vec::new() }
+        Compressor {
+            dict: Box::new([0u16; D_SIZE]),
+            scratch: Vec::new(),
+        }
     }
 
     /// Compress `src` (any length) into `dst`; `rle` selects lzo-rle
@@ -75,7 +81,9 @@ impl Compressor {
         }
         let n = encode(src, &mut self.scratch, &mut self.dict, rle);
         if n > dst.len() {
-            return Err(CodecError::DstTooSmall { capacity: dst.len() });
+            return Err(CodecError::DstTooSmall {
+                capacity: dst.len(),
+            });
         }
         dst[..n].copy_from_slice(&self.scratch[..n]);
         Ok(n)
@@ -163,7 +171,11 @@ impl Out<'_> {
 /// `worst_compress(src.len()) + OVERCOPY` bytes (`lzogeneric1x_1_compress`).
 fn encode(src: &[u8], out: &mut [u8], dict: &mut [u16; D_SIZE], rle: bool) -> usize {
     debug_assert!(out.len() >= worst_compress(src.len()) + OVERCOPY);
-    let mut o = Out { buf: out, op: 0, state_back: 2 };
+    let mut o = Out {
+        buf: out,
+        op: 0,
+        state_back: 2,
+    };
     let m4_max_offset = if rle {
         o.push(VERSION_MARKER);
         o.push(RLE_VERSION);

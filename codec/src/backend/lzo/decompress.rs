@@ -28,10 +28,16 @@ impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             DecodeError::InputOverrun => "input overrun: the stream is truncated",
-            DecodeError::OutputOverrun => "output overrun: the stream decodes to more than the page",
-            DecodeError::LookbehindOverrun => "look-behind overrun: a match reaches before the start of the output",
+            DecodeError::OutputOverrun => {
+                "output overrun: the stream decodes to more than the page"
+            }
+            DecodeError::LookbehindOverrun => {
+                "look-behind overrun: a match reaches before the start of the output"
+            }
             DecodeError::BadEndMarker => "malformed end-of-stream marker",
-            DecodeError::InputNotConsumed => "input not consumed: bytes follow the end-of-stream marker",
+            DecodeError::InputNotConsumed => {
+                "input not consumed: bytes follow the end-of-stream marker"
+            }
         })
     }
 }
@@ -76,7 +82,10 @@ impl Dec<'_, '_> {
     fn extended_len(&mut self, base: usize) -> R<usize> {
         let start = self.ip;
         let rest = self.src.get(start..).unwrap_or(&[]);
-        let zeros = rest.iter().position(|&b| b != 0).ok_or(DecodeError::InputOverrun)?;
+        let zeros = rest
+            .iter()
+            .position(|&b| b != 0)
+            .ok_or(DecodeError::InputOverrun)?;
         self.ip = start + zeros + 1;
         // zeros < src.len(), so this cannot overflow.
         Ok(base + zeros * 255 + rest[zeros] as usize)
@@ -96,7 +105,10 @@ impl Dec<'_, '_> {
             }
         } else {
             let s = self.src.get(ip..ip + t).ok_or(DecodeError::InputOverrun)?;
-            let d = self.out.get_mut(op..op + t).ok_or(DecodeError::OutputOverrun)?;
+            let d = self
+                .out
+                .get_mut(op..op + t)
+                .ok_or(DecodeError::OutputOverrun)?;
             d.copy_from_slice(s);
         }
         self.ip = ip + t;
@@ -113,7 +125,10 @@ impl Dec<'_, '_> {
             self.out[op..op + 4].copy_from_slice(&w);
         } else {
             let s = self.src.get(ip..ip + t).ok_or(DecodeError::InputOverrun)?;
-            let d = self.out.get_mut(op..op + t).ok_or(DecodeError::OutputOverrun)?;
+            let d = self
+                .out
+                .get_mut(op..op + t)
+                .ok_or(DecodeError::OutputOverrun)?;
             d.copy_from_slice(s);
         }
         self.ip = ip + t;
@@ -161,7 +176,12 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
     if src.len() < 3 {
         return Err(DecodeError::InputOverrun);
     }
-    let mut d = Dec { src, ip: 0, out: dst, op: 0 };
+    let mut d = Dec {
+        src,
+        ip: 0,
+        out: dst,
+        op: 0,
+    };
     // A version-1 stream starts with 17 and its version; a version-0 stream
     // never starts with 17 (it would mean "copy 0 literals").
     let mut rle = false;
@@ -217,7 +237,11 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
             len = (t >> 5) + 1;
         } else if t >= 32 {
             // M3: within 16 KiB.
-            len = if t & 31 == 0 { d.extended_len(31)? + 2 } else { (t & 31) + 2 };
+            len = if t & 31 == 0 {
+                d.extended_len(31)? + 2
+            } else {
+                (t & 31) + 2
+            };
             let w = d.le16()?;
             dist = 1 + (w >> 2);
             next = w & 3;
@@ -230,7 +254,10 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
             if rle && (w & 0xfffc) == 0xfffc && (t & 0xf8) == 0x18 {
                 let x = *src.get(d.ip + 2).ok_or(DecodeError::InputOverrun)? as usize;
                 let run = ((t & 7) | (x << 3)) + MIN_ZERO_RUN_LENGTH;
-                let z = d.out.get_mut(d.op..d.op + run).ok_or(DecodeError::OutputOverrun)?;
+                let z = d
+                    .out
+                    .get_mut(d.op..d.op + run)
+                    .ok_or(DecodeError::OutputOverrun)?;
                 z.fill(0);
                 d.op += run;
                 d.ip += 3;
@@ -239,7 +266,11 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
                 state = next;
                 continue;
             }
-            len = if t & 7 == 0 { d.extended_len(7)? + 2 } else { (t & 7) + 2 };
+            len = if t & 7 == 0 {
+                d.extended_len(7)? + 2
+            } else {
+                (t & 7) + 2
+            };
             let w = d.le16()?;
             let back = ((t & 8) << 11) + (w >> 2);
             if back == 0 {

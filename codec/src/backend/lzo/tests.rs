@@ -28,9 +28,14 @@ fn compress(src: &[u8], rle: bool) -> Vec<u8> {
 fn round_trip(src: &[u8], rle: bool) -> Vec<u8> {
     let z = compress(src, rle);
     let mut back = vec![0u8; src.len()];
-    let n = decompress(&z, &mut back).unwrap_or_else(|e| panic!("decode of {} bytes (rle {rle}): {e}", src.len()));
+    let n = decompress(&z, &mut back)
+        .unwrap_or_else(|e| panic!("decode of {} bytes (rle {rle}): {e}", src.len()));
     assert_eq!(n, src.len());
-    assert!(back == src, "round trip differs for {} bytes (rle {rle})", src.len());
+    assert!(
+        back == src,
+        "round trip differs for {} bytes (rle {rle})",
+        src.len()
+    );
     z
 }
 
@@ -38,7 +43,8 @@ fn round_trip(src: &[u8], rle: bool) -> Vec<u8> {
 fn sample_pages() -> Vec<Vec<u8>> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut pages = Vec::new();
-    let text = b"The quick brown fox jumps over the lazy dog; zram stores compressed pages in zsmalloc. ";
+    let text =
+        b"The quick brown fox jumps over the lazy dog; zram stores compressed pages in zsmalloc. ";
     pages.push(text.iter().cycle().take(PAGE_SIZE).copied().collect());
     let mut heap = vec![0u8; PAGE_SIZE];
     for w in heap.chunks_exact_mut(8) {
@@ -105,7 +111,10 @@ fn rle_header_and_short_inputs() {
     assert_eq!(compress(&[], true), [17, 1, 0x11, 0, 0]);
     // Up to 20 bytes: one first-byte literal run (17 + t).
     assert_eq!(compress(b"abc", false), [20, b'a', b'b', b'c', 0x11, 0, 0]);
-    assert_eq!(compress(b"abc", true), [17, 1, 20, b'a', b'b', b'c', 0x11, 0, 0]);
+    assert_eq!(
+        compress(b"abc", true),
+        [17, 1, 20, b'a', b'b', b'c', 0x11, 0, 0]
+    );
     for n in 0..300 {
         let src: Vec<u8> = (0..n).map(|i| (i * 7 % 13) as u8).collect();
         for rle in [false, true] {
@@ -119,7 +128,9 @@ fn rle_header_and_short_inputs() {
 fn rle_op_layout_decodes() {
     // "abc", a zero run of 100 (r = 96: 0x18 | (96 & 7), 0xfc | S, 0xff, 96 >> 3)
     // with S = 2 trailing literals "de", end.
-    let s = [17, 1, 20, b'a', b'b', b'c', 0x18, 0xfe, 0xff, 12, b'd', b'e', 0x11, 0, 0];
+    let s = [
+        17, 1, 20, b'a', b'b', b'c', 0x18, 0xfe, 0xff, 12, b'd', b'e', 0x11, 0, 0,
+    ];
     let mut out = vec![0u8; 105];
     assert_eq!(decompress(&s, &mut out), Ok(105));
     let mut want = b"abc".to_vec();
@@ -138,13 +149,17 @@ fn rle_instruction_emitted_for_zero_runs() {
     page[1000..1300].fill(0);
     let z = round_trip(&page, true);
     // The run starts where the search finds 4 zero bytes: 0x18 | (r & 7), 0xfc | S, 0xff, r >> 3.
-    let pos = z.windows(3).position(|w| w[0] & 0xf8 == 0x18 && w[1] & 0xfc == 0xfc && w[2] == 0xff);
+    let pos = z
+        .windows(3)
+        .position(|w| w[0] & 0xf8 == 0x18 && w[1] & 0xfc == 0xfc && w[2] == 0xff);
     let p = pos.expect("an RLE instruction");
     let r = ((z[p] & 7) as usize | (z[p + 3] as usize) << 3) + 4;
     assert!((296..=300).contains(&r), "run {r}");
     // Plain lzo has no such instruction and is longer here.
     let z0 = round_trip(&page, false);
-    assert!(!z0.windows(3).any(|w| w[0] & 0xf8 == 0x18 && w[1] & 0xfc == 0xfc && w[2] == 0xff));
+    assert!(!z0
+        .windows(3)
+        .any(|w| w[0] & 0xf8 == 0x18 && w[1] & 0xfc == 0xfc && w[2] == 0xff));
 }
 
 #[test]
@@ -181,23 +196,44 @@ fn decoder_rejects_malformed_streams() {
     let mut out = [0u8; 64];
     // Too short for even the end marker.
     assert_eq!(decompress(&[], &mut out), Err(DecodeError::InputOverrun));
-    assert_eq!(decompress(&[0x11, 0], &mut out), Err(DecodeError::InputOverrun));
+    assert_eq!(
+        decompress(&[0x11, 0], &mut out),
+        Err(DecodeError::InputOverrun)
+    );
     // A good stream, then with a byte after the end marker.
     assert_eq!(decompress(&[20, 1, 2, 3, 0x11, 0, 0], &mut out), Ok(3));
-    assert_eq!(decompress(&[20, 1, 2, 3, 0x11, 0, 0, 0], &mut out), Err(DecodeError::InputNotConsumed));
+    assert_eq!(
+        decompress(&[20, 1, 2, 3, 0x11, 0, 0, 0], &mut out),
+        Err(DecodeError::InputNotConsumed)
+    );
     // No end marker.
-    assert_eq!(decompress(&[20, 1, 2, 3], &mut out), Err(DecodeError::InputOverrun));
+    assert_eq!(
+        decompress(&[20, 1, 2, 3], &mut out),
+        Err(DecodeError::InputOverrun)
+    );
     // End marker of the wrong length (M4 distance 0 with L = 2).
-    assert_eq!(decompress(&[20, 1, 2, 3, 0x12, 0, 0], &mut out), Err(DecodeError::BadEndMarker));
+    assert_eq!(
+        decompress(&[20, 1, 2, 3, 0x12, 0, 0], &mut out),
+        Err(DecodeError::BadEndMarker)
+    );
     // A match before the start of the output: 1 literal, then M2 at distance 9.
-    assert_eq!(decompress(&[18, 7, 0x40, 1, 0x11, 0, 0], &mut out), Err(DecodeError::LookbehindOverrun));
+    assert_eq!(
+        decompress(&[18, 7, 0x40, 1, 0x11, 0, 0], &mut out),
+        Err(DecodeError::LookbehindOverrun)
+    );
     // More output than room.
-    assert_eq!(decompress(&[20, 1, 2, 3, 0x11, 0, 0], &mut out[..2]), Err(DecodeError::OutputOverrun));
+    assert_eq!(
+        decompress(&[20, 1, 2, 3, 0x11, 0, 0], &mut out[..2]),
+        Err(DecodeError::OutputOverrun)
+    );
     // A zero run larger than the output.
     let s = [17, 1, 20, 1, 2, 3, 0x18, 0xfc, 0xff, 12, 0x11, 0, 0];
     assert_eq!(decompress(&s, &mut out), Err(DecodeError::OutputOverrun));
     // A literal-length extension that runs off the end.
-    assert_eq!(decompress(&[0, 0, 0, 0], &mut out), Err(DecodeError::InputOverrun));
+    assert_eq!(
+        decompress(&[0, 0, 0, 0], &mut out),
+        Err(DecodeError::InputOverrun)
+    );
 
     // No strict prefix of a real stream decodes to the page (`17 1 0` alone
     // is a valid empty version-0 stream, so "not the page" is the property).
@@ -207,10 +243,17 @@ fn decoder_rejects_malformed_streams() {
             let mut back = vec![0u8; PAGE_SIZE];
             for cut in 0..z.len() {
                 let r = decompress(&z[..cut], &mut back);
-                assert!(r.is_err() || r.unwrap() < PAGE_SIZE, "prefix {cut} of {} accepted", z.len());
+                assert!(
+                    r.is_err() || r.unwrap() < PAGE_SIZE,
+                    "prefix {cut} of {} accepted",
+                    z.len()
+                );
             }
             // One byte short of the page.
-            assert_eq!(decompress(&z, &mut back[..PAGE_SIZE - 1]), Err(DecodeError::OutputOverrun));
+            assert_eq!(
+                decompress(&z, &mut back[..PAGE_SIZE - 1]),
+                Err(DecodeError::OutputOverrun)
+            );
         }
     }
 }
@@ -265,14 +308,23 @@ fn stream_api() {
             assert_eq!(s.compress(&page, &mut exact).unwrap(), n);
             assert_eq!(exact, &dst[..n]);
             let mut small = vec![0u8; n - 1];
-            assert!(matches!(s.compress(&page, &mut small), Err(CodecError::DstTooSmall { .. })));
+            assert!(matches!(
+                s.compress(&page, &mut small),
+                Err(CodecError::DstTooSmall { .. })
+            ));
             // A short destination for decompression is an error, as is a long one.
             assert!(s.decompress(&dst[..n], &mut back[..PAGE_SIZE - 8]).is_err());
             let mut long = vec![0u8; PAGE_SIZE + 1];
             assert!(s.decompress(&dst[..n], &mut long).is_err());
         }
         assert!(s.compress(&[0u8; 100], &mut [0u8; 8192]).is_err());
-        let e = b.new_stream(&Params { level: Some(3), ..Params::default() }).err().unwrap();
+        let e = b
+            .new_stream(&Params {
+                level: Some(3),
+                ..Params::default()
+            })
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("no parameters"), "{e}");
     }
     assert_eq!(crate::find("lzo-rle").unwrap().name(), "lzo-rle");

@@ -105,7 +105,10 @@ const SELECT: [u8; 64] = {
 #[derive(Clone, Copy)]
 enum Arg {
     /// `bits` raw bits of the block value, taken from `value >> shift`.
-    Data { shift: u8, bits: u8 },
+    Data {
+        shift: u8,
+        bits: u8,
+    },
     /// Index of the 2-byte quarter / 4-byte half at this position.
     I2(u8),
     I4(u8),
@@ -124,13 +127,19 @@ const fn build_args() -> [[Arg; 5]; OPS_MAX] {
         while i < acts.len() {
             match acts[i] {
                 Action::Data(8) => {
-                    all[t][o] = Arg::Data { shift: 32, bits: 32 };
+                    all[t][o] = Arg::Data {
+                        shift: 32,
+                        bits: 32,
+                    };
                     o += 1;
                     all[t][o] = Arg::Data { shift: 0, bits: 32 };
                     b += 8;
                 }
                 Action::Data(s) => {
-                    all[t][o] = Arg::Data { shift: 64 - 8 * (b + s), bits: 8 * s };
+                    all[t][o] = Arg::Data {
+                        shift: 64 - 8 * (b + s),
+                        bits: 8 * s,
+                    };
                     b += s;
                 }
                 Action::Index(2) => {
@@ -169,7 +178,13 @@ struct BitWriter<'a> {
 
 impl<'a> BitWriter<'a> {
     fn new(out: &'a mut [u8]) -> Self {
-        BitWriter { out, pos: 0, acc: 0, nbits: 0, overflow: false }
+        BitWriter {
+            out,
+            pos: 0,
+            acc: 0,
+            nbits: 0,
+            overflow: false,
+        }
     }
 
     /// Append the low `n` bits of `v` (n <= 32; `v` has no bits above n).
@@ -269,7 +284,10 @@ impl Compressor {
         let base4 = 2 * base;
         for (d, h) in [(v >> 32) as u32, v as u32].into_iter().enumerate() {
             let (s, _) = self.probe4(h, base4);
-            self.t4[s] = Entry4 { value: h, chunk: 2 * g + d as u32 };
+            self.t4[s] = Entry4 {
+                value: h,
+                chunk: 2 * g + d as u32,
+            };
         }
         for d in 0..4u32 {
             let q = (v >> (48 - 16 * d)) as u16;
@@ -280,7 +298,10 @@ impl Compressor {
     /// Compress `src` (at most [`MAX_INPUT`] bytes) into `dst` in the kernel's
     /// sw842 format. `None` if the result does not fit in `dst`.
     pub fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Option<usize> {
-        assert!(src.len() <= MAX_INPUT, "sw842 compressor takes at most {MAX_INPUT} bytes");
+        assert!(
+            src.len() <= MAX_INPUT,
+            "sw842 compressor takes at most {MAX_INPUT} bytes"
+        );
         if self.next_block >= RENUMBER_AT {
             self.t8.fill(Entry8::default());
             self.t4.fill(Entry4::default());

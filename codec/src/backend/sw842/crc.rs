@@ -14,7 +14,11 @@ const fn build_tables() -> [[u32; 256]; 8] {
         let mut crc = (b as u32) << 24;
         let mut i = 0;
         while i < 8 {
-            crc = if crc & 0x8000_0000 != 0 { (crc << 1) ^ POLY } else { crc << 1 };
+            crc = if crc & 0x8000_0000 != 0 {
+                (crc << 1) ^ POLY
+            } else {
+                crc << 1
+            };
             i += 1;
         }
         t[0][b] = crc;
@@ -67,7 +71,11 @@ mod tests {
         for &b in data {
             crc ^= (b as u32) << 24;
             for _ in 0..8 {
-                crc = if crc & 0x8000_0000 != 0 { (crc << 1) ^ POLY } else { crc << 1 };
+                crc = if crc & 0x8000_0000 != 0 {
+                    (crc << 1) ^ POLY
+                } else {
+                    crc << 1
+                };
             }
         }
         crc
@@ -75,11 +83,20 @@ mod tests {
 
     #[test]
     fn matches_bitwise_definition_at_every_length() {
-        let data: Vec<u8> = (0..300u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let data: Vec<u8> = (0..300u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         for len in 0..data.len() {
-            assert_eq!(crc32_be(0, &data[..len]), crc_bitwise(0, &data[..len]), "len {len}");
+            assert_eq!(
+                crc32_be(0, &data[..len]),
+                crc_bitwise(0, &data[..len]),
+                "len {len}"
+            );
         }
-        assert_eq!(crc32_be(0x1234_5678, &data), crc_bitwise(0x1234_5678, &data));
+        assert_eq!(
+            crc32_be(0x1234_5678, &data),
+            crc_bitwise(0x1234_5678, &data)
+        );
     }
 
     #[test]

@@ -54,10 +54,14 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
             OP_REPEAT => {
                 let n = r.get(REPEAT_BITS)? as usize + 1;
                 if out < 8 {
-                    return Err(format!("repeat at output byte {out} has no previous 8 bytes"));
+                    return Err(format!(
+                        "repeat at output byte {out} has no previous 8 bytes"
+                    ));
                 }
                 if out + 8 * n > olen {
-                    return Err(format!("repeat of {n} blocks at byte {out} overruns {olen} bytes"));
+                    return Err(format!(
+                        "repeat of {n} blocks at byte {out} overruns {olen} bytes"
+                    ));
                 }
                 for _ in 0..n {
                     dst.copy_within(out - 8..out, out);
@@ -77,7 +81,9 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
                     return Err("short data of 0 bytes".into());
                 }
                 if out + n > olen {
-                    return Err(format!("short data of {n} bytes at byte {out} overruns {olen} bytes"));
+                    return Err(format!(
+                        "short data of {n} bytes at byte {out} overruns {olen} bytes"
+                    ));
                 }
                 for _ in 0..n {
                     dst[out] = r.get(8)? as u8;
@@ -87,7 +93,9 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
             OP_END => break,
             t if (t as usize) < OPS_MAX => {
                 if out + 8 > olen {
-                    return Err(format!("template {t:#x} at byte {out} overruns {olen} bytes"));
+                    return Err(format!(
+                        "template {t:#x} at byte {out} overruns {olen} bytes"
+                    ));
                 }
                 for &a in TEMPLATES[t as usize] {
                     match a {
@@ -124,7 +132,9 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
     let crc = r.get(CRC_BITS)? as u32;
     let actual = crc32_be(0, &dst[..out]);
     if crc != actual {
-        return Err(format!("CRC mismatch: stream says {crc:#010x}, data has {actual:#010x}"));
+        return Err(format!(
+            "CRC mismatch: stream says {crc:#010x}, data has {actual:#010x}"
+        ));
     }
     if out != olen {
         return Err(format!("decodes to {out} bytes, expected {olen}"));
@@ -158,7 +168,9 @@ fn fifo_offset(offset: usize, out: usize, fifo: usize, size: usize) -> Result<us
         at += section;
     }
     if at + size > total {
-        return Err(format!("index to byte {offset} of the {size}-byte fifo points past output byte {total}"));
+        return Err(format!(
+            "index to byte {offset} of the {size}-byte fifo points past output byte {total}"
+        ));
     }
     Ok(at)
 }

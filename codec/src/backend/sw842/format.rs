@@ -72,8 +72,8 @@ pub const TEMPLATES: [&[Action]; OPS_MAX] = [
 /// first, ties in the kernel's order (which decides the exact bytes when two
 /// templates of equal cost both apply). D8 (0x00) is the fallback.
 pub const COMPRESS_ORDER: [u8; OPS_MAX] = [
-    0x19, 0x18, 0x17, 0x13, 0x12, 0x16, 0x15, 0x0E, 0x09, 0x11, 0x10, 0x0D, 0x08, 0x14, 0x04,
-    0x0F, 0x0C, 0x0B, 0x07, 0x06, 0x03, 0x0A, 0x05, 0x02, 0x01, 0x00,
+    0x19, 0x18, 0x17, 0x13, 0x12, 0x16, 0x15, 0x0E, 0x09, 0x11, 0x10, 0x0D, 0x08, 0x14, 0x04, 0x0F,
+    0x0C, 0x0B, 0x07, 0x06, 0x03, 0x0A, 0x05, 0x02, 0x01, 0x00,
 ];
 
 /// Encoded size in bits of a template with its arguments.
@@ -113,14 +113,20 @@ mod tests {
     #[test]
     fn every_template_covers_eight_bytes_and_the_order_is_by_cost() {
         for (t, acts) in TEMPLATES.iter().enumerate() {
-            let n: u32 = acts.iter().map(|a| match a {
-                Action::Data(s) | Action::Index(s) => *s as u32,
-            }).sum();
+            let n: u32 = acts
+                .iter()
+                .map(|a| match a {
+                    Action::Data(s) | Action::Index(s) => *s as u32,
+                })
+                .sum();
             assert_eq!(n, 8, "template {t:#x}");
         }
         let mut seen = [false; OPS_MAX];
         for w in COMPRESS_ORDER.windows(2) {
-            assert!(template_bits(w[0] as usize) <= template_bits(w[1] as usize), "{w:x?}");
+            assert!(
+                template_bits(w[0] as usize) <= template_bits(w[1] as usize),
+                "{w:x?}"
+            );
         }
         for &t in &COMPRESS_ORDER {
             assert!(!seen[t as usize]);

@@ -21,8 +21,26 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "page", "zram", "swap", "memory", "compressed", "slot", "handle", "kernel", "of",
-    "and", "a", "to", "in", "is", "idle", "writeback", "huge", "class", "zspage",
+    "the",
+    "page",
+    "zram",
+    "swap",
+    "memory",
+    "compressed",
+    "slot",
+    "handle",
+    "kernel",
+    "of",
+    "and",
+    "a",
+    "to",
+    "in",
+    "is",
+    "idle",
+    "writeback",
+    "huge",
+    "class",
+    "zspage",
 ];
 
 /// English-like text.
@@ -119,7 +137,9 @@ pub fn sparse(seed: u64) -> Vec<u8> {
 /// Incompressible bytes.
 pub fn random(seed: u64) -> Vec<u8> {
     let mut r = Rng::new(seed);
-    (0..PAGE_SIZE / 8).flat_map(|_| r.next().to_le_bytes()).collect()
+    (0..PAGE_SIZE / 8)
+        .flat_map(|_| r.next().to_le_bytes())
+        .collect()
 }
 
 /// One page of every kind, several seeds each, with names for messages.
