@@ -5,6 +5,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod args;
 mod cmd;
 mod output;
 

@@ -223,7 +223,7 @@ fn capture_all_lists_what_it_skipped_or_takes_everything() {
 
 #[test]
 fn capture_device_dumps_a_hot_added_zram_device() {
-    let dev = match zmem_kernel::HotDevice::with_config("lz4", 4 << 20) {
+    let dev = match zmem_sysfs::HotDevice::with_config("lz4", 4 << 20) {
         Ok(d) => d,
         Err(e) => {
             println!("SKIP capture_device_dumps_a_hot_added_zram_device: {e}");

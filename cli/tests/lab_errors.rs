@@ -93,7 +93,7 @@ fn recommend_json_and_files() {
     }
     let conf = std::fs::read_to_string(dir.join("zram-generator.conf")).unwrap();
     let parsed =
-        zmem_kernel::config::parse(&conf, &dir.join("zram-generator.conf")).expect("parses back");
+        zmem_ops::config::parse(&conf, &dir.join("zram-generator.conf")).expect("parses back");
     let d = &parsed.devices[0];
     assert_eq!(
         d.resident_limit

@@ -172,7 +172,7 @@ fn persist_writes_generator_sysctl_and_tmpfiles() {
         "{gen}"
     );
     // What zmem writes, zmem (and the lab) can read back.
-    let back = zmem_kernel::config::load(&root.join("etc/systemd/zram-generator.conf")).unwrap();
+    let back = zmem_ops::config::load(&root.join("etc/systemd/zram-generator.conf")).unwrap();
     assert_eq!(
         back.devices[0].algorithms.as_ref().unwrap().recompress[0].name,
         "lz4"

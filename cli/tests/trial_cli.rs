@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use zmem_kernel::trial::swap;
+use zmem_trial::swap;
 
 /// The tests change machine-wide state (swap areas): one at a time.
 static MACHINE: Mutex<()> = Mutex::new(());

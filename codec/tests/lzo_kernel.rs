@@ -15,12 +15,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
 use lzo_support::{Corpus, PAGE};
 use zmem_codec::{Params, MAX_COMPRESSED};
-use zmem_kernel::HotDevice;
-
-// mm_stat fields.
-const COMPR_DATA_SIZE: usize = 1;
-const SAME_PAGES: usize = 5;
-const HUGE_PAGES: usize = 7;
+use zmem_sysfs::HotDevice;
 
 /// A page-aligned buffer for O_DIRECT.
 struct Aligned {
@@ -119,9 +114,9 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
                 file.write_all_at(buf.page(), slot * PAGE as u64).unwrap();
                 slot += 1;
                 let after = dev.mm_stat().unwrap();
-                let grew = (after[COMPR_DATA_SIZE] - before[COMPR_DATA_SIZE]) as usize;
-                let same = after[SAME_PAGES] - before[SAME_PAGES];
-                let huge = after[HUGE_PAGES] - before[HUGE_PAGES];
+                let grew = (after.compr_data_size - before.compr_data_size) as usize;
+                let same = after.same_pages - before.same_pages;
+                let huge = after.huge_pages - before.huge_pages;
                 before = after;
                 if same == 1 {
                     assert!(

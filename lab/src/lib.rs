@@ -14,4 +14,3 @@ pub mod score;
 pub mod sidecar;
 pub mod synth;
 pub mod table;
-pub mod units;

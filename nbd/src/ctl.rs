@@ -1,6 +1,7 @@
-//! The control socket (docs/ctl-protocol.md): one request line per
+//! The control socket's server (docs/ctl-protocol.md): one request line per
 //! connection — `read ATTR`, `write ATTR VALUE`, `list` — answered `ok\n` +
-//! payload or `err ERRNO_NAME message\n`, then closed.
+//! payload or `err ERRNO_NAME message\n`, then closed. The protocol's codec
+//! is `zmem_sysfs::ctl`, shared with the client.
 
 use std::io::{self, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -10,59 +11,10 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use zmem_zram::{AttrError, BlockDevice, Errno};
+use zmem_sysfs::ctl::{self, CtlRequest, MAX_REQUEST};
+use zmem_sysfs::BlockDevice;
 
-/// Longest request (bytes, newline included).
-pub const MAX_REQUEST: usize = 64 * 1024;
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A parsed control request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CtlRequest {
-    Read(String),
-    Write(String, String),
-    List,
-}
-
-fn bad(msg: impl Into<String>) -> AttrError {
-    AttrError::new(Errno::EINVAL, msg)
-}
-
-fn check_attr(a: &str) -> Result<String, AttrError> {
-    if a.is_empty() || a.contains('/') || a.chars().any(char::is_whitespace) {
-        return Err(bad(format!("bad attribute name {a:?}")));
-    }
-    Ok(a.to_string())
-}
-
-/// Parse one request (the bytes the client sent, up to end of stream).
-/// Exactly one line: a trailing `\n` is optional, nothing may follow it.
-pub fn parse_request(raw: &[u8]) -> Result<CtlRequest, AttrError> {
-    if raw.len() > MAX_REQUEST {
-        return Err(bad(format!("request longer than {MAX_REQUEST} bytes")));
-    }
-    let text = std::str::from_utf8(raw).map_err(|_| bad("request is not UTF-8"))?;
-    let line = text.strip_suffix('\n').unwrap_or(text);
-    if line.contains('\n') {
-        return Err(bad("one request per connection (found more than one line)"));
-    }
-    if line == "list" {
-        return Ok(CtlRequest::List);
-    }
-    if let Some(a) = line.strip_prefix("read ") {
-        return Ok(CtlRequest::Read(check_attr(a)?));
-    }
-    if let Some(rest) = line.strip_prefix("write ") {
-        let (a, v) = rest
-            .split_once(' ')
-            .ok_or_else(|| bad("write needs an attribute and a value"))?;
-        return Ok(CtlRequest::Write(check_attr(a)?, v.to_string()));
-    }
-    let shown: String = line.chars().take(40).collect();
-    Err(bad(format!(
-        "unknown request {shown:?} (read ATTR, write ATTR VALUE, list)"
-    )))
-}
 
 /// The device and the attribute names it lists (readable and writable).
 pub struct Control {
@@ -73,7 +25,7 @@ pub struct Control {
 impl Control {
     /// Answer one request with the reply bytes.
     pub fn answer(&self, raw: &[u8]) -> Vec<u8> {
-        let r = parse_request(raw).and_then(|req| match req {
+        let r = ctl::parse_request(raw).and_then(|req| match req {
             CtlRequest::List => Ok(self
                 .names
                 .iter()
@@ -86,12 +38,7 @@ impl Control {
                 .attr_write(&a, &format!("{v}\n"))
                 .map(|()| String::new()),
         });
-        match r {
-            Ok(payload) => format!("ok\n{payload}").into_bytes(),
-            Err(e) => {
-                format!("err {} {}\n", e.errno.name(), e.message.replace('\n', " ")).into_bytes()
-            }
-        }
+        ctl::render_reply(&r)
     }
 
     fn serve_one(&self, mut s: UnixStream) -> io::Result<()> {
@@ -183,42 +130,5 @@ impl Drop for CtlServer {
             let _ = t.join();
         }
         let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn requests() {
-        assert_eq!(parse_request(b"list\n").unwrap(), CtlRequest::List);
-        assert_eq!(
-            parse_request(b"read mm_stat\n").unwrap(),
-            CtlRequest::Read("mm_stat".into())
-        );
-        assert_eq!(
-            parse_request(b"read mm_stat").unwrap(),
-            CtlRequest::Read("mm_stat".into())
-        );
-        assert_eq!(
-            parse_request(b"write recompress type=idle threshold=1024\n").unwrap(),
-            CtlRequest::Write("recompress".into(), "type=idle threshold=1024".into())
-        );
-        for bad in [
-            &b"read \n"[..],
-            b"read a/b\n",
-            b"write disksize\n",
-            b"list\nlist\n",
-            b"frob\n",
-            &[0xff, b'\n'],
-        ] {
-            assert_eq!(
-                parse_request(bad).unwrap_err().errno,
-                Errno::EINVAL,
-                "{bad:?}"
-            );
-        }
-        assert!(parse_request(&vec![b'a'; MAX_REQUEST + 1]).is_err());
     }
 }

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use zmem_zram::BlockDevice;
+use zmem_sysfs::BlockDevice;
 
 use crate::handshake::{drain, negotiate, Export, Outcome};
 use crate::proto::*;

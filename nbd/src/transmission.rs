@@ -8,7 +8,7 @@
 //! * a READ/WRITE longer than the advertised maximum payload → EINVAL (a
 //!   WRITE's payload is still drained, so the stream stays in step).
 
-use zmem_zram::BlockDevice;
+use zmem_sysfs::BlockDevice;
 
 use crate::proto::*;
 
@@ -158,7 +158,7 @@ fn write_zero_pages(
     dev: &dyn BlockDevice,
     offset: u64,
     len: u64,
-) -> Result<(), zmem_zram::IoError> {
+) -> Result<(), zmem_sysfs::IoError> {
     const CHUNK: u64 = 64 * 1024;
     static ZEROS: [u8; CHUNK as usize] = [0u8; CHUNK as usize];
     let mut pos = offset;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::*;
 use zmem_nbd::proto::*;
 use zmem_nbd::{Control, CtlServer};
-use zmem_zram::BlockDevice;
+use zmem_sysfs::BlockDevice;
 
 const MIB: u64 = 1 << 20;
 
@@ -458,10 +458,13 @@ fn control_socket() {
     assert!(ask(&[0xff, 0xfe, b'\n']).starts_with("err EINVAL "));
     assert!(ask(&vec![b'x'; 70_000]).starts_with("err EINVAL "));
     // Through the kernel crate's client (what zmem ctl, exporter and policy use).
-    let c = zmem_kernel::attr::CtlClient::new(&path);
-    use zmem_kernel::attr::AttrTarget;
+    let c = zmem_sysfs::CtlClient::new(&path);
+    use zmem_sysfs::AttrTarget;
     assert_eq!(c.read_attr("disksize").unwrap(), (8 * MIB).to_string());
-    assert_eq!(c.write_attr("mem_limit", "x").unwrap_err().errno, "EINVAL");
+    assert_eq!(
+        c.write_attr("mem_limit", "x").unwrap_err().errno,
+        zmem_sysfs::Errno::EINVAL
+    );
     drop(ctl);
     assert!(!path.exists());
     let _ = std::fs::remove_dir_all(&dir);

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use zmem_codec::{Params, PAGE_SIZE};
 
-use crate::blockdev::{AttrError, Errno};
 use crate::device::Zram;
-use crate::parse::{kstrtoint, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq};
-use crate::stats::render_debug_stat;
 use crate::streams::{MAX_COMPS, PRIMARY};
+use zmem_sysfs::render_debug_stat;
+use zmem_sysfs::{kstrtoint, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq};
+use zmem_sysfs::{AttrError, Errno};
 
 /// Attributes that can be read.
 pub const READABLE: &[&str] = &[

@@ -14,13 +14,14 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use zmem_codec::{Backend, Params, PAGE_SIZE};
 use zmem_zpool::{Handle, Zpool};
 
-use crate::blockdev::{AttrError, Errno};
 use crate::fastpath::{FastMode, FastPath};
 use crate::pool::{self, PoolFactory, DEFAULT_ALLOCATOR};
 use crate::slot::{self, Slot, SlotInfo};
-use crate::stats::{IoStat, MmStat, Stats};
+use crate::stats::Stats;
 use crate::streams::{self, Backends, Comp, DEFAULT_ALGORITHM, MAX_COMPS, PRIMARY};
 use crate::writeback::{Backing, BackingFault, WbLimit};
+use zmem_sysfs::{AttrError, Errno};
+use zmem_sysfs::{IoStat, MmStat};
 
 /// Configuration that takes effect at the next `disksize` (and is cleared by `reset`).
 #[derive(Debug, Clone)]

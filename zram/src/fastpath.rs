@@ -32,10 +32,10 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
 
-use crate::blockdev::{AttrError, Errno};
 use crate::device::{Meta, Zram};
 use crate::idle::now_ns;
-use crate::parse::{kstrtoull, next_args};
+use zmem_sysfs::{kstrtoull, next_args};
+use zmem_sysfs::{AttrError, Errno};
 
 /// When the normal write path uses the fast algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,9 +3,9 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::blockdev::{AttrError, Errno};
 use crate::device::{Meta, Zram};
 use crate::slot::Flag;
+use zmem_sysfs::{AttrError, Errno};
 
 static EPOCH: OnceLock<Instant> = OnceLock::new();
 

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use zmem_codec::PAGE_SIZE;
 
-use crate::blockdev::{AttrError, BlockDevice, IoError};
 use crate::device::{Meta, Zram};
+use zmem_sysfs::{AttrError, BlockDevice, IoError};
 
 const SECTOR: u64 = 512;
 

@@ -7,8 +7,8 @@
 //! * [`device`]: configuration, init/reset, the builder, the init lock;
 //! * [`slot`]: the slot table entry, flags and per-slot lock;
 //! * `write`, `read`, `discard`, `idle`: the page paths;
-//! * `io`: byte-range block I/O and the [`BlockDevice`] implementation;
-//! * `attrs` + [`parse`]: attributes and the kernel's parsers;
+//! * `io`: byte-range block I/O and the `zmem_sysfs::BlockDevice` implementation;
+//! * `attrs`: attributes (the kernel's parsers and errnos are zmem-sysfs's);
 //! * [`stats`]: counters and their exact rendering;
 //! * [`streams`], [`pool`]: compressors and allocators;
 //! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets;
@@ -16,7 +16,8 @@
 //! * [`fastpath`]: the fast algorithm and when writes use it; [`maint`]: the maintenance worker.
 //!
 //! ```no_run
-//! use zmem_zram::{Zram, BlockDevice};
+//! use zmem_sysfs::BlockDevice;
+//! use zmem_zram::Zram;
 //! let dev = Zram::new();
 //! dev.attr_write("comp_algorithm", "lz4").unwrap();
 //! dev.attr_write("disksize", "64M").unwrap();
@@ -26,7 +27,6 @@
 
 pub mod attrs;
 pub mod backing;
-pub mod blockdev;
 pub mod device;
 mod discard;
 pub mod fastpath;
@@ -34,7 +34,6 @@ pub mod idle;
 mod io;
 pub mod maint;
 pub mod maint_policy;
-pub mod parse;
 pub mod pool;
 pub mod pp;
 mod precise;
@@ -46,13 +45,11 @@ pub mod streams;
 mod write;
 pub mod writeback;
 
-pub use blockdev::{AttrError, BlockDevice, Errno, IoError};
 pub use device::{Config, OpenGuard, Zram, ZramBuilder};
 pub use fastpath::FastMode;
 pub use maint::{MaintPolicy, MaintWorker, Maintainer, RoundReport, Stage};
 pub use pool::PoolFactory;
 pub use recompress::{RecompressParams, RecompressReport};
 pub use slot::SlotInfo;
-pub use stats::{BdStat, IoStat, MmStat};
 pub use writeback::{BackingFault, BdOp, WbLimit, WritebackParams, WritebackReport};
 pub use zmem_codec::PAGE_SIZE;

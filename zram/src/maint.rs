@@ -40,10 +40,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::blockdev::{AttrError, Errno};
 use crate::device::Zram;
 use crate::recompress::{RecompressParams, RecompressReport};
 use crate::streams::MAX_COMPS;
+use zmem_sysfs::{AttrError, Errno};
 
 pub use crate::maint_policy::{parse_duration, parse_size, MaintPolicy};
 

@@ -17,9 +17,9 @@ use std::sync::atomic::Ordering::{AcqRel, Release};
 
 use zmem_codec::PAGE_SIZE;
 
-use crate::blockdev::{AttrError, Errno};
 use crate::device::Meta;
 use crate::slot::{Flag, SlotGuard};
+use zmem_sysfs::{AttrError, Errno};
 
 /// Width of one bucket in bytes.
 pub const PP_BUCKET_SIZE_RANGE: usize = 64;

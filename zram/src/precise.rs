@@ -34,12 +34,12 @@
 
 use zmem_codec::{CodecError, PAGE_SIZE};
 
-use crate::blockdev::{AttrError, Errno};
 use crate::device::Meta;
 use crate::pp::PpCtl;
 use crate::recompress::{RecompressParams, RecompressReport, SECONDARY};
 use crate::slot::Flag;
 use crate::streams::{MAX_COMPS, PRIMARY};
+use zmem_sysfs::{AttrError, Errno};
 
 impl Meta {
     /// `recompress from=…` after the kernel's common checks (pp_in_progress held).

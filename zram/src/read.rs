@@ -4,9 +4,9 @@
 use crate::streams::Comp;
 use zmem_codec::{fill_page, CodecError, PAGE_SIZE};
 
-use crate::blockdev::IoError;
 use crate::device::Meta;
 use crate::slot::{Flag, SlotGuard};
+use zmem_sysfs::IoError;
 
 impl Meta {
     /// Read one full page at `index` into `dst`, then mark the slot accessed.

@@ -31,12 +31,12 @@ use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 use zmem_codec::{CodecError, MAX_COMPRESSED, PAGE_SIZE};
 use zmem_zpool::ZpoolError;
 
-use crate::blockdev::{AttrError, Errno};
 use crate::device::{Meta, Zram};
-use crate::parse::{kstrtoint, kstrtoull, next_args};
 use crate::pp::PpCtl;
 use crate::slot::{Flag, SlotGuard};
 use crate::streams::{MAX_COMPS, PRIMARY};
+use zmem_sysfs::{kstrtoint, kstrtoull, next_args};
+use zmem_sysfs::{AttrError, Errno};
 
 /// The first secondary priority (`ZRAM_SECONDARY_COMP`).
 pub const SECONDARY: usize = 1;

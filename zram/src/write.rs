@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use zmem_codec::{same_filled, CodecError, MAX_COMPRESSED, PAGE_SIZE};
 use zmem_zpool::ZpoolError;
 
-use crate::blockdev::IoError;
 use crate::device::Meta;
 use crate::idle::now_ns;
 use crate::slot::{Flag, SlotGuard};
 use crate::streams::PRIMARY;
+use zmem_sysfs::IoError;
 
 thread_local! {
     /// The compression output buffer (2 x PAGE_SIZE), one per thread like the

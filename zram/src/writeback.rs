@@ -29,11 +29,11 @@ use std::sync::{Arc, Mutex};
 use zmem_codec::PAGE_SIZE;
 
 pub use crate::backing::{Backing, BackingFault, BdOp};
-use crate::blockdev::{AttrError, Errno};
 use crate::device::{Meta, Zram};
-use crate::parse::{kstrtoull, next_args};
 use crate::pp::PpCtl;
 use crate::slot::{Flag, SlotGuard};
+use zmem_sysfs::{kstrtoull, next_args};
+use zmem_sysfs::{AttrError, Errno};
 
 /// `writeback_limit_enable` and the remaining `writeback_limit` budget (in
 /// 4 KiB units). Device-level, like the kernel's `wb_limit_enable` and
@@ -569,7 +569,7 @@ impl Zram {
     }
 
     /// `bd_stat` as numbers (zeros while uninitialised).
-    pub fn bd_stat(&self) -> crate::stats::BdStat {
+    pub fn bd_stat(&self) -> zmem_sysfs::BdStat {
         self.meta()
             .as_deref()
             .map(|m| m.stats.bd_stat())

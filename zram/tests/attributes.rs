@@ -2,9 +2,10 @@
 //! and the spec's §12 test vectors.
 mod common;
 use common::*;
-use zmem_zram::{BlockDevice, Errno, Zram, PAGE_SIZE};
+use zmem_sysfs::{BlockDevice, Errno};
+use zmem_zram::{Zram, PAGE_SIZE};
 
-fn errno(r: Result<(), zmem_zram::AttrError>) -> Errno {
+fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
     let e = r.expect_err("expected an error");
     assert!(!e.message.is_empty());
     e.errno
@@ -401,18 +402,18 @@ fn bad_io_is_refused_and_leaves_data_intact() {
     d.write_at(0, &p).unwrap();
     let err = d.write_at(100, &[1u8; 512]).unwrap_err();
     assert_eq!(err.errno(), Errno::EINVAL);
-    assert!(matches!(err, zmem_zram::IoError::Unaligned { .. }));
+    assert!(matches!(err, zmem_sysfs::IoError::Unaligned { .. }));
     assert!(matches!(
         d.write_at(64 << 10, &[1u8; 512]).unwrap_err(),
-        zmem_zram::IoError::OutOfRange { .. }
+        zmem_sysfs::IoError::OutOfRange { .. }
     ));
     assert!(matches!(
         d.write_at((64 << 10) - 512, &[1u8; 1024]).unwrap_err(),
-        zmem_zram::IoError::OutOfRange { .. }
+        zmem_sysfs::IoError::OutOfRange { .. }
     ));
     assert!(matches!(
         d.read_at(u64::MAX - 511, &mut [0u8; 512]).unwrap_err(),
-        zmem_zram::IoError::OutOfRange { .. }
+        zmem_sysfs::IoError::OutOfRange { .. }
     ));
     assert!(d.discard(3, 512).is_err());
     assert!(d.write_zeroes(0, 100).is_err());

@@ -8,9 +8,10 @@ mod common;
 
 use common::{page, phrases, Rng};
 use zmem_codec::Params;
-use zmem_zram::{BlockDevice, Errno, FastMode, RecompressParams, Zram, PAGE_SIZE};
+use zmem_sysfs::{BlockDevice, Errno};
+use zmem_zram::{FastMode, RecompressParams, Zram, PAGE_SIZE};
 
-fn errno(r: Result<(), zmem_zram::AttrError>) -> Errno {
+fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
     r.expect_err("must be refused").errno
 }
 

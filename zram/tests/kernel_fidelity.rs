@@ -6,8 +6,9 @@ mod common;
 use std::io::Write;
 
 use common::*;
-use zmem_kernel::HotDevice;
-use zmem_zram::{MmStat, Zram, PAGE_SIZE};
+use zmem_sysfs::HotDevice;
+use zmem_sysfs::MmStat;
+use zmem_zram::{Zram, PAGE_SIZE};
 
 /// ~4 MiB of mixed pages: text, sparse, same-filled, random, half-random.
 fn corpus() -> Vec<u8> {

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use common::phrases;
 use zmem_codec::Params;
-use zmem_zram::{BlockDevice, MaintPolicy, MaintWorker, Maintainer, Stage, Zram, PAGE_SIZE};
+use zmem_sysfs::BlockDevice;
+use zmem_zram::{MaintPolicy, MaintWorker, Maintainer, Stage, Zram, PAGE_SIZE};
 
 fn dev(zstd: bool, track: bool) -> Arc<Zram> {
     let mut b = Zram::builder()

@@ -10,7 +10,8 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use zmem_codec::Params;
-use zmem_zram::{BlockDevice, Errno, RecompressParams, Zram, PAGE_SIZE};
+use zmem_sysfs::{BlockDevice, Errno};
+use zmem_zram::{RecompressParams, Zram, PAGE_SIZE};
 
 const PAGES: u64 = 24;
 const SIZE: u64 = PAGES * PAGE_SIZE as u64;

@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use common::{page, Rng};
 use proptest::prelude::*;
 use zmem_codec::Params;
+use zmem_sysfs::{BlockDevice, Errno};
 use zmem_zram::recompress::global_huge_class_size;
-use zmem_zram::{BlockDevice, Errno, RecompressParams, Zram, PAGE_SIZE};
+use zmem_zram::{RecompressParams, Zram, PAGE_SIZE};
 
 const MB: u64 = 1 << 20;
 
@@ -23,7 +24,7 @@ fn dev_with(secondaries: &[(usize, &str)], bytes: u64) -> Zram {
     b.disksize(bytes).build().expect("device")
 }
 
-fn errno(r: Result<(), zmem_zram::AttrError>) -> Errno {
+fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
     r.expect_err("the kernel refuses this").errno
 }
 

@@ -1,6 +1,7 @@
 mod common;
 use common::*;
-use zmem_zram::{BlockDevice, PAGE_SIZE};
+use zmem_sysfs::BlockDevice;
+use zmem_zram::PAGE_SIZE;
 
 #[test]
 fn every_page_kind_round_trips_with_kernel_accounting() {

@@ -4,7 +4,8 @@ mod common;
 use common::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use zmem_zram::{BlockDevice, PAGE_SIZE};
+use zmem_sysfs::BlockDevice;
+use zmem_zram::PAGE_SIZE;
 
 /// The content of page `index` at version `v` (0 = zeros): the version is
 /// embedded so a reader can tell which write it sees and verify the rest.

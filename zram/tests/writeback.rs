@@ -11,7 +11,8 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use common::page;
 use zmem_codec::Params;
-use zmem_zram::{BdOp, BdStat, BlockDevice, Errno, WritebackParams, Zram, PAGE_SIZE};
+use zmem_sysfs::{BdStat, BlockDevice, Errno};
+use zmem_zram::{BdOp, WritebackParams, Zram, PAGE_SIZE};
 
 /// A backing file of `pages` pages in the temp dir, removed on drop.
 struct TmpFile(PathBuf);
@@ -54,7 +55,7 @@ fn dev_with(bpages: u64, compressed: bool) -> (Zram, TmpFile) {
     (d, f)
 }
 
-fn errno(r: Result<(), zmem_zram::AttrError>) -> Errno {
+fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
     r.expect_err("the kernel refuses this").errno
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use zmem_codec::{Params as CodecParams, StreamPool};
-use zmem_zram::{AttrError, Errno};
+use zmem_sysfs::{AttrError, Errno};
 
 use crate::engine::Zswap;
 use crate::params;

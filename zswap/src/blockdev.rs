@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use zmem_zram::{AttrError, BlockDevice, IoError};
+use zmem_sysfs::{AttrError, BlockDevice, IoError};
 
 use crate::backing::{Backing, BackingError};
 use crate::engine::{Zswap, ZswapBuilder, ZswapError};

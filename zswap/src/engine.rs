@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use zmem_codec::{Params as CodecParams, StreamPool};
+use zmem_sysfs::{AttrError, Errno};
 use zmem_zpool::{Handle, Zpool};
-use zmem_zram::{AttrError, Errno};
 
 use crate::backing::{Backing, BackingError};
 use crate::lru::Lru;

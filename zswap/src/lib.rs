@@ -33,4 +33,4 @@ pub use params::{Incompressible, Params, ShrinkWorker};
 pub use stats::Stats;
 pub use store::StoreReject;
 pub use zmem_codec::PAGE_SIZE;
-pub use zmem_zram::{AttrError, BlockDevice, Errno, IoError};
+pub use zmem_sysfs::{AttrError, BlockDevice, Errno, IoError};

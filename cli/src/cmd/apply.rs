@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use zmem_kernel::apply::{self, Options};
-use zmem_kernel::config;
-use zmem_kernel::sys::Sys;
+use zmem_ops::apply::{self, Options};
+use zmem_ops::config;
+use zmem_sysfs::Sys;
 
 /// Arguments of `zmem apply`.
 #[derive(clap::Args, Debug)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use zmem_lab::capture;
 use zmem_lab::sidecar::Sidecar;
-use zmem_lab::units::{human_bytes, parse_size};
+use zmem_units::bytes;
 
 use crate::output::Format;
 
@@ -37,7 +37,11 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let max = a.max.as_deref().map(parse_size).transpose()?;
+    let max = a
+        .max
+        .as_deref()
+        .map(|m| crate::args::size_of("--max", m))
+        .transpose()?;
     let sc = if let Some(dev) = &a.device {
         capture::to_file(&a.output, |w| capture::capture_device(dev, max, w))?
     } else if a.all {
@@ -87,11 +91,7 @@ pub fn print_summary(path: &std::path::Path, sc: &Sidecar, format: Format) -> Re
                     .map(|k| format!(" ({k})"))
                     .unwrap_or_default()
             );
-            println!(
-                "pages       {} ({})",
-                sc.pages,
-                human_bytes(sc.pages * 4096)
-            );
+            println!("pages       {} ({})", sc.pages, bytes(sc.pages * 4096));
             println!(
                 "same-filled {} ({:.1}%)",
                 sc.same_filled_pages,

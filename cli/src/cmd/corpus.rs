@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use zmem_lab::sidecar::{self, Sidecar};
 use zmem_lab::synth::{self, Kind};
-use zmem_lab::units::parse_size;
 
 use crate::output::Format;
 
@@ -72,7 +71,7 @@ fn gen(g: GenArgs) -> Result<()> {
         (_, Some(_)) => bail!("--compress-percentage applies to the fio-style kind only"),
         _ => {}
     }
-    let size = parse_size(&g.size)?;
+    let size = crate::args::size_of("--size", &g.size)?;
     if size == 0 {
         bail!("--size must be at least one page (4096 bytes)");
     }

@@ -6,8 +6,7 @@ use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use zmem_kernel::attr::{AttrTarget, CtlClient, SysfsDevice};
-use zmem_kernel::sys::Sys;
+use zmem_sysfs::{memparse, AttrTarget, CtlClient, Errno, Sys, SysfsDevice};
 
 /// Arguments of `zmem ctl`.
 #[derive(clap::Args, Debug)]
@@ -63,6 +62,27 @@ fn resolve(target: &str, run_dir: &Path) -> anyhow::Result<Box<dyn AttrTarget>> 
     anyhow::bail!("{target}: ENOENT: not a control socket, a zram device or a served device's name")
 }
 
+/// Attributes the kernel parses with `memparse`, which stops at the first
+/// character it does not know and ignores the rest.
+const MEMPARSE_ATTRS: [&str; 2] = ["disksize", "mem_limit"];
+
+/// What to tell the user when the kernel would read less of `value` than
+/// they wrote (`mem_limit 12Q` sets 12 bytes). `ctl` still writes the value
+/// unchanged: it speaks the kernel's syntax on purpose.
+fn memparse_warning(attr: &str, value: &str) -> Option<String> {
+    if !MEMPARSE_ATTRS.contains(&attr) {
+        return None;
+    }
+    let body = value.trim_end_matches('\n');
+    let (v, used) = memparse(body);
+    (used > 0 && used < body.len()).then(|| {
+        format!(
+            "the kernel reads {attr} {body:?} as {v} bytes and ignores {:?}",
+            &body[used..]
+        )
+    })
+}
+
 pub fn run(a: Args) -> anyhow::Result<()> {
     let t = resolve(&a.target, &a.run_dir)?;
     let Some(attr) = a.attr else {
@@ -85,7 +105,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                     }
                 }
                 // Write-only attributes (reset, compact, idle, …).
-                Err(e) if matches!(e.errno.as_str(), "EACCES" | "EPERM" | "EIO") => {}
+                Err(e) if matches!(e.errno, Errno::EACCES | Errno::EPERM | Errno::EIO) => {}
                 Err(e) => eprintln!("zmem ctl: {n}: {e}"),
             }
         }
@@ -98,8 +118,32 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         let _ = writeln!(std::io::stdout(), "{v}");
     } else {
         let value = a.value.join(" ");
+        if let Some(w) = memparse_warning(&attr, &value) {
+            eprintln!("zmem ctl: warning: {w}");
+        }
         t.write_attr(&attr, &value)
             .map_err(|e| anyhow::anyhow!("{}: {attr}: {e}", t.label()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memparse_warning;
+
+    #[test]
+    fn warns_when_the_kernel_ignores_trailing_text() {
+        let w = memparse_warning("mem_limit", "12Q").unwrap();
+        assert!(w.contains("as 12 bytes") && w.contains("\"Q\""), "{w}");
+        assert!(memparse_warning("disksize", "1.5G")
+            .unwrap()
+            .contains("as 1 bytes"));
+        assert_eq!(memparse_warning("mem_limit", "64M"), None);
+        assert_eq!(
+            memparse_warning("mem_limit", "x"),
+            None,
+            "nothing parsed: the kernel refuses it"
+        );
+        assert_eq!(memparse_warning("comp_algorithm", "lz4x"), None);
+    }
 }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use zmem_lab::corpus::Corpus;
-use zmem_lab::units::parse_size;
 
 use crate::output::Format;
 
@@ -47,7 +46,7 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 fn train(t: TrainArgs) -> Result<()> {
-    let size = parse_size(&t.size)?;
+    let size = crate::args::size_of("--size", &t.size)?;
     let c = Corpus::load(&t.corpus)?;
     let samples = zmem_lab::dict::samples(c.bytes(), 1).len();
     let d = zmem_lab::dict::train(c.bytes(), usize::try_from(size).unwrap_or(usize::MAX), 1)?;

@@ -108,7 +108,7 @@ pub fn fs_dir() -> PathBuf {
 pub fn inputs(ram: Option<&str>, fs_read: Option<f64>, fs_dir: &Path) -> Result<Inputs> {
     let (mem, disk_swap, zswap, kernel_algos) = recommend::machine_facts();
     let ram_bytes = match ram {
-        Some(s) => zmem_lab::units::parse_size(s)?,
+        Some(s) => crate::args::size_of("--ram", s)?,
         None => mem.context("cannot read MemTotal from /proc/meminfo; give --ram")?,
     };
     if ram_bytes < (64 << 20) {

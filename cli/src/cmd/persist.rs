@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use zmem_kernel::{config, persist};
+use zmem_ops::{config, persist};
 
 /// Arguments of `zmem persist`.
 #[derive(clap::Args, Debug)]

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use zmem_kernel::attr::{find_ctl_sockets, AttrTarget, SysfsDevice};
-use zmem_kernel::config;
-use zmem_kernel::policy::{self, DryRun, Policy, State};
-use zmem_kernel::sys::Sys;
-use zmem_kernel::zram;
+use zmem_ops::config;
+use zmem_ops::policy::{self, DryRun, Policy, State};
+use zmem_ops::zram;
+use zmem_sysfs::Sys;
+use zmem_sysfs::{find_ctl_sockets, AttrTarget, SysfsDevice};
 
 /// Arguments of `zmem policy`.
 #[derive(clap::Args, Debug)]

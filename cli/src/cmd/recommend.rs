@@ -45,7 +45,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     // Check --ram before measuring anything.
     if let Some(r) = &a.ram {
-        zmem_lab::units::parse_size(r)?;
+        crate::args::size_of("--ram", r)?;
     }
     let t = full::table(&full::Run {
         corpus: &a.corpus,

@@ -6,16 +6,17 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use zmem_nbd::{Control, CtlServer, Listen, Listener, Options, Server};
-use zmem_zram::{BlockDevice, Errno, MaintPolicy, Zram};
+use zmem_sysfs::{BlockDevice, Errno};
+use zmem_zram::{MaintPolicy, Zram};
 
 use super::serve_maint::Maintained;
 
 /// Arguments of `zmem serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Device size (disksize syntax: bytes with optional K/M/G/T suffix)
-    #[arg(long)]
-    pub size: String,
+    /// Device size: bytes with an optional K, M, G or T suffix (64M, 1.5G, 2GiB)
+    #[arg(long, value_parser = crate::args::size)]
+    pub size: u64,
     /// Primary compression algorithm (comp_algorithm)
     #[arg(long, default_value = "lzo-rle")]
     pub algo: String,
@@ -28,9 +29,9 @@ pub struct Args {
     /// Allocator: zsmalloc, zbud or z3fold
     #[arg(long, default_value = "zsmalloc")]
     pub allocator: String,
-    /// mem_limit: writes fail with ENOSPC once the pool uses this much
-    #[arg(long)]
-    pub mem_limit: Option<String>,
+    /// mem_limit: writes fail with ENOSPC once the pool uses this much (a size, as --size)
+    #[arg(long, value_parser = crate::args::size)]
+    pub mem_limit: Option<u64>,
     /// backing_dev: a file for writeback of idle/huge pages
     #[arg(long)]
     pub backing_dev: Option<PathBuf>,
@@ -121,7 +122,7 @@ fn build_device(a: &Args) -> anyhow::Result<Zram> {
         )?;
     }
     if let Some(m) = &a.mem_limit {
-        attr(&dev, "mem_limit", m, "--mem-limit")?;
+        attr(&dev, "mem_limit", &m.to_string(), "--mem-limit")?;
     }
     if let Some(b) = &a.backing_dev {
         attr(
@@ -134,7 +135,7 @@ fn build_device(a: &Args) -> anyhow::Result<Zram> {
     if let Some(f) = &a.fast {
         attr(&dev, "fast_algorithm", &format!("algo={f}"), "--fast")?;
     }
-    attr(&dev, "disksize", &a.size, "--size")?;
+    attr(&dev, "disksize", &a.size.to_string(), "--size")?;
     if a.fast.is_some() {
         let when = fast_when(&a.fast_when)?;
         attr(&dev, "fast_path", &when, "--fast-when")?;
@@ -179,22 +180,14 @@ fn build_zswap(a: &Args) -> anyhow::Result<zmem_zswap::ZswapDevice> {
     if !a.recomp.is_empty() || a.params.is_some() || a.fast.is_some() || a.maint.is_some() {
         bail!("--recomp/--params/--fast/--maint: zram options, not available with --mode zswap");
     }
-    let size = parse_size(&a.size, "--size")?;
+    let size = a.size;
     let mut b = zmem_zswap::Zswap::builder()
         .compressor(a.algo.clone())
         .zpool(a.allocator.clone());
     if let Some(m) = &a.mem_limit {
-        b = b.max_pool_bytes(parse_size(m, "--mem-limit")?);
+        b = b.max_pool_bytes(*m);
     }
     zmem_zswap::ZswapDevice::create(file, size, b).map_err(|e| anyhow::anyhow!("--mode zswap: {e}"))
-}
-
-fn parse_size(s: &str, what: &str) -> anyhow::Result<u64> {
-    let (v, used) = zmem_zram::parse::memparse(s);
-    if used == 0 || used != s.trim_end().len() {
-        bail!("{what} {s:?}: not a size (bytes with optional K/M/G/T suffix)");
-    }
-    Ok(v)
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {

@@ -6,7 +6,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use zmem_zram::{AttrError, BlockDevice, Errno, IoError, MaintPolicy, MaintWorker, Zram};
+use zmem_zram::{MaintPolicy, MaintWorker, Zram};
+
+use zmem_sysfs::{AttrError, BlockDevice, Errno, IoError};
 
 /// The served device plus its maintenance worker.
 pub struct Maintained {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use zmem_kernel::trial::{self, parse_size, SignalWatch, SwapConfig, TrialError, TrialSpec};
+use zmem_trial::{self as trial, SignalWatch, SwapConfig, TrialError, TrialSpec};
 
 use crate::output::Format;
 
@@ -26,7 +26,7 @@ Needs root. Refuses when swap is active or zswap is enabled (unless --force). Ev
 )]
 pub struct Args {
     /// RAM limit of the workload's cgroup (e.g. 256M)
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, required_unless_present_any = ["worker", "recover"])]
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size, required_unless_present_any = ["worker", "recover"])]
     pub memory: Option<u64>,
     /// Swap configuration to run under (repeat the flag; runs in this order each round)
     #[arg(long = "config", value_name = "NAME", value_parser = |s: &str| s.parse::<SwapConfig>())]
@@ -50,13 +50,13 @@ pub struct Args {
     #[arg(long, value_enum, conflicts_with = "command")]
     pub builtin: Option<Builtin>,
     /// Size for --builtin memalloc [default: 1.5 × --memory]
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size)]
     pub size: Option<u64>,
     /// Directory for the disk swap file zmem creates (not tmpfs)
     #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
     pub swap_dir: PathBuf,
     /// Size of the disk swap file and of zram devices without a size [default: max(2 × --memory, memalloc size), or 4 × --memory for a COMMAND]
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size)]
     pub swap_size: Option<u64>,
     /// Set vm.swappiness during the trial (restored after)
     #[arg(long, value_name = "N")]
@@ -125,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ];
             (
                 cmd,
-                format!("memalloc {}", trial::format_size(size)),
+                format!("memalloc {}", zmem_units::format_size(size)),
                 Some(size),
             )
         }

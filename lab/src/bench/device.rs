@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_zram::{BlockDevice, MmStat, Zram};
+use zmem_sysfs::{BlockDevice, MmStat};
+use zmem_zram::Zram;
 
 use crate::corpus::Corpus;
 

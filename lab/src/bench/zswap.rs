@@ -19,7 +19,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_zram::{BlockDevice, Zram};
+use zmem_sysfs::BlockDevice;
+use zmem_zram::Zram;
 use zmem_zswap::{Backing, Source, Zswap};
 
 use crate::corpus::Corpus;
@@ -331,7 +332,7 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
             let off = (i * PAGE_SIZE) as u64;
             match dev.write_at(off, page) {
                 Ok(()) => in_zram[i] = true,
-                Err(zmem_zram::IoError::NoSpace(_)) => {
+                Err(zmem_sysfs::IoError::NoSpace(_)) => {
                     backing.write(i as u64, page)?;
                     *writes += 1;
                 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use zmem_nbd::{Listen, Listener, Options, Server};
-use zmem_zram::{BlockDevice, Zram};
+use zmem_sysfs::BlockDevice;
+use zmem_zram::Zram;
 
 pub struct Running {
     pub dir: PathBuf,

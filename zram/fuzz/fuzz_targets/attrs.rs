@@ -2,7 +2,8 @@
 //! never a panic. Run: `cargo +nightly fuzz run attrs` in zram/.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use zmem_zram::{BlockDevice, Zram};
+use zmem_zram::Zram;
+use zmem_sysfs::BlockDevice;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else {
@@ -23,13 +24,13 @@ fuzz_target!(|data: &[u8]| {
         // A disksize of terabytes is a legitimate request for a big slot
         // table (24 bytes a page, as the kernel's 16), not a parser bug; it
         // would only trip libFuzzer's malloc limit. Parse it, don't build it.
-        if name == "disksize" && zmem_zram::parse::memparse(&v).0 > 1 << 30 {
+        if name == "disksize" && zmem_sysfs::memparse(&v).0 > 1 << 30 {
             continue;
         }
         let _ = dev.attr_write(name, &v);
         let _ = dev.attr_read("mm_stat");
     }
-    let _ = zmem_zram::parse::next_args(&String::from_utf8_lossy(rest));
-    let _ = zmem_zram::parse::memparse(&String::from_utf8_lossy(rest));
+    let _ = zmem_sysfs::next_args(&String::from_utf8_lossy(rest));
+    let _ = zmem_sysfs::memparse(&String::from_utf8_lossy(rest));
     let _ = zmem_zram::MaintPolicy::default().apply(&String::from_utf8_lossy(rest));
 });

@@ -14,8 +14,8 @@ fn budget(s: &str) -> anyhow::Result<(Option<u64>, f64)> {
             return Ok((None, f));
         }
     }
-    let (v, n) = zmem_zram::parse::memparse(s);
-    if n == 0 || n != s.len() || v == 0 {
+    let v = zmem_units::parse_size(s).unwrap_or(0);
+    if v == 0 {
         anyhow::bail!(
             "--budget {s:?}: give a share of the corpus in (0, 1] (e.g. 0.1) or a size (e.g. 64M)"
         );

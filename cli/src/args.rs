@@ -1,0 +1,15 @@
+//! Quantities on the command line: every size flag of every command goes
+//! through zmem-units' one parser (`64M`, `1.5G`, `2GiB`, …), so `12Q` is an
+//! error everywhere and `1.5G` means 1.5 GiB everywhere.
+
+use anyhow::Context;
+
+/// For clap's `value_parser`: a size flag as bytes.
+pub fn size(s: &str) -> Result<u64, String> {
+    zmem_units::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// A size given to `flag`, with the flag named in the error.
+pub fn size_of(flag: &str, s: &str) -> anyhow::Result<u64> {
+    zmem_units::parse_size(s).with_context(|| flag.to_string())
+}

@@ -1,7 +1,0 @@
-#![no_main]
-//! Replies from a `zmem serve` control socket (docs/ctl-protocol.md).
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let _ = zmem_kernel::attr::parse_reply(data);
-});

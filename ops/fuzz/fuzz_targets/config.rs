@@ -1,0 +1,17 @@
+#![no_main]
+//! zram-generator.conf + zmem extensions, and the size expressions in it: errors, never panics.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(cfg) = zmem_ops::config::parse(text, std::path::Path::new("fuzz.conf")) {
+        for d in &cfg.devices {
+            let _ = d.zram_size.eval_bytes(8192.0);
+        }
+        let _ = zmem_ops::policy::Policy::from_config(&cfg);
+        let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem");
+    }
+    let _ = zmem_ops::config::parse_algorithms(text);
+});

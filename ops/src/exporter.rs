@@ -1,0 +1,424 @@
+//! `zmem exporter`: Prometheus text-format metrics for the kernel's zram and zswap and for
+//! running `zmem serve` devices (found through their control sockets).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::TcpListener;
+
+use crate::zram;
+use crate::zswap::{self, Debugfs};
+use zmem_sysfs::Sys;
+use zmem_sysfs::{
+    find_ctl_sockets, parse_comp_algorithm, AttrTarget, BdStat, IoStat, MmStat, SysfsDevice,
+};
+
+#[derive(Default)]
+struct Family {
+    help: String,
+    kind: &'static str,
+    samples: Vec<(String, f64)>,
+}
+
+/// Metric families in a stable order, each with HELP and TYPE once.
+#[derive(Default)]
+pub struct Metrics {
+    families: BTreeMap<String, Family>,
+}
+
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl Metrics {
+    pub fn add(
+        &mut self,
+        name: &str,
+        kind: &'static str,
+        help: &str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
+        let f = self
+            .families
+            .entry(name.to_string())
+            .or_insert_with(|| Family {
+                help: help.to_string(),
+                kind,
+                ..Default::default()
+            });
+        let l = if labels.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "{{{}}}",
+                labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        f.samples.push((l, value));
+    }
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        for (name, f) in &self.families {
+            let _ = writeln!(o, "# HELP {name} {}", f.help);
+            let _ = writeln!(o, "# TYPE {name} {}", f.kind);
+            for (l, v) in &f.samples {
+                if v.is_finite() {
+                    let _ = writeln!(o, "{name}{l} {v}");
+                } else {
+                    let _ = writeln!(o, "{name}{l} NaN");
+                }
+            }
+        }
+        o
+    }
+}
+
+/// Metrics of one attribute target (kernel device or served device).
+fn target_metrics(m: &mut Metrics, t: &dyn AttrTarget, source: &str) -> Result<(), String> {
+    let dev = t.label();
+    let mm_s = t.read_attr("mm_stat").map_err(|e| format!("{dev}: {e}"))?;
+    let mm = MmStat::parse(&mm_s).ok_or_else(|| format!("{dev}: bad mm_stat {mm_s:?}"))?;
+    let algo = t
+        .read_attr("comp_algorithm")
+        .ok()
+        .and_then(|s| parse_comp_algorithm(&s).1)
+        .unwrap_or_default();
+    let disksize: f64 = t
+        .read_attr("disksize")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.0);
+    let l = [
+        ("device", dev.as_str()),
+        ("algorithm", algo.as_str()),
+        ("source", source),
+    ];
+    let d = [("device", dev.as_str()), ("source", source)];
+    m.add(
+        "zmem_zram_disksize_bytes",
+        "gauge",
+        "Uncompressed capacity of the device (disksize).",
+        &l,
+        disksize,
+    );
+    m.add(
+        "zmem_zram_orig_data_bytes",
+        "gauge",
+        "Data stored, uncompressed (mm_stat orig_data_size).",
+        &l,
+        mm.orig_data_size as f64,
+    );
+    m.add(
+        "zmem_zram_compr_data_bytes",
+        "gauge",
+        "Compressed size of the stored data (mm_stat compr_data_size).",
+        &l,
+        mm.compr_data_size as f64,
+    );
+    m.add(
+        "zmem_zram_mem_used_bytes",
+        "gauge",
+        "RAM used now incl. allocator overhead (mm_stat mem_used_total).",
+        &l,
+        mm.mem_used_total as f64,
+    );
+    m.add(
+        "zmem_zram_mem_used_peak_bytes",
+        "gauge",
+        "Highest RAM used since reset (mm_stat mem_used_max).",
+        &l,
+        mm.mem_used_max as f64,
+    );
+    m.add(
+        "zmem_zram_mem_limit_bytes",
+        "gauge",
+        "Memory limit; 0 means none (mm_stat mem_limit).",
+        &l,
+        mm.mem_limit as f64,
+    );
+    m.add(
+        "zmem_zram_same_pages",
+        "gauge",
+        "Same-filled pages stored without memory (mm_stat same_pages).",
+        &l,
+        mm.same_pages as f64,
+    );
+    m.add(
+        "zmem_zram_huge_pages",
+        "gauge",
+        "Pages stored uncompressed (mm_stat huge_pages).",
+        &l,
+        mm.huge_pages as f64,
+    );
+    m.add(
+        "zmem_zram_huge_pages_stored_total",
+        "counter",
+        "Huge stores since reset (mm_stat huge_pages_since).",
+        &l,
+        mm.huge_pages_since as f64,
+    );
+    m.add(
+        "zmem_zram_compacted_pages_total",
+        "counter",
+        "Pages freed by compaction (mm_stat pages_compacted).",
+        &l,
+        mm.pages_compacted as f64,
+    );
+    m.add(
+        "zmem_zram_compression_ratio",
+        "gauge",
+        "orig_data_size / compr_data_size (NaN when empty).",
+        &l,
+        mm.ratio().unwrap_or(f64::NAN),
+    );
+    m.add(
+        "zmem_zram_effective_ratio",
+        "gauge",
+        "orig_data_size / mem_used_total (NaN when empty).",
+        &l,
+        mm.effective_ratio().unwrap_or(f64::NAN),
+    );
+    m.add(
+        "zmem_zram_saved_bytes",
+        "gauge",
+        "RAM saved: orig_data_size - mem_used_total.",
+        &l,
+        mm.saved() as f64,
+    );
+    if let Some(io) = t.read_attr("io_stat").ok().and_then(|s| IoStat::parse(&s)) {
+        m.add(
+            "zmem_zram_failed_reads_total",
+            "counter",
+            "Failed reads (io_stat).",
+            &d,
+            io.failed_reads as f64,
+        );
+        m.add(
+            "zmem_zram_failed_writes_total",
+            "counter",
+            "Failed writes (io_stat).",
+            &d,
+            io.failed_writes as f64,
+        );
+        m.add(
+            "zmem_zram_invalid_io_total",
+            "counter",
+            "Invalid I/O (io_stat; always 0 on current kernels).",
+            &d,
+            io.invalid_io as f64,
+        );
+        m.add(
+            "zmem_zram_notify_free_total",
+            "counter",
+            "Pages freed by swap-slot-free notifications and discards (io_stat).",
+            &d,
+            io.notify_free as f64,
+        );
+    }
+    if let Some(bd) = t.read_attr("bd_stat").ok().and_then(|s| BdStat::parse(&s)) {
+        m.add(
+            "zmem_zram_backing_used_bytes",
+            "gauge",
+            "Backing device space holding written-back pages (bd_stat bd_count).",
+            &d,
+            (bd.bd_count * 4096) as f64,
+        );
+        m.add(
+            "zmem_zram_backing_read_bytes_total",
+            "counter",
+            "Bytes read back from the backing device (bd_stat bd_reads).",
+            &d,
+            (bd.bd_reads * 4096) as f64,
+        );
+        m.add(
+            "zmem_zram_backing_written_bytes_total",
+            "counter",
+            "Bytes written to the backing device (bd_stat bd_writes).",
+            &d,
+            (bd.bd_writes * 4096) as f64,
+        );
+    }
+    Ok(())
+}
+
+/// All metrics now. `ctl_dir` is where `zmem serve` control sockets are looked for.
+pub fn collect(sys: &Sys, ctl_dir: &str) -> String {
+    let mut m = Metrics::default();
+    let mut errors = 0u64;
+    for name in zram::list_devices(sys).unwrap_or_default() {
+        if target_metrics(&mut m, &SysfsDevice::new(sys, &name), "kernel").is_err() {
+            errors += 1;
+        }
+    }
+    for c in find_ctl_sockets(sys, ctl_dir) {
+        if target_metrics(&mut m, &c, "serve").is_err() {
+            errors += 1;
+        }
+    }
+    if let Ok(z) = zswap::read(sys, Debugfs::ReadIfMounted) {
+        if z.present {
+            let comp = z.param("compressor").unwrap_or("").to_string();
+            let lc = [("compressor", comp.as_str())];
+            m.add(
+                "zmem_zswap_enabled",
+                "gauge",
+                "1 when zswap accepts new pages.",
+                &lc,
+                if z.enabled() { 1.0 } else { 0.0 },
+            );
+            if let Some(b) = z.pool_limit() {
+                m.add(
+                    "zmem_zswap_pool_limit_bytes",
+                    "gauge",
+                    "zswap pool limit (max_pool_percent of MemTotal).",
+                    &[],
+                    b as f64,
+                );
+            }
+            if let Some(b) = z.pool_bytes {
+                m.add(
+                    "zmem_zswap_pool_bytes",
+                    "gauge",
+                    "zswap compressed pool size (/proc/meminfo Zswap).",
+                    &[],
+                    b as f64,
+                );
+            }
+            if let Some(b) = z.stored_bytes {
+                m.add(
+                    "zmem_zswap_stored_bytes",
+                    "gauge",
+                    "Original data held by zswap (/proc/meminfo Zswapped).",
+                    &[],
+                    b as f64,
+                );
+            }
+            for (k, v) in &z.debugfs {
+                let (name, kind, help) = match k.as_str() {
+                    "pool_total_size" => (
+                        "zmem_zswap_debugfs_pool_total_bytes".to_string(),
+                        "gauge",
+                        "zswap pool size (debugfs pool_total_size).",
+                    ),
+                    "stored_pages" => (
+                        "zmem_zswap_stored_pages".to_string(),
+                        "gauge",
+                        "Pages stored in zswap (debugfs).",
+                    ),
+                    "stored_incompressible_pages" => (
+                        "zmem_zswap_stored_incompressible_pages".to_string(),
+                        "gauge",
+                        "Pages stored raw in zswap (debugfs).",
+                    ),
+                    k => (
+                        format!("zmem_zswap_{k}_total"),
+                        "counter",
+                        "zswap debugfs counter of the same name.",
+                    ),
+                };
+                m.add(&name, kind, help, &[], *v as f64);
+            }
+            if let Some(n) = z.zswpin {
+                m.add(
+                    "zmem_zswap_loads_total",
+                    "counter",
+                    "Pages loaded back from zswap (/proc/vmstat zswpin).",
+                    &[],
+                    n as f64,
+                );
+            }
+            if let Some(n) = z.zswpout {
+                m.add(
+                    "zmem_zswap_stores_total",
+                    "counter",
+                    "Pages stored into zswap (/proc/vmstat zswpout).",
+                    &[],
+                    n as f64,
+                );
+            }
+            if let Some(n) = z.zswpwb {
+                m.add(
+                    "zmem_zswap_written_back_total",
+                    "counter",
+                    "Pages written back from zswap to swap (/proc/vmstat zswpwb).",
+                    &[],
+                    n as f64,
+                );
+            }
+        }
+    } else {
+        errors += 1;
+    }
+    m.add(
+        "zmem_exporter_read_errors",
+        "gauge",
+        "Devices or sources that could not be read in this scrape.",
+        &[],
+        errors as f64,
+    );
+    m.render()
+}
+
+/// Serve `/metrics` on a bound listener. Stops after `max_requests` when given.
+pub fn serve(
+    listener: TcpListener,
+    sys: &Sys,
+    ctl_dir: &str,
+    max_requests: Option<usize>,
+) -> io::Result<()> {
+    let mut served = 0;
+    for stream in listener.incoming() {
+        let mut s = match stream {
+            Ok(s) => s,
+            Err(_) => continue,
+        };
+        let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+        let mut line = String::new();
+        let mut r = BufReader::new(match s.try_clone() {
+            Ok(c) => c,
+            Err(_) => continue,
+        });
+        if r.read_line(&mut line).is_err() {
+            continue;
+        }
+        // Skip the headers.
+        let mut h = String::new();
+        while r.read_line(&mut h).map(|n| n > 2).unwrap_or(false) {
+            h.clear();
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/");
+        let (status, ctype, body) =
+            if line.starts_with("GET ") && (path == "/metrics" || path.starts_with("/metrics?")) {
+                (
+                    "200 OK",
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    collect(sys, ctl_dir),
+                )
+            } else if line.starts_with("GET ") && path == "/" {
+                (
+                    "200 OK",
+                    "text/html",
+                    "<html><body><a href=\"/metrics\">zmem metrics</a></body></html>\n".to_string(),
+                )
+            } else {
+                (
+                    "404 Not Found",
+                    "text/plain",
+                    "only /metrics is here\n".to_string(),
+                )
+            };
+        let _ = write!(s, "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        served += 1;
+        if max_requests.is_some_and(|m| served >= m) {
+            break;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,468 @@
+//! `zmem status`: every zram device and zswap, in words and units a person reads.
+
+use std::fmt::Write;
+use std::io;
+
+use crate::json::Json;
+use crate::zram::{self, ZramDevice};
+use crate::zswap::{self, Debugfs, Zswap};
+use zmem_sysfs::Sys;
+use zmem_units::{bytes, count, ratio};
+
+/// What `zmem status` shows.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub devices: Vec<ZramDevice>,
+    pub zswap: Zswap,
+    pub warnings: Vec<String>,
+}
+
+/// Collect the status (mounting debugfs read-only on the real kernel if `mount_debugfs`).
+pub fn collect(sys: &Sys, mount_debugfs: bool) -> io::Result<Status> {
+    let devices = zram::read_all(sys)?;
+    let zswap = zswap::read(
+        sys,
+        if mount_debugfs {
+            Debugfs::MountReadOnly
+        } else {
+            Debugfs::ReadIfMounted
+        },
+    )?;
+    let mut warnings = Vec::new();
+    let zram_swap: Vec<&ZramDevice> = devices.iter().filter(|d| d.swap.is_some()).collect();
+    if !zram_swap.is_empty() && zswap.enabled() {
+        warnings.push(format!(
+            "zram and zswap are both active: zswap ({}) sits in front of every swap device, including {}, so pages \
+             are compressed by zswap first and zram gets mostly what zswap rejects or writes back. Pick one: disable \
+             zswap (`[zswap] enabled = N` with `zmem apply`) or stop swapping on zram.",
+            zswap.param("compressor").unwrap_or("?"),
+            zram_swap.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    } else if !zram_swap.is_empty() && zswap.holds_data() {
+        warnings.push("zswap is disabled but still holds pages stored before it was disabled; they drain as they are read back".into());
+    }
+    for d in &devices {
+        if d.initialised && d.mm.mem_limit > 0 && d.mm.mem_used_total >= d.mm.mem_limit {
+            warnings.push(format!(
+                "{}: RAM used has reached the memory limit; further writes fail",
+                d.name
+            ));
+        }
+        if d.io.failed_writes > 0 {
+            warnings.push(format!(
+                "{}: {} failed writes (memory limit reached or allocation failure)",
+                d.name,
+                count(d.io.failed_writes)
+            ));
+        }
+    }
+    Ok(Status {
+        devices,
+        zswap,
+        warnings,
+    })
+}
+
+fn row(out: &mut String, label: &str, value: impl AsRef<str>) {
+    let _ = writeln!(out, "  {label:<22} {}", value.as_ref());
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// The text form.
+pub fn render_text(st: &Status) -> String {
+    let mut o = String::new();
+    if st.devices.is_empty() {
+        o.push_str("zram: no devices\n");
+    }
+    for d in &st.devices {
+        let role = match (&d.swap, &d.mount) {
+            (Some(s), _) => format!("swap, priority {}", s.priority),
+            (_, Some(m)) => format!("mounted on {m}"),
+            _ if d.initialised => "not in use (no swap, not mounted)".into(),
+            _ => "uninitialised (no disksize set)".into(),
+        };
+        let _ = writeln!(o, "{}: {}", d.name, role);
+        if !d.initialised {
+            row(
+                &mut o,
+                "algorithm",
+                d.algorithm.clone().unwrap_or_else(|| "-".into()),
+            );
+            row(&mut o, "kernel offers", d.offered.join(", "));
+            row(
+                &mut o,
+                "recompression",
+                if d.has_multi_comp() {
+                    "supported"
+                } else {
+                    "not in this kernel (CONFIG_ZRAM_MULTI_COMP)"
+                },
+            );
+            row(
+                &mut o,
+                "writeback",
+                if d.has_writeback() {
+                    "supported"
+                } else {
+                    "not in this kernel (CONFIG_ZRAM_WRITEBACK)"
+                },
+            );
+            o.push('\n');
+            continue;
+        }
+        let m = &d.mm;
+        let pages = m.orig_data_size / 4096;
+        row(
+            &mut o,
+            "capacity",
+            format!("{} of uncompressed data (disksize)", bytes(d.disksize)),
+        );
+        row(
+            &mut o,
+            "data stored now",
+            format!(
+                "{} in {} pages ({} of capacity)",
+                bytes(m.orig_data_size),
+                count(pages),
+                pct(m.orig_data_size, d.disksize)
+            ),
+        );
+        row(
+            &mut o,
+            "  same-filled pages",
+            format!(
+                "{} (e.g. all zeros; stored without memory)",
+                count(m.same_pages)
+            ),
+        );
+        row(
+            &mut o,
+            "  huge pages",
+            format!(
+                "{} (did not compress, stored whole); {} since reset",
+                count(m.huge_pages),
+                count(m.huge_pages_since)
+            ),
+        );
+        if let Some(bd) = d.bd {
+            if bd.bd_count > 0 {
+                row(
+                    &mut o,
+                    "  written back",
+                    format!("{} on the backing device", bytes(bd.bd_count * 4096)),
+                );
+            }
+        }
+        row(
+            &mut o,
+            "compressed size",
+            format!("{} (ratio {})", bytes(m.compr_data_size), ratio(m.ratio())),
+        );
+        row(
+            &mut o,
+            "RAM used now",
+            format!(
+                "{} incl. allocator overhead (effective ratio {})",
+                bytes(m.mem_used_total),
+                ratio(m.effective_ratio())
+            ),
+        );
+        row(
+            &mut o,
+            "RAM used at peak",
+            format!(
+                "{} (highest since reset; not current usage)",
+                bytes(m.mem_used_max)
+            ),
+        );
+        row(&mut o, "RAM saved", bytes(m.saved()));
+        row(
+            &mut o,
+            "memory limit",
+            if m.mem_limit == 0 {
+                "none".into()
+            } else {
+                bytes(m.mem_limit)
+            },
+        );
+        let mut algo = d.algorithm.clone().unwrap_or_else(|| "-".into());
+        match &d.recompression {
+            None => {}
+            Some(r) if r.is_empty() => algo.push_str("; recompression: none configured"),
+            Some(r) => {
+                let list: Vec<String> = r
+                    .iter()
+                    .map(|(p, a)| format!("{a} (priority {p})"))
+                    .collect();
+                let _ = write!(algo, "; recompression: {}", list.join(", "));
+            }
+        }
+        row(&mut o, "algorithm", algo);
+        if d.recompression.is_none() {
+            row(
+                &mut o,
+                "recompression",
+                "not in this kernel (CONFIG_ZRAM_MULTI_COMP)",
+            );
+        }
+        match (&d.backing_dev, d.bd) {
+            (None, _) => row(
+                &mut o,
+                "backing device",
+                "not in this kernel (CONFIG_ZRAM_WRITEBACK)",
+            ),
+            (Some(None), _) => row(&mut o, "backing device", "none"),
+            (Some(Some(b)), bd) => {
+                let bd = bd.unwrap_or_default();
+                row(
+                    &mut o,
+                    "backing device",
+                    format!(
+                        "{b}: {} in use, {} read back, {} written in total",
+                        bytes(bd.bd_count * 4096),
+                        bytes(bd.bd_reads * 4096),
+                        bytes(bd.bd_writes * 4096)
+                    ),
+                );
+                if let Some(l) = d.writeback_limit {
+                    row(&mut o, "writeback budget left", bytes(l * 4096));
+                }
+            }
+        }
+        if let Some(s) = &d.swap {
+            row(
+                &mut o,
+                "swap in use",
+                format!("{} of {}", bytes(s.used), bytes(s.size)),
+            );
+        }
+        row(
+            &mut o,
+            "I/O",
+            format!(
+                "{} failed reads, {} failed writes, {} pages freed by swap/discard",
+                count(d.io.failed_reads),
+                count(d.io.failed_writes),
+                count(d.io.notify_free)
+            ),
+        );
+        o.push('\n');
+    }
+    let z = &st.zswap;
+    if !z.present {
+        o.push_str("zswap: not in this kernel\n");
+    } else {
+        let _ = writeln!(
+            o,
+            "zswap: {}",
+            if z.enabled() { "enabled" } else { "disabled" }
+        );
+        let comp = z.param("compressor").unwrap_or("-");
+        row(&mut o, "compressor", comp);
+        let limit = match (z.param("max_pool_percent"), z.pool_limit()) {
+            (Some(p), Some(b)) => format!("{p}% of RAM = {}", bytes(b)),
+            (Some(p), None) => format!("{p}% of RAM"),
+            _ => "-".into(),
+        };
+        row(&mut o, "pool limit", limit);
+        if let Some(a) = z.param("accept_threshold_percent") {
+            row(
+                &mut o,
+                "after the limit",
+                format!("accepts pages again below {a}% of the limit"),
+            );
+        }
+        if let Some(s) = z.param("shrinker_enabled") {
+            row(
+                &mut o,
+                "shrinker",
+                if s == "Y" {
+                    "on (writes cold pages to disk under pressure)"
+                } else {
+                    "off"
+                },
+            );
+        }
+        let pool = z.counter("pool_total_size").or(z.pool_bytes);
+        let stored = z
+            .stored_bytes
+            .or(z.counter("stored_pages").map(|p| p * 4096));
+        row(
+            &mut o,
+            "data stored now",
+            format!(
+                "{}{}",
+                stored.map(bytes).unwrap_or_else(|| "-".into()),
+                z.counter("stored_pages")
+                    .map(|p| format!(" in {} pages", count(p)))
+                    .unwrap_or_default()
+            ),
+        );
+        let r = match (stored, pool) {
+            (Some(s), Some(p)) if p > 0 => Some(s as f64 / p as f64),
+            _ => None,
+        };
+        row(
+            &mut o,
+            "RAM used now",
+            format!(
+                "{} (effective ratio {})",
+                pool.map(bytes).unwrap_or_else(|| "-".into()),
+                ratio(r)
+            ),
+        );
+        if let (Some(i), Some(out)) = (z.zswpin, z.zswpout) {
+            row(
+                &mut o,
+                "pages in / out",
+                format!(
+                    "{} loaded back, {} stored, {} written back to disk (since boot)",
+                    count(i),
+                    count(out),
+                    z.zswpwb.map(count).unwrap_or_else(|| "-".into())
+                ),
+            );
+        }
+        if !z.debugfs.is_empty() {
+            let rejects: u64 = z
+                .debugfs
+                .iter()
+                .filter(|(k, _)| k.starts_with("reject_"))
+                .map(|(_, v)| v)
+                .sum();
+            row(
+                &mut o,
+                "refused stores",
+                format!(
+                    "{} (poor compression {}, pool limit hit {})",
+                    count(rejects),
+                    count(z.counter("reject_compress_poor").unwrap_or(0)),
+                    count(z.counter("pool_limit_hit").unwrap_or(0))
+                ),
+            );
+        } else if let Some(n) = &z.debugfs_note {
+            row(&mut o, "debug counters", n);
+        }
+    }
+    for w in &st.warnings {
+        let _ = writeln!(o, "\nwarning: {w}");
+    }
+    o
+}
+
+/// The JSON form (raw numbers in bytes, plus derived values).
+pub fn to_json(st: &Status) -> Json {
+    let devices: Vec<Json> = st
+        .devices
+        .iter()
+        .map(|d| {
+            let m = &d.mm;
+            Json::obj()
+                .with("name", d.name.as_str())
+                .with("initialised", d.initialised)
+                .with("disksize_bytes", d.disksize)
+                .with("algorithm", d.algorithm.clone())
+                .with("algorithms_offered", d.offered.clone())
+                .with(
+                    "recompression",
+                    match &d.recompression {
+                        None => Json::Null,
+                        Some(r) => Json::Arr(
+                            r.iter()
+                                .map(|(p, a)| {
+                                    Json::obj()
+                                        .with("priority", *p)
+                                        .with("algorithm", a.as_str())
+                                })
+                                .collect(),
+                        ),
+                    },
+                )
+                .with("multi_comp", d.has_multi_comp())
+                .with("writeback", d.has_writeback())
+                .with("backing_dev", d.backing_dev.clone().flatten())
+                .with("orig_data_bytes", m.orig_data_size)
+                .with("compr_data_bytes", m.compr_data_size)
+                .with("mem_used_bytes", m.mem_used_total)
+                .with("mem_used_peak_bytes", m.mem_used_max)
+                .with(
+                    "mem_limit_bytes",
+                    if m.mem_limit == 0 {
+                        Json::Null
+                    } else {
+                        m.mem_limit.into()
+                    },
+                )
+                .with("same_pages", m.same_pages)
+                .with("huge_pages", m.huge_pages)
+                .with("huge_pages_since", m.huge_pages_since)
+                .with("pages_compacted", m.pages_compacted)
+                .with("ratio", m.ratio())
+                .with("effective_ratio", m.effective_ratio())
+                .with("saved_bytes", m.saved())
+                .with("failed_reads", d.io.failed_reads)
+                .with("failed_writes", d.io.failed_writes)
+                .with("notify_free", d.io.notify_free)
+                .with(
+                    "bd_stat",
+                    d.bd.map(|b| {
+                        Json::obj()
+                            .with("count_bytes", b.bd_count * 4096)
+                            .with("reads_bytes", b.bd_reads * 4096)
+                            .with("writes_bytes", b.bd_writes * 4096)
+                    }),
+                )
+                .with("writeback_limit_bytes", d.writeback_limit.map(|l| l * 4096))
+                .with(
+                    "swap",
+                    d.swap.as_ref().map(|s| {
+                        Json::obj()
+                            .with("priority", s.priority)
+                            .with("size_bytes", s.size)
+                            .with("used_bytes", s.used)
+                    }),
+                )
+                .with("mount_point", d.mount.clone())
+        })
+        .collect();
+    let z = &st.zswap;
+    let zs = Json::obj()
+        .with("present", z.present)
+        .with("enabled", z.enabled())
+        .with(
+            "parameters",
+            Json::Obj(
+                z.params
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Json::Str(v.clone())))
+                    .collect(),
+            ),
+        )
+        .with("pool_limit_bytes", z.pool_limit())
+        .with("pool_bytes", z.pool_bytes)
+        .with("stored_bytes", z.stored_bytes)
+        .with(
+            "debugfs",
+            Json::Obj(
+                z.debugfs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Json::UInt(*v)))
+                    .collect(),
+            ),
+        )
+        .with("debugfs_note", z.debugfs_note.clone())
+        .with("zswpin", z.zswpin)
+        .with("zswpout", z.zswpout)
+        .with("zswpwb", z.zswpwb);
+    Json::obj()
+        .with("zram", Json::Arr(devices))
+        .with("zswap", zs)
+        .with("warnings", st.warnings.clone())
+}

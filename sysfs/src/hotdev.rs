@@ -1,0 +1,139 @@
+//! A kernel zram device that zmem hot-added itself and removes again.
+//!
+//! This is the only way tests, benchmarks and trials create kernel zram
+//! devices: `/sys/class/zram-control/hot_add`, and on drop (also on panic or
+//! error) `reset` and `hot_remove`. It never touches a device it did not create.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::MmStat;
+
+const CONTROL: &str = "/sys/class/zram-control";
+
+/// Why kernel zram cannot be used here; print it as the reason for a skip.
+#[derive(Debug, thiserror::Error)]
+#[error("kernel zram unavailable: {0}")]
+pub struct KernelZramUnavailable(pub String);
+
+/// A hot-added kernel zram device, reset and removed on drop.
+#[derive(Debug)]
+pub struct HotDevice {
+    id: u32,
+    sys: PathBuf,
+    dev: PathBuf,
+}
+
+impl HotDevice {
+    /// Whether this process can create zram devices. `Err` carries the reason
+    /// (not root, no zram module, no hot_add).
+    pub fn available() -> Result<(), KernelZramUnavailable> {
+        if unsafe_geteuid() != 0 {
+            return Err(KernelZramUnavailable("not running as root".into()));
+        }
+        if !Path::new(CONTROL).join("hot_add").exists() {
+            return Err(KernelZramUnavailable(format!(
+                "{CONTROL}/hot_add not found (zram not loaded?)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Create a new uninitialised device.
+    pub fn create() -> Result<Self, KernelZramUnavailable> {
+        Self::available()?;
+        let s = fs::read_to_string(Path::new(CONTROL).join("hot_add"))
+            .map_err(|e| KernelZramUnavailable(format!("hot_add failed: {e}")))?;
+        let id: u32 = s
+            .trim()
+            .parse()
+            .map_err(|_| KernelZramUnavailable(format!("hot_add returned {s:?}")))?;
+        let dev = HotDevice {
+            id,
+            sys: PathBuf::from(format!("/sys/block/zram{id}")),
+            dev: PathBuf::from(format!("/dev/zram{id}")),
+        };
+        // udev may create the node a little later.
+        for _ in 0..200 {
+            if dev.dev.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if !dev.dev.exists() {
+            return Err(KernelZramUnavailable(format!(
+                "{} did not appear",
+                dev.dev.display()
+            )));
+        }
+        Ok(dev)
+    }
+
+    /// Create a device with `algo` and `disksize` bytes, initialised.
+    pub fn with_config(algo: &str, disksize: u64) -> Result<Self, KernelZramUnavailable> {
+        let d = Self::create()?;
+        d.write_attr("comp_algorithm", algo).map_err(|e| {
+            KernelZramUnavailable(format!("kernel zram has no algorithm {algo}: {e}"))
+        })?;
+        d.write_attr("disksize", &disksize.to_string())
+            .map_err(|e| KernelZramUnavailable(format!("setting disksize failed: {e}")))?;
+        Ok(d)
+    }
+
+    /// Device number N of /dev/zramN.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// `/dev/zramN`.
+    pub fn dev_path(&self) -> &Path {
+        &self.dev
+    }
+
+    /// `/sys/block/zramN`.
+    pub fn sys_path(&self) -> &Path {
+        &self.sys
+    }
+
+    /// Read an attribute (without the trailing newline).
+    pub fn read_attr(&self, name: &str) -> io::Result<String> {
+        let s = fs::read_to_string(self.sys.join(name))?;
+        Ok(s.strip_suffix('\n').unwrap_or(&s).to_string())
+    }
+
+    /// Write an attribute; the kernel's errno comes back as the io::Error.
+    pub fn write_attr(&self, name: &str, value: &str) -> io::Result<()> {
+        fs::write(self.sys.join(name), value)
+    }
+
+    /// mm_stat, parsed.
+    pub fn mm_stat(&self) -> io::Result<MmStat> {
+        let s = self.read_attr("mm_stat")?;
+        MmStat::parse(&s)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad mm_stat {s:?}")))
+    }
+
+    /// Which algorithms the kernel offers (names from comp_algorithm).
+    pub fn algorithms(&self) -> io::Result<Vec<String>> {
+        Ok(self
+            .read_attr("comp_algorithm")?
+            .split_whitespace()
+            .map(|a| a.trim_matches(|c| c == '[' || c == ']').to_string())
+            .collect())
+    }
+}
+
+impl Drop for HotDevice {
+    fn drop(&mut self) {
+        // Reset frees the memory; hot_remove resets too, but do both so a
+        // busy remove still leaves the device empty.
+        let _ = fs::write(self.sys.join("reset"), "1");
+        let _ = fs::write(Path::new(CONTROL).join("hot_remove"), self.id.to_string());
+    }
+}
+
+fn unsafe_geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

@@ -1,0 +1,211 @@
+//! The sysfs/proc access layer, rooted at a directory.
+//!
+//! Every zmem ops feature and every trial reads and writes the kernel through
+//! [`Sys`]. With the root `/` it talks to the running kernel. With any other
+//! root it works on a *fixture tree* (the style of zram-generator's
+//! `tests/NN-name/` trees): a directory holding `sys/`, `proc/`, `run/`,
+//! `etc/`… files, where writes and commands are emulated by
+//! [`fixture`](crate::fixture) and logged to [`FIXTURE_LOG`].
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::fixture;
+use crate::proc::{self, SwapEntry};
+
+/// File name of the fixture log at the top of a fixture tree.
+pub const FIXTURE_LOG: &str = "zmem-fixture.log";
+
+/// Where the kernel (or a fixture tree) is.
+#[derive(Debug, Clone)]
+pub struct Sys {
+    root: PathBuf,
+    fixture: bool,
+    state_dir: String,
+}
+
+impl Sys {
+    /// The running kernel.
+    pub fn real() -> Sys {
+        Sys::new("/")
+    }
+
+    /// Rooted at `root`: `/` is the running kernel, anything else a fixture tree.
+    pub fn new(root: impl Into<PathBuf>) -> Sys {
+        let root = root.into();
+        let fixture = root != Path::new("/");
+        Sys {
+            root,
+            fixture,
+            state_dir: "/run/zmem".into(),
+        }
+    }
+
+    /// Whether this is a fixture tree (commands are emulated, not run).
+    pub fn is_fixture(&self) -> bool {
+        self.fixture
+    }
+
+    /// Where zmem keeps its own state (apply's undo list, policy state), as a kernel-style
+    /// absolute path inside the root: `/run/zmem` unless changed.
+    pub fn state_dir(&self) -> &str {
+        &self.state_dir
+    }
+
+    /// Keep zmem's state somewhere else (tests on the real kernel use a private directory).
+    pub fn with_state_dir(mut self, dir: &str) -> Sys {
+        self.state_dir = dir.to_string();
+        self
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The real path of an absolute kernel path such as `/sys/block/zram0/mm_stat`.
+    pub fn path(&self, abs: &str) -> PathBuf {
+        self.root.join(abs.trim_start_matches('/'))
+    }
+
+    pub fn exists(&self, abs: &str) -> bool {
+        self.path(abs).exists()
+    }
+
+    /// Read a file, without its trailing newline.
+    pub fn read(&self, abs: &str) -> io::Result<String> {
+        let s = fs::read_to_string(self.path(abs))?;
+        Ok(s.strip_suffix('\n').unwrap_or(&s).to_string())
+    }
+
+    /// Read a file if it exists; `None` when it does not (a missing kernel feature).
+    pub fn read_opt(&self, abs: &str) -> io::Result<Option<String>> {
+        match self.read(abs) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Names in a directory, sorted; empty when the directory does not exist.
+    pub fn list(&self, abs: &str) -> io::Result<Vec<String>> {
+        let mut v = Vec::new();
+        match fs::read_dir(self.path(abs)) {
+            Ok(rd) => {
+                for e in rd {
+                    v.push(e?.file_name().to_string_lossy().into_owned());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        v.sort();
+        Ok(v)
+    }
+
+    /// Write an attribute. The kernel's errno comes back as the io::Error.
+    pub fn write(&self, abs: &str, value: &str) -> io::Result<()> {
+        if self.fixture {
+            return fixture::write(self, abs, value);
+        }
+        fs::write(self.path(abs), value)
+    }
+
+    /// Create a new zram device (`/sys/class/zram-control/hot_add`); its id.
+    pub fn hot_add(&self) -> io::Result<u32> {
+        if self.fixture {
+            return fixture::hot_add(self);
+        }
+        let s = fs::read_to_string(self.path("/sys/class/zram-control/hot_add"))?;
+        s.trim().parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("hot_add returned {s:?}"),
+            )
+        })
+    }
+
+    /// Remove a zram device (`/sys/class/zram-control/hot_remove`).
+    pub fn hot_remove(&self, id: u32) -> io::Result<()> {
+        if self.fixture {
+            return fixture::hot_remove(self, id);
+        }
+        fs::write(
+            self.path("/sys/class/zram-control/hot_remove"),
+            id.to_string(),
+        )
+    }
+
+    /// Run a command (`mkswap`, `swapon`, `swapoff`, `mount`, `umount`, `mkfs.*`).
+    /// On a fixture tree the command is logged and its effect applied to the tree.
+    pub fn run(&self, argv: &[String]) -> io::Result<()> {
+        if argv.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+        }
+        if self.fixture {
+            return fixture::run(self, argv);
+        }
+        let out = Command::new(&argv[0]).args(&argv[1..]).output()?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(io::Error::other(format!(
+                "`{}` failed ({}): {}",
+                argv.join(" "),
+                out.status,
+                err.trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `/proc/meminfo` as (key, bytes) for the `kB` lines and plain counts otherwise.
+    pub fn meminfo(&self) -> io::Result<Vec<(String, u64)>> {
+        Ok(proc::parse_meminfo(&self.read("/proc/meminfo")?))
+    }
+
+    /// One `/proc/meminfo` value in bytes.
+    pub fn meminfo_get(&self, key: &str) -> io::Result<Option<u64>> {
+        Ok(self
+            .meminfo()?
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v))
+    }
+
+    /// `/proc/vmstat` as (key, value).
+    pub fn vmstat(&self) -> io::Result<Vec<(String, u64)>> {
+        Ok(proc::parse_vmstat(
+            &self.read_opt("/proc/vmstat")?.unwrap_or_default(),
+        ))
+    }
+
+    /// `/proc/swaps` entries.
+    pub fn swaps(&self) -> io::Result<Vec<SwapEntry>> {
+        Ok(proc::parse_swaps(
+            &self.read_opt("/proc/swaps")?.unwrap_or_default(),
+        ))
+    }
+
+    /// `/proc/mounts` entries as (device, mount point, fs type).
+    pub fn mounts(&self) -> io::Result<Vec<(String, String, String)>> {
+        Ok(proc::parse_mounts(
+            &self.read_opt("/proc/mounts")?.unwrap_or_default(),
+        ))
+    }
+
+    /// Whether `dev` (`/dev/zram0`) is swapped on or mounted.
+    pub fn device_in_use(&self, dev: &str) -> io::Result<bool> {
+        Ok(self.swaps()?.iter().any(|s| s.device == dev)
+            || self.mounts()?.iter().any(|m| m.0 == dev))
+    }
+
+    /// A sysctl by dotted name (`vm.swappiness`), from `/proc/sys`.
+    pub fn sysctl_path(name: &str) -> String {
+        format!("/proc/sys/{}", name.replace('.', "/"))
+    }
+
+    pub fn sysctl(&self, name: &str) -> io::Result<Option<String>> {
+        self.read_opt(&Self::sysctl_path(name))
+    }
+}

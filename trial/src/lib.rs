@@ -1,0 +1,707 @@
+//! `zmem trial`: run a workload under real memory pressure, once per swap
+//! configuration per round, and compare.
+//!
+//! Each run gets a fresh memory-limited cgroup ([`cgroup`]) and a freshly set
+//! up swap configuration ([`swap`]): a disk swap file zmem creates, a
+//! hot-added kernel zram device, zswap in front of the disk file, or zram
+//! with the disk file behind it. Both are torn down after the run. Every
+//! change is recorded in a [`guard::Guard`] before it is made and undone in
+//! reverse order on normal exit, error, panic and (through
+//! [`guard::SignalWatch`]) Ctrl-C/SIGTERM/SIGHUP. Nothing zmem did not set up
+//! is touched: existing swap areas, zram devices (zram0 …) and zswap settings
+//! are only read, and their presence makes the trial refuse unless forced.
+//!
+//! Files: [`config`] (configuration names), [`cgroup`], [`swap`] (set-up per
+//! configuration), [`measure`] (running and measuring one workload),
+//! [`guard`] (restore/cleanup, signals), [`workload`] (the built-in
+//! `memalloc`), [`report`] (statistics, table, CSV, serde structs).
+
+pub mod cgroup;
+pub mod config;
+pub mod guard;
+pub mod journal;
+pub mod measure;
+pub mod report;
+pub mod swap;
+pub mod workload;
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+pub use cgroup::{CgroupVersion, MemoryHierarchy};
+pub use config::SwapConfig;
+pub use guard::{Guard, Host, SignalWatch};
+pub use measure::{Outcome, RunRecord};
+pub use report::{ConfigSummary, Stats, TrialReport};
+
+use zmem_sysfs::HotDevice;
+use zmem_units::format_size;
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct TrialSpec {
+    /// RAM limit of the workload's cgroup, bytes.
+    pub memory_limit: u64,
+    /// Configurations in run order; each round runs all of them in this order.
+    pub configs: Vec<SwapConfig>,
+    /// Rounds.
+    pub repeat: u32,
+    /// Configuration the ratio column compares to (default: `disk` if present,
+    /// else the first configuration).
+    pub baseline: Option<String>,
+    /// The workload: program and arguments.
+    pub command: Vec<String>,
+    /// Short name of the workload for the report.
+    pub workload: String,
+    /// Run even if existing swap or zswap state would distort the results.
+    pub force: bool,
+    /// Directory of the disk swap file.
+    pub swap_dir: PathBuf,
+    /// Disk swap file size, and zram size where the configuration gives none.
+    pub swap_size: u64,
+    /// Set vm.swappiness (and v1's memory.swappiness of the trial cgroup) for the trial.
+    pub swappiness: Option<u32>,
+    /// Set vm.page-cluster for the trial.
+    pub page_cluster: Option<u32>,
+}
+
+/// Why a trial did not run or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    /// Bad arguments.
+    #[error("{0}")]
+    Invalid(String),
+    /// Not root, or kernel features missing.
+    #[error("refusing to run: {}", .0.join("; "))]
+    Refused(Vec<String>),
+    /// Existing swap/zswap state would distort the measurements.
+    #[error("refusing to run because existing state would distort the results (--force runs anyway): {}", .0.join("; "))]
+    Distorting(Vec<String>),
+    /// Ctrl-C/SIGTERM: what completed is in the report; everything was restored.
+    #[error("interrupted by a signal after {} run(s); everything zmem set up was removed and restored", .0.runs.len())]
+    Interrupted(Box<TrialReport>),
+    /// Restoring something failed: the messages say what to fix by hand.
+    #[error("cleanup failed, fix by hand: {}", .0.join("; "))]
+    Cleanup(Vec<String>),
+    /// Other I/O trouble.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// The default baseline: `disk` if it is one of the configurations, else the first.
+pub fn default_baseline(configs: &[SwapConfig]) -> String {
+    if configs.contains(&SwapConfig::Disk) {
+        "disk".into()
+    } else {
+        configs.first().map(|c| c.to_string()).unwrap_or_default()
+    }
+}
+
+fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
+    let bad = |s: String| Err(TrialError::Invalid(s));
+    if spec.configs.is_empty() {
+        return bad("give at least one --config (none, disk, zram:ALGO[:SIZE], zram:ALGO[:SIZE]+disk, zswap:COMPRESSOR[:POOL%])".into());
+    }
+    let mut seen = HashSet::new();
+    for c in &spec.configs {
+        if !seen.insert(c.to_string()) {
+            return bad(format!("configuration {c} is given twice"));
+        }
+    }
+    if spec.repeat == 0 {
+        return bad("--repeat must be at least 1".into());
+    }
+    if spec.memory_limit < 8 << 20 {
+        return bad(format!(
+            "--memory {} is too small (at least 8M)",
+            format_size(spec.memory_limit)
+        ));
+    }
+    if spec.command.is_empty() {
+        return bad("no workload: give `--builtin memalloc` or `-- COMMAND [ARGS]`".into());
+    }
+    if find_program(&spec.command[0]).is_none() {
+        return bad(format!(
+            "workload {:?} not found (not a file, and not in PATH)",
+            spec.command[0]
+        ));
+    }
+    if let Some(b) = &spec.baseline {
+        if !spec
+            .configs
+            .iter()
+            .any(|c| &c.to_string() == b || b.parse::<SwapConfig>().ok().as_ref() == Some(c))
+        {
+            return bad(format!("--baseline {b} is not one of the configurations"));
+        }
+    }
+    if spec.swappiness.is_some_and(|s| s > 200) {
+        return bad("--swappiness must be 0..=200".into());
+    }
+    if spec.page_cluster.is_some_and(|s| s > 31) {
+        return bad("--page-cluster must be 0..=31".into());
+    }
+    if spec.swap_size < 1 << 20 {
+        return bad("--swap-size must be at least 1M".into());
+    }
+    Ok(())
+}
+
+/// Where `prog` would be executed from: itself if it contains a slash, else
+/// the first executable file of that name in PATH.
+fn find_program(prog: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let exec = |p: &Path| {
+        fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.is_empty() {
+        return None;
+    }
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return exec(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| exec(p))
+}
+
+fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether the kernel can give zswap this compressor: loaded in /proc/crypto,
+/// or available as a (built-in or loadable) crypto module.
+fn zswap_compressor_available(host: &Host, name: &str) -> Result<(), String> {
+    let crypto = fs::read_to_string(host.path("/proc/crypto")).unwrap_or_default();
+    if crypto.lines().any(|l| {
+        l.split_once(':')
+            .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == name)
+    }) {
+        return Ok(());
+    }
+    let rel = fs::read_to_string(host.path("/proc/sys/kernel/osrelease")).unwrap_or_default();
+    let moddir = host.path("/lib/modules").join(rel.trim());
+    let needle = format!("crypto/{name}.ko");
+    for f in ["modules.builtin", "modules.dep"] {
+        if fs::read_to_string(moddir.join(f)).is_ok_and(|t| t.contains(&needle)) {
+            return Ok(());
+        }
+    }
+    let known = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
+    let have: Vec<&str> = known
+        .iter()
+        .copied()
+        .filter(|k| {
+            crypto.lines().any(|l| {
+                l.split_once(':')
+                    .is_some_and(|(a, v)| a.trim() == "name" && v.trim() == *k)
+            })
+        })
+        .collect();
+    Err(format!(
+        "zswap compressor {name} is not available: not in /proc/crypto and no crypto/{name}.ko module (compressors available: {})",
+        if have.is_empty() { "none".to_string() } else { have.join(", ") }
+    ))
+}
+
+fn free_space(dir: &Path) -> Option<(u64, i64)> {
+    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statfs is plain old data; all-zero is valid.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid path and `st` is writable for the call.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64 * st.f_bsize as u64, st.f_type as i64))
+}
+
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// Check everything before touching anything. Returns the objections `--force`
+/// overrode (to print with the results).
+pub fn preflight(
+    spec: &TrialSpec,
+    host: &Host,
+) -> Result<(MemoryHierarchy, Vec<String>), TrialError> {
+    validate(spec)?;
+    let mut missing = Vec::new();
+    if host.is_real() && geteuid() != 0 {
+        missing.push(
+            "not running as root (a trial creates cgroups, swap areas and zram devices)"
+                .to_string(),
+        );
+        return Err(TrialError::Refused(missing));
+    }
+    let orphans = journal::orphans(host);
+    if !orphans.is_empty() {
+        let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
+        missing.push(format!(
+            "a previous zmem trial (pid {}) did not finish cleaning up (killed, or a cleanup step failed); run `zmem trial --recover` first (journal in {})",
+            pids.join(", "),
+            journal::JOURNAL_DIR
+        ));
+        return Err(TrialError::Refused(missing));
+    }
+    let hierarchy = match cgroup::detect(host) {
+        Ok(h) => Some(h),
+        Err(e) => {
+            missing.push(e);
+            None
+        }
+    };
+    let needs_swap = spec.configs.iter().any(|c| *c != SwapConfig::None);
+    if needs_swap && !host.path("/proc/swaps").exists() {
+        missing.push("the kernel has no swap support (/proc/swaps missing)".into());
+    }
+    let zram_algos: Vec<&str> = spec.configs.iter().filter_map(|c| c.zram_algo()).collect();
+    if !zram_algos.is_empty() {
+        // Probe with a device of our own (never zram0 or anyone else's).
+        match HotDevice::create().and_then(|d| {
+            d.algorithms()
+                .map_err(|e| zmem_sysfs::KernelZramUnavailable(e.to_string()))
+        }) {
+            Err(e) => missing.push(format!("{e} (needed by {})", zram_algos.join(", "))),
+            Ok(have) => {
+                for a in zram_algos {
+                    if !have.iter().any(|h| h == a) {
+                        missing.push(format!(
+                            "kernel zram has no algorithm {a} (it has: {})",
+                            have.join(" ")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let zswap_comps: Vec<&str> = spec
+        .configs
+        .iter()
+        .filter_map(|c| c.zswap_compressor())
+        .collect();
+    if !zswap_comps.is_empty() {
+        if !host.path(guard::ZSWAP_PARAMS).join("enabled").exists() {
+            missing.push(format!(
+                "the kernel has no zswap ({}/enabled missing)",
+                guard::ZSWAP_PARAMS
+            ));
+        } else {
+            for c in zswap_comps {
+                if let Err(e) = zswap_compressor_available(host, c) {
+                    missing.push(e);
+                }
+            }
+        }
+    }
+    if spec.configs.iter().any(|c| c.uses_disk()) {
+        if !spec.swap_dir.is_dir() {
+            missing.push(format!(
+                "swap file directory {} does not exist",
+                spec.swap_dir.display()
+            ));
+        } else if let Some((avail, fstype)) = free_space(&spec.swap_dir) {
+            if fstype == TMPFS_MAGIC {
+                missing.push(format!(
+                    "{} is on tmpfs, which cannot hold a swap file (use --swap-dir)",
+                    spec.swap_dir.display()
+                ));
+            } else if avail < spec.swap_size + (256 << 20) {
+                missing.push(format!(
+                    "{} has {} MiB free, the swap file needs {} MiB plus 256 MiB to spare",
+                    spec.swap_dir.display(),
+                    avail >> 20,
+                    spec.swap_size >> 20
+                ));
+            }
+        }
+    }
+    for (knob, set) in [
+        (guard::SWAPPINESS, spec.swappiness.is_some()),
+        (guard::PAGE_CLUSTER, spec.page_cluster.is_some()),
+    ] {
+        if set && !host.path(knob).exists() {
+            missing.push(format!("{knob} is missing"));
+        }
+    }
+    if !missing.is_empty() {
+        return Err(TrialError::Refused(missing));
+    }
+    let mut distorting = Vec::new();
+    match swap::active_swaps(host) {
+        Ok(areas) => {
+            for a in areas {
+                let mut why = format!(
+                    "swap is active on {} ({} of {} KiB used)",
+                    a.filename, a.used_kib, a.size_kib
+                );
+                if a.filename.contains("/zmem-trial.") && a.filename.ends_with(".swap") {
+                    why.push_str(&format!(
+                        " — left by a zmem trial that was killed with SIGKILL? remove it with `swapoff {0} && rm {0}`",
+                        a.filename
+                    ));
+                }
+                distorting.push(why);
+            }
+        }
+        Err(e) if needs_swap => distorting.push(format!("cannot read /proc/swaps: {e}")),
+        Err(_) => {}
+    }
+    if guard::read_knob(&host.path(guard::ZSWAP_PARAMS).join("enabled"))
+        .is_ok_and(|v| v == "Y" || v == "1")
+    {
+        distorting
+            .push("zswap is enabled (it would sit in front of every swap configuration)".into());
+    }
+    if !distorting.is_empty() && !spec.force {
+        return Err(TrialError::Distorting(distorting));
+    }
+    let hierarchy = hierarchy.expect("checked above");
+    Ok((hierarchy, distorting))
+}
+
+/// Undo what trials that died without cleaning up (SIGKILL, crash) left
+/// behind, from their crash journals. Returns what was done.
+pub fn recover() -> Result<Vec<String>, TrialError> {
+    if geteuid() != 0 {
+        return Err(TrialError::Refused(vec!["not running as root".into()]));
+    }
+    let r = journal::recover(&Host::real());
+    if r.errors.is_empty() {
+        Ok(r.done)
+    } else {
+        Err(TrialError::Cleanup(r.errors))
+    }
+}
+
+/// Run the trial on this machine. `progress` gets a line per run.
+pub fn run(
+    spec: &TrialSpec,
+    signals: &SignalWatch,
+    progress: &mut dyn FnMut(&str),
+) -> Result<TrialReport, TrialError> {
+    let host = Host::real();
+    let (hierarchy, forced_over) = preflight(spec, &host)?;
+    let baseline = match &spec.baseline {
+        Some(b) => b
+            .parse::<SwapConfig>()
+            .map(|c| c.to_string())
+            .unwrap_or_else(|_| b.clone()),
+        None => default_baseline(&spec.configs),
+    };
+    let names: Vec<String> = spec.configs.iter().map(|c| c.to_string()).collect();
+    let mut cleanup_errors = Vec::new();
+    let mut runs = Vec::new();
+    let mut interrupted = false;
+    let journal = Rc::new(RefCell::new(journal::Journal::create(&host).map_err(
+        |e| TrialError::Io(format!("cannot create the crash journal: {e}")),
+    )?));
+    {
+        let mut global = Guard::with_journal("trial", Rc::clone(&journal));
+        if let Some(s) = spec.swappiness {
+            global
+                .set_knob(&host.path(guard::SWAPPINESS), &s.to_string())
+                .map_err(|e| TrialError::Io(e.to_string()))?;
+        }
+        if let Some(p) = spec.page_cluster {
+            global
+                .set_knob(&host.path(guard::PAGE_CLUSTER), &p.to_string())
+                .map_err(|e| TrialError::Io(e.to_string()))?;
+        }
+        let pid = std::process::id();
+        let mut n = 0u32;
+        'rounds: for round in 1..=spec.repeat {
+            for (cfg, name) in spec.configs.iter().zip(&names) {
+                if signals.fired() {
+                    interrupted = true;
+                    break 'rounds;
+                }
+                n += 1;
+                let tag = format!("{pid}.{n}");
+                progress(&format!("round {round}/{}: {name}", spec.repeat));
+                let mut g = Guard::with_journal(name.clone(), Rc::clone(&journal));
+                let params = swap::SetupParams {
+                    host: &host,
+                    swap_dir: &spec.swap_dir,
+                    swap_size: spec.swap_size,
+                    tag: &tag,
+                };
+                let record = match swap::setup(cfg, &params, &mut g) {
+                    Err(e) => {
+                        RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e })
+                    }
+                    Ok(prepared) => {
+                        let cg_name = format!("zmem-trial.{tag}");
+                        let cg_line = journal::cgroup_line(&hierarchy.parent.join(&cg_name));
+                        if let Some(l) = &cg_line {
+                            journal.borrow_mut().push(l.clone());
+                        }
+                        let rec = match cgroup::Cgroup::create(
+                            &hierarchy,
+                            &cg_name,
+                            spec.memory_limit,
+                            spec.swappiness,
+                        ) {
+                            Err(e) => {
+                                // `create` removed the directory again (or reported why not).
+                                if let Some(l) = &cg_line {
+                                    journal.borrow_mut().remove(l);
+                                }
+                                RunRecord::not_run(
+                                    name.clone(),
+                                    round,
+                                    Outcome::SetupFailed {
+                                        error: e.to_string(),
+                                    },
+                                )
+                            }
+                            Ok(cg) => {
+                                let env = measure::RunEnv {
+                                    host: &host,
+                                    cgroup: &cg,
+                                    zram_sys: prepared.zram_sys.as_deref(),
+                                    zswap: prepared.zswap,
+                                    stop: signals.flag(),
+                                };
+                                let r = measure::run_workload(&spec.command, name, round, &env)
+                                    .unwrap_or_else(|e| {
+                                        RunRecord::not_run(
+                                            name.clone(),
+                                            round,
+                                            Outcome::SetupFailed {
+                                                error: e.to_string(),
+                                            },
+                                        )
+                                    });
+                                match cg.remove() {
+                                    Ok(()) => {
+                                        if let Some(l) = &cg_line {
+                                            journal.borrow_mut().remove(l);
+                                        }
+                                    }
+                                    Err(e) => cleanup_errors.push(e.to_string()),
+                                }
+                                r
+                            }
+                        };
+                        rec
+                    }
+                };
+                cleanup_errors.extend(g.unwind());
+                progress(&format!(
+                    "round {round}/{}: {name}: {} in {:.2} s",
+                    spec.repeat,
+                    record.outcome.short(),
+                    record.wall_s
+                ));
+                let stop = record.outcome == Outcome::Interrupted;
+                runs.push(record);
+                if stop {
+                    interrupted = true;
+                    break 'rounds;
+                }
+                if !cleanup_errors.is_empty() {
+                    // The machine is not in a known state any more: stop here.
+                    break 'rounds;
+                }
+            }
+        }
+        cleanup_errors.extend(global.unwind());
+    }
+    if !cleanup_errors.is_empty() {
+        return Err(TrialError::Cleanup(cleanup_errors));
+    }
+    let report = TrialReport {
+        kernel: fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(0),
+        cgroup: hierarchy.version,
+        memory_limit: spec.memory_limit,
+        swap_size: spec.swap_size,
+        swappiness: spec.swappiness,
+        page_cluster: spec.page_cluster,
+        command: spec.command.clone(),
+        workload: spec.workload.clone(),
+        repeat: spec.repeat,
+        summaries: report::summarise(&names, &baseline, &runs),
+        baseline,
+        configs: names,
+        forced_over,
+        interrupted,
+        runs,
+    };
+    if interrupted {
+        return Err(TrialError::Interrupted(Box::new(report)));
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> TrialSpec {
+        TrialSpec {
+            memory_limit: 64 << 20,
+            configs: vec![SwapConfig::None, SwapConfig::Disk],
+            repeat: 1,
+            baseline: None,
+            command: vec!["true".into()],
+            workload: "true".into(),
+            force: false,
+            swap_dir: std::env::temp_dir(),
+            swap_size: 128 << 20,
+            swappiness: None,
+            page_cluster: None,
+        }
+    }
+
+    #[test]
+    fn validation_errors() {
+        let mut s = spec();
+        s.configs.push(SwapConfig::Disk);
+        assert!(validate(&s).unwrap_err().to_string().contains("twice"));
+        let mut s = spec();
+        s.repeat = 0;
+        assert!(validate(&s).is_err());
+        let mut s = spec();
+        s.baseline = Some("zram:lz4".into());
+        assert!(validate(&s).unwrap_err().to_string().contains("--baseline"));
+        let mut s = spec();
+        s.command.clear();
+        assert!(validate(&s)
+            .unwrap_err()
+            .to_string()
+            .contains("no workload"));
+        let mut s = spec();
+        s.command = vec!["/nonexistent/zmem-no-such-program".into()];
+        assert!(validate(&s).unwrap_err().to_string().contains("not found"));
+        s.command = vec!["zmem-no-such-program-in-path".into()];
+        assert!(validate(&s).unwrap_err().to_string().contains("not found"));
+        s.command = vec!["/bin/sh".into(), "-c".into(), "true".into()];
+        assert!(validate(&s).is_ok());
+        let mut s = spec();
+        s.swappiness = Some(201);
+        assert!(validate(&s).is_err());
+        let mut s = spec();
+        s.memory_limit = 1 << 20;
+        assert!(validate(&s).is_err());
+        assert!(validate(&spec()).is_ok());
+        assert_eq!(default_baseline(&spec().configs), "disk");
+        assert_eq!(
+            default_baseline(&[SwapConfig::Zram {
+                algo: "lz4".into(),
+                size: None
+            }]),
+            "zram:lz4"
+        );
+    }
+
+    /// A fake machine: cgroup v1 memory, no swap, zswap off.
+    fn fake_host(tag: &str) -> (PathBuf, Host) {
+        let root =
+            std::env::temp_dir().join(format!("zmem-trial-pre.{}.{tag}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let h = Host::at(&root);
+        fs::create_dir_all(h.path("/proc/self")).unwrap();
+        fs::write(
+            h.path("/proc/self/mountinfo"),
+            "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
+        )
+        .unwrap();
+        fs::write(h.path("/proc/self/cgroup"), "4:memory:/\n").unwrap();
+        fs::create_dir_all(h.path("/sys/fs/cgroup/memory")).unwrap();
+        fs::write(
+            h.path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+            "9223372036854771712\n",
+        )
+        .unwrap();
+        fs::write(
+            h.path("/proc/swaps"),
+            "Filename\tType\tSize\tUsed\tPriority\n",
+        )
+        .unwrap();
+        fs::create_dir_all(h.path(guard::ZSWAP_PARAMS)).unwrap();
+        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
+        fs::write(
+            h.path("/proc/crypto"),
+            "name         : lzo\ndriver       : lzo-generic\n",
+        )
+        .unwrap();
+        fs::create_dir_all(h.path("/proc/sys/kernel")).unwrap();
+        fs::write(h.path("/proc/sys/kernel/osrelease"), "6.18.0\n").unwrap();
+        (root, h)
+    }
+
+    #[test]
+    fn preflight_passes_on_a_clean_machine() {
+        let (root, h) = fake_host("clean");
+        let mut s = spec();
+        s.configs.push(SwapConfig::Zswap {
+            compressor: "lzo".into(),
+            pool_percent: None,
+        });
+        let (hier, forced) = preflight(&s, &h).unwrap();
+        assert_eq!(hier.version, CgroupVersion::V1);
+        assert!(forced.is_empty());
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn preflight_refuses_active_swap_and_zswap_unless_forced() {
+        let (root, h) = fake_host("busy");
+        fs::write(
+            h.path("/proc/swaps"),
+            "Filename\tType\tSize\tUsed\tPriority\n/dev/vdb partition 1048572 512 -2\n",
+        )
+        .unwrap();
+        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "Y\n").unwrap();
+        let e = preflight(&spec(), &h).unwrap_err();
+        let TrialError::Distorting(why) = e else {
+            panic!("{e}")
+        };
+        assert_eq!(why.len(), 2);
+        assert!(why[0].contains("/dev/vdb") && why[1].contains("zswap is enabled"));
+        let mut s = spec();
+        s.force = true;
+        let (_, forced) = preflight(&s, &h).unwrap();
+        assert_eq!(forced.len(), 2);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn preflight_names_missing_features() {
+        let (root, h) = fake_host("missing");
+        fs::remove_file(h.path(guard::ZSWAP_PARAMS).join("enabled")).unwrap();
+        let mut s = spec();
+        s.configs.push(SwapConfig::Zswap {
+            compressor: "lzo".into(),
+            pool_percent: None,
+        });
+        let e = preflight(&s, &h).unwrap_err().to_string();
+        assert!(e.contains("no zswap"), "{e}");
+        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
+        s.configs[2] = SwapConfig::Zswap {
+            compressor: "zstd".into(),
+            pool_percent: None,
+        };
+        let e = preflight(&s, &h).unwrap_err().to_string();
+        assert!(
+            e.contains("zswap compressor zstd is not available") && e.contains("available: lzo"),
+            "{e}"
+        );
+        fs::write(h.path("/proc/self/mountinfo"), "").unwrap();
+        let e = preflight(&spec(), &h).unwrap_err().to_string();
+        assert!(e.contains("no usable memory cgroup"), "{e}");
+        fs::remove_dir_all(root).unwrap();
+    }
+}
