@@ -6,7 +6,7 @@
 //! apply again and expect no change (idempotent); revert and compare the revert's writes with
 //! expected-revert.log and the tree with the original.
 //!
-//! `ZMEM_BLESS=1 cargo test -p zmem-kernel --test fixtures` rewrites the expected files from
+//! `ZMEM_BLESS=1 cargo test -p zmem-ops --test fixtures` rewrites the expected files from
 //! what the code does now (review the diff before committing).
 
 use std::collections::BTreeMap;

@@ -5,8 +5,10 @@
 //! every engine device ([`BlockDevice`](crate::BlockDevice)), so the policy
 //! engine, `zmem ctl` and the exporter drive all of them the same way.
 
+use std::sync::Arc;
+
 use crate::sys::Sys;
-use crate::Errno;
+use crate::{BlockDevice, Errno};
 
 /// An attribute read or write that failed: the kernel's errno plus a message
 /// that says why in words.
@@ -67,6 +69,52 @@ impl AttrTarget for DryRun<'_> {
     }
     fn list_attrs(&self) -> Result<Vec<String>, AttrError> {
         self.0.list_attrs()
+    }
+}
+
+/// An engine device in this process (a zram device, zswap's block view) as an
+/// attribute target: what the control socket would answer, without a socket.
+pub struct DeviceTarget<D: ?Sized> {
+    label: String,
+    dev: Arc<D>,
+}
+
+impl<D: BlockDevice + ?Sized> DeviceTarget<D> {
+    pub fn new(label: impl Into<String>, dev: Arc<D>) -> Self {
+        DeviceTarget {
+            label: label.into(),
+            dev,
+        }
+    }
+}
+
+impl<D: BlockDevice + ?Sized> AttrTarget for DeviceTarget<D> {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+    fn read_attr(&self, name: &str) -> Result<String, AttrError> {
+        let s = self.dev.attr_read(name)?;
+        Ok(s.strip_suffix('\n').unwrap_or(&s).to_string())
+    }
+    fn write_attr(&self, name: &str, value: &str) -> Result<(), AttrError> {
+        // As `echo VALUE > ATTR` (and the control socket): the value ends with a newline.
+        self.dev.attr_write(name, &format!("{value}\n"))
+    }
+    /// Readable and writable names, once each (a sysfs directory's files).
+    fn list_attrs(&self) -> Result<Vec<String>, AttrError> {
+        let mut v: Vec<String> = self
+            .dev
+            .attr_names()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        for w in self.dev.attr_writable() {
+            if !v.iter().any(|n| n == w) {
+                v.push(w.to_string());
+            }
+        }
+        v.sort();
+        Ok(v)
     }
 }
 

@@ -57,4 +57,9 @@ pub trait BlockDevice: Send + Sync {
     fn attr_write(&self, name: &str, value: &str) -> Result<(), AttrError>;
     /// Names of the readable attributes, for `zmem ctl TARGET`.
     fn attr_names(&self) -> Vec<&'static str>;
+    /// Names of the attributes that can be written (write-only ones such as
+    /// `reset` or `recompress` included), for the control socket's `list`.
+    fn attr_writable(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
 }

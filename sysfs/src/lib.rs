@@ -29,7 +29,7 @@ mod sys;
 #[doc(hidden)]
 pub mod testutil;
 
-pub use attr::{AttrError, AttrTarget, DryRun, SysfsDevice};
+pub use attr::{AttrError, AttrTarget, DeviceTarget, DryRun, SysfsDevice};
 pub use blockdev::{BlockDevice, IoError};
 pub use ctl::{find_ctl_sockets, CtlClient};
 pub use errno::Errno;

@@ -224,4 +224,7 @@ impl BlockDevice for Zram {
     fn attr_names(&self) -> Vec<&'static str> {
         crate::attrs::READABLE.to_vec()
     }
+    fn attr_writable(&self) -> Vec<&'static str> {
+        crate::attrs::WRITABLE.to_vec()
+    }
 }

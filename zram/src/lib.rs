@@ -13,7 +13,8 @@
 //! * [`streams`], [`pool`]: compressors and allocators;
 //! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets;
 //! * [`writeback`] + [`backing`]: `writeback`, `writeback_limit`, `bd_stat`; the backing file and its bitmap;
-//! * [`fastpath`]: the fast algorithm and when writes use it; [`maint`]: the maintenance worker.
+//! * [`fastpath`]: the fast algorithm and when writes use it (zmem-ops' policy engine
+//!   moves its slots back to the primary in the background).
 //!
 //! ```no_run
 //! use zmem_sysfs::BlockDevice;
@@ -32,8 +33,6 @@ mod discard;
 pub mod fastpath;
 pub mod idle;
 mod io;
-pub mod maint;
-pub mod maint_policy;
 pub mod pool;
 pub mod pp;
 mod precise;
@@ -47,7 +46,6 @@ pub mod writeback;
 
 pub use device::{Config, OpenGuard, Zram, ZramBuilder};
 pub use fastpath::FastMode;
-pub use maint::{MaintPolicy, MaintWorker, Maintainer, RoundReport, Stage};
 pub use pool::PoolFactory;
 pub use recompress::{RecompressParams, RecompressReport};
 pub use slot::SlotInfo;

@@ -13,6 +13,5 @@ pub mod persist;
 pub mod policy;
 pub mod recommend;
 pub mod serve;
-pub mod serve_maint;
 pub mod status;
 pub mod trial;

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use zmem_ops::config;
-use zmem_ops::policy::{self, DryRun, Policy, State};
+use zmem_ops::policy::{self, Policy, State};
 use zmem_ops::zram;
 use zmem_sysfs::Sys;
-use zmem_sysfs::{find_ctl_sockets, AttrTarget, SysfsDevice};
+use zmem_sysfs::{find_ctl_sockets, AttrTarget, DryRun, SysfsDevice};
 
 /// Arguments of `zmem policy`.
 #[derive(clap::Args, Debug)]
@@ -147,6 +147,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if args.once {
             return Ok(());
         }
-        std::thread::sleep(std::time::Duration::from_secs(pol.interval));
+        std::thread::sleep(pol.interval);
     }
 }

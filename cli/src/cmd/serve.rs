@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use zmem_nbd::{Control, CtlServer, Listen, Listener, Options, Server};
-use zmem_sysfs::{BlockDevice, Errno};
-use zmem_zram::{MaintPolicy, Zram};
-
-use super::serve_maint::Maintained;
+use zmem_ops::policy::{Maintained, Policy};
+use zmem_sysfs::{AttrTarget, BlockDevice, DeviceTarget, Errno};
+use zmem_zram::Zram;
 
 /// Arguments of `zmem serve`.
 #[derive(clap::Args, Debug)]
@@ -47,9 +46,10 @@ pub struct Args {
         requires = "fast"
     )]
     pub fast_when: String,
-    /// Maintenance worker: idle marking, fast-path slots back to the primary, recompression
-    /// with --recomp, writeback when available; optional policy, e.g.
-    /// --maint=interval=10min,fast-idle=60s,recompress-idle=1h,min-per-round=5M,max-per-round=300M.
+    /// Maintenance worker: the rounds of `zmem policy` on this device (fast-path slots back to
+    /// the primary, recompression with --recomp, writeback with --backing-dev); optional policy
+    /// in the [policy] keys of docs/ops.md, e.g.
+    /// --maint=interval=10min,fast-idle=60s,recompress-idle-min=1h,writeback-max-per-round=300M.
     /// `zmem ctl SOCKET maint` shows the last round, `zmem ctl SOCKET maint run` runs one now
     #[arg(long, value_name = "POLICY", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub maint: Option<String>,
@@ -205,8 +205,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let policy = match &a.maint {
         Some(spec) => Some(
-            MaintPolicy::default()
-                .apply(spec)
+            Policy::default()
+                .with_spec(spec)
                 .map_err(|e| anyhow::anyhow!("--maint: {e}"))?,
         ),
         None => None,
@@ -222,7 +222,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                     "zmem serve: maintenance every {} s",
                     p.interval.as_secs_f64()
                 );
-                let m = Arc::new(Maintained::start(z.clone(), p)?);
+                let m = Maintained::start(&format!("serve:{}", a.export), z.clone(), p)
+                    .context("--maint: cannot start the maintenance thread")?;
+                let m = Arc::new(m);
                 maintained = Some(m.clone());
                 (Some(z), m)
             }
@@ -243,15 +245,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             .ctl
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", a.export)));
-        let mut names: Vec<String> = dev.attr_names().iter().map(|s| s.to_string()).collect();
-        if zram.is_some() {
-            for w in zmem_zram::attrs::WRITABLE {
-                if !names.iter().any(|n| n == w) {
-                    names.push(w.to_string());
-                }
-            }
-        }
-        names.sort();
+        let names = DeviceTarget::new("", dev.clone())
+            .list_attrs()
+            .unwrap_or_default();
         let server = CtlServer::start(
             &path,
             Control {

@@ -83,3 +83,18 @@ pub fn phrases(seed: u64) -> Vec<u8> {
     p.truncate(PAGE_SIZE);
     p
 }
+
+/// The content of page `index` at version `v` (0 = zeros): the version is
+/// embedded so a reader can tell which write it sees and verify the rest.
+pub fn content(index: usize, v: u64) -> Vec<u8> {
+    if v == 0 {
+        return vec![0u8; PAGE_SIZE];
+    }
+    let mut p = page(v % 6, (index as u64) << 32 | v);
+    if zmem_codec::same_filled(&p).is_some() {
+        return p; // same-filled pages carry no room for a tag; checked by value
+    }
+    p[..8].copy_from_slice(&v.to_le_bytes());
+    p[8..16].copy_from_slice(&(index as u64).to_le_bytes());
+    p
+}
