@@ -131,7 +131,9 @@ fn table_explains_missing_kernel_rows_and_unavailable_algorithms() {
 #[test]
 fn kernel_rows_beside_engine_rows_with_root() {
     if let Err(e) = zmem_sysfs::HotDevice::available() {
-        println!("SKIP kernel_rows_beside_engine_rows_with_root: {e}");
+        zmem_sysfs::testutil::skip(&format!(
+            "SKIP kernel_rows_beside_engine_rows_with_root: {e}"
+        ));
         return;
     }
     let c = write_corpus("kernel");

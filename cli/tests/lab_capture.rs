@@ -67,7 +67,7 @@ impl Drop for Holder {
 #[test]
 fn capture_python_then_full_bench_table_best_for_and_recommendation() {
     let Some(h) = Holder::spawn() else {
-        println!("SKIP capture_python_then_full_bench_table_best_for_and_recommendation: python3 not available");
+        zmem_sysfs::testutil::skip("SKIP capture_python_then_full_bench_table_best_for_and_recommendation: python3 not available");
         return;
     };
     let pid = h.0.id().to_string();
@@ -160,7 +160,7 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
             "kernel rows side by side as root\n{text}"
         );
     } else {
-        println!("SKIP kernel rows part: not root or no kernel zram");
+        zmem_sysfs::testutil::skip("SKIP kernel rows part: not root or no kernel zram");
     }
     assert!(std::fs::read_to_string(&report)
         .unwrap()
@@ -226,7 +226,9 @@ fn capture_device_dumps_a_hot_added_zram_device() {
     let dev = match zmem_sysfs::HotDevice::with_config("lz4", 4 << 20) {
         Ok(d) => d,
         Err(e) => {
-            println!("SKIP capture_device_dumps_a_hot_added_zram_device: {e}");
+            zmem_sysfs::testutil::skip(&format!(
+                "SKIP capture_device_dumps_a_hot_added_zram_device: {e}"
+            ));
             return;
         }
     };

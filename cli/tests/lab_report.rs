@@ -91,8 +91,8 @@ fn report_renders_in_headless_chromium() {
     );
 
     let Some(chrome) = chromium() else {
-        println!(
-            "SKIP report_renders_in_headless_chromium (screenshot part): chromium not installed"
+        zmem_sysfs::testutil::skip(
+            "SKIP report_renders_in_headless_chromium (screenshot part): chromium not installed",
         );
         return;
     };

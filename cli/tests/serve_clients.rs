@@ -12,8 +12,8 @@ use serve_common::*;
 #[test]
 fn serve_nbdinfo_shows_size_and_block_sizes() {
     if !have("nbdinfo") {
-        println!(
-            "SKIP serve_nbdinfo_shows_size_and_block_sizes: nbdinfo (libnbd-bin) not installed"
+        zmem_sysfs::testutil::skip(
+            "SKIP serve_nbdinfo_shows_size_and_block_sizes: nbdinfo (libnbd-bin) not installed",
         );
         return;
     }
@@ -42,7 +42,9 @@ fn serve_nbdinfo_shows_size_and_block_sizes() {
 #[test]
 fn serve_qemu_img_convert_round_trip() {
     if !have("qemu-img") {
-        println!("SKIP serve_qemu_img_convert_round_trip: qemu-img (qemu-utils) not installed");
+        zmem_sysfs::testutil::skip(
+            "SKIP serve_qemu_img_convert_round_trip: qemu-img (qemu-utils) not installed",
+        );
         return;
     }
     let s = Served::start("32M", &[]);
@@ -92,7 +94,9 @@ fn fio_nbd() -> Option<&'static str> {
 #[test]
 fn serve_fio_randwrite_then_randread_verify() {
     if let Some(why) = fio_nbd() {
-        println!("SKIP serve_fio_randwrite_then_randread_verify: {why}");
+        zmem_sysfs::testutil::skip(&format!(
+            "SKIP serve_fio_randwrite_then_randread_verify: {why}"
+        ));
         return;
     }
     let s = Served::start("128M", &[]);
@@ -148,18 +152,18 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
     let name = "serve_filesystem_round_trip_through_nbdfuse";
     for t in ["nbdfuse", "mkfs.ext4", "e2fsck", "fusermount3"] {
         if !have(t) && Command::new(t).arg("-V").output().is_err() {
-            println!("SKIP {name}: {t} not installed");
+            zmem_sysfs::testutil::skip(&format!("SKIP {name}: {t} not installed"));
             return;
         }
     }
     if !is_root() {
-        println!("SKIP {name}: mounting needs root");
+        zmem_sysfs::testutil::skip(&format!("SKIP {name}: mounting needs root"));
         return;
     }
     if !exists(std::path::Path::new("/dev/fuse"))
         || !exists(std::path::Path::new("/dev/loop-control"))
     {
-        println!("SKIP {name}: no /dev/fuse or /dev/loop-control");
+        zmem_sysfs::testutil::skip(&format!("SKIP {name}: no /dev/fuse or /dev/loop-control"));
         return;
     }
     let s = Served::start("128M", &[]);
@@ -192,7 +196,9 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
         std::thread::sleep(Duration::from_millis(50));
     }
     if !ready {
-        println!("SKIP {name}: nbdfuse did not mount (FUSE unavailable in this environment?)");
+        zmem_sysfs::testutil::skip(&format!(
+            "SKIP {name}: nbdfuse did not mount (FUSE unavailable in this environment?)"
+        ));
         return;
     }
     run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&file));
@@ -204,10 +210,10 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
         COMMAND_LIMIT,
     );
     if !mounted.status.success() {
-        println!(
+        zmem_sysfs::testutil::skip(&format!(
             "SKIP {name}: loop mount refused: {}",
             String::from_utf8_lossy(&mounted.stderr).trim()
-        );
+        ));
         return;
     }
     // A tree of files: text, zeros, random, nested directories.

@@ -85,7 +85,7 @@ fn skip_reason() -> Option<String> {
 macro_rules! skip_unless_ready {
     ($name:expr) => {
         if let Some(why) = skip_reason() {
-            println!("SKIP {}: {why}", $name);
+            zmem_sysfs::testutil::skip(&format!("SKIP {}: {why}", $name));
             return;
         }
     };
@@ -485,7 +485,9 @@ fn refuses_without_root() {
     // As root, drop to nobody with setpriv (util-linux) to see the refusal.
     let mut cmd = if is_root() {
         if Command::new("setpriv").arg("--version").output().is_err() {
-            println!("SKIP {name}: running as root and setpriv is not installed");
+            zmem_sysfs::testutil::skip(&format!(
+                "SKIP {name}: running as root and setpriv is not installed"
+            ));
             return;
         }
         let mut c = Command::new("setpriv");
@@ -513,7 +515,9 @@ fn refuses_without_root() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("Permission denied") && stderr.contains("setpriv") {
-        println!("SKIP {name}: nobody cannot execute the test binary here: {stderr}");
+        zmem_sysfs::testutil::skip(&format!(
+            "SKIP {name}: nobody cannot execute the test binary here: {stderr}"
+        ));
         return;
     }
     assert!(!out.status.success());

@@ -26,7 +26,7 @@ fn load(test: &str) -> Option<LibLzo> {
     match LibLzo::load() {
         Ok(l) => Some(l),
         Err(e) => {
-            println!("SKIP {test}: {e}");
+            zmem_sysfs::testutil::skip(&format!("SKIP {test}: {e}"));
             None
         }
     }

@@ -31,11 +31,15 @@ fn zswap_params() -> Vec<(String, String)> {
 #[test]
 fn apply_check_revert_on_a_hot_added_device() {
     if let Err(why) = HotDevice::available() {
-        println!("SKIP apply_check_revert_on_a_hot_added_device: {why}");
+        zmem_sysfs::testutil::skip(&format!(
+            "SKIP apply_check_revert_on_a_hot_added_device: {why}"
+        ));
         return;
     }
     if !std::path::Path::new("/sys/module/zswap/parameters/max_pool_percent").exists() {
-        println!("SKIP apply_check_revert_on_a_hot_added_device: no zswap max_pool_percent");
+        zmem_sysfs::testutil::skip(
+            "SKIP apply_check_revert_on_a_hot_added_device: no zswap max_pool_percent",
+        );
         return;
     }
     for tool in ["mkswap", "swapon", "swapoff"] {
@@ -43,7 +47,9 @@ fn apply_check_revert_on_a_hot_added_device() {
             .iter()
             .any(|d| std::path::Path::new(d).join(tool).exists())
         {
-            println!("SKIP apply_check_revert_on_a_hot_added_device: {tool} not installed");
+            zmem_sysfs::testutil::skip(&format!(
+                "SKIP apply_check_revert_on_a_hot_added_device: {tool} not installed"
+            ));
             return;
         }
     }
@@ -143,7 +149,9 @@ fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
     use zmem_ops::policy::{self, DeviceState, Policy};
     use zmem_sysfs::{AttrTarget, SysfsDevice};
     if let Err(why) = HotDevice::available() {
-        println!("SKIP policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has: {why}");
+        zmem_sysfs::testutil::skip(&format!(
+            "SKIP policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has: {why}"
+        ));
         return;
     }
     let dev = HotDevice::with_config("lzo", 8 << 20).expect("device");

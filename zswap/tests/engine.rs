@@ -366,7 +366,9 @@ fn backing_file_errors_keep_pool_pages_readable() {
     assert!(e.contains("/nonexistent-dir/x"), "{e}");
     // Full: /dev/full fails every write with ENOSPC.
     if !std::path::Path::new("/dev/full").exists() {
-        println!("SKIP backing_file_errors_keep_pool_pages_readable (full part): no /dev/full");
+        zmem_sysfs::testutil::skip(
+            "SKIP backing_file_errors_keep_pool_pages_readable (full part): no /dev/full",
+        );
         return;
     }
     let backing = Backing::create("/dev/full", 256).unwrap();

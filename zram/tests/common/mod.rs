@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use zmem_codec::Params;
+use zmem_sysfs::Errno;
 use zmem_zram::{Zram, PAGE_SIZE};
 
 /// The algorithm the engine tests use.
@@ -97,4 +98,17 @@ pub fn content(index: usize, v: u64) -> Vec<u8> {
     p[..8].copy_from_slice(&v.to_le_bytes());
     p[8..16].copy_from_slice(&(index as u64).to_le_bytes());
     p
+}
+
+/// lz4 primary plus the given secondaries, initialised with `bytes`.
+pub fn dev_with(secondaries: &[(usize, &str)], bytes: u64) -> Zram {
+    let mut b = Zram::builder().algorithm("lz4", Params::default());
+    for &(p, n) in secondaries {
+        b = b.secondary(p, n, Params::default());
+    }
+    b.disksize(bytes).build().expect("device")
+}
+
+pub fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
+    r.expect_err("the kernel refuses this").errno
 }
