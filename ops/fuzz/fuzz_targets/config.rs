@@ -14,4 +14,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem");
     }
     let _ = zmem_ops::config::parse_algorithms(text);
+    // The same [policy] keys as `zmem serve --maint=…`.
+    let _ = zmem_ops::policy::Policy::default().with_spec(text);
+    let _ = (zmem_units::parse_size(text), zmem_units::parse_duration(text));
 });

@@ -32,5 +32,4 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = zmem_sysfs::next_args(&String::from_utf8_lossy(rest));
     let _ = zmem_sysfs::memparse(&String::from_utf8_lossy(rest));
-    let _ = zmem_zram::MaintPolicy::default().apply(&String::from_utf8_lossy(rest));
 });
