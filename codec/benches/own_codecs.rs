@@ -96,7 +96,7 @@ fn heap_page(seed: u64) -> Vec<u8> {
                     p.extend_from_slice(WORDS[r.below(WORDS.len() as u64) as usize].as_bytes());
                     p.push(b' ');
                 }
-                while p.len() % 8 != 0 {
+                while !p.len().is_multiple_of(8) {
                     p.push(0);
                 }
             }

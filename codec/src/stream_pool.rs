@@ -29,11 +29,14 @@ fn thread_index() -> usize {
     })
 }
 
+/// One thread's slot: its stream, created on first use.
+type StreamSlot = Mutex<Option<Box<dyn Stream>>>;
+
 /// Streams of one configured algorithm.
 pub struct StreamPool {
     backend: &'static dyn Backend,
     params: Params,
-    slots: Box<[Mutex<Option<Box<dyn Stream>>>]>,
+    slots: Box<[StreamSlot]>,
 }
 
 impl std::fmt::Debug for StreamPool {

@@ -209,7 +209,7 @@ fn edges() -> Corpus {
     let mut noise = |rng: &mut lzo_support::Rng| {
         k += 1;
         let mut p = Vec::with_capacity(PAGE + 16);
-        if k % 3 != 0 {
+        if !k.is_multiple_of(3) {
             while p.len() < PAGE {
                 p.extend_from_slice(words[rng.below(words.len())]);
                 p.push(b'0' + rng.below(10) as u8);

@@ -2,6 +2,7 @@
 //! * liblzo2's `lzo1x_decompress_safe` decodes our `lzo` streams to the page;
 //! * we decode liblzo2's `lzo1x_1_compress` and `lzo1x_999_compress` streams;
 //! * on mutated streams, whenever both decoders accept, they agree.
+//!
 //! Skipped (with the reason) when liblzo2 is not installed.
 
 mod lzo_support;

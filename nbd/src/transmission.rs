@@ -82,7 +82,7 @@ pub fn decode(r: &Request, size: u64, max_payload: u32) -> Result<Command, Refus
     if len == 0 {
         return refuse(NBD_EINVAL, "zero-length request");
     }
-    if r.offset % SECTOR != 0 || len as u64 % SECTOR != 0 {
+    if !r.offset.is_multiple_of(SECTOR) || !(len as u64).is_multiple_of(SECTOR) {
         return refuse(NBD_EINVAL, "offset or length not a multiple of 512");
     }
     if matches!(r.command, CMD_READ | CMD_WRITE) && len > max_payload {

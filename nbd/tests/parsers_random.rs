@@ -88,7 +88,7 @@ proptest! {
             let flags = if fill % 3 == 0 { flags } else { 0 };
             input.extend_from_slice(&request(cmd, flags, off, len));
             if cmd == CMD_WRITE {
-                input.extend(std::iter::repeat(fill).take(len as usize));
+                input.extend(std::iter::repeat_n(fill, len as usize));
             }
             if cmd == CMD_DISC {
                 break;

@@ -290,7 +290,7 @@ mod tests {
         assert!(g.test(Flag::Fast));
         g.set_priority(0);
         assert!(
-            g.test(Flag::Fast) && g.test(Flag::Incompressible) == false,
+            g.test(Flag::Fast) && !g.test(Flag::Incompressible),
             "priority bits do not touch FAST"
         );
         g.clear(Flag::Fast);

@@ -563,7 +563,7 @@ mod tests {
         }
         put(&mut bits, OP_END as u64, 5);
         put(&mut bits, crc32_be(0, src) as u64, 32);
-        while bits.len() % 64 != 0 {
+        while !bits.len().is_multiple_of(64) {
             bits.push(false);
         }
         bits.chunks(8)
