@@ -253,6 +253,9 @@ fn serve_rejects_bad_fast_and_maint_options() {
         (vec!["--fast-when", "always"], "--fast"),
         (vec!["--maint=interval=0"], "--maint"),
         (vec!["--maint=bogus=1"], "--maint"),
+        (vec!["--maint=writeback-max-per-round=12Q"], "--maint"),
+        (vec!["--mem-limit", "12Q"], "unknown unit \"Q\""),
+        (vec!["--mem-limit", "0.3K"], "whole number of bytes"),
     ] {
         let mut a = vec![
             "serve",
@@ -270,4 +273,42 @@ fn serve_rejects_bad_fast_and_maint_options() {
             "{args:?}: {err}"
         );
     }
+}
+
+/// Sizes go through the one parser: what every other command refuses, serve
+/// refuses too, and 1.5G is 1.5 GiB (not memparse's "1", rounded up to a page).
+#[test]
+fn serve_sizes_are_strict_and_fractions_mean_what_they_say() {
+    for bad in ["12Q", "4X", "1..5G", ""] {
+        let out = zmem(&[
+            "serve",
+            "--size",
+            bad,
+            "--listen",
+            "unix:/nonexistent/zmem-test.sock",
+            "--no-ctl",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("--size") && err.contains("a size is"),
+            "{bad}: {err}"
+        );
+    }
+    let s = Served::start("1.5G", &[]);
+    let ctl = s.ctl.to_str().unwrap().to_string();
+    let out = zmem(&["ctl", &ctl, "disksize"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        (3u64 << 29).to_string(),
+        "{out:?}"
+    );
+    // ctl speaks the kernel's memparse on purpose, and says what the kernel made of it.
+    let out = zmem(&["ctl", &ctl, "mem_limit", "12Q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("reads mem_limit \"12Q\" as 12 bytes"),
+        "{err}"
+    );
+    let (ok, _) = s.stop();
+    assert!(ok);
 }
