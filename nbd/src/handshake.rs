@@ -79,24 +79,7 @@ pub fn negotiate<S: Read + Write>(
             return Ok(Outcome::Closed);
         };
         if opt.option == OPT_EXPORT_NAME {
-            // No way to send an error: an unusable name closes the connection.
-            if opt.length as usize > MAX_STRING {
-                return Ok(Outcome::Closed);
-            }
-            let mut name = vec![0u8; opt.length as usize];
-            s.read_exact(&mut name)?;
-            if !export.matches(&name) || shutting_down() {
-                return Ok(Outcome::Closed);
-            }
-            let mut b = Vec::with_capacity(10 + 124);
-            b.extend_from_slice(&export.size.to_be_bytes());
-            b.extend_from_slice(&export.flags.to_be_bytes());
-            if !no_zeroes {
-                b.extend_from_slice(&[0u8; 124]);
-            }
-            s.write_all(&b)?;
-            s.flush()?;
-            return Ok(Outcome::Transmission);
+            return export_name(s, export, opt.length, no_zeroes, shutting_down);
         }
         if opt.length > MAX_OPTION_DATA {
             drain(s, opt.length as u64)?;
@@ -130,47 +113,7 @@ pub fn negotiate<S: Read + Write>(
                 reply(s, opt.option, REP_ACK, &[])?;
             }
             OPT_INFO | OPT_GO => {
-                let req = match parse_info_request(&data) {
-                    Ok(r) => r,
-                    Err(why) => {
-                        reply(s, opt.option, REP_ERR_INVALID, why.as_bytes())?;
-                        continue;
-                    }
-                };
-                if !export.matches(&req.name) {
-                    reply(s, opt.option, REP_ERR_UNKNOWN, b"no such export")?;
-                    continue;
-                }
-                if opt.option == OPT_GO && shutting_down() {
-                    reply(s, opt.option, REP_ERR_SHUTDOWN, b"server is shutting down")?;
-                    continue;
-                }
-                reply(
-                    s,
-                    opt.option,
-                    REP_INFO,
-                    &info_export(export.size, export.flags),
-                )?;
-                // Block sizes are sent whether asked or not (the protocol allows it).
-                reply(
-                    s,
-                    opt.option,
-                    REP_INFO,
-                    &info_block_size(export.min_block, export.preferred_block, export.max_payload),
-                )?;
-                if req.requests.contains(&INFO_NAME) {
-                    reply(s, opt.option, REP_INFO, &info_name(export.name.as_bytes()))?;
-                }
-                if req.requests.contains(&INFO_DESCRIPTION) {
-                    reply(
-                        s,
-                        opt.option,
-                        REP_INFO,
-                        &info_description(export.description.as_bytes()),
-                    )?;
-                }
-                reply(s, opt.option, REP_ACK, &[])?;
-                if opt.option == OPT_GO {
+                if info_or_go(s, export, opt.option, &data, shutting_down)? {
                     return Ok(Outcome::Transmission);
                 }
             }
@@ -184,6 +127,79 @@ pub fn negotiate<S: Read + Write>(
             _ => reply(s, opt.option, REP_ERR_UNSUP, b"unknown option")?,
         }
     }
+}
+
+/// NBD_OPT_EXPORT_NAME: no way to send an error, so an unusable name closes
+/// the connection; a good one gets the export's size and flags and starts
+/// transmission.
+fn export_name<S: Read + Write>(
+    s: &mut S,
+    export: &Export,
+    length: u32,
+    no_zeroes: bool,
+    shutting_down: &dyn Fn() -> bool,
+) -> io::Result<Outcome> {
+    if length as usize > MAX_STRING {
+        return Ok(Outcome::Closed);
+    }
+    let mut name = vec![0u8; length as usize];
+    s.read_exact(&mut name)?;
+    if !export.matches(&name) || shutting_down() {
+        return Ok(Outcome::Closed);
+    }
+    let mut b = Vec::with_capacity(10 + 124);
+    b.extend_from_slice(&export.size.to_be_bytes());
+    b.extend_from_slice(&export.flags.to_be_bytes());
+    if !no_zeroes {
+        b.extend_from_slice(&[0u8; 124]);
+    }
+    s.write_all(&b)?;
+    s.flush()?;
+    Ok(Outcome::Transmission)
+}
+
+/// NBD_OPT_INFO and NBD_OPT_GO: the export's information (block sizes
+/// always, name and description when asked); true when GO succeeded and
+/// transmission starts.
+fn info_or_go<S: Read + Write>(
+    s: &mut S,
+    export: &Export,
+    option: u32,
+    data: &[u8],
+    shutting_down: &dyn Fn() -> bool,
+) -> io::Result<bool> {
+    let req = match parse_info_request(data) {
+        Ok(r) => r,
+        Err(why) => {
+            reply(s, option, REP_ERR_INVALID, why.as_bytes())?;
+            return Ok(false);
+        }
+    };
+    if !export.matches(&req.name) {
+        reply(s, option, REP_ERR_UNKNOWN, b"no such export")?;
+        return Ok(false);
+    }
+    if option == OPT_GO && shutting_down() {
+        reply(s, option, REP_ERR_SHUTDOWN, b"server is shutting down")?;
+        return Ok(false);
+    }
+    reply(s, option, REP_INFO, &info_export(export.size, export.flags))?;
+    // Block sizes are sent whether asked or not (the protocol allows it).
+    let sizes = info_block_size(export.min_block, export.preferred_block, export.max_payload);
+    reply(s, option, REP_INFO, &sizes)?;
+    if req.requests.contains(&INFO_NAME) {
+        reply(s, option, REP_INFO, &info_name(export.name.as_bytes()))?;
+    }
+    if req.requests.contains(&INFO_DESCRIPTION) {
+        reply(
+            s,
+            option,
+            REP_INFO,
+            &info_description(export.description.as_bytes()),
+        )?;
+    }
+    reply(s, option, REP_ACK, &[])?;
+    Ok(option == OPT_GO)
 }
 
 fn reply<W: Write>(w: &mut W, option: u32, reply_type: u32, payload: &[u8]) -> io::Result<()> {

@@ -283,6 +283,9 @@ impl Meta {
 
     /// `zram_writeback_slots` (6.16–6.18, synchronous): process the buckets
     /// largest first. Returns the report and the last error, if any.
+    /// Longer than a screen on purpose: it follows the kernel function step
+    /// for step (limit, slot lock and re-check, block, write, free), so the two
+    /// can be read side by side.
     fn writeback_slots(
         &self,
         ctl: &mut PpCtl,

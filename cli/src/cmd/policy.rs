@@ -1,13 +1,12 @@
 //! `zmem policy`: idle marking, recompression and writeback on zram devices, on a policy.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use zmem_ops::config;
 use zmem_ops::policy::{self, Policy, State};
-use zmem_ops::zram;
 use zmem_sysfs::Sys;
-use zmem_sysfs::{find_ctl_sockets, AttrTarget, DryRun, SysfsDevice};
 
 /// Arguments of `zmem policy`.
 #[derive(clap::Args, Debug)]
@@ -59,7 +58,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(c) => Policy::from_config(c)?,
         None => Policy::default(),
     };
-    use std::io::Write;
     let _ = writeln!(
         std::io::stdout().lock(),
         "zmem policy: writeback {} (idle {}–{} h, {}–{} MiB/round, {} MiB/day, backoff {} s), recompression {} (idle {}–{} h, threshold {} B, backoff {} s){}",
@@ -85,57 +83,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .map(|d| d.as_secs())
                 .unwrap_or(0)
         });
-        let mut targets: Vec<Box<dyn AttrTarget>> = Vec::new();
-        for n in zram::list_devices(&sys)? {
-            targets.push(Box::new(SysfsDevice::new(&sys, &n)));
-        }
-        for c in find_ctl_sockets(&sys, &pol.serve_sockets) {
-            targets.push(Box::new(c));
-        }
         let ts = stamp(now);
         let mut log = |l: String| {
             // A closed stdout must not stop the daemon.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stdout().lock(),
-                "{ts} {l}{}",
-                if args.dry_run && l.contains(": write ") {
-                    " (dry run)"
-                } else {
-                    ""
-                }
-            );
-        };
-        for t in &targets {
-            let label = t.label();
-            if !pol.devices.is_empty() && !pol.devices.contains(&label) {
-                continue;
-            }
-            // A device's `(type=…)` recompression parameters in the config choose its types.
-            let types: Option<Vec<String>> = cfg.as_ref().and_then(|c| {
-                let d = c.devices.iter().find(|d| d.name == label)?;
-                let a = d.algorithms.as_ref()?;
-                a.recompress_params
-                    .iter()
-                    .find(|(k, _)| k == "type")
-                    .map(|(_, v)| vec![v.clone()])
-            });
-            let st = state.devices.entry(label).or_default();
-            if args.dry_run {
-                let mut scratch = st.clone();
-                policy::round(
-                    &sys,
-                    &pol,
-                    &DryRun(t.as_ref()),
-                    &mut scratch,
-                    now,
-                    types.as_deref(),
-                    &mut log,
-                );
+            let dry = if args.dry_run && l.contains(": write ") {
+                " (dry run)"
             } else {
-                policy::round(&sys, &pol, t.as_ref(), st, now, types.as_deref(), &mut log);
-            }
-        }
+                ""
+            };
+            let _ = writeln!(std::io::stdout().lock(), "{ts} {l}{dry}");
+        };
+        policy::round_all(
+            &sys,
+            &pol,
+            cfg.as_ref(),
+            &mut state,
+            now,
+            args.dry_run,
+            &mut log,
+        )?;
         if !args.dry_run {
             if let Err(e) = state.save(&sys) {
                 log(format!(

@@ -190,7 +190,8 @@ fn build_zswap(a: &Args) -> anyhow::Result<zmem_zswap::ZswapDevice> {
     zmem_zswap::ZswapDevice::create(file, size, b).map_err(|e| anyhow::anyhow!("--mode zswap: {e}"))
 }
 
-pub fn run(a: Args) -> anyhow::Result<()> {
+/// The listen address, checked: TCP only on loopback unless `--allow-remote`.
+fn listen_address(a: &Args) -> anyhow::Result<Listen> {
     if !matches!(a.mode.as_str(), "zram" | "zswap") {
         bail!("--mode {:?}: expected zram or zswap", a.mode);
     }
@@ -203,6 +204,18 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             bail!("--listen {addr}: not a loopback address; NBD has no authentication here, pass --allow-remote to serve other hosts");
         }
     }
+    Ok(listen)
+}
+
+/// The served device: zswap's block view, or a zram device (with its
+/// maintenance worker under `--maint`, which then answers `maint` too).
+struct Device {
+    zram: Option<Arc<Zram>>,
+    dev: Arc<dyn BlockDevice>,
+    maintained: Option<Arc<Maintained>>,
+}
+
+fn build(a: &Args) -> anyhow::Result<Device> {
     let policy = match &a.maint {
         Some(spec) => Some(
             Policy::default()
@@ -211,26 +224,83 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let mut maintained = None;
-    let (zram, dev): (Option<Arc<Zram>>, Arc<dyn BlockDevice>) = if a.mode == "zswap" {
-        (None, Arc::new(build_zswap(&a)?))
-    } else {
-        let z = Arc::new(build_device(&a)?);
-        match policy {
-            Some(p) => {
-                eprintln!(
-                    "zmem serve: maintenance every {} s",
-                    p.interval.as_secs_f64()
-                );
-                let m = Maintained::start(&format!("serve:{}", a.export), z.clone(), p)
-                    .context("--maint: cannot start the maintenance thread")?;
-                let m = Arc::new(m);
-                maintained = Some(m.clone());
-                (Some(z), m)
-            }
-            None => (Some(z.clone()), z),
-        }
+    if a.mode == "zswap" {
+        return Ok(Device {
+            zram: None,
+            dev: Arc::new(build_zswap(a)?),
+            maintained: None,
+        });
+    }
+    let z = Arc::new(build_device(a)?);
+    let Some(p) = policy else {
+        return Ok(Device {
+            zram: Some(z.clone()),
+            dev: z,
+            maintained: None,
+        });
     };
+    eprintln!(
+        "zmem serve: maintenance every {} s",
+        p.interval.as_secs_f64()
+    );
+    let m = Maintained::start(&format!("serve:{}", a.export), z.clone(), p)
+        .context("--maint: cannot start the maintenance thread")?;
+    let m = Arc::new(m);
+    Ok(Device {
+        zram: Some(z),
+        dev: m.clone(),
+        maintained: Some(m),
+    })
+}
+
+/// The control socket, listing every attribute the device has.
+fn control_socket(a: &Args, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option<CtlServer>> {
+    if a.no_ctl {
+        return Ok(None);
+    }
+    let path = a
+        .ctl
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", a.export)));
+    let names = DeviceTarget::new("", dev.clone())
+        .list_attrs()
+        .unwrap_or_default();
+    let server = CtlServer::start(
+        &path,
+        Control {
+            dev: dev.clone(),
+            names,
+        },
+    )
+    .with_context(|| format!("control socket {}", path.display()))?;
+    Ok(Some(server))
+}
+
+/// The last words: why serving stopped and the device's final statistics
+/// (zram's mm_stat; zswap's pool size and stored pages).
+fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
+    let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
+        .iter()
+        .filter_map(|n| {
+            dev.attr_read(n)
+                .ok()
+                .map(|v| format!("{n}: {}", v.trim_end()))
+        })
+        .collect();
+    let why = if by_signal { "signal" } else { "done" };
+    eprintln!(
+        "zmem serve: stopped ({why}); final {}",
+        final_stats.join(", ")
+    );
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let listen = listen_address(&a)?;
+    let Device {
+        zram,
+        dev,
+        maintained,
+    } = build(&a)?;
     if a.mlock {
         zmem_nbd::server::mlock_all()
             .context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
@@ -238,26 +308,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     // Served devices are open: `reset` answers EBUSY, as the kernel's does
     // for a mounted or swapped-on zram.
     let _open = zram.as_ref().map(|z| z.open());
-    let ctl = if a.no_ctl {
-        None
-    } else {
-        let path = a
-            .ctl
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", a.export)));
-        let names = DeviceTarget::new("", dev.clone())
-            .list_attrs()
-            .unwrap_or_default();
-        let server = CtlServer::start(
-            &path,
-            Control {
-                dev: dev.clone(),
-                names,
-            },
-        )
-        .with_context(|| format!("control socket {}", path.display()))?;
-        Some(server)
-    };
+    let ctl = control_socket(&a, &dev)?;
     let listener = Listener::bind(&listen).with_context(|| format!("--listen {listen}"))?;
     let mut opts = Options {
         export_name: a.export.clone(),
@@ -268,20 +319,22 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         opts.threads = t.clamp(1, 256);
     }
     let stop = zmem_nbd::server::stop_on_signals().context("installing SIGINT/SIGTERM handlers")?;
+    let fast = a
+        .fast
+        .as_ref()
+        .map(|f| format!(" (fast path {f}, {})", a.fast_when))
+        .unwrap_or_default();
+    let ctl_note = ctl
+        .as_ref()
+        .map(|c| format!(", control socket {}", c.path().display()))
+        .unwrap_or_default();
     eprintln!(
-        "zmem serve: export {:?}: {} bytes, {}{} on {}, {} threads per connection{}",
+        "zmem serve: export {:?}: {} bytes, {}{fast} on {}, {} threads per connection{ctl_note}",
         a.export,
         dev.size(),
         a.algo,
-        a.fast
-            .as_ref()
-            .map(|f| format!(" (fast path {f}, {})", a.fast_when))
-            .unwrap_or_default(),
         a.allocator,
         opts.threads,
-        ctl.as_ref()
-            .map(|c| format!(", control socket {}", c.path().display()))
-            .unwrap_or_default()
     );
     println!("listening on {}", listener.local());
     let server = Server::new(dev.clone(), listener, opts);
@@ -290,24 +343,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if let Some(m) = &maintained {
         m.stop();
     }
-    // zram's mm_stat; zswap's pool size and stored pages.
-    let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
-        .iter()
-        .filter_map(|n| {
-            dev.attr_read(n)
-                .ok()
-                .map(|v| format!("{n}: {}", v.trim_end()))
-        })
-        .collect();
-    eprintln!(
-        "zmem serve: stopped ({}); final {}",
-        if stop.load(Ordering::Relaxed) {
-            "signal"
-        } else {
-            "done"
-        },
-        final_stats.join(", ")
-    );
+    report_stop(dev.as_ref(), stop.load(Ordering::Relaxed));
     Ok(())
 }
 

@@ -110,6 +110,9 @@ fn put_word(b: &mut [u8], i: usize, w: u32) {
 }
 
 impl Stream for WkdmStream {
+    // Longer than a screen on purpose: the classifying pass and the two
+    // encodings (normal, single-value) share the tag/queue/low/full arrays and
+    // counts of one pass over the page; the hot path of docs/own-codecs.md.
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
         check_page(NAME, src)?;
         let too_small = CodecError::DstTooSmall {

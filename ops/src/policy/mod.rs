@@ -21,9 +21,11 @@
 //! Android's mmd does.
 //!
 //! Files: this one (the knobs and their one syntax), [`round`](fn@round) (one round on one
-//! device), `state` (what the engine remembers between rounds), `worker` (a thread running
-//! rounds for `zmem serve --maint`).
+//! device), `daemon` (a round over every device of a machine, for `zmem policy`), `state`
+//! (what the engine remembers between rounds), `worker` (a thread running rounds for
+//! `zmem serve --maint`).
 
+mod daemon;
 mod round;
 mod state;
 mod worker;
@@ -34,6 +36,7 @@ use zmem_units::{parse_bool, parse_duration, parse_size};
 
 use crate::config::{Config, ConfigError, Entry};
 
+pub use daemon::{round_all, targets};
 pub use round::{idle_age, round, Env};
 pub use state::{state_file, DeviceState, State, STATE_NAME};
 pub use worker::{Maintained, Worker};

@@ -172,6 +172,10 @@ impl Dec<'_, '_> {
 
 /// Decode `src` into `dst`; returns how many bytes were written.
 /// The stream must end with its end marker exactly at the end of `src`.
+///
+/// Longer than a screen on purpose: one state machine over the instruction
+/// kinds, as lib/lzo/lzo1x_decompress_safe.c is, whose states share the
+/// position, the pending literal count and every bounds check.
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<usize, DecodeError> {
     if src.len() < 3 {
         return Err(DecodeError::InputOverrun);

@@ -44,6 +44,9 @@ impl<'a> BitReader<'a> {
 }
 
 /// Decompress `src` into `dst`, which the stream must fill exactly.
+///
+/// Longer than a screen on purpose: one loop over the template operations,
+/// as lib/842/842_decompress.c is, sharing the bit reader and output position.
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), DecodeError> {
     let mut r = BitReader { data: src, bit: 0 };
     let olen = dst.len();

@@ -1,0 +1,66 @@
+//! `zmem policy`'s round over a machine: every kernel zram device and every
+//! `zmem serve` device (control sockets in `serve-sockets`), each with its
+//! remembered state and the recompression types its configuration names.
+
+use zmem_sysfs::{find_ctl_sockets, AttrTarget, DryRun, Sys, SysfsDevice};
+
+use super::{round, Policy, State};
+use crate::config::Config;
+use crate::zram;
+
+/// The devices a round visits, in order: kernel devices, then served ones;
+/// only those named in `devices` when the policy names any.
+pub fn targets(sys: &Sys, p: &Policy) -> std::io::Result<Vec<Box<dyn AttrTarget>>> {
+    let mut v: Vec<Box<dyn AttrTarget>> = Vec::new();
+    for n in zram::list_devices(sys)? {
+        v.push(Box::new(SysfsDevice::new(sys, &n)));
+    }
+    for c in find_ctl_sockets(sys, &p.serve_sockets) {
+        v.push(Box::new(c));
+    }
+    v.retain(|t| p.devices.is_empty() || p.devices.contains(&t.label()));
+    Ok(v)
+}
+
+/// A device's `(type=…)` recompression parameter in the configuration chooses its types.
+fn recompress_types(cfg: Option<&Config>, label: &str) -> Option<Vec<String>> {
+    let d = cfg?.devices.iter().find(|d| d.name == label)?;
+    let a = d.algorithms.as_ref()?;
+    a.recompress_params
+        .iter()
+        .find(|(k, _)| k == "type")
+        .map(|(_, v)| vec![v.clone()])
+}
+
+/// One round on every device at `now`. With `dry_run` nothing is written and
+/// the state is left as it was.
+pub fn round_all(
+    sys: &Sys,
+    p: &Policy,
+    cfg: Option<&Config>,
+    state: &mut State,
+    now: u64,
+    dry_run: bool,
+    log: &mut dyn FnMut(String),
+) -> std::io::Result<()> {
+    for t in targets(sys, p)? {
+        let label = t.label();
+        let types = recompress_types(cfg, &label);
+        let st = state.devices.entry(label).or_default();
+        if dry_run {
+            let mut scratch = st.clone();
+            round(
+                sys,
+                p,
+                &DryRun(t.as_ref()),
+                &mut scratch,
+                now,
+                types.as_deref(),
+                log,
+            );
+        } else {
+            round(sys, p, t.as_ref(), st, now, types.as_deref(), log);
+        }
+    }
+    Ok(())
+}
