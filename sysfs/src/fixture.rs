@@ -14,6 +14,10 @@
 //! fail with the errno named inside (e.g. `EBUSY`); `EINVAL numeric` fails only
 //! writes of a number (a kernel without idle ages refuses `idle 3600`).
 
+// `Sys` calls this module for writes and commands on a fixture tree, and this
+// module reads the tree back through `Sys`: the one import circle of the
+// crate, on purpose (the emulator is `Sys`'s other half).
+
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;

@@ -16,6 +16,11 @@
 //! * [`fastpath`]: the fast algorithm and when writes use it (zmem-ops' policy engine
 //!   moves its slots back to the primary in the background).
 //!
+//! The concern files and [`device`] import each other on purpose: `Zram`
+//! (device.rs) holds the state each concern defines (the fast path, the
+//! backing store, the writeback limit), and each concern's file adds its
+//! methods to `Zram`, as every function of zram_drv.c takes `struct zram`.
+//!
 //! ```no_run
 //! use zmem_sysfs::BlockDevice;
 //! use zmem_zram::Zram;
