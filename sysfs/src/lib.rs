@@ -35,7 +35,8 @@ pub use ctl::{find_ctl_sockets, CtlClient};
 pub use errno::Errno;
 pub use hotdev::{HotDevice, KernelZramUnavailable};
 pub use parse::{
-    kstrtoint, kstrtoll, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq,
+    kstrtobool, kstrtoint, kstrtoll, kstrtou16, kstrtoul, kstrtoull, memparse, next_args,
+    sysfs_streq,
 };
 pub use proc::SwapEntry;
 pub use stat::{

@@ -160,6 +160,23 @@ pub fn kstrtoul(s: &str, base: u32) -> Result<u64, AttrError> {
     kstrtoull(s, base)
 }
 
+/// `kstrtobool(s)`: the first characters decide, as lib/kstrtox.c does:
+/// `y`/`Y`/`1` true, `n`/`N`/`0` false, `on`/`off` (any case); anything else
+/// is refused (None).
+pub fn kstrtobool(s: &str) -> Option<bool> {
+    let b = s.as_bytes();
+    match b.first() {
+        Some(b'y' | b'Y' | b'1') => Some(true),
+        Some(b'n' | b'N' | b'0') => Some(false),
+        Some(b'o' | b'O') => match b.get(1) {
+            Some(b'n' | b'N') => Some(true),
+            Some(b'f' | b'F') => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// `sysfs_streq(a, b)`: equal, ignoring one trailing newline on either side.
 pub fn sysfs_streq(a: &str, b: &str) -> bool {
     a.strip_suffix('\n').unwrap_or(a) == b.strip_suffix('\n').unwrap_or(b)

@@ -85,11 +85,11 @@ impl Zswap {
     pub fn attr_write(&self, name: &str, value: &str) -> Result<(), AttrError> {
         match name {
             "enabled" => {
-                let v = params::parse_bool(name, value)?;
+                let v = params::param_bool(name, value)?;
                 self.set(|p| p.enabled = v);
             }
             "shrinker_enabled" => {
-                let v = params::parse_bool(name, value)?;
+                let v = params::param_bool(name, value)?;
                 self.set(|p| p.shrinker_enabled = v);
             }
             "max_pool_percent" => {
@@ -101,7 +101,7 @@ impl Zswap {
                 self.set(|p| p.accept_threshold_percent = v);
             }
             "max_pool_bytes" => {
-                let v = params::parse_size(name, value)?;
+                let v = params::param_size(name, value)?;
                 self.set(|p| p.max_pool_bytes = v);
             }
             "incompressible" => {

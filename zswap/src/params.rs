@@ -2,7 +2,7 @@
 //! the kernel's errors (`param_set_bool`, `param_set_uint`,
 //! `param_set_uint_minmax`, `zswap_compressor_param_set`).
 
-use zmem_sysfs::{kstrtoull, memparse, sysfs_streq};
+use zmem_sysfs::{kstrtobool, kstrtoull, memparse, sysfs_streq};
 use zmem_sysfs::{AttrError, Errno};
 
 /// What a store does with a page that does not compress below PAGE_SIZE.
@@ -79,21 +79,9 @@ fn shown(s: &str) -> &str {
     s.strip_suffix('\n').unwrap_or(s)
 }
 
-/// `kstrtobool` as `param_set_bool` uses it: y/Y/1/n/N/0 and on/off (first
-/// characters decide, like the kernel); anything else is EINVAL.
-pub fn parse_bool(name: &str, s: &str) -> Result<bool, AttrError> {
-    let b = s.as_bytes();
-    let v = match b.first() {
-        Some(b'y' | b'Y' | b'1') => Some(true),
-        Some(b'n' | b'N' | b'0') => Some(false),
-        Some(b'o' | b'O') => match b.get(1) {
-            Some(b'n' | b'N') => Some(true),
-            Some(b'f' | b'F') => Some(false),
-            _ => None,
-        },
-        _ => None,
-    };
-    v.ok_or_else(|| {
+/// `param_set_bool`: the kernel's `kstrtobool`; anything it refuses is EINVAL.
+pub fn param_bool(name: &str, s: &str) -> Result<bool, AttrError> {
+    kstrtobool(s).ok_or_else(|| {
         AttrError::new(
             Errno::EINVAL,
             format!(
@@ -129,7 +117,7 @@ pub fn parse_percent(name: &str, s: &str) -> Result<u32, AttrError> {
 }
 
 /// A size with memparse suffixes (K, M, G…); nothing parsed or trailing junk is EINVAL.
-pub fn parse_size(name: &str, s: &str) -> Result<u64, AttrError> {
+pub fn param_size(name: &str, s: &str) -> Result<u64, AttrError> {
     let body = shown(s);
     let (v, n) = memparse(body);
     if n == 0 || n != body.len() {
@@ -187,14 +175,14 @@ mod tests {
     #[test]
     fn bools_like_kstrtobool() {
         for s in ["Y", "y\n", "1", "on", "ON"] {
-            assert!(parse_bool("enabled", s).unwrap(), "{s}");
+            assert!(param_bool("enabled", s).unwrap(), "{s}");
         }
         for s in ["N", "n", "0\n", "off", "Off"] {
-            assert!(!parse_bool("enabled", s).unwrap(), "{s}");
+            assert!(!param_bool("enabled", s).unwrap(), "{s}");
         }
         for s in ["", "x", "o", "2", " 1"] {
             assert_eq!(
-                parse_bool("enabled", s).unwrap_err().errno,
+                param_bool("enabled", s).unwrap_err().errno,
                 Errno::EINVAL,
                 "{s:?}"
             );
@@ -241,8 +229,8 @@ mod tests {
         );
         assert_eq!(parse_zpool("zbud\n").unwrap(), "zbud");
         assert_eq!(parse_zpool("zfoo").unwrap_err().errno, Errno::ENOENT);
-        assert_eq!(parse_size("m", "64M").unwrap(), 64 << 20);
-        assert_eq!(parse_size("m", "64Mx").unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(param_size("m", "64M").unwrap(), 64 << 20);
+        assert_eq!(param_size("m", "64Mx").unwrap_err().errno, Errno::EINVAL);
         assert_eq!(
             parse_incompressible("reject\n").unwrap(),
             Incompressible::Reject
