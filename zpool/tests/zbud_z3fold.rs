@@ -1,4 +1,4 @@
-//! zbud and z3fold packing rules (spec §9).
+//! zbud and z3fold packing rules (mm/zbud.c, mm/z3fold.c as of Linux 6.14).
 
 use zmem_zpool::{Handle, Z3foldPool, ZbudPool, Zpool, ZpoolError};
 

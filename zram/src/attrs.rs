@@ -1,5 +1,5 @@
 //! Attributes by their /sys/block/zramN names, with the kernel's syntax,
-//! ordering rules and errors (spec §1.3).
+//! ordering rules and errors (zram_drv.c's attribute stores; Documentation/admin-guide/blockdev/zram.rst).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The backing device of writeback (spec §5.1): a regular file or a block
+//! The backing device of writeback (zram_drv.c: `backing_dev_store`): a regular file or a block
 //! device opened read-write, block size = PAGE_SIZE, `nr_pages = size /
 //! PAGE_SIZE`, and its free-block bitmap. As in ≤6.18 block 0 is never used
 //! (handle 0 means "empty"), so a store of `nr_pages` has `nr_pages − 1`

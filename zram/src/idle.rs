@@ -1,4 +1,4 @@
-//! Idle tracking (spec §6): the device clock for ac_time and `mark_idle`.
+//! Idle tracking (zram_drv.c: `idle_store`, `mark_idle`): the device clock for ac_time and `mark_idle`.
 
 use std::sync::OnceLock;
 use std::time::Instant;

@@ -1,4 +1,4 @@
-//! Post-processing buckets (`zram_pp_ctl`, spec §4.5): the slots a
+//! Post-processing buckets (`zram_pp_ctl`, zram_drv.c): the slots a
 //! recompression (and later a writeback) pass selected, grouped by object
 //! size so the largest objects — the ones that free the most allocator
 //! memory — are processed first.

@@ -1,4 +1,4 @@
-//! Multi-algorithm recompression (CONFIG_ZRAM_MULTI_COMP, spec §4):
+//! Multi-algorithm recompression (CONFIG_ZRAM_MULTI_COMP, zram_drv.c `recompress_store`):
 //! `recomp_algorithm`, the `recompress` command with the kernel's syntax,
 //! rules and quirks, and the debugfs `block_state` dump.
 //!
@@ -8,7 +8,7 @@
 //! `Zram::init`), and a slot records the priority that compressed it, so the
 //! read path decompresses with the right algorithm.
 //!
-//! A `recompress` pass (spec §4.2–§4.4):
+//! A `recompress` pass (zram_drv.c: `recompress_store`, `scan_slots_for_recompress`, `recompress_slot`):
 //! 1. scan every slot, keep the candidates (allocated; type filter; not WB,
 //!    SAME or INCOMPRESSIBLE; `priority + 1 < prio_max`) in the
 //!    post-processing buckets of [`crate::pp`], flagged PP_SLOT;
@@ -480,7 +480,7 @@ impl Meta {
         })
     }
 
-    /// `recompress_slot` (spec §4.4), for one slot taken from the buckets.
+    /// `recompress_slot` (zram_drv.c), for one slot taken from the buckets.
     #[allow(clippy::too_many_arguments)]
     fn recompress_slot(
         &self,

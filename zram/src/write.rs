@@ -19,7 +19,7 @@ thread_local! {
 }
 
 impl Meta {
-    /// `zram_free_page` (spec §3.2): exact side effects, slot locked by the caller.
+    /// `zram_free_page` (zram_drv.c): exact side effects, slot locked by the caller.
     pub(crate) fn free_slot(&self, g: &mut SlotGuard<'_>) {
         let st = &self.stats;
         if self.track_actime {
@@ -69,7 +69,7 @@ impl Meta {
         }
     }
 
-    /// `zram_can_store_page` (spec §3.4): sample the pool total into the peak,
+    /// `zram_can_store_page` (zram_drv.c): sample the pool total into the peak,
     /// then compare it with the limit.
     #[inline]
     fn can_store(&self, limit_pages: &AtomicU64) -> bool {

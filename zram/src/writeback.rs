@@ -1,4 +1,4 @@
-//! Writeback to a backing file (CONFIG_ZRAM_WRITEBACK, spec §5): the
+//! Writeback to a backing file (CONFIG_ZRAM_WRITEBACK, zram_drv.c `writeback_store`): the
 //! `backing_dev` store, its free-block bitmap, the `writeback` command with
 //! the 6.16+ syntax (and the legacy forms), `writeback_limit[_enable]`,
 //! `writeback_compressed` (post-6.18) and `bd_stat`.

@@ -1,6 +1,6 @@
 //! Model-based property test: random writes, reads, discards, write-zeroes
 //! and partial I/O against a reference map of bytes; the mm_stat invariants
-//! of spec §12 are checked after every sequence. The device has a fast
+//! (sums over the slot table, as zram_drv.c keeps them) are checked after every sequence. The device has a fast
 //! algorithm (lz4m), a secondary (zstd) and a backing file of random size
 //! (often too small, so ENOSPC happens) in plain or writeback_compressed mode:
 //! fast-path writes, the `always` fast path, idle marking, precise

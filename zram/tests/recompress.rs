@@ -1,4 +1,4 @@
-//! Multi-algorithm recompression and idle tracking (spec §4, §6): every
+//! Multi-algorithm recompression and idle tracking (zram_drv.c: `recompress_store`, `idle_store`): every
 //! attribute with the kernel's syntax and errors, including its quirks, the
 //! statistics effects, the largest-first order, and data integrity.
 

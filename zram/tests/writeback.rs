@@ -1,4 +1,4 @@
-//! Writeback to a backing file (spec §5, §2.4, §3.2, §6): every attribute
+//! Writeback to a backing file (zram_drv.c: `writeback_store`, `bd_stat_show`, `zram_free_page`, `idle_store`): every attribute
 //! case by case with the kernel's syntax and errnos, the statistics effects,
 //! both data formats (plain and writeback_compressed), and that no error ever
 //! loses a page.

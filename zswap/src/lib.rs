@@ -1,6 +1,6 @@
 //! zmem-zswap: zswap as a library — a compressed cache of swapped-out pages in
 //! front of a backing store (a file), following Linux 6.18 `mm/zswap.c`
-//! (see `docs/zswap.md` and the spec §8).
+//! (see `docs/zswap.md` and mm/zswap.c).
 //!
 //! * [`Zswap`]: the engine. [`Zswap::store`] / [`Zswap::load`] /
 //!   [`Zswap::invalidate`] are the kernel's `zswap_store` / `zswap_load` /
