@@ -73,7 +73,7 @@ pub trait Stream: Send {
 /// Returns the word if so.
 #[inline]
 pub fn same_filled(page: &[u8]) -> Option<u64> {
-    if page.len() < 8 || page.len() % 8 != 0 {
+    if page.len() < 8 || !page.len().is_multiple_of(8) {
         return None;
     }
     let word = |i: usize| u64::from_ne_bytes(page[i * 8..i * 8 + 8].try_into().unwrap());

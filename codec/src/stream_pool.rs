@@ -33,8 +33,11 @@ fn thread_index() -> usize {
 pub struct StreamPool {
     backend: &'static dyn Backend,
     params: Params,
-    slots: Box<[Mutex<Option<Box<dyn Stream>>>]>,
+    slots: Box<[Slot]>,
 }
+
+/// One slot of the pool: a stream once one has been made for it.
+type Slot = Mutex<Option<Box<dyn Stream>>>;
 
 impl std::fmt::Debug for StreamPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

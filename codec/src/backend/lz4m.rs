@@ -220,7 +220,7 @@ impl Stream for Lz4mStream {
 
 /// Decode a stream that must fill `dst` exactly (any multiple of 4 bytes).
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
-    if dst.len() % 4 != 0 {
+    if !dst.len().is_multiple_of(4) {
         return Err(format!("output of {} bytes is not whole words", dst.len()));
     }
     let mut ip = 0usize;

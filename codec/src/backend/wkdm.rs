@@ -124,7 +124,8 @@ impl Stream for WkdmStream {
         let low = &mut *self.low;
         let full = &mut *self.full;
         for chunk in 0..4 {
-            for i in chunk * (WORDS / 4)..(chunk + 1) * (WORDS / 4) {
+            let words = chunk * (WORDS / 4)..(chunk + 1) * (WORDS / 4);
+            for (i, tag_slot) in words.clone().zip(&mut tags[words]) {
                 let x = word_at(src, i);
                 let h = slot(x);
                 let d = dict[h];
@@ -133,7 +134,7 @@ impl Stream for WkdmStream {
                 let exact = (x == d) as u32;
                 // zero -> 0, partial -> 1, miss -> 2, exact -> 3
                 let tag = nonzero * (2 - partial + 2 * exact);
-                tags[i] = tag as u8;
+                *tag_slot = tag as u8;
                 qpos[nq] = h as u8;
                 nq += (tag & 1) as usize;
                 low[nl] = (x & LOW_MASK) as u16;
@@ -238,7 +239,7 @@ fn decompress(src: &[u8], dst: &mut [u8], scratch: &mut WkdmStream) -> Result<()
             dst.len()
         ));
     }
-    if src.len() < 4 || src.len() % 4 != 0 && word_at(src, 0) & 0xFFFF != MZV_MAGIC {
+    if src.len() < 4 || !src.len().is_multiple_of(4) && word_at(src, 0) & 0xFFFF != MZV_MAGIC {
         return Err(format!(
             "{} bytes is not a whole number of words",
             src.len()
@@ -282,7 +283,7 @@ fn decompress_mzv(count: usize, records: &[u8], dst: &mut [u8]) -> Result<(), St
     for r in records.chunks_exact(6) {
         let x = u32::from_le_bytes(r[..4].try_into().unwrap());
         let off = u16::from_le_bytes([r[4], r[5]]) as usize;
-        if off % 4 != 0 || off < next || off >= PAGE_SIZE {
+        if !off.is_multiple_of(4) || off < next || off >= PAGE_SIZE {
             return Err(format!(
                 "MZV offset {off} is unaligned, out of order or outside the page"
             ));

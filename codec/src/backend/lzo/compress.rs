@@ -232,7 +232,7 @@ fn encode_chunk(
     let inp = &src[..ce];
     let ip_end = ce - TAIL;
     let mut ii = cs;
-    let mut ip = cs + if ti < 4 { 4 - ti } else { 0 };
+    let mut ip = cs + 4usize.saturating_sub(ti);
 
     'literal: loop {
         ip += 1 + ((ip - ii) >> 5);

@@ -29,7 +29,7 @@ const MAX_BLOCKS: u32 = (MAX_INPUT / 8) as u32;
 /// blocks plus the widest fifo window (256 blocks), and a multiple of every
 /// fifo size so that `chunk % entries` is the fifo index.
 const INPUT_STRIDE: u32 = 1024;
-const _: () = assert!(INPUT_STRIDE >= MAX_BLOCKS + 256 && INPUT_STRIDE % I8_ENTRIES == 0);
+const _: () = assert!(INPUT_STRIDE >= MAX_BLOCKS + 256 && INPUT_STRIDE.is_multiple_of(I8_ENTRIES));
 /// Restart numbering well before 2-byte chunk numbers (4 per block) overflow.
 const RENUMBER_AT: u32 = (u32::MAX / 4) - 4 * INPUT_STRIDE;
 
@@ -380,23 +380,23 @@ impl Compressor {
         let mut idx2 = [0u32; 4];
         let mut mask = 0usize;
         let (cur4, base4) = (2 * g, 2 * base);
-        for d in 0..2 {
+        for (d, i4) in idx4.iter_mut().enumerate() {
             let h = (v >> (32 - 32 * d)) as u32;
             if let (_, Some(c)) = self.probe4(h, base4) {
                 if c + I4_ENTRIES >= cur4 {
-                    idx4[d] = c % I4_ENTRIES;
+                    *i4 = c % I4_ENTRIES;
                     mask |= 1 << d;
                 }
             }
         }
         let cur2 = 4 * g;
-        for d in 0..4 {
+        for (d, i2) in idx2.iter_mut().enumerate() {
             let q = (v >> (48 - 16 * d)) as u16;
             let c = self.t2[q as usize];
             // Entries of earlier inputs are at least a stride behind, so the
             // window check alone rejects them.
             if c + I2_ENTRIES >= cur2 {
-                idx2[d] = c % I2_ENTRIES;
+                *i2 = c % I2_ENTRIES;
                 mask |= 1 << (2 + d);
             }
         }
