@@ -277,11 +277,11 @@ impl Zram {
         };
         let mut comps: [Option<Comp>; MAX_COMPS] = Default::default();
         let mut num_active_comps = 0;
-        for prio in 0..MAX_COMPS {
+        for (prio, slot) in comps.iter_mut().enumerate() {
             let Some(name) = cfg.comp_algs[prio].as_deref() else {
                 continue;
             };
-            comps[prio] = Some(comp(name, &cfg.params[prio])?);
+            *slot = Some(comp(name, &cfg.params[prio])?);
             num_active_comps += 1;
         }
         let fast = cfg

@@ -12,7 +12,7 @@ use zmem_sysfs::{AttrError, BlockDevice, IoError};
 const SECTOR: u64 = 512;
 
 fn check(meta: Option<&Meta>, offset: u64, len: u64) -> Result<&Meta, IoError> {
-    if offset % SECTOR != 0 || len % SECTOR != 0 {
+    if !offset.is_multiple_of(SECTOR) || !len.is_multiple_of(SECTOR) {
         return Err(IoError::Unaligned { offset, len });
     }
     let size = meta.map_or(0, |m| m.disksize);

@@ -68,10 +68,10 @@ impl ZswapDevice {
     }
 
     fn check(&self, offset: u64, len: u64) -> Result<(), IoError> {
-        if offset % SECTOR != 0 || len % SECTOR != 0 {
+        if !offset.is_multiple_of(SECTOR) || !len.is_multiple_of(SECTOR) {
             return Err(IoError::Unaligned { offset, len });
         }
-        if offset.checked_add(len).map_or(true, |end| end > self.size) {
+        if offset.checked_add(len).is_none_or(|end| end > self.size) {
             return Err(IoError::OutOfRange {
                 offset,
                 len,
