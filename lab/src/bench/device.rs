@@ -120,6 +120,50 @@ pub fn algorithms(opts: &Options) -> Vec<String> {
     }
 }
 
+/// Write the corpus `opts.write_passes_for` times, each pass into a fresh
+/// engine device (built and dropped outside the timed part, as the kernel
+/// side does). Returns the device of the last pass and the write MiB/s, or
+/// why there are no rows.
+fn write_passes(corpus: &Corpus, algo: &str, opts: &Options) -> Result<(Zram, f64), String> {
+    let pages = corpus.page_count();
+    let build = || {
+        Zram::builder()
+            .name("zram-bench")
+            .algorithm(algo, opts.params.clone())
+            .disksize((pages * PAGE_SIZE) as u64)
+            .build()
+            .map_err(|e| e.message)
+    };
+    let passes = opts.write_passes_for(pages);
+    let mut write_s = 0.0;
+    let mut dev = build()?;
+    for pass in 0..passes {
+        if pass > 0 {
+            // The previous pass's device is dropped here, untimed.
+            dev = build()?;
+        }
+        let t = Instant::now();
+        for (i, p) in corpus.pages().enumerate() {
+            dev.write_page(i, p)
+                .map_err(|e| format!("write failed: {e}"))?;
+        }
+        write_s += t.elapsed().as_secs_f64();
+    }
+    let write_mibps = (passes * pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64;
+    Ok((dev, write_mibps))
+}
+
+/// Check that every page reads back as written.
+fn verify_pages(dev: &Zram, corpus: &Corpus) -> Result<(), String> {
+    let mut b = vec![0u8; PAGE_SIZE];
+    for (i, p) in corpus.pages().enumerate() {
+        if dev.read_page(i, &mut b).is_err() || b != p {
+            return Err(format!("page {i} did not read back as written"));
+        }
+    }
+    Ok(())
+}
+
 /// Write the corpus into an engine device with `algo`, then read it back
 /// at each page-cluster value. Verifies every page after writing.
 pub fn run_engine(
@@ -130,75 +174,24 @@ pub fn run_engine(
 ) -> Vec<Row> {
     let threads = opts.threads.max(1);
     let pages = corpus.page_count();
-    let build = || {
-        Zram::builder()
-            .name("zram-bench")
-            .algorithm(algo, opts.params.clone())
-            .disksize((pages * PAGE_SIZE) as u64)
-            .build()
+    let fail = |reason: String| {
+        vec![Row::unavailable(
+            Target::Engine,
+            algo,
+            &corpus.name,
+            threads,
+            reason,
+        )]
     };
     progress("write");
-    // Each pass writes the corpus into a fresh device (built and dropped
-    // outside the timed part), as the kernel side does; the device of the
-    // last pass is read back.
-    let passes = opts.write_passes_for(pages);
-    let mut write_s = 0.0;
-    let mut dev = match build() {
+    let (dev, write_mibps) = match write_passes(corpus, algo, opts) {
         Ok(d) => d,
-        Err(e) => {
-            return vec![Row::unavailable(
-                Target::Engine,
-                algo,
-                &corpus.name,
-                threads,
-                e.message,
-            )]
-        }
+        Err(e) => return fail(e),
     };
-    for pass in 0..passes {
-        if pass > 0 {
-            // The previous pass's device is dropped here, untimed.
-            dev = match build() {
-                Ok(d) => d,
-                Err(e) => {
-                    return vec![Row::unavailable(
-                        Target::Engine,
-                        algo,
-                        &corpus.name,
-                        threads,
-                        e.message,
-                    )]
-                }
-            };
-        }
-        let t = Instant::now();
-        for (i, p) in corpus.pages().enumerate() {
-            if let Err(e) = dev.write_page(i, p) {
-                return vec![Row::unavailable(
-                    Target::Engine,
-                    algo,
-                    &corpus.name,
-                    threads,
-                    format!("write failed: {e}"),
-                )];
-            }
-        }
-        write_s += t.elapsed().as_secs_f64();
-    }
-    let write_mibps = (passes * pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64;
     let m = dev.mm_stat();
     // Verify everything before timing reads.
-    let mut b = vec![0u8; PAGE_SIZE];
-    for (i, p) in corpus.pages().enumerate() {
-        if dev.read_page(i, &mut b).is_err() || b != p {
-            return vec![Row::unavailable(
-                Target::Engine,
-                algo,
-                &corpus.name,
-                threads,
-                format!("page {i} did not read back as written"),
-            )];
-        }
+    if let Err(e) = verify_pages(&dev, corpus) {
+        return fail(e);
     }
     let mut rows = Vec::new();
     for &pc in &opts.page_clusters {
