@@ -9,7 +9,7 @@ pub fn size(s: &str) -> Result<u64, String> {
     zmem_units::parse_size(s).map_err(|e| e.to_string())
 }
 
-/// A size given to `flag`, with the flag named in the error.
+/// A size given to `flag`; the error reads "bad size for FLAG: why".
 pub fn size_of(flag: &str, s: &str) -> anyhow::Result<u64> {
-    zmem_units::parse_size(s).with_context(|| flag.to_string())
+    zmem_units::parse_size(s).with_context(|| format!("bad size for {flag}"))
 }

@@ -198,131 +198,133 @@ pub struct Captured {
     pub sidecar: Sidecar,
 }
 
-/// Capture processes. With `strict`, a PID that does not exist or cannot be
-/// read is an error (explicit `--pid`); otherwise it is skipped and listed.
-fn capture_procs(
-    pids: &[u32],
-    strict: bool,
-    max_bytes: Option<u64>,
-    out: &mut dyn Write,
-    source: &str,
-) -> Result<Sidecar> {
-    let mut sc = Sidecar {
-        source: source.into(),
-        created_unix: sidecar::now_unix(),
-        ..Default::default()
+/// A process whose memory can be read: its /proc/PID/mem, its pagemap when
+/// readable, and the mappings that go to swap.
+struct OpenProcess {
+    mem: File,
+    pagemap: Option<File>,
+    regions: Vec<Mapping>,
+}
+
+/// Open `pid` for capture. A process that cannot be read, or has nothing
+/// that goes to swap, is an error with `strict`, else listed in `sc.skipped`
+/// and None.
+fn open_process(pid: u32, strict: bool, sc: &mut Sidecar) -> Result<Option<OpenProcess>> {
+    let mut skip = |what: String, reason: String| -> Result<Option<OpenProcess>> {
+        if strict {
+            bail!(reason);
+        }
+        sc.skipped.push(Skipped { what, reason });
+        Ok(None)
     };
-    let mut sources: Vec<ProcSource> = Vec::new();
-    let mut runs: Vec<Run> = Vec::new();
-    for &pid in pids {
-        let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
-            Ok(m) => m,
-            Err(e) => {
-                let msg = open_error(pid, "the memory map", &e);
-                if strict {
-                    bail!(msg);
-                }
-                sc.skipped.push(Skipped {
-                    what: format!("pid {pid}"),
-                    reason: msg,
-                });
-                continue;
-            }
-        };
-        let mem = match File::open(format!("/proc/{pid}/mem")) {
-            Ok(f) => f,
-            Err(e) => {
-                let msg = open_error(pid, "the memory", &e);
-                if strict {
-                    bail!(msg);
-                }
-                sc.skipped.push(Skipped {
-                    what: format!("pid {pid} ({})", comm(pid)),
-                    reason: msg,
-                });
-                continue;
-            }
-        };
-        let pagemap = File::open(format!("/proc/{pid}/pagemap")).ok();
-        let regions: Vec<Mapping> = parse_maps(&maps)
-            .into_iter()
-            .filter(Mapping::is_anon_private_writable)
-            .collect();
-        if regions.is_empty() {
-            let why = if maps.is_empty() {
-                "no memory map (kernel thread or exited)"
-            } else {
-                "no anonymous private writable mappings"
-            };
-            if strict {
-                bail!("PID {pid} ({}) has {why}", comm(pid));
-            }
-            sc.skipped.push(Skipped {
-                what: format!("pid {pid} ({})", comm(pid)),
-                reason: why.into(),
-            });
-            continue;
+    let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+        Ok(m) => m,
+        Err(e) => return skip(format!("pid {pid}"), open_error(pid, "the memory map", &e)),
+    };
+    let mem = match File::open(format!("/proc/{pid}/mem")) {
+        Ok(f) => f,
+        Err(e) => {
+            let msg = open_error(pid, "the memory", &e);
+            return skip(format!("pid {pid} ({})", comm(pid)), msg);
         }
-        sc.pids.push(pid);
-        sc.commands.push(comm(pid));
-        if pagemap.is_none() {
-            sc.notes.push(format!(
-                "pid {pid}: pagemap unreadable, untouched pages included (as zero pages)"
-            ));
+    };
+    let pagemap = File::open(format!("/proc/{pid}/pagemap")).ok();
+    let regions: Vec<Mapping> = parse_maps(&maps)
+        .into_iter()
+        .filter(Mapping::is_anon_private_writable)
+        .collect();
+    if regions.is_empty() {
+        let why = if maps.is_empty() {
+            "no memory map (kernel thread or exited)"
+        } else {
+            "no anonymous private writable mappings"
+        };
+        if strict {
+            bail!("PID {pid} ({}) has {why}", comm(pid));
         }
-        for m in regions {
-            let src = sources.len();
-            let (first, pages) = (m.start / PAGE, (m.end - m.start) / PAGE);
-            let (mut rr, absent) = match &pagemap {
-                Some(pm) => match resident_runs(pm, src, first, pages) {
-                    Ok(x) => x,
-                    Err(_) => (vec![Run { src, first, pages }], 0),
-                },
-                None => (vec![Run { src, first, pages }], 0),
-            };
-            runs.append(&mut rr);
-            let mem = mem
-                .try_clone()
-                .context("duplicating /proc/PID/mem handle")?;
-            sources.push(ProcSource {
+        return skip(format!("pid {pid} ({})", comm(pid)), why.into());
+    }
+    Ok(Some(OpenProcess {
+        mem,
+        pagemap,
+        regions,
+    }))
+}
+
+/// Add the regions of an opened process: one source each, and its resident
+/// runs (the whole region when the pagemap cannot be read).
+fn add_regions(
+    pid: u32,
+    p: OpenProcess,
+    sources: &mut Vec<ProcSource>,
+    runs: &mut Vec<Run>,
+) -> Result<()> {
+    for m in p.regions {
+        let src = sources.len();
+        let (first, pages) = (m.start / PAGE, (m.end - m.start) / PAGE);
+        let (mut rr, absent) = match &p.pagemap {
+            Some(pm) => match resident_runs(pm, src, first, pages) {
+                Ok(x) => x,
+                Err(_) => (vec![Run { src, first, pages }], 0),
+            },
+            None => (vec![Run { src, first, pages }], 0),
+        };
+        runs.append(&mut rr);
+        let mem = p
+            .mem
+            .try_clone()
+            .context("duplicating /proc/PID/mem handle")?;
+        sources.push(ProcSource {
+            pid,
+            mem,
+            region: Region {
                 pid,
-                mem,
-                region: Region {
-                    pid,
-                    range: format!("{:x}-{:x}", m.start, m.end),
-                    name: m.name.clone(),
-                    pages: 0,
-                    not_resident: absent,
-                },
-            });
+                range: format!("{:x}-{:x}", m.start, m.end),
+                name: m.name.clone(),
+                pages: 0,
+                not_resident: absent,
+            },
+        });
+    }
+    Ok(())
+}
+
+/// The error when no process could be opened, listing why each was skipped.
+fn nothing_to_capture(sc: &Sidecar) -> anyhow::Error {
+    let why: Vec<String> = sc
+        .skipped
+        .iter()
+        .map(|s| format!("{}: {}", s.what, s.reason))
+        .collect();
+    anyhow::anyhow!(
+        "nothing to capture: {}",
+        if why.is_empty() {
+            "no processes given".into()
+        } else {
+            why.join("; ")
         }
-    }
-    if sources.is_empty() {
-        let why: Vec<String> = sc
-            .skipped
-            .iter()
-            .map(|s| format!("{}: {}", s.what, s.reason))
-            .collect();
-        bail!(
-            "nothing to capture: {}",
-            if why.is_empty() {
-                "no processes given".into()
-            } else {
-                why.join("; ")
-            }
-        );
-    }
-    let total: u64 = runs.iter().map(|r| r.pages).sum();
-    let chosen = sample(&runs, max_bytes.map(|b| b / PAGE));
-    let chosen_pages: u64 = chosen.iter().map(|r| r.pages).sum();
-    if chosen_pages < total {
-        sc.notes.push(format!(
-            "sampled {chosen_pages} of {total} resident pages in evenly spread 64 KiB blocks (--max)"
-        ));
-    }
+    )
+}
+
+/// Copy the chosen runs from process memory to `out`, counting pages in the
+/// sidecar and the regions. A block that fails to read is retried page by
+/// page; returns the (source, pages) that could not be read.
+fn copy_runs(
+    chosen: &[Run],
+    sources: &mut [ProcSource],
+    out: &mut dyn Write,
+    sc: &mut Sidecar,
+) -> Result<Vec<(usize, u64)>> {
     let mut buf = vec![0u8; (READ_PAGES * PAGE) as usize];
     let mut unreadable: Vec<(usize, u64)> = Vec::new();
-    for r in &chosen {
+    let mut keep = |s: &mut ProcSource, b: &[u8], n: u64| -> Result<()> {
+        out.write_all(b).context("writing the corpus")?;
+        s.region.pages += n;
+        sc.pages += n;
+        sc.same_filled_pages += sidecar::count_same_filled(b);
+        Ok(())
+    };
+    for r in chosen {
         let s = &mut sources[r.src];
         let mut off = 0;
         while off < r.pages {
@@ -330,19 +332,13 @@ fn capture_procs(
             let b = &mut buf[..(n * PAGE) as usize];
             let addr = (r.first + off) * PAGE;
             if s.mem.read_exact_at(b, addr).is_ok() {
-                out.write_all(b).context("writing the corpus")?;
-                s.region.pages += n;
-                sc.pages += n;
-                sc.same_filled_pages += sidecar::count_same_filled(b);
+                keep(s, b, n)?;
             } else {
                 // Retry page by page; keep what can be read.
                 for i in 0..n {
                     let p = &mut b[..PAGE_SIZE];
                     if s.mem.read_exact_at(p, addr + i * PAGE).is_ok() {
-                        out.write_all(p).context("writing the corpus")?;
-                        s.region.pages += 1;
-                        sc.pages += 1;
-                        sc.same_filled_pages += sidecar::count_same_filled(p);
+                        keep(s, p, 1)?;
                     } else {
                         unreadable.push((r.src, 1));
                     }
@@ -351,6 +347,11 @@ fn capture_procs(
             off += n;
         }
     }
+    Ok(unreadable)
+}
+
+/// List unreadable pages in `sc.skipped`, one entry per region with the count.
+fn note_unreadable(sc: &mut Sidecar, sources: &[ProcSource], unreadable: Vec<(usize, u64)>) {
     for (src, n) in unreadable {
         let s = &sources[src];
         match sc
@@ -376,6 +377,50 @@ fn capture_procs(
             }),
         }
     }
+}
+
+/// Capture processes. With `strict`, a PID that does not exist or cannot be
+/// read is an error (explicit `--pid`); otherwise it is skipped and listed.
+fn capture_procs(
+    pids: &[u32],
+    strict: bool,
+    max_bytes: Option<u64>,
+    out: &mut dyn Write,
+    source: &str,
+) -> Result<Sidecar> {
+    let mut sc = Sidecar {
+        source: source.into(),
+        created_unix: sidecar::now_unix(),
+        ..Default::default()
+    };
+    let mut sources: Vec<ProcSource> = Vec::new();
+    let mut runs: Vec<Run> = Vec::new();
+    for &pid in pids {
+        let Some(p) = open_process(pid, strict, &mut sc)? else {
+            continue;
+        };
+        sc.pids.push(pid);
+        sc.commands.push(comm(pid));
+        if p.pagemap.is_none() {
+            sc.notes.push(format!(
+                "pid {pid}: pagemap unreadable, untouched pages included (as zero pages)"
+            ));
+        }
+        add_regions(pid, p, &mut sources, &mut runs)?;
+    }
+    if sources.is_empty() {
+        return Err(nothing_to_capture(&sc));
+    }
+    let total: u64 = runs.iter().map(|r| r.pages).sum();
+    let chosen = sample(&runs, max_bytes.map(|b| b / PAGE));
+    let chosen_pages: u64 = chosen.iter().map(|r| r.pages).sum();
+    if chosen_pages < total {
+        sc.notes.push(format!(
+            "sampled {chosen_pages} of {total} resident pages in evenly spread 64 KiB blocks (--max)"
+        ));
+    }
+    let unreadable = copy_runs(&chosen, &mut sources, out, &mut sc)?;
+    note_unreadable(&mut sc, &sources, unreadable);
     sc.regions = sources.into_iter().map(|s| s.region).collect();
     if sc.pages == 0 {
         bail!("nothing captured: the selected processes have no readable resident anonymous pages");

@@ -88,7 +88,7 @@ fn check_len(name: &str, len: u64) -> Result<()> {
     if len == 0 {
         bail!("corpus {name}: is empty, expected raw 4 KiB pages");
     }
-    if len % PAGE_SIZE as u64 != 0 {
+    if !len.is_multiple_of(PAGE_SIZE as u64) {
         bail!(
             "corpus {name}: length {len} bytes is not a multiple of {PAGE_SIZE} \
              ({} whole pages and {} bytes left over)",

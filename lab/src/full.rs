@@ -55,6 +55,40 @@ impl Default for Options {
     }
 }
 
+/// The zstd dictionary of the dictionary rows, if they are to be measured,
+/// with a note on where it came from (or why there are no such rows).
+fn dictionary(
+    corpus: &Corpus,
+    dict: &Dict,
+    with_dict: bool,
+    notes: &mut Vec<String>,
+) -> Option<Vec<u8>> {
+    match dict {
+        Dict::None => None,
+        _ if !with_dict => None,
+        Dict::Given(d, name) => {
+            notes.push(format!(
+                "{DICT_LABEL}: zstd with the dictionary {name} ({} bytes)",
+                d.len()
+            ));
+            Some(d.clone())
+        }
+        Dict::Train(size) => match crate::dict::train(corpus.bytes(), *size, 2) {
+            Ok(d) => {
+                notes.push(format!(
+                    "{DICT_LABEL}: zstd with a {} byte dictionary trained on every other compressible page of this corpus (so it has seen half the pages it is measured on)",
+                    d.len()
+                ));
+                Some(d)
+            }
+            Err(e) => {
+                notes.push(format!("{DICT_LABEL}: no rows: {e:#}"));
+                None
+            }
+        },
+    }
+}
+
 /// Run everything and assemble the table. `progress(what, done, total)`.
 pub fn run(
     corpus: &Corpus,
@@ -88,30 +122,7 @@ pub fn run(
 
     // 2. The dictionary.
     let mut notes = Vec::new();
-    let dict: Option<Vec<u8>> = match &opts.dict {
-        Dict::None => None,
-        _ if !with_dict => None,
-        Dict::Given(d, name) => {
-            notes.push(format!(
-                "{DICT_LABEL}: zstd with the dictionary {name} ({} bytes)",
-                d.len()
-            ));
-            Some(d.clone())
-        }
-        Dict::Train(size) => match crate::dict::train(corpus.bytes(), *size, 2) {
-            Ok(d) => {
-                notes.push(format!(
-                    "{DICT_LABEL}: zstd with a {} byte dictionary trained on every other compressible page of this corpus (so it has seen half the pages it is measured on)",
-                    d.len()
-                ));
-                Some(d)
-            }
-            Err(e) => {
-                notes.push(format!("{DICT_LABEL}: no rows: {e:#}"));
-                None
-            }
-        },
-    };
+    let dict = dictionary(corpus, &opts.dict, with_dict, &mut notes);
     let dict_params = dict.map(|d| Params::default().dict_bytes(d));
     if let Some(p) = &dict_params {
         progress(&format!("codec {DICT_LABEL}"), done, total);

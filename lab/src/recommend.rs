@@ -120,22 +120,29 @@ fn ratio_of(r: &FullRow) -> f64 {
     r.effective_ratio.or(r.ratio).unwrap_or(0.0)
 }
 
-/// Recommend from a scored table.
-pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
-    // Candidates: scored rows of allowed algorithms; kernel rows where the kernel was measured.
+/// The rows a recommendation may choose from: scored rows of algorithms the
+/// kernel offers, kernel rows where the kernel was measured, engine rows
+/// otherwise. Returns the target those rows are from and the rows.
+fn candidates<'t>(t: &'t FullTable, inp: &Inputs) -> (&'static str, Vec<&'t FullRow>) {
     let kernel_measured = t
         .rows
         .iter()
         .any(|r| r.target == "kernel" && r.score.is_some());
     let target = if kernel_measured { "kernel" } else { "engine" };
-    let cand: Vec<&FullRow> = t
+    let cand = t
         .rows
         .iter()
         .filter(|r| r.target == target && r.score.is_some() && allowed(&r.algo, inp))
         .collect();
-    let at_pc0: Vec<&&FullRow> = cand.iter().filter(|r| r.page_cluster == 0).collect();
-    let Some(best) = at_pc0
+    (target, cand)
+}
+
+/// The candidate with the best score at page-cluster 0.
+fn best_at_pc0<'t>(cand: &[&'t FullRow], inp: &Inputs) -> Result<&'t FullRow> {
+    let Some(best) = cand
         .iter()
+        .copied()
+        .filter(|r| r.page_cluster == 0)
         .max_by(|a, b| a.score.partial_cmp(&b.score).unwrap())
     else {
         bail!(
@@ -143,9 +150,14 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
             if inp.kernel_algos.is_empty() { "unknown; assumed its built-in list".to_string() } else { inp.kernel_algos.join(", ") }
         );
     };
-    let primary = best.algo.clone();
-    let mut algorithm_reasons = vec![format!(
-        "{primary}: best score at page-cluster 0 ({:.3}, weights {}) among the algorithms this kernel offers{}, from {} rows: {:.2}:1 effective, {:.0} MiB/s, {:.2} µs mean",
+    Ok(best)
+}
+
+/// Why `best` is the primary algorithm.
+fn primary_reason(t: &FullTable, inp: &Inputs, target: &str, best: &FullRow) -> String {
+    format!(
+        "{}: best score at page-cluster 0 ({:.3}, weights {}) among the algorithms this kernel offers{}, from {} rows: {:.2}:1 effective, {:.0} MiB/s, {:.2} µs mean",
+        best.algo,
         best.score.unwrap_or(0.0),
         t.weights,
         if inp.kernel_algos.is_empty() { String::new() } else { format!(" ({})", inp.kernel_algos.join(", ")) },
@@ -153,40 +165,44 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
         ratio_of(best),
         best.read_mib_s.unwrap_or(0.0),
         best.lat_mean_ns.unwrap_or(0.0) / 1000.0
-    )];
-    // Recompression: any allowed algorithm (engine or kernel figures) with ≥ 10% better ratio.
-    let ratio_rows: Vec<&FullRow> = t
+    )
+}
+
+/// The recompression algorithm: any allowed algorithm (engine or kernel
+/// figures) whose ratio at page-cluster 0 is at least 10% better than the
+/// primary's, the best such; with the reason for it or for having none.
+fn recompression(t: &FullTable, inp: &Inputs, best: &FullRow) -> (Option<String>, String) {
+    let primary = &best.algo;
+    let better = t
         .rows
         .iter()
-        .filter(|r| r.page_cluster == 0 && r.algo != primary && allowed(&r.algo, inp))
-        .collect();
-    let better = ratio_rows
-        .iter()
+        .filter(|r| r.page_cluster == 0 && &r.algo != primary && allowed(&r.algo, inp))
         .filter(|r| ratio_of(r) >= ratio_of(best) * 1.10)
         .max_by(|a, b| ratio_of(a).partial_cmp(&ratio_of(b)).unwrap());
-    let recompress = match better {
-        Some(r) => {
-            algorithm_reasons.push(format!(
+    match better {
+        Some(r) => (
+            Some(r.algo.clone()),
+            format!(
                 "recompress idle pages with {}: {:.2}:1 vs {:.2}:1 ({:+.0}% more data in the same memory); it is slower, so only idle pages pay for it. zram-generator only configures it: run `zmem policy` (or write `recompress type=idle`) to trigger it",
                 r.algo,
                 ratio_of(r),
                 ratio_of(best),
                 (ratio_of(r) / ratio_of(best) - 1.0) * 100.0
-            ));
-            Some(r.algo.clone())
-        }
-        None => {
-            algorithm_reasons.push(format!(
+            ),
+        ),
+        None => (
+            None,
+            format!(
                 "no recompression: no other algorithm this kernel offers stores these pages ≥ 10% smaller than {primary}"
-            ));
-            None
-        }
-    };
-    // Sizes.
-    let ram_mib = inp.ram_bytes / MIB;
-    let sz = sizes(ram_mib, ratio_of(best));
+            ),
+        ),
+    }
+}
+
+/// How `sz` follows from RAM and the measured ratio of `primary`.
+fn size_arithmetic(ram_mib: u64, primary: &str, sz: &Sizes) -> Vec<String> {
     let gib = |m: f64| m / 1024.0;
-    let mut size_arithmetic = vec![
+    let mut lines = vec![
         format!("RAM = {ram_mib} MiB ({:.1} GiB); measured effective ratio of {primary} = {:.2}:1 (orig_data_size / mem_used_total, with same-filled pages and allocator overhead)", gib(ram_mib as f64), sz.ratio),
         format!("mem_limit = RAM × 0.5 = {} MiB: the compressed store may use at most half of the RAM", sz.mem_limit_mib),
         format!(
@@ -208,10 +224,21 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
         ),
     ];
     if sz.ratio < 1.3 {
-        size_arithmetic
-            .push("warning: these pages hardly compress; zram gains little memory on them".into());
+        lines.push("warning: these pages hardly compress; zram gains little memory on them".into());
     }
-    // Swappiness.
+    lines
+}
+
+/// vm.swappiness from the speed of zram against the filesystem.
+struct SwappinessChoice {
+    /// Swap-in is `x` times as fast as a file refault.
+    x: f64,
+    swappiness: u32,
+    arithmetic: Vec<String>,
+}
+
+fn swappiness_choice(inp: &Inputs, best: &FullRow, target: &str) -> SwappinessChoice {
+    let primary = &best.algo;
     let zram_speed = best.read_mib_s.unwrap_or(0.0);
     let x = if inp.fs_read_mib_s > 0.0 {
         zram_speed / inp.fs_read_mib_s
@@ -219,22 +246,31 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
         f64::INFINITY
     };
     let swp = swappiness(x);
-    let swappiness_arithmetic = vec![
+    let arithmetic = vec![
         format!("zram random 4 KiB reads ({primary}, {target}, page-cluster 0): {zram_speed:.0} MiB/s"),
         format!("filesystem random 4 KiB reads: {:.1} MiB/s ({})", inp.fs_read_mib_s, inp.fs_read_source),
         format!("x = {zram_speed:.0} / {:.1} = {x:.2} (swap-in is x times as fast as a file refault)", inp.fs_read_mib_s),
         format!("swappiness / (200 − swappiness) = x  ⇒  swappiness = 200·x/(x+1) = 200 × {x:.2} / {:.2} = {swp}", x + 1.0),
     ];
-    // Page-cluster.
-    let pc_rows: Vec<&&FullRow> = cand.iter().filter(|r| r.algo == primary).collect();
+    SwappinessChoice {
+        x,
+        swappiness: swp,
+        arithmetic,
+    }
+}
+
+/// vm.page-cluster: the best-scoring page-cluster of `primary` among the
+/// candidates, with the figures of each.
+fn page_cluster_choice(cand: &[&FullRow], primary: &str) -> (u32, Vec<String>) {
+    let pc_rows: Vec<&FullRow> = cand.iter().copied().filter(|r| r.algo == primary).collect();
     let best_pc = pc_rows
         .iter()
         .max_by(|a, b| a.score.partial_cmp(&b.score).unwrap())
         .map(|r| r.page_cluster)
         .unwrap_or(0);
-    let mut page_cluster_reasons = vec![];
+    let mut reasons = vec![];
     for r in &pc_rows {
-        page_cluster_reasons.push(format!(
+        reasons.push(format!(
             "page-cluster {}: {:.0} MiB/s, {:.2} µs mean, {:.2} µs p99, score {:.3}",
             r.page_cluster,
             r.read_mib_s.unwrap_or(0.0),
@@ -243,39 +279,54 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
             r.score.unwrap_or(0.0)
         ));
     }
-    page_cluster_reasons.push(format!(
+    reasons.push(format!(
         "vm.page-cluster = {best_pc}: the best score for {primary}"
     ));
-    page_cluster_reasons.push(
+    reasons.push(
         "note: zram is a synchronous swap device; swap-in of a page mapped once (swap count 1) bypasses the swap cache and reads only that page, skipping readahead, so page-cluster matters mainly for shared pages".into(),
     );
-    // zram or zswap.
-    let mut use_reasons = Vec::new();
+    (best_pc, reasons)
+}
+
+/// zram or zswap, from the disk swap present and the ratio, with the reasons.
+fn zram_or_zswap(inp: &Inputs, ratio: f64) -> (&'static str, Vec<String>) {
+    let mut reasons = Vec::new();
     let use_ = if inp.disk_swap.is_empty() {
-        use_reasons.push(
+        reasons.push(
             "zram: there is no disk swap, and zswap is only a cache in front of a swap device"
                 .into(),
         );
         "zram"
-    } else if sz.ratio < 1.5 {
-        use_reasons.push(format!(
+    } else if ratio < 1.5 {
+        reasons.push(format!(
             "zswap: disk swap exists ({}) and these pages compress poorly ({:.2}:1); zswap rejects pages that do not compress and writes cold pages to disk by itself",
             inp.disk_swap.join(", "),
-            sz.ratio
+            ratio
         ));
         "zswap"
     } else {
-        use_reasons.push(format!(
+        reasons.push(format!(
             "zram: pages compress well ({:.2}:1); keep the disk swap ({}) at a lower priority than zram (swap-priority 100)",
-            sz.ratio,
+            ratio,
             inp.disk_swap.join(", ")
         ));
         "zram"
     };
     if use_ == "zram" && inp.zswap_enabled == Some(true) {
-        use_reasons.push("disable zswap (zswap.enabled=0 on the kernel command line, or write N to /sys/module/zswap/parameters/enabled): in front of zram it would compress every page twice".into());
+        reasons.push("disable zswap (zswap.enabled=0 on the kernel command line, or write N to /sys/module/zswap/parameters/enabled): in front of zram it would compress every page twice".into());
     }
-    // Files.
+    (use_, reasons)
+}
+
+/// zram-generator.conf: sizes as expressions of `ram`, so the file suits
+/// machines with other amounts of memory.
+fn zram_generator_conf(
+    t: &FullTable,
+    primary: &str,
+    ram_mib: u64,
+    sz: &Sizes,
+    recompress: Option<&str>,
+) -> String {
     let mut conf = String::new();
     let _ = writeln!(
         conf,
@@ -298,7 +349,7 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
         sz.ratio
     );
     let _ = writeln!(conf, "zram-resident-limit = floor(ram * 0.5)");
-    match &recompress {
+    match recompress {
         Some(r) => {
             let _ = writeln!(conf, "compression-algorithm = {primary} {r} (type=idle)");
         }
@@ -307,28 +358,49 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
         }
     }
     let _ = writeln!(conf, "swap-priority = 100");
+    conf
+}
+
+/// The sysctl.d snippet for vm.swappiness and vm.page-cluster.
+fn sysctl_conf(swp: &SwappinessChoice, page_cluster: u32) -> String {
     let mut sysctl = String::new();
     let _ = writeln!(sysctl, "# /etc/sysctl.d/99-zmem.conf from `zmem recommend`");
     let _ = writeln!(
         sysctl,
-        "# swappiness = 200·x/(x+1) with x = zram/filesystem random-read speed = {x:.2}"
+        "# swappiness = 200·x/(x+1) with x = zram/filesystem random-read speed = {:.2}",
+        swp.x
     );
-    let _ = writeln!(sysctl, "vm.swappiness = {swp}");
-    let _ = writeln!(sysctl, "vm.page-cluster = {best_pc}");
+    let _ = writeln!(sysctl, "vm.swappiness = {}", swp.swappiness);
+    let _ = writeln!(sysctl, "vm.page-cluster = {page_cluster}");
+    sysctl
+}
+
+/// Recommend from a scored table.
+pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
+    let (target, cand) = candidates(t, inp);
+    let best = best_at_pc0(&cand, inp)?;
+    let primary = best.algo.clone();
+    let (recompress, recompress_reason) = recompression(t, inp, best);
+    let algorithm_reasons = vec![primary_reason(t, inp, target, best), recompress_reason];
+    let ram_mib = inp.ram_bytes / MIB;
+    let sz = sizes(ram_mib, ratio_of(best));
+    let swp = swappiness_choice(inp, best, target);
+    let (page_cluster, page_cluster_reasons) = page_cluster_choice(&cand, &primary);
+    let (use_, use_reasons) = zram_or_zswap(inp, sz.ratio);
     Ok(Recommendation {
+        zram_generator_conf: zram_generator_conf(t, &primary, ram_mib, &sz, recompress.as_deref()),
+        sysctl_conf: sysctl_conf(&swp, page_cluster),
         primary,
         recompress,
         algorithm_reasons,
         sizes: sz,
-        size_arithmetic,
-        swappiness: swp,
-        swappiness_arithmetic,
-        page_cluster: best_pc,
+        size_arithmetic: size_arithmetic(ram_mib, &best.algo, &sz),
+        swappiness: swp.swappiness,
+        swappiness_arithmetic: swp.arithmetic,
+        page_cluster,
         page_cluster_reasons,
         use_: use_.into(),
         use_reasons,
-        zram_generator_conf: conf,
-        sysctl_conf: sysctl,
     })
 }
 

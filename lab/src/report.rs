@@ -239,22 +239,17 @@ fn hbars(
     s
 }
 
-/// The page.
-pub fn render(
-    t: &FullTable,
-    rec: Option<&Recommendation>,
-    rec_error: Option<&str>,
-    title: &str,
-) -> String {
-    let pc0: Vec<&FullRow> = t.rows.iter().filter(|r| r.page_cluster == 0).collect();
-    let label = |r: &FullRow| {
-        if r.target == "kernel" {
-            format!("{} (kernel)", r.algo)
-        } else {
-            r.algo.clone()
-        }
-    };
-    let mut h = String::new();
+/// The chart label of a row: the algorithm, marked when the row is the kernel's.
+fn row_label(r: &FullRow) -> String {
+    if r.target == "kernel" {
+        format!("{} (kernel)", r.algo)
+    } else {
+        r.algo.clone()
+    }
+}
+
+/// The document head with the inline style sheet, the title and the corpus line.
+fn write_head(h: &mut String, t: &FullTable, title: &str) {
     let _ = write!(
         h,
         r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{}</title><style>
@@ -276,7 +271,10 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
         t.pages,
         t.weights
     );
-    // Best-for.
+}
+
+/// The best algorithm per goal, with why.
+fn write_best_for(h: &mut String, t: &FullTable) {
     h.push_str("<h2>Best for</h2><ul>");
     for (goal, r, why) in t.best_lines() {
         let _ = write!(
@@ -287,7 +285,10 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
         );
     }
     h.push_str("</ul>");
-    // Recommendation.
+}
+
+/// The recommendation with its reasons and config files, or why there is none.
+fn write_recommendation(h: &mut String, rec: Option<&Recommendation>, rec_error: Option<&str>) {
     h.push_str(r#"<h2>Recommendation</h2><div class="rec">"#);
     match (rec, rec_error) {
         (Some(r), _) => {
@@ -331,18 +332,25 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
         }
     }
     h.push_str("</div>");
-    // Charts.
+}
+
+/// The ratio-against-speed scatter with its legend.
+fn write_scatter(h: &mut String, pc0: &[&FullRow]) {
     let _ = write!(
         h,
         r#"<h2>Ratio against speed</h2><p class="legend"><span style="color:{ENGINE}">● engine</span><span style="color:{KERNEL}">■ kernel zram</span><span style="color:{FRONTIER}">- - Pareto frontier (nothing is both faster and smaller)</span></p>"#
     );
-    h.push_str(&scatter(&pc0));
+    h.push_str(&scatter(pc0));
+}
+
+/// Read latency through the device and decompress latency of the codec, per row.
+fn write_latency(h: &mut String, pc0: &[&FullRow]) {
     h.push_str(r#"<h2>Latency per algorithm (page-cluster 0)</h2><div class="grid">"#);
     let lat: Vec<(String, &'static str, Vec<f64>)> = pc0
         .iter()
         .map(|r| {
             (
-                label(r),
+                row_label(r),
                 color(&r.target),
                 vec![
                     r.lat_mean_ns.map_or(f64::NAN, |v| v / 1000.0),
@@ -363,7 +371,7 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
         .filter(|r| r.decompress_us_mean.is_some())
         .map(|r| {
             (
-                label(r),
+                row_label(r),
                 color(&r.target),
                 vec![
                     r.decompress_us_mean.unwrap_or(f64::NAN),
@@ -379,6 +387,10 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
         &dlat,
         &[("mean", "#8fd19e"), ("p99", "#2d7a3e")],
     ));
+}
+
+/// One bar chart per metric, for the rows that have it.
+fn write_per_metric(h: &mut String, pc0: &[&FullRow]) {
     h.push_str("</div><h2>Per metric</h2><div class=\"grid\">");
     type Get = fn(&FullRow) -> Option<f64>;
     let metrics: [(&str, &str, &str, Get); 8] = [
@@ -417,14 +429,17 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
     for (id, title, unit, get) in metrics {
         let items: Vec<(String, &'static str, Vec<f64>)> = pc0
             .iter()
-            .filter_map(|r| get(r).map(|v| (label(r), color(&r.target), vec![v])))
+            .filter_map(|r| get(r).map(|v| (row_label(r), color(&r.target), vec![v])))
             .collect();
         if !items.is_empty() {
             h.push_str(&hbars(id, title, unit, &items, &[(title, ENGINE)]));
         }
     }
     h.push_str("</div>");
-    // Page-cluster effect.
+}
+
+/// Every row at every page-cluster, the overall best in bold.
+fn write_table(h: &mut String, t: &FullTable) {
     h.push_str("<h2>Complete table</h2><table><tr>");
     for c in [
         "target",
@@ -470,6 +485,10 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
             f(r.score, 3)
         );
     }
+}
+
+/// Missing rows, notes and the definitions of the units.
+fn write_notes(h: &mut String, t: &FullTable) {
     h.push_str("</table><ul>");
     if let Some(k) = &t.kernel_missing {
         let _ = write!(h, "<li>No kernel rows: {}</li>", esc(k));
@@ -487,6 +506,25 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
         let _ = write!(h, "<li>{}</li>", esc(n));
     }
     h.push_str("</ul><p>ratio = orig_data_size / compr_data_size; effective ratio = orig_data_size / mem_used_total (same-filled pages and allocator overhead included); MB/s = 10<sup>6</sup> B/s, MiB/s = 2<sup>20</sup> B/s; reclaim MB/s = compress MB/s × (1 − 1/ratio); latency per random read request of 2<sup>pc</sup> pages.</p></body></html>\n");
+}
+
+/// The page.
+pub fn render(
+    t: &FullTable,
+    rec: Option<&Recommendation>,
+    rec_error: Option<&str>,
+    title: &str,
+) -> String {
+    let pc0: Vec<&FullRow> = t.rows.iter().filter(|r| r.page_cluster == 0).collect();
+    let mut h = String::new();
+    write_head(&mut h, t, title);
+    write_best_for(&mut h, t);
+    write_recommendation(&mut h, rec, rec_error);
+    write_scatter(&mut h, &pc0);
+    write_latency(&mut h, &pc0);
+    write_per_metric(&mut h, &pc0);
+    write_table(&mut h, t);
+    write_notes(&mut h, t);
     h
 }
 

@@ -11,7 +11,8 @@ use zmem_codec::PAGE_SIZE;
 use zmem_sysfs::HotDevice;
 use zmem_sysfs::MmStat;
 
-use super::device::{aligned_buffer, read_phase, request_indexes, Options, Row, Target};
+use super::device_rows::{Options, Row, Target};
+use super::random_read::{aligned_buffer, read_phase, request_indexes};
 use crate::corpus::Corpus;
 
 /// Bytes per pwrite while writing the corpus (large, as dd would, so the

@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 
 use zmem_lab::bench::device::{self, Options, Report, Row, Target};
-use zmem_lab::corpus;
+use zmem_lab::corpus::{self, Corpus};
 
 use crate::output::{Format, Table};
 
@@ -128,7 +128,8 @@ fn comparisons(report: &Report) -> Vec<String> {
     out
 }
 
-pub fn run(args: &super::Args) -> anyhow::Result<()> {
+/// The benchmark options from the command line; an unknown algorithm is an error.
+fn options(args: &super::Args) -> anyhow::Result<Options> {
     let params = zmem_codec::Params {
         level: args.level,
         ..Default::default()
@@ -149,6 +150,94 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
             );
         }
     }
+    Ok(opts)
+}
+
+/// The measured rows of every report as a table.
+fn measured_table(reports: &[Report]) -> Table {
+    let mut t = Table::new(&COLUMNS);
+    for r in reports
+        .iter()
+        .flat_map(|r| &r.rows)
+        .filter(|r| r.reason.is_none())
+    {
+        t.push(cells(r));
+    }
+    t
+}
+
+/// The rows without numbers and why, then why kernel rows are missing.
+fn print_unavailable(reports: &[Report]) {
+    let mut unavailable: Vec<String> = reports
+        .iter()
+        .flat_map(|r| &r.rows)
+        .filter_map(|r| {
+            r.reason
+                .as_ref()
+                .map(|why| format!("  {} {}: {why}", r.target.name(), r.algo))
+        })
+        .collect();
+    unavailable.dedup();
+    if !unavailable.is_empty() {
+        println!("unavailable:");
+        for u in unavailable {
+            println!("{u}");
+        }
+    }
+    if let Some(why) = reports.first().and_then(|r| r.kernel_missing.as_ref()) {
+        println!("kernel rows missing: {why}");
+    }
+}
+
+/// Engine against kernel, and the engine's overhead over the codec alone.
+fn print_comparisons(reports: &[Report]) {
+    for r in reports {
+        for line in comparisons(r) {
+            println!("{line}");
+        }
+        for o in &r.overhead {
+            println!(
+                "{} overhead: write+read through the engine {:.0} MiB/s = {:.0}% of compress+decompress by the codec alone ({:.0} MiB/s, {} pages)",
+                o.algo,
+                o.engine_mibps,
+                o.engine_share * 100.0,
+                o.codec_mibps,
+                o.pages
+            );
+        }
+    }
+}
+
+/// What the columns mean and how often each corpus was written.
+fn print_legend(corpora: &[Corpus], opts: &Options) {
+    println!(
+        "pc = page-cluster: random reads of 2^pc consecutive pages; thr = reader threads; reads/cpu_s = reads per CPU-second of the reader threads (comparable across thread counts on a busy machine); sizes in bytes (mm_stat); \
+         ratio = orig/compr, eff_ratio = orig/mem_used; kernel: O_DIRECT pwrite/pread on a hot-added /dev/zramN"
+    );
+    let passes: Vec<String> = corpora
+        .iter()
+        .map(|c| opts.write_passes_for(c.page_count()).to_string())
+        .collect();
+    println!(
+        "write_MiB/s: the corpus written {} time(s) (per corpus), each pass into a fresh device, engine and kernel alike; only the writes are timed",
+        passes.join("/")
+    );
+}
+
+/// The text output: the table, the corpora, what is missing, the
+/// comparisons and the legend.
+fn print_text(reports: &[Report], corpora: &[Corpus], opts: &Options) {
+    print!("{}", measured_table(reports).render_table());
+    for c in corpora {
+        println!("corpus {}: {} pages ({})", c.name, c.page_count(), c.source);
+    }
+    print_unavailable(reports);
+    print_comparisons(reports);
+    print_legend(corpora, opts);
+}
+
+pub fn run(args: &super::Args) -> anyhow::Result<()> {
+    let opts = options(args)?;
     let corpora = if args.corpus.is_empty() {
         vec![corpus::default_corpus()]
     } else {
@@ -167,70 +256,8 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
             let rows: Vec<&Row> = reports.iter().flat_map(|r| &r.rows).collect();
             println!("{}", serde_json::to_string_pretty(&rows)?);
         }
-        Format::Csv | Format::Table => {
-            let mut t = Table::new(&COLUMNS);
-            for r in reports
-                .iter()
-                .flat_map(|r| &r.rows)
-                .filter(|r| r.reason.is_none())
-            {
-                t.push(cells(r));
-            }
-            if args.format == Format::Csv {
-                print!("{}", t.render_csv());
-                return Ok(());
-            }
-            print!("{}", t.render_table());
-            for c in &corpora {
-                println!("corpus {}: {} pages ({})", c.name, c.page_count(), c.source);
-            }
-            let mut unavailable: Vec<String> = reports
-                .iter()
-                .flat_map(|r| &r.rows)
-                .filter_map(|r| {
-                    r.reason
-                        .as_ref()
-                        .map(|why| format!("  {} {}: {why}", r.target.name(), r.algo))
-                })
-                .collect();
-            unavailable.dedup();
-            if !unavailable.is_empty() {
-                println!("unavailable:");
-                for u in unavailable {
-                    println!("{u}");
-                }
-            }
-            if let Some(why) = reports.first().and_then(|r| r.kernel_missing.as_ref()) {
-                println!("kernel rows missing: {why}");
-            }
-            for r in &reports {
-                for line in comparisons(r) {
-                    println!("{line}");
-                }
-                for o in &r.overhead {
-                    println!(
-                        "{} overhead: write+read through the engine {:.0} MiB/s = {:.0}% of compress+decompress by the codec alone ({:.0} MiB/s, {} pages)",
-                        o.algo,
-                        o.engine_mibps,
-                        o.engine_share * 100.0,
-                        o.codec_mibps,
-                        o.pages
-                    );
-                }
-            }
-            println!(
-                "pc = page-cluster: random reads of 2^pc consecutive pages; thr = reader threads; reads/cpu_s = reads per CPU-second of the reader threads (comparable across thread counts on a busy machine); sizes in bytes (mm_stat); \
-                 ratio = orig/compr, eff_ratio = orig/mem_used; kernel: O_DIRECT pwrite/pread on a hot-added /dev/zramN"
-            );
-            let passes: Vec<String> = corpora
-                .iter()
-                .map(|c| opts.write_passes_for(c.page_count()).to_string())
-                .collect();
-            println!(
-                "write_MiB/s: the corpus written {} time(s) (per corpus), each pass into a fresh device, engine and kernel alike; only the writes are timed",
-                passes.join("/")
-            );
-        }
+        Format::Csv => print!("{}", measured_table(&reports).render_csv()),
+        Format::Table => print_text(&reports, &corpora, &opts),
     }
     Ok(())
 }
