@@ -48,10 +48,7 @@ impl Table {
         let right: Vec<bool> = (0..n)
             .map(|i| {
                 !self.rows.is_empty()
-                    && self
-                        .rows
-                        .iter()
-                        .all(|r| r.get(i).map_or(true, |c| is_num(c)))
+                    && self.rows.iter().all(|r| r.get(i).is_none_or(|c| is_num(c)))
             })
             .collect();
         let mut out = String::new();

@@ -65,11 +65,7 @@ impl Bar {
             return;
         }
         let w = 30;
-        let filled = if p.total == 0 {
-            0
-        } else {
-            p.done.min(p.total) * w / p.total
-        };
+        let filled = (p.done.min(p.total) * w).checked_div(p.total).unwrap_or(0);
         let mut e = std::io::stderr().lock();
         let _ = write!(
             e,
