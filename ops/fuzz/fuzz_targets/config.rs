@@ -16,5 +16,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = zmem_ops::config::parse_algorithms(text);
     // The same [policy] keys as `zmem serve --maint=…`.
     let _ = zmem_ops::policy::Policy::default().with_spec(text);
-    let _ = (zmem_units::parse_size(text), zmem_units::parse_duration(text));
+    let _ = (
+        zmem_units::parse_size(text),
+        zmem_units::parse_duration(text),
+    );
 });

@@ -2,8 +2,8 @@
 //! never a panic. Run: `cargo +nightly fuzz run attrs` in zram/.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use zmem_zram::Zram;
 use zmem_sysfs::BlockDevice;
+use zmem_zram::Zram;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else {

@@ -3,8 +3,8 @@
 //! `cargo +nightly fuzz run writeback` in zram/.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use zmem_zram::{WritebackParams, Zram};
 use zmem_sysfs::BlockDevice;
+use zmem_zram::{WritebackParams, Zram};
 
 const NAMES: [&str; 5] = [
     "writeback",
