@@ -9,23 +9,12 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use zmem_sysfs::testutil::copy_tree;
+
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../ops/tests/fixtures")
         .join(case)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), &t).unwrap();
-        }
-    }
 }
 
 /// One sample: metric name, labels, value.

@@ -20,25 +20,14 @@ use zmem_ops::status;
 use zmem_sysfs::SysfsDevice;
 use zmem_sysfs::{Sys, FIXTURE_LOG};
 
+use zmem_sysfs::testutil::copy_tree;
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 fn bless() -> bool {
     std::env::var_os("ZMEM_BLESS").is_some()
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), &t).unwrap();
-        }
-    }
 }
 
 fn read_tree(root: &Path) -> BTreeMap<String, String> {

@@ -44,3 +44,17 @@ pub fn skip(line: &str) {
         }
     }
 }
+
+/// Copy a fixture tree (`ops/tests/fixtures/NN-name/root`) so a test can change the copy.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
