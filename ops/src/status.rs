@@ -3,7 +3,8 @@
 use std::fmt::Write;
 use std::io;
 
-use crate::json::Json;
+use serde::{Serialize, Serializer};
+
 use crate::zram::{self, ZramDevice};
 use crate::zswap::{self, Debugfs, Zswap};
 use zmem_sysfs::Sys;
@@ -357,112 +358,175 @@ pub fn render_text(st: &Status) -> String {
     o
 }
 
-/// The JSON form (raw numbers in bytes, plus derived values).
-pub fn to_json(st: &Status) -> Json {
-    let devices: Vec<Json> = st
-        .devices
-        .iter()
-        .map(|d| {
-            let m = &d.mm;
-            Json::obj()
-                .with("name", d.name.as_str())
-                .with("initialised", d.initialised)
-                .with("disksize_bytes", d.disksize)
-                .with("algorithm", d.algorithm.clone())
-                .with("algorithms_offered", d.offered.clone())
-                .with(
-                    "recompression",
-                    match &d.recompression {
-                        None => Json::Null,
-                        Some(r) => Json::Arr(
-                            r.iter()
-                                .map(|(p, a)| {
-                                    Json::obj()
-                                        .with("priority", *p)
-                                        .with("algorithm", a.as_str())
-                                })
-                                .collect(),
-                        ),
-                    },
-                )
-                .with("multi_comp", d.has_multi_comp())
-                .with("writeback", d.has_writeback())
-                .with("backing_dev", d.backing_dev.clone().flatten())
-                .with("orig_data_bytes", m.orig_data_size)
-                .with("compr_data_bytes", m.compr_data_size)
-                .with("mem_used_bytes", m.mem_used_total)
-                .with("mem_used_peak_bytes", m.mem_used_max)
-                .with(
-                    "mem_limit_bytes",
-                    if m.mem_limit == 0 {
-                        Json::Null
-                    } else {
-                        m.mem_limit.into()
-                    },
-                )
-                .with("same_pages", m.same_pages)
-                .with("huge_pages", m.huge_pages)
-                .with("huge_pages_since", m.huge_pages_since)
-                .with("pages_compacted", m.pages_compacted)
-                .with("ratio", m.ratio())
-                .with("effective_ratio", m.effective_ratio())
-                .with("saved_bytes", m.saved())
-                .with("failed_reads", d.io.failed_reads)
-                .with("failed_writes", d.io.failed_writes)
-                .with("notify_free", d.io.notify_free)
-                .with(
-                    "bd_stat",
-                    d.bd.map(|b| {
-                        Json::obj()
-                            .with("count_bytes", b.bd_count * 4096)
-                            .with("reads_bytes", b.bd_reads * 4096)
-                            .with("writes_bytes", b.bd_writes * 4096)
-                    }),
-                )
-                .with("writeback_limit_bytes", d.writeback_limit.map(|l| l * 4096))
-                .with(
-                    "swap",
-                    d.swap.as_ref().map(|s| {
-                        Json::obj()
-                            .with("priority", s.priority)
-                            .with("size_bytes", s.size)
-                            .with("used_bytes", s.used)
-                    }),
-                )
-                .with("mount_point", d.mount.clone())
-        })
-        .collect();
-    let z = &st.zswap;
-    let zs = Json::obj()
-        .with("present", z.present)
-        .with("enabled", z.enabled())
-        .with(
-            "parameters",
-            Json::Obj(
-                z.params
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Json::Str(v.clone())))
-                    .collect(),
-            ),
-        )
-        .with("pool_limit_bytes", z.pool_limit())
-        .with("pool_bytes", z.pool_bytes)
-        .with("stored_bytes", z.stored_bytes)
-        .with(
-            "debugfs",
-            Json::Obj(
-                z.debugfs
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Json::UInt(*v)))
-                    .collect(),
-            ),
-        )
-        .with("debugfs_note", z.debugfs_note.clone())
-        .with("zswpin", z.zswpin)
-        .with("zswpout", z.zswpout)
-        .with("zswpwb", z.zswpwb);
-    Json::obj()
-        .with("zram", Json::Arr(devices))
-        .with("zswap", zs)
-        .with("warnings", st.warnings.clone())
+// ---------------------------------------------------------------------------------------------
+// The JSON form: the field order of these structs is the key order of the document.
+
+/// The whole document of `zmem status --json`.
+#[derive(Serialize)]
+struct StatusJson<'a> {
+    zram: Vec<DeviceJson<'a>>,
+    zswap: ZswapJson<'a>,
+    warnings: &'a [String],
+}
+
+/// One zram device: raw numbers in bytes, plus derived values.
+#[derive(Serialize)]
+struct DeviceJson<'a> {
+    name: &'a str,
+    initialised: bool,
+    disksize_bytes: u64,
+    algorithm: Option<&'a str>,
+    algorithms_offered: &'a [String],
+    /// `null` when the kernel has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP).
+    recompression: Option<Vec<RecompJson<'a>>>,
+    multi_comp: bool,
+    writeback: bool,
+    backing_dev: Option<&'a str>,
+    orig_data_bytes: u64,
+    compr_data_bytes: u64,
+    mem_used_bytes: u64,
+    mem_used_peak_bytes: u64,
+    /// `null` when mem_limit is 0 (no limit).
+    mem_limit_bytes: Option<u64>,
+    same_pages: u64,
+    huge_pages: u64,
+    huge_pages_since: u64,
+    pages_compacted: u64,
+    ratio: Option<f64>,
+    effective_ratio: Option<f64>,
+    saved_bytes: u64,
+    failed_reads: u64,
+    failed_writes: u64,
+    notify_free: u64,
+    bd_stat: Option<BdStatJson>,
+    writeback_limit_bytes: Option<u64>,
+    swap: Option<SwapJson>,
+    mount_point: Option<&'a str>,
+}
+
+/// A recompression algorithm and its priority (recomp_algorithm).
+#[derive(Serialize)]
+struct RecompJson<'a> {
+    priority: u32,
+    algorithm: &'a str,
+}
+
+/// bd_stat in bytes (the kernel counts 4 KiB blocks).
+#[derive(Serialize)]
+struct BdStatJson {
+    count_bytes: u64,
+    reads_bytes: u64,
+    writes_bytes: u64,
+}
+
+/// The device's /proc/swaps entry.
+#[derive(Serialize)]
+struct SwapJson {
+    priority: i32,
+    size_bytes: u64,
+    used_bytes: u64,
+}
+
+/// zswap: parameters and counters as read.
+#[derive(Serialize)]
+struct ZswapJson<'a> {
+    present: bool,
+    enabled: bool,
+    parameters: Pairs<'a, String>,
+    pool_limit_bytes: Option<u64>,
+    pool_bytes: Option<u64>,
+    stored_bytes: Option<u64>,
+    debugfs: Pairs<'a, u64>,
+    debugfs_note: Option<&'a str>,
+    zswpin: Option<u64>,
+    zswpout: Option<u64>,
+    zswpwb: Option<u64>,
+}
+
+/// (name, value) pairs written as one JSON object, in their order.
+struct Pairs<'a, V>(&'a [(String, V)]);
+
+impl<V: Serialize> Serialize for Pairs<'_, V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl<'a> DeviceJson<'a> {
+    fn new(d: &'a ZramDevice) -> DeviceJson<'a> {
+        let m = &d.mm;
+        DeviceJson {
+            name: &d.name,
+            initialised: d.initialised,
+            disksize_bytes: d.disksize,
+            algorithm: d.algorithm.as_deref(),
+            algorithms_offered: &d.offered,
+            recompression: d.recompression.as_ref().map(|r| {
+                r.iter()
+                    .map(|(priority, a)| RecompJson {
+                        priority: *priority,
+                        algorithm: a,
+                    })
+                    .collect()
+            }),
+            multi_comp: d.has_multi_comp(),
+            writeback: d.has_writeback(),
+            backing_dev: d.backing_dev.as_ref().and_then(|b| b.as_deref()),
+            orig_data_bytes: m.orig_data_size,
+            compr_data_bytes: m.compr_data_size,
+            mem_used_bytes: m.mem_used_total,
+            mem_used_peak_bytes: m.mem_used_max,
+            mem_limit_bytes: (m.mem_limit != 0).then_some(m.mem_limit),
+            same_pages: m.same_pages,
+            huge_pages: m.huge_pages,
+            huge_pages_since: m.huge_pages_since,
+            pages_compacted: m.pages_compacted,
+            ratio: m.ratio(),
+            effective_ratio: m.effective_ratio(),
+            saved_bytes: m.saved(),
+            failed_reads: d.io.failed_reads,
+            failed_writes: d.io.failed_writes,
+            notify_free: d.io.notify_free,
+            bd_stat: d.bd.map(|b| BdStatJson {
+                count_bytes: b.bd_count * 4096,
+                reads_bytes: b.bd_reads * 4096,
+                writes_bytes: b.bd_writes * 4096,
+            }),
+            writeback_limit_bytes: d.writeback_limit.map(|l| l * 4096),
+            swap: d.swap.as_ref().map(|s| SwapJson {
+                priority: s.priority,
+                size_bytes: s.size,
+                used_bytes: s.used,
+            }),
+            mount_point: d.mount.as_deref(),
+        }
+    }
+}
+
+impl<'a> ZswapJson<'a> {
+    fn new(z: &'a Zswap) -> ZswapJson<'a> {
+        ZswapJson {
+            present: z.present,
+            enabled: z.enabled(),
+            parameters: Pairs(&z.params),
+            pool_limit_bytes: z.pool_limit(),
+            pool_bytes: z.pool_bytes,
+            stored_bytes: z.stored_bytes,
+            debugfs: Pairs(&z.debugfs),
+            debugfs_note: z.debugfs_note.as_deref(),
+            zswpin: z.zswpin,
+            zswpout: z.zswpout,
+            zswpwb: z.zswpwb,
+        }
+    }
+}
+
+/// The JSON form (raw numbers in bytes, plus derived values), pretty-printed.
+pub fn to_json(st: &Status) -> String {
+    let doc = StatusJson {
+        zram: st.devices.iter().map(DeviceJson::new).collect(),
+        zswap: ZswapJson::new(&st.zswap),
+        warnings: &st.warnings,
+    };
+    serde_json::to_string_pretty(&doc).expect("the status document serialises")
 }
