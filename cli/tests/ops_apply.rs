@@ -6,7 +6,7 @@ use std::process::Command;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../kernel/tests/fixtures")
+        .join("../ops/tests/fixtures")
         .join(case)
 }
 

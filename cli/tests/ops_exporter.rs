@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../kernel/tests/fixtures")
+        .join("../ops/tests/fixtures")
         .join(case)
 }
 
