@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 
 use crate::zram::{self, ZramDevice};
 use crate::zswap::{self, Debugfs, Zswap};
-use zmem_sysfs::Sys;
+use zmem_sysfs::{MmStat, Sys};
 use zmem_units::{bytes, count, ratio};
 
 /// What `zmem status` shows.
@@ -83,279 +83,332 @@ pub fn render_text(st: &Status) -> String {
         o.push_str("zram: no devices\n");
     }
     for d in &st.devices {
-        let role = match (&d.swap, &d.mount) {
-            (Some(s), _) => format!("swap, priority {}", s.priority),
-            (_, Some(m)) => format!("mounted on {m}"),
-            _ if d.initialised => "not in use (no swap, not mounted)".into(),
-            _ => "uninitialised (no disksize set)".into(),
-        };
-        let _ = writeln!(o, "{}: {}", d.name, role);
-        if !d.initialised {
-            row(
-                &mut o,
-                "algorithm",
-                d.algorithm.clone().unwrap_or_else(|| "-".into()),
-            );
-            row(&mut o, "kernel offers", d.offered.join(", "));
-            row(
-                &mut o,
-                "recompression",
-                if d.has_multi_comp() {
-                    "supported"
-                } else {
-                    "not in this kernel (CONFIG_ZRAM_MULTI_COMP)"
-                },
-            );
-            row(
-                &mut o,
-                "writeback",
-                if d.has_writeback() {
-                    "supported"
-                } else {
-                    "not in this kernel (CONFIG_ZRAM_WRITEBACK)"
-                },
-            );
-            o.push('\n');
-            continue;
+        let _ = writeln!(o, "{}: {}", d.name, device_role(d));
+        if d.initialised {
+            device_rows(&mut o, d);
+        } else {
+            uninitialised_rows(&mut o, d);
         }
-        let m = &d.mm;
-        let pages = m.orig_data_size / 4096;
-        row(
-            &mut o,
-            "capacity",
-            format!("{} of uncompressed data (disksize)", bytes(d.disksize)),
-        );
-        row(
-            &mut o,
-            "data stored now",
-            format!(
-                "{} in {} pages ({} of capacity)",
-                bytes(m.orig_data_size),
-                count(pages),
-                pct(m.orig_data_size, d.disksize)
-            ),
-        );
-        row(
-            &mut o,
-            "  same-filled pages",
-            format!(
-                "{} (e.g. all zeros; stored without memory)",
-                count(m.same_pages)
-            ),
-        );
-        row(
-            &mut o,
-            "  huge pages",
-            format!(
-                "{} (did not compress, stored whole); {} since reset",
-                count(m.huge_pages),
-                count(m.huge_pages_since)
-            ),
-        );
-        if let Some(bd) = d.bd {
-            if bd.bd_count > 0 {
-                row(
-                    &mut o,
-                    "  written back",
-                    format!("{} on the backing device", bytes(bd.bd_count * 4096)),
-                );
-            }
-        }
-        row(
-            &mut o,
-            "compressed size",
-            format!("{} (ratio {})", bytes(m.compr_data_size), ratio(m.ratio())),
-        );
-        row(
-            &mut o,
-            "RAM used now",
-            format!(
-                "{} incl. allocator overhead (effective ratio {})",
-                bytes(m.mem_used_total),
-                ratio(m.effective_ratio())
-            ),
-        );
-        row(
-            &mut o,
-            "RAM used at peak",
-            format!(
-                "{} (highest since reset; not current usage)",
-                bytes(m.mem_used_max)
-            ),
-        );
-        row(&mut o, "RAM saved", bytes(m.saved()));
-        row(
-            &mut o,
-            "memory limit",
-            if m.mem_limit == 0 {
-                "none".into()
-            } else {
-                bytes(m.mem_limit)
-            },
-        );
-        let mut algo = d.algorithm.clone().unwrap_or_else(|| "-".into());
-        match &d.recompression {
-            None => {}
-            Some(r) if r.is_empty() => algo.push_str("; recompression: none configured"),
-            Some(r) => {
-                let list: Vec<String> = r
-                    .iter()
-                    .map(|(p, a)| format!("{a} (priority {p})"))
-                    .collect();
-                let _ = write!(algo, "; recompression: {}", list.join(", "));
-            }
-        }
-        row(&mut o, "algorithm", algo);
-        if d.recompression.is_none() {
-            row(
-                &mut o,
-                "recompression",
-                "not in this kernel (CONFIG_ZRAM_MULTI_COMP)",
-            );
-        }
-        match (&d.backing_dev, d.bd) {
-            (None, _) => row(
-                &mut o,
-                "backing device",
-                "not in this kernel (CONFIG_ZRAM_WRITEBACK)",
-            ),
-            (Some(None), _) => row(&mut o, "backing device", "none"),
-            (Some(Some(b)), bd) => {
-                let bd = bd.unwrap_or_default();
-                row(
-                    &mut o,
-                    "backing device",
-                    format!(
-                        "{b}: {} in use, {} read back, {} written in total",
-                        bytes(bd.bd_count * 4096),
-                        bytes(bd.bd_reads * 4096),
-                        bytes(bd.bd_writes * 4096)
-                    ),
-                );
-                if let Some(l) = d.writeback_limit {
-                    row(&mut o, "writeback budget left", bytes(l * 4096));
-                }
-            }
-        }
-        if let Some(s) = &d.swap {
-            row(
-                &mut o,
-                "swap in use",
-                format!("{} of {}", bytes(s.used), bytes(s.size)),
-            );
-        }
-        row(
-            &mut o,
-            "I/O",
-            format!(
-                "{} failed reads, {} failed writes, {} pages freed by swap/discard",
-                count(d.io.failed_reads),
-                count(d.io.failed_writes),
-                count(d.io.notify_free)
-            ),
-        );
         o.push('\n');
     }
-    let z = &st.zswap;
-    if !z.present {
-        o.push_str("zswap: not in this kernel\n");
-    } else {
-        let _ = writeln!(
-            o,
-            "zswap: {}",
-            if z.enabled() { "enabled" } else { "disabled" }
-        );
-        let comp = z.param("compressor").unwrap_or("-");
-        row(&mut o, "compressor", comp);
-        let limit = match (z.param("max_pool_percent"), z.pool_limit()) {
-            (Some(p), Some(b)) => format!("{p}% of RAM = {}", bytes(b)),
-            (Some(p), None) => format!("{p}% of RAM"),
-            _ => "-".into(),
-        };
-        row(&mut o, "pool limit", limit);
-        if let Some(a) = z.param("accept_threshold_percent") {
-            row(
-                &mut o,
-                "after the limit",
-                format!("accepts pages again below {a}% of the limit"),
-            );
-        }
-        if let Some(s) = z.param("shrinker_enabled") {
-            row(
-                &mut o,
-                "shrinker",
-                if s == "Y" {
-                    "on (writes cold pages to disk under pressure)"
-                } else {
-                    "off"
-                },
-            );
-        }
-        let pool = z.counter("pool_total_size").or(z.pool_bytes);
-        let stored = z
-            .stored_bytes
-            .or(z.counter("stored_pages").map(|p| p * 4096));
-        row(
-            &mut o,
-            "data stored now",
-            format!(
-                "{}{}",
-                stored.map(bytes).unwrap_or_else(|| "-".into()),
-                z.counter("stored_pages")
-                    .map(|p| format!(" in {} pages", count(p)))
-                    .unwrap_or_default()
-            ),
-        );
-        let r = match (stored, pool) {
-            (Some(s), Some(p)) if p > 0 => Some(s as f64 / p as f64),
-            _ => None,
-        };
-        row(
-            &mut o,
-            "RAM used now",
-            format!(
-                "{} (effective ratio {})",
-                pool.map(bytes).unwrap_or_else(|| "-".into()),
-                ratio(r)
-            ),
-        );
-        if let (Some(i), Some(out)) = (z.zswpin, z.zswpout) {
-            row(
-                &mut o,
-                "pages in / out",
-                format!(
-                    "{} loaded back, {} stored, {} written back to disk (since boot)",
-                    count(i),
-                    count(out),
-                    z.zswpwb.map(count).unwrap_or_else(|| "-".into())
-                ),
-            );
-        }
-        if !z.debugfs.is_empty() {
-            let rejects: u64 = z
-                .debugfs
-                .iter()
-                .filter(|(k, _)| k.starts_with("reject_"))
-                .map(|(_, v)| v)
-                .sum();
-            row(
-                &mut o,
-                "refused stores",
-                format!(
-                    "{} (poor compression {}, pool limit hit {})",
-                    count(rejects),
-                    count(z.counter("reject_compress_poor").unwrap_or(0)),
-                    count(z.counter("pool_limit_hit").unwrap_or(0))
-                ),
-            );
-        } else if let Some(n) = &z.debugfs_note {
-            row(&mut o, "debug counters", n);
-        }
-    }
+    zswap_rows(&mut o, &st.zswap);
     for w in &st.warnings {
         let _ = writeln!(o, "\nwarning: {w}");
     }
     o
+}
+
+/// What the device is used for, from /proc/swaps and /proc/mounts.
+fn device_role(d: &ZramDevice) -> String {
+    match (&d.swap, &d.mount) {
+        (Some(s), _) => format!("swap, priority {}", s.priority),
+        (_, Some(m)) => format!("mounted on {m}"),
+        _ if d.initialised => "not in use (no swap, not mounted)".into(),
+        _ => "uninitialised (no disksize set)".into(),
+    }
+}
+
+/// A device without disksize: what the kernel offers for it.
+fn uninitialised_rows(o: &mut String, d: &ZramDevice) {
+    row(
+        o,
+        "algorithm",
+        d.algorithm.clone().unwrap_or_else(|| "-".into()),
+    );
+    row(o, "kernel offers", d.offered.join(", "));
+    row(
+        o,
+        "recompression",
+        if d.has_multi_comp() {
+            "supported"
+        } else {
+            "not in this kernel (CONFIG_ZRAM_MULTI_COMP)"
+        },
+    );
+    row(
+        o,
+        "writeback",
+        if d.has_writeback() {
+            "supported"
+        } else {
+            "not in this kernel (CONFIG_ZRAM_WRITEBACK)"
+        },
+    );
+}
+
+/// An initialised device: data, memory, algorithms, backing device, swap and I/O.
+fn device_rows(o: &mut String, d: &ZramDevice) {
+    data_rows(o, d);
+    memory_rows(o, &d.mm);
+    algorithm_rows(o, d);
+    backing_dev_rows(o, d);
+    if let Some(s) = &d.swap {
+        row(
+            o,
+            "swap in use",
+            format!("{} of {}", bytes(s.used), bytes(s.size)),
+        );
+    }
+    row(
+        o,
+        "I/O",
+        format!(
+            "{} failed reads, {} failed writes, {} pages freed by swap/discard",
+            count(d.io.failed_reads),
+            count(d.io.failed_writes),
+            count(d.io.notify_free)
+        ),
+    );
+}
+
+/// Capacity and what is stored (mm_stat orig_data_size, same_pages, huge_pages; bd_stat).
+fn data_rows(o: &mut String, d: &ZramDevice) {
+    let m = &d.mm;
+    let pages = m.orig_data_size / 4096;
+    row(
+        o,
+        "capacity",
+        format!("{} of uncompressed data (disksize)", bytes(d.disksize)),
+    );
+    row(
+        o,
+        "data stored now",
+        format!(
+            "{} in {} pages ({} of capacity)",
+            bytes(m.orig_data_size),
+            count(pages),
+            pct(m.orig_data_size, d.disksize)
+        ),
+    );
+    row(
+        o,
+        "  same-filled pages",
+        format!(
+            "{} (e.g. all zeros; stored without memory)",
+            count(m.same_pages)
+        ),
+    );
+    row(
+        o,
+        "  huge pages",
+        format!(
+            "{} (did not compress, stored whole); {} since reset",
+            count(m.huge_pages),
+            count(m.huge_pages_since)
+        ),
+    );
+    if let Some(bd) = d.bd {
+        if bd.bd_count > 0 {
+            row(
+                o,
+                "  written back",
+                format!("{} on the backing device", bytes(bd.bd_count * 4096)),
+            );
+        }
+    }
+}
+
+/// Compressed size and RAM (mm_stat compr_data_size, mem_used_total, mem_used_max, mem_limit).
+fn memory_rows(o: &mut String, m: &MmStat) {
+    row(
+        o,
+        "compressed size",
+        format!("{} (ratio {})", bytes(m.compr_data_size), ratio(m.ratio())),
+    );
+    row(
+        o,
+        "RAM used now",
+        format!(
+            "{} incl. allocator overhead (effective ratio {})",
+            bytes(m.mem_used_total),
+            ratio(m.effective_ratio())
+        ),
+    );
+    row(
+        o,
+        "RAM used at peak",
+        format!(
+            "{} (highest since reset; not current usage)",
+            bytes(m.mem_used_max)
+        ),
+    );
+    row(o, "RAM saved", bytes(m.saved()));
+    row(
+        o,
+        "memory limit",
+        if m.mem_limit == 0 {
+            "none".into()
+        } else {
+            bytes(m.mem_limit)
+        },
+    );
+}
+
+/// comp_algorithm and recomp_algorithm.
+fn algorithm_rows(o: &mut String, d: &ZramDevice) {
+    let mut algo = d.algorithm.clone().unwrap_or_else(|| "-".into());
+    match &d.recompression {
+        None => {}
+        Some(r) if r.is_empty() => algo.push_str("; recompression: none configured"),
+        Some(r) => {
+            let list: Vec<String> = r
+                .iter()
+                .map(|(p, a)| format!("{a} (priority {p})"))
+                .collect();
+            let _ = write!(algo, "; recompression: {}", list.join(", "));
+        }
+    }
+    row(o, "algorithm", algo);
+    if d.recompression.is_none() {
+        row(
+            o,
+            "recompression",
+            "not in this kernel (CONFIG_ZRAM_MULTI_COMP)",
+        );
+    }
+}
+
+/// backing_dev, bd_stat and the writeback_limit budget.
+fn backing_dev_rows(o: &mut String, d: &ZramDevice) {
+    match (&d.backing_dev, d.bd) {
+        (None, _) => row(
+            o,
+            "backing device",
+            "not in this kernel (CONFIG_ZRAM_WRITEBACK)",
+        ),
+        (Some(None), _) => row(o, "backing device", "none"),
+        (Some(Some(b)), bd) => {
+            let bd = bd.unwrap_or_default();
+            row(
+                o,
+                "backing device",
+                format!(
+                    "{b}: {} in use, {} read back, {} written in total",
+                    bytes(bd.bd_count * 4096),
+                    bytes(bd.bd_reads * 4096),
+                    bytes(bd.bd_writes * 4096)
+                ),
+            );
+            if let Some(l) = d.writeback_limit {
+                row(o, "writeback budget left", bytes(l * 4096));
+            }
+        }
+    }
+}
+
+/// zswap: parameters, pool, traffic and refusals.
+fn zswap_rows(o: &mut String, z: &Zswap) {
+    if !z.present {
+        o.push_str("zswap: not in this kernel\n");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "zswap: {}",
+        if z.enabled() { "enabled" } else { "disabled" }
+    );
+    zswap_param_rows(o, z);
+    zswap_pool_rows(o, z);
+    zswap_counter_rows(o, z);
+}
+
+/// /sys/module/zswap/parameters: compressor, max_pool_percent, accept_threshold_percent,
+/// shrinker_enabled.
+fn zswap_param_rows(o: &mut String, z: &Zswap) {
+    let comp = z.param("compressor").unwrap_or("-");
+    row(o, "compressor", comp);
+    let limit = match (z.param("max_pool_percent"), z.pool_limit()) {
+        (Some(p), Some(b)) => format!("{p}% of RAM = {}", bytes(b)),
+        (Some(p), None) => format!("{p}% of RAM"),
+        _ => "-".into(),
+    };
+    row(o, "pool limit", limit);
+    if let Some(a) = z.param("accept_threshold_percent") {
+        row(
+            o,
+            "after the limit",
+            format!("accepts pages again below {a}% of the limit"),
+        );
+    }
+    if let Some(s) = z.param("shrinker_enabled") {
+        row(
+            o,
+            "shrinker",
+            if s == "Y" {
+                "on (writes cold pages to disk under pressure)"
+            } else {
+                "off"
+            },
+        );
+    }
+}
+
+/// Data held and pool size (debugfs stored_pages and pool_total_size, else /proc/meminfo).
+fn zswap_pool_rows(o: &mut String, z: &Zswap) {
+    let pool = z.counter("pool_total_size").or(z.pool_bytes);
+    let stored = z
+        .stored_bytes
+        .or(z.counter("stored_pages").map(|p| p * 4096));
+    row(
+        o,
+        "data stored now",
+        format!(
+            "{}{}",
+            stored.map(bytes).unwrap_or_else(|| "-".into()),
+            z.counter("stored_pages")
+                .map(|p| format!(" in {} pages", count(p)))
+                .unwrap_or_default()
+        ),
+    );
+    let r = match (stored, pool) {
+        (Some(s), Some(p)) if p > 0 => Some(s as f64 / p as f64),
+        _ => None,
+    };
+    row(
+        o,
+        "RAM used now",
+        format!(
+            "{} (effective ratio {})",
+            pool.map(bytes).unwrap_or_else(|| "-".into()),
+            ratio(r)
+        ),
+    );
+}
+
+/// /proc/vmstat zswpin, zswpout, zswpwb and the debugfs reject_* counters.
+fn zswap_counter_rows(o: &mut String, z: &Zswap) {
+    if let (Some(i), Some(out)) = (z.zswpin, z.zswpout) {
+        row(
+            o,
+            "pages in / out",
+            format!(
+                "{} loaded back, {} stored, {} written back to disk (since boot)",
+                count(i),
+                count(out),
+                z.zswpwb.map(count).unwrap_or_else(|| "-".into())
+            ),
+        );
+    }
+    if !z.debugfs.is_empty() {
+        let rejects: u64 = z
+            .debugfs
+            .iter()
+            .filter(|(k, _)| k.starts_with("reject_"))
+            .map(|(_, v)| v)
+            .sum();
+        row(
+            o,
+            "refused stores",
+            format!(
+                "{} (poor compression {}, pool limit hit {})",
+                count(rejects),
+                count(z.counter("reject_compress_poor").unwrap_or(0)),
+                count(z.counter("pool_limit_hit").unwrap_or(0))
+            ),
+        );
+    } else if let Some(n) = &z.debugfs_note {
+        row(o, "debug counters", n);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
