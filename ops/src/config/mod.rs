@@ -150,7 +150,11 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 
 /// Parse the text of a file (`file` is used in errors only).
 pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
-    sections::parse(text, file)
+    let mut reader = sections::Reader::new(file);
+    for (i, l) in text.lines().enumerate() {
+        reader.line(i + 1, l.trim())?;
+    }
+    reader.finish()
 }
 
 #[cfg(test)]
