@@ -33,7 +33,6 @@ impl SizeExpr {
     }
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Size expressions: numbers, `ram`, + - * / % ^, parentheses, and the functions
 // min max int ceil floor round abs log; constants e and pi (π).

@@ -100,7 +100,6 @@ pub struct DeviceConfig {
     pub raw: Vec<(String, String)>,
 }
 
-
 /// The `[disk-swap]` tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskSwap {

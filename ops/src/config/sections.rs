@@ -250,7 +250,11 @@ fn device_keys(dev: &mut DeviceConfig, keys: Vec<Entry>) -> Result<(), (usize, S
 }
 
 /// One key of a `[zramN]` section (checked against DEVICE_KEYS already).
-fn device_key(dev: &mut DeviceConfig, e: &Entry, obsolete: &mut ObsoleteSize) -> Result<(), String> {
+fn device_key(
+    dev: &mut DeviceConfig,
+    e: &Entry,
+    obsolete: &mut ObsoleteSize,
+) -> Result<(), String> {
     let (line, v) = (e.line, e.value.as_str());
     match e.key.as_str() {
         "zram-size" => dev.zram_size = size_expr(v, line)?,
