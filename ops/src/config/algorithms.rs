@@ -4,6 +4,9 @@
 
 use super::{Algo, Algorithms, KNOWN_ALGORITHMS};
 
+/// `key=value` parameters as written, in order.
+type Params = Vec<(String, String)>;
+
 /// Parse `compression-algorithm`: `lzo-rle zstd(level=3) (type=idle)`.
 pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
     let mut algos = Vec::new();
@@ -83,7 +86,7 @@ fn tokens(s: &str) -> Result<Vec<String>, String> {
 }
 
 /// `zstd(level=3)` → (`zstd`, [(level, 3)]); `(type=huge)` → (``, [(type, huge)]).
-fn name_and_params(t: &str) -> Result<(&str, Vec<(String, String)>), String> {
+fn name_and_params(t: &str) -> Result<(&str, Params), String> {
     match t.find('(') {
         Some(i) => {
             let inner = t[i + 1..]
@@ -154,7 +157,7 @@ fn check_algorithm(name: &str, params: &[(String, String)]) -> Result<(), String
     Ok(())
 }
 
-fn parse_params(s: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_params(s: &str) -> Result<Params, String> {
     let mut v = Vec::new();
     for p in s
         .split(|c: char| c == ',' || c.is_whitespace())
