@@ -69,7 +69,7 @@ fn parse_expr(src: &str) -> Result<Expr, String> {
     Ok(e)
 }
 
-impl P<'_> {
+impl<'a> P<'a> {
     fn ws(&mut self) {
         while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
             self.i += 1;
@@ -131,88 +131,99 @@ impl P<'_> {
                 self.i += 1;
                 Ok(e)
             }
-            Some(c) if c.is_ascii_digit() || c == b'.' => {
-                let st = self.i;
-                while self.i < self.s.len()
-                    && (self.s[self.i].is_ascii_digit() || self.s[self.i] == b'.')
-                {
-                    self.i += 1;
-                }
-                // Exponent: 1e3, 2.5E-2
-                if self.i < self.s.len() && (self.s[self.i] == b'e' || self.s[self.i] == b'E') {
-                    let save = self.i;
-                    self.i += 1;
-                    if self.i < self.s.len() && (self.s[self.i] == b'-' || self.s[self.i] == b'+') {
-                        self.i += 1;
-                    }
-                    if self.i < self.s.len() && self.s[self.i].is_ascii_digit() {
-                        while self.i < self.s.len() && self.s[self.i].is_ascii_digit() {
-                            self.i += 1;
-                        }
-                    } else {
-                        self.i = save;
-                    }
-                }
-                let t = &self.src[st..self.i];
-                t.parse()
-                    .map(Expr::Num)
-                    .map_err(|_| format!("bad number `{t}`"))
-            }
+            Some(c) if c.is_ascii_digit() || c == b'.' => self.number(),
             Some(_) => {
-                let st = self.i;
-                while self.i < self.s.len()
-                    && (self.s[self.i].is_ascii_alphanumeric()
-                        || self.s[self.i] == b'_'
-                        || self.s[self.i] >= 0x80)
-                {
-                    self.i += 1;
-                }
-                let name = &self.src[st..self.i];
-                if name.is_empty() {
-                    return Err(format!("unexpected `{}`", &self.src[st..]));
-                }
+                let name = self.name()?;
                 if self.peek() == Some(b'(') {
                     self.i += 1;
-                    let mut args = Vec::new();
-                    if self.peek() == Some(b')') {
-                        self.i += 1;
-                    } else {
-                        loop {
-                            args.push(self.sum()?);
-                            match self.peek() {
-                                Some(b',') => self.i += 1,
-                                Some(b')') => {
-                                    self.i += 1;
-                                    break;
-                                }
-                                _ => {
-                                    return Err(format!("missing `)` after arguments of {name}()"))
-                                }
-                            }
-                        }
-                    }
-                    let arity_ok = match name {
-                        "min" | "max" => !args.is_empty(),
-                        "int" | "ceil" | "floor" | "abs" => args.len() == 1,
-                        "round" => args.len() == 1 || args.len() == 2,
-                        "log" => args.len() == 1 || args.len() == 2,
-                        _ => return Err(format!("unknown function {name}(); known: min max int ceil floor round abs log")),
-                    };
-                    if !arity_ok {
-                        return Err(format!("wrong number of arguments to {name}()"));
-                    }
-                    return Ok(Expr::Call(name.to_string(), args));
+                    return self.call(name);
                 }
-                match name {
-                    "ram" => Ok(Expr::Ram),
-                    "e" => Ok(Expr::Num(std::f64::consts::E)),
-                    "pi" | "π" => Ok(Expr::Num(std::f64::consts::PI)),
-                    _ => Err(format!(
-                        "unknown variable `{name}` (only `ram`, MemTotal in MiB, is known)"
-                    )),
+                variable(name)
+            }
+        }
+    }
+    /// Index of the first byte at or after `from` that is not `accept`ed.
+    fn skip(&self, from: usize, accept: impl Fn(u8) -> bool) -> usize {
+        let mut i = from;
+        while i < self.s.len() && accept(self.s[i]) {
+            i += 1;
+        }
+        i
+    }
+    /// A decimal number with an optional exponent: 42, 2.5, 1e3, 2.5E-2.
+    fn number(&mut self) -> Result<Expr, String> {
+        let st = self.i;
+        self.i = self.skip(self.i, |b| b.is_ascii_digit() || b == b'.');
+        if self.i < self.s.len() && (self.s[self.i] == b'e' || self.s[self.i] == b'E') {
+            let mut j = self.i + 1;
+            if j < self.s.len() && (self.s[j] == b'-' || self.s[j] == b'+') {
+                j += 1;
+            }
+            if j < self.s.len() && self.s[j].is_ascii_digit() {
+                self.i = self.skip(j, |b| b.is_ascii_digit());
+            }
+        }
+        let t = &self.src[st..self.i];
+        t.parse()
+            .map(Expr::Num)
+            .map_err(|_| format!("bad number `{t}`"))
+    }
+    /// A function or variable name (letters, digits, `_`, and non-ASCII such as π).
+    fn name(&mut self) -> Result<&'a str, String> {
+        let src: &'a str = self.src;
+        let st = self.i;
+        self.i = self.skip(st, |b| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80);
+        let name = &src[st..self.i];
+        if name.is_empty() {
+            return Err(format!("unexpected `{}`", &src[st..]));
+        }
+        Ok(name)
+    }
+    /// The arguments of `name(` up to its `)`, checked against the function's arity.
+    fn call(&mut self, name: &str) -> Result<Expr, String> {
+        let mut args = Vec::new();
+        if self.peek() == Some(b')') {
+            self.i += 1;
+        } else {
+            loop {
+                args.push(self.sum()?);
+                match self.peek() {
+                    Some(b',') => self.i += 1,
+                    Some(b')') => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return Err(format!("missing `)` after arguments of {name}()")),
                 }
             }
         }
+        let arity_ok = match name {
+            "min" | "max" => !args.is_empty(),
+            "int" | "ceil" | "floor" | "abs" => args.len() == 1,
+            "round" => args.len() == 1 || args.len() == 2,
+            "log" => args.len() == 1 || args.len() == 2,
+            _ => {
+                return Err(format!(
+                    "unknown function {name}(); known: min max int ceil floor round abs log"
+                ))
+            }
+        };
+        if !arity_ok {
+            return Err(format!("wrong number of arguments to {name}()"));
+        }
+        Ok(Expr::Call(name.to_string(), args))
+    }
+}
+
+/// `ram` (MemTotal in MiB) and the constants e and pi (π).
+fn variable(name: &str) -> Result<Expr, String> {
+    match name {
+        "ram" => Ok(Expr::Ram),
+        "e" => Ok(Expr::Num(std::f64::consts::E)),
+        "pi" | "π" => Ok(Expr::Num(std::f64::consts::PI)),
+        _ => Err(format!(
+            "unknown variable `{name}` (only `ram`, MemTotal in MiB, is known)"
+        )),
     }
 }
 
