@@ -11,10 +11,10 @@
 use std::fmt;
 use std::io;
 
-use crate::config::{Config, DeviceConfig};
+use crate::config::{Algorithms, Config, DeviceConfig};
 use crate::zram::{self, ZramDevice};
 use crate::zswap;
-use zmem_sysfs::{Errno, Sys};
+use zmem_sysfs::{Errno, SwapEntry, Sys};
 use zmem_units::bytes;
 
 /// Where the undo list is kept, inside the state directory (`/run/zmem` in the root tree).
@@ -302,440 +302,539 @@ fn restore_ops(cur: &ZramDevice) -> Vec<Op> {
 
 /// Work out what has to change. Reads only; nothing is written.
 pub fn plan(sys: &Sys, cfg: &Config, opts: Options) -> Result<Plan, ApplyError> {
-    let mut p = Plan::default();
-    let mem_total = sys
-        .meminfo_get("MemTotal")
-        .map_err(read_err)?
-        .ok_or_else(|| ApplyError::Read("no MemTotal in /proc/meminfo".into()))?;
-    let ram_mib = mem_total as f64 / 1048576.0;
-    let existing = zram::list_devices(sys).map_err(read_err)?;
-    let mut ids: Vec<u32> = existing
-        .iter()
-        .filter_map(|n| n.strip_prefix("zram")?.parse().ok())
-        .collect();
-    // What any existing device tells about the kernel (for devices still to be created).
-    let probe = match existing.first() {
-        Some(n) => Some(zram::read_device(sys, n).map_err(read_err)?),
-        None => None,
-    };
+    let mut planner = Planner::new(sys, cfg, opts)?;
     for d in &cfg.devices {
-        let dir = format!("/sys/block/{}", d.name);
-        let dev = format!("/dev/{}", d.name);
-        if let Some(limit) = d.host_memory_limit {
-            if ram_mib > limit as f64 {
-                p.notes.push(format!(
-                    "{}: skipped, MemTotal {:.0} MiB is above host-memory-limit {limit} MiB",
-                    d.name, ram_mib
-                ));
-                continue;
-            }
-        }
-        let size = d.zram_size.eval_bytes(ram_mib).map_err(|e| {
-            ApplyError::Read(
-                cfg.err(d.zram_size.line, format!("zram-size: {e}"))
-                    .to_string(),
-            )
-        })?;
-        if size == 0 {
-            p.notes.push(format!(
-                "{}: skipped, zram-size `{}` is 0 on this machine",
-                d.name, d.zram_size.source
-            ));
-            continue;
-        }
-        let resident = match &d.resident_limit {
-            Some(e) => e.eval_bytes(ram_mib).map_err(|r| {
-                ApplyError::Read(
-                    cfg.err(e.line, format!("zram-resident-limit: {r}"))
-                        .to_string(),
-                )
-            })?,
-            None => 0,
+        planner.device(d)?;
+    }
+    planner.disk_swap()?;
+    planner.sysctls()?;
+    planner.zswap()?;
+    planner.warn_zswap_in_front_of_zram();
+    Ok(planner.plan)
+}
+
+/// The plan being built and what it is built from.
+struct Planner<'a> {
+    sys: &'a Sys,
+    cfg: &'a Config,
+    opts: Options,
+    plan: Plan,
+    /// MemTotal in MiB, the `ram` of size expressions.
+    ram_mib: f64,
+    /// Ids of the zram devices that exist, or will once the plan's hot_adds run.
+    ids: Vec<u32>,
+    /// What any existing device tells about the kernel (for devices still to be created).
+    probe: Option<ZramDevice>,
+}
+
+impl<'a> Planner<'a> {
+    fn new(sys: &'a Sys, cfg: &'a Config, opts: Options) -> Result<Planner<'a>, ApplyError> {
+        let mem_total = sys
+            .meminfo_get("MemTotal")
+            .map_err(read_err)?
+            .ok_or_else(|| ApplyError::Read("no MemTotal in /proc/meminfo".into()))?;
+        let existing = zram::list_devices(sys).map_err(read_err)?;
+        let ids = existing
+            .iter()
+            .filter_map(|n| n.strip_prefix("zram")?.parse().ok())
+            .collect();
+        let probe = match existing.first() {
+            Some(n) => Some(zram::read_device(sys, n).map_err(read_err)?),
+            None => None,
         };
-        let cur = if ids.contains(&d.id) {
-            Some(zram::read_device(sys, &d.name).map_err(read_err)?)
+        Ok(Planner {
+            sys,
+            cfg,
+            opts,
+            plan: Plan::default(),
+            ram_mib: mem_total as f64 / 1048576.0,
+            ids,
+            probe,
+        })
+    }
+
+    fn step(&mut self, op: Op, undo: Vec<Op>) {
+        self.plan.steps.push(Step { op, undo });
+    }
+
+    /// One `[zramN]` section: create or reset the device, configure it, swap on or mount it.
+    fn device(&mut self, d: &DeviceConfig) -> Result<(), ApplyError> {
+        let Some((size, resident)) = self.device_sizes(d)? else {
+            return Ok(());
+        };
+        let cur = if self.ids.contains(&d.id) {
+            Some(zram::read_device(self.sys, &d.name).map_err(read_err)?)
         } else {
             None
         };
         // Feature checks against this device or, if it does not exist yet, any zram device.
-        if let Some(k) = cur.as_ref().or(probe.as_ref()) {
-            if let Some(a) = &d.algorithms {
-                if !k.offered.is_empty() && !k.offered.contains(&a.primary.name) {
-                    return Err(missing_algo(
-                        &d.name,
-                        &a.primary.name,
-                        &k.offered,
-                        "primary",
-                    ));
-                }
-                if !a.recompress.is_empty() && !k.has_multi_comp() {
-                    return Err(ApplyError::MissingFeature(format!(
-                        "{}: compression-algorithm lists recompression algorithms ({}) but this kernel's zram has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP); keep only the primary `{}`, or use `zmem serve`, which recompresses",
-                        d.name,
-                        a.recompress.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(" "),
-                        a.primary.to_config()
-                    )));
-                }
-                for r in &a.recompress {
-                    if !k.offered.is_empty() && !k.offered.contains(&r.name) {
-                        return Err(missing_algo(&d.name, &r.name, &k.offered, "recompression"));
-                    }
-                }
-            }
-            if d.writeback_device.is_some() && !k.has_writeback() {
-                return Err(ApplyError::MissingFeature(format!(
-                    "{}: writeback-device is set but this kernel's zram has no backing_dev (CONFIG_ZRAM_WRITEBACK); drop writeback-device and add a lower-priority disk swap ([disk-swap]) as the second tier, or use `zmem serve`, which writes back",
-                    d.name
-                )));
-            }
+        if let Some(k) = cur.as_ref().or(self.probe.as_ref()) {
+            check_features(d, k)?;
         }
-        let mut dev_undo_base: Vec<Op> = Vec::new();
-        let mut configure = true;
-        match &cur {
+        let dir = format!("/sys/block/{}", d.name);
+        let configure = match &cur {
             None => {
-                if !sys.exists("/sys/class/zram-control/hot_add") {
-                    return Err(ApplyError::MissingFeature(format!(
-                        "{} does not exist and this kernel has no /sys/class/zram-control/hot_add (is the zram module loaded? `modprobe zram`)",
-                        d.name
-                    )));
-                }
-                let next = (0..).find(|i| !ids.contains(i)).unwrap_or(0);
-                if next != d.id {
-                    return Err(ApplyError::MissingFeature(format!(
-                        "{} does not exist and hot_add would create zram{next}; name the section [zram{next}] (zram numbers devices from the lowest free id)",
-                        d.name
-                    )));
-                }
-                ids.push(d.id);
-                p.steps.push(Step {
-                    op: Op::HotAdd(d.id),
-                    undo: vec![Op::write(format!("{dir}/reset"), "1"), Op::HotRemove(d.id)],
-                });
+                self.hot_add(d)?;
+                Some(Vec::new())
             }
-            Some(c) if c.initialised && device_matches(sys, d, c, size) => {
-                configure = false;
-                p.notes.push(format!(
+            Some(c) if c.initialised && device_matches(self.sys, d, c, size) => {
+                self.plan.notes.push(format!(
                     "{}: already configured ({} {}), left as it is",
                     d.name,
                     c.algorithm.as_deref().unwrap_or("?"),
                     bytes(c.disksize)
                 ));
+                None
             }
             Some(c) if c.initialised => {
-                if c.in_use() && !opts.force {
-                    let what = match (&c.swap, &c.mount) {
-                        (Some(s), _) => format!(
-                            "swapped on (priority {}, {} used)",
-                            s.priority,
-                            bytes(s.used)
-                        ),
-                        (_, Some(m)) => format!("mounted on {m}"),
-                        _ => unreachable!(),
-                    };
-                    return Err(ApplyError::InUse(format!(
-                        "{} is {what} and its configuration differs; applying needs a reset, which empties it. Re-run with --force to swapoff/unmount and reset it",
-                        d.name
-                    )));
-                }
-                if let Some(s) = &c.swap {
-                    p.steps.push(Step {
-                        op: Op::run(&["swapoff", &dev]),
-                        undo: vec![Op::Run(vec![
-                            "swapon".into(),
-                            "-p".into(),
-                            s.priority.to_string(),
-                            dev.clone(),
-                        ])],
-                    });
-                }
-                if let Some(m) = &c.mount {
-                    let fstype = sys
-                        .mounts()
-                        .map_err(read_err)?
-                        .into_iter()
-                        .find(|x| x.0 == dev)
-                        .map(|x| x.2)
-                        .unwrap_or_else(|| "auto".into());
-                    p.steps.push(Step {
-                        op: Op::run(&["umount", m]),
-                        undo: vec![Op::Run(vec![
-                            "mount".into(),
-                            "-t".into(),
-                            fstype,
-                            dev.clone(),
-                            m.clone(),
-                        ])],
-                    });
-                }
-                p.steps.push(Step {
-                    op: Op::write(format!("{dir}/reset"), "1"),
-                    undo: restore_ops(c),
-                });
+                self.reset(d, c)?;
+                Some(Vec::new())
             }
-            Some(_) => {
-                // An existing uninitialised device: the first write's undo resets it.
-                dev_undo_base.push(Op::write(format!("{dir}/reset"), "1"));
+            // An existing uninitialised device: the first write's undo resets it.
+            Some(_) => Some(vec![Op::write(format!("{dir}/reset"), "1")]),
+        };
+        match (configure, &cur) {
+            (Some(first_undo), _) => {
+                self.configure(d, size, resident, first_undo);
+                self.device_use(d, true, None, None);
             }
+            (None, Some(c)) => {
+                self.mem_limit(d, c, resident);
+                self.device_use(d, false, c.swap.clone(), c.mount.clone());
+            }
+            (None, None) => unreachable!("only existing devices are left as they are"),
         }
-        if configure {
-            let mut writes: Vec<Op> = Vec::new();
-            if let Some(b) = &d.writeback_device {
-                writes.push(Op::write(format!("{dir}/backing_dev"), b.as_str()));
-            }
-            if let Some(a) = &d.algorithms {
-                writes.push(Op::write(
-                    format!("{dir}/comp_algorithm"),
-                    a.primary.name.as_str(),
+        Ok(())
+    }
+
+    /// disksize and mem_limit in bytes, or `None` (with a note) when the section is skipped
+    /// on this machine.
+    fn device_sizes(&mut self, d: &DeviceConfig) -> Result<Option<(u64, u64)>, ApplyError> {
+        let ram_mib = self.ram_mib;
+        if let Some(limit) = d.host_memory_limit {
+            if ram_mib > limit as f64 {
+                self.plan.notes.push(format!(
+                    "{}: skipped, MemTotal {:.0} MiB is above host-memory-limit {limit} MiB",
+                    d.name, ram_mib
                 ));
-                for (i, r) in a.recompress.iter().enumerate() {
-                    writes.push(Op::write(
-                        format!("{dir}/recomp_algorithm"),
-                        format!("algo={} priority={}", r.name, i + 1),
-                    ));
-                }
-                if !a.primary.params.is_empty() {
-                    let kv: Vec<String> = a
-                        .primary
-                        .params
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect();
-                    writes.push(Op::write(
-                        format!("{dir}/algorithm_params"),
-                        format!("priority=0 {}", kv.join(" ")),
-                    ));
-                }
-                for (i, r) in a.recompress.iter().enumerate() {
-                    if !r.params.is_empty() {
-                        let kv: Vec<String> =
-                            r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                        writes.push(Op::write(
-                            format!("{dir}/algorithm_params"),
-                            format!("priority={} {}", i + 1, kv.join(" ")),
-                        ));
-                    }
-                }
-                p.applied_algorithms
-                    .push((d.name.clone(), algorithms_text(d)));
-                if !a.recompress_params.is_empty() {
-                    let kv: Vec<String> = a
-                        .recompress_params
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect();
-                    p.notes.push(format!(
-                        "{}: recompression parameters `{}` are not written at setup (that would recompress an empty device); `zmem policy` uses them",
-                        d.name,
-                        kv.join(" ")
-                    ));
-                }
-            }
-            if resident > 0 {
-                writes.push(Op::write(format!("{dir}/mem_limit"), resident.to_string()));
-            }
-            writes.push(Op::write(format!("{dir}/disksize"), size.to_string()));
-            for (i, w) in writes.into_iter().enumerate() {
-                let undo = if i == 0 {
-                    std::mem::take(&mut dev_undo_base)
-                } else {
-                    Vec::new()
-                };
-                p.steps.push(Step { op: w, undo });
-            }
-        } else {
-            // Runtime knob: mem_limit.
-            let c = cur.as_ref().expect("configured devices exist");
-            let want = resident.div_ceil(4096) * 4096;
-            if c.mm.mem_limit != want {
-                p.steps.push(Step {
-                    op: Op::write(format!("{dir}/mem_limit"), want.to_string()),
-                    undo: vec![Op::write(
-                        format!("{dir}/mem_limit"),
-                        c.mm.mem_limit.to_string(),
-                    )],
-                });
+                return Ok(None);
             }
         }
-        // Use of the device.
-        let cur_swap = if configure {
-            None
-        } else {
-            cur.as_ref().and_then(|c| c.swap.clone())
+        let size = d.zram_size.eval_bytes(ram_mib).map_err(|e| {
+            ApplyError::Read(
+                self.cfg
+                    .err(d.zram_size.line, format!("zram-size: {e}"))
+                    .to_string(),
+            )
+        })?;
+        if size == 0 {
+            self.plan.notes.push(format!(
+                "{}: skipped, zram-size `{}` is 0 on this machine",
+                d.name, d.zram_size.source
+            ));
+            return Ok(None);
+        }
+        let resident = match &d.resident_limit {
+            Some(e) => e.eval_bytes(ram_mib).map_err(|r| {
+                ApplyError::Read(
+                    self.cfg
+                        .err(e.line, format!("zram-resident-limit: {r}"))
+                        .to_string(),
+                )
+            })?,
+            None => 0,
         };
-        let cur_mount = if configure {
-            None
-        } else {
-            cur.as_ref().and_then(|c| c.mount.clone())
-        };
+        Ok(Some((size, resident)))
+    }
+
+    /// Create the device through /sys/class/zram-control/hot_add, which takes the lowest free id.
+    fn hot_add(&mut self, d: &DeviceConfig) -> Result<(), ApplyError> {
+        if !self.sys.exists("/sys/class/zram-control/hot_add") {
+            return Err(ApplyError::MissingFeature(format!(
+                "{} does not exist and this kernel has no /sys/class/zram-control/hot_add (is the zram module loaded? `modprobe zram`)",
+                d.name
+            )));
+        }
+        let next = (0..).find(|i| !self.ids.contains(i)).unwrap_or(0);
+        if next != d.id {
+            return Err(ApplyError::MissingFeature(format!(
+                "{} does not exist and hot_add would create zram{next}; name the section [zram{next}] (zram numbers devices from the lowest free id)",
+                d.name
+            )));
+        }
+        self.ids.push(d.id);
+        let dir = format!("/sys/block/{}", d.name);
+        self.step(
+            Op::HotAdd(d.id),
+            vec![Op::write(format!("{dir}/reset"), "1"), Op::HotRemove(d.id)],
+        );
+        Ok(())
+    }
+
+    /// Swapoff, unmount (only with --force when in use) and reset an initialised device whose
+    /// configuration differs.
+    fn reset(&mut self, d: &DeviceConfig, c: &ZramDevice) -> Result<(), ApplyError> {
+        if c.in_use() && !self.opts.force {
+            return Err(in_use(d, c));
+        }
+        let dev = format!("/dev/{}", d.name);
+        if let Some(s) = &c.swap {
+            self.plan.steps.push(swapoff_step(&dev, s.priority));
+        }
+        if let Some(m) = &c.mount {
+            let fstype = self
+                .sys
+                .mounts()
+                .map_err(read_err)?
+                .into_iter()
+                .find(|x| x.0 == dev)
+                .map(|x| x.2)
+                .unwrap_or_else(|| "auto".into());
+            self.step(
+                Op::run(&["umount", m]),
+                vec![Op::Run(vec![
+                    "mount".into(),
+                    "-t".into(),
+                    fstype,
+                    dev.clone(),
+                    m.clone(),
+                ])],
+            );
+        }
+        self.step(
+            Op::write(format!("/sys/block/{}/reset", d.name), "1"),
+            restore_ops(c),
+        );
+        Ok(())
+    }
+
+    /// The attribute writes of setup, in the kernel's order (disksize last); the first one is
+    /// undone by `first_undo`.
+    fn configure(&mut self, d: &DeviceConfig, size: u64, resident: u64, first_undo: Vec<Op>) {
+        let dir = format!("/sys/block/{}", d.name);
+        let mut writes: Vec<Op> = Vec::new();
+        if let Some(b) = &d.writeback_device {
+            writes.push(Op::write(format!("{dir}/backing_dev"), b.as_str()));
+        }
+        if let Some(a) = &d.algorithms {
+            writes.extend(algorithm_writes(&dir, a));
+            self.plan
+                .applied_algorithms
+                .push((d.name.clone(), algorithms_text(d)));
+            if !a.recompress_params.is_empty() {
+                self.plan.notes.push(format!(
+                    "{}: recompression parameters `{}` are not written at setup (that would recompress an empty device); `zmem policy` uses them",
+                    d.name,
+                    key_values(&a.recompress_params)
+                ));
+            }
+        }
+        if resident > 0 {
+            writes.push(Op::write(format!("{dir}/mem_limit"), resident.to_string()));
+        }
+        writes.push(Op::write(format!("{dir}/disksize"), size.to_string()));
+        let mut first_undo = Some(first_undo);
+        for w in writes {
+            let undo = first_undo.take().unwrap_or_default();
+            self.step(w, undo);
+        }
+    }
+
+    /// A device left as it is: only the runtime knob mem_limit follows the file.
+    fn mem_limit(&mut self, d: &DeviceConfig, c: &ZramDevice, resident: u64) {
+        let want = resident.div_ceil(4096) * 4096;
+        if c.mm.mem_limit != want {
+            let path = format!("/sys/block/{}/mem_limit", d.name);
+            self.step(
+                Op::write(path.clone(), want.to_string()),
+                vec![Op::write(path, c.mm.mem_limit.to_string())],
+            );
+        }
+    }
+
+    /// Swap on or mount the device (`fs-type = none`: neither). `configured` when the plan
+    /// sets the device up (so it needs mkswap or mkfs); otherwise `cur_swap` and `cur_mount`
+    /// say how the device is used now.
+    fn device_use(
+        &mut self,
+        d: &DeviceConfig,
+        configured: bool,
+        cur_swap: Option<SwapEntry>,
+        cur_mount: Option<String>,
+    ) {
         match d.fs_type.as_str() {
             "none" => {}
-            "swap" => {
-                // zram-generator's default options are `discard` (freed swap slots free zram memory).
-                let mut swapon = vec![
-                    "swapon".to_string(),
-                    "-p".into(),
-                    d.swap_priority.to_string(),
-                ];
-                let opts = d.options.clone().unwrap_or_else(|| "discard".into());
-                if !opts.is_empty() {
-                    swapon.push("-o".into());
-                    swapon.push(opts);
-                }
-                swapon.push(dev.clone());
-                match cur_swap {
-                    Some(s) if s.priority == d.swap_priority => {}
-                    Some(s) => {
-                        p.steps.push(Step {
-                            op: Op::run(&["swapoff", &dev]),
-                            undo: vec![Op::Run(vec![
-                                "swapon".into(),
-                                "-p".into(),
-                                s.priority.to_string(),
-                                dev.clone(),
-                            ])],
-                        });
-                        p.steps.push(Step {
-                            op: Op::Run(swapon),
-                            undo: vec![Op::run(&["swapoff", &dev])],
-                        });
-                    }
-                    None => {
-                        if configure {
-                            p.steps.push(Step {
-                                op: Op::run(&["mkswap", &dev]),
-                                undo: vec![],
-                            });
-                        }
-                        p.steps.push(Step {
-                            op: Op::Run(swapon),
-                            undo: vec![Op::run(&["swapoff", &dev])],
-                        });
-                    }
-                }
+            "swap" => self.swap_on(d, configured, cur_swap),
+            fs => self.mount(d, fs, configured, cur_mount),
+        }
+    }
+
+    /// mkswap (a device set up now) and swapon with the section's priority and options.
+    fn swap_on(&mut self, d: &DeviceConfig, configured: bool, cur_swap: Option<SwapEntry>) {
+        let dev = format!("/dev/{}", d.name);
+        // zram-generator's default options are `discard` (freed swap slots free zram memory).
+        let mut swapon = vec![
+            "swapon".to_string(),
+            "-p".into(),
+            d.swap_priority.to_string(),
+        ];
+        let opts = d.options.clone().unwrap_or_else(|| "discard".into());
+        if !opts.is_empty() {
+            swapon.push("-o".into());
+            swapon.push(opts);
+        }
+        swapon.push(dev.clone());
+        match cur_swap {
+            Some(s) if s.priority == d.swap_priority => {}
+            Some(s) => {
+                self.plan.steps.push(swapoff_step(&dev, s.priority));
+                self.plan.steps.push(swapon_step(swapon, &dev));
             }
-            fs => {
-                let mp = d.mount_point.clone().expect("config checks mount-point");
-                if cur_mount.as_deref() != Some(mp.as_str()) {
-                    if configure {
-                        p.steps.push(Step {
-                            op: Op::Run(vec![format!("mkfs.{fs}"), dev.clone()]),
-                            undo: vec![],
-                        });
-                    }
-                    let mut m = vec!["mount".to_string(), "-t".into(), fs.to_string()];
-                    if let Some(o) = &d.options {
-                        m.push("-o".into());
-                        m.push(o.clone());
-                    }
-                    m.push(dev.clone());
-                    m.push(mp.clone());
-                    p.steps.push(Step {
-                        op: Op::Run(m),
-                        undo: vec![Op::run(&["umount", &mp])],
-                    });
+            None => {
+                if configured {
+                    self.step(Op::run(&["mkswap", &dev]), vec![]);
                 }
+                self.plan.steps.push(swapon_step(swapon, &dev));
             }
         }
     }
-    // The disk tier.
-    if let Some(ds) = &cfg.disk_swap {
-        let cur = sys
+
+    /// mkfs (a device set up now) and mount on the section's mount-point.
+    fn mount(&mut self, d: &DeviceConfig, fs: &str, configured: bool, cur_mount: Option<String>) {
+        let dev = format!("/dev/{}", d.name);
+        let mp = d.mount_point.clone().expect("config checks mount-point");
+        if cur_mount.as_deref() == Some(mp.as_str()) {
+            return;
+        }
+        if configured {
+            self.step(Op::Run(vec![format!("mkfs.{fs}"), dev.clone()]), vec![]);
+        }
+        let mut m = vec!["mount".to_string(), "-t".into(), fs.to_string()];
+        if let Some(o) = &d.options {
+            m.push("-o".into());
+            m.push(o.clone());
+        }
+        m.push(dev);
+        m.push(mp.clone());
+        self.step(Op::Run(m), vec![Op::run(&["umount", &mp])]);
+    }
+
+    /// The `[disk-swap]` tier: swapon at its priority, below zram's.
+    fn disk_swap(&mut self) -> Result<(), ApplyError> {
+        let Some(ds) = &self.cfg.disk_swap else {
+            return Ok(());
+        };
+        let cur = self
+            .sys
             .swaps()
             .map_err(read_err)?
             .into_iter()
             .find(|s| s.device == ds.device);
-        let on = Op::Run(vec![
+        let on = vec![
             "swapon".into(),
             "-p".into(),
             ds.priority.to_string(),
             ds.device.clone(),
-        ]);
+        ];
         match cur {
             Some(s) if s.priority == ds.priority => {}
             Some(s) => {
-                p.steps.push(Step {
-                    op: Op::run(&["swapoff", &ds.device]),
-                    undo: vec![Op::Run(vec![
-                        "swapon".into(),
-                        "-p".into(),
-                        s.priority.to_string(),
-                        ds.device.clone(),
-                    ])],
-                });
-                p.steps.push(Step {
-                    op: on,
-                    undo: vec![Op::run(&["swapoff", &ds.device])],
-                });
+                self.plan.steps.push(swapoff_step(&ds.device, s.priority));
+                self.plan.steps.push(swapon_step(on, &ds.device));
             }
-            None => p.steps.push(Step {
-                op: on,
-                undo: vec![Op::run(&["swapoff", &ds.device])],
-            }),
+            None => self.plan.steps.push(swapon_step(on, &ds.device)),
         }
+        Ok(())
     }
-    // Sysctls.
-    for e in &cfg.sysctls {
-        let path = Sys::sysctl_path(&e.key);
-        let cur = sys.read_opt(&path).map_err(read_err)?.ok_or_else(|| {
-            ApplyError::MissingFeature(format!(
-                "{}:{}: this kernel has no sysctl {} ({path})",
-                cfg.file.display(),
-                e.line,
-                e.key
-            ))
-        })?;
-        let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-        if norm(&cur) != norm(&e.value) {
-            p.steps.push(Step {
-                op: Op::write(path.clone(), e.value.as_str()),
-                undo: vec![Op::write(path, norm(&cur))],
-            });
+
+    /// `[sysctl]`: write the values that differ from /proc/sys.
+    fn sysctls(&mut self) -> Result<(), ApplyError> {
+        for e in &self.cfg.sysctls {
+            let path = Sys::sysctl_path(&e.key);
+            let cur = self.sys.read_opt(&path).map_err(read_err)?.ok_or_else(|| {
+                ApplyError::MissingFeature(format!(
+                    "{}:{}: this kernel has no sysctl {} ({path})",
+                    self.cfg.file.display(),
+                    e.line,
+                    e.key
+                ))
+            })?;
+            let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+            if norm(&cur) != norm(&e.value) {
+                self.step(
+                    Op::write(path.clone(), e.value.as_str()),
+                    vec![Op::write(path, norm(&cur))],
+                );
+            }
         }
+        Ok(())
     }
-    // zswap.
-    if !cfg.zswap.is_empty() {
-        if !sys.exists("/sys/module/zswap") {
+
+    /// `[zswap]`: write the parameters that differ from /sys/module/zswap/parameters.
+    fn zswap(&mut self) -> Result<(), ApplyError> {
+        if self.cfg.zswap.is_empty() {
+            return Ok(());
+        }
+        if !self.sys.exists("/sys/module/zswap") {
             return Err(ApplyError::MissingFeature(format!(
                 "{}: [zswap] is set but this kernel has no zswap (CONFIG_ZSWAP)",
-                cfg.file.display()
+                self.cfg.file.display()
             )));
         }
         // The compressor before `enabled`, so the first pool is made with the right one.
-        let mut entries: Vec<_> = cfg.zswap.iter().collect();
+        let mut entries: Vec<_> = self.cfg.zswap.iter().collect();
         entries.sort_by_key(|e| e.key == "enabled");
         for e in entries {
             let path = format!("{}/{}", zswap::PARAMS, e.key);
-            let cur = sys.read_opt(&path).map_err(read_err)?.ok_or_else(|| {
+            let cur = self.sys.read_opt(&path).map_err(read_err)?.ok_or_else(|| {
                 ApplyError::MissingFeature(format!(
                     "{}:{}: this kernel's zswap has no parameter {} ({path})",
-                    cfg.file.display(),
+                    self.cfg.file.display(),
                     e.line,
                     e.key
                 ))
             })?;
             if cur.trim() != e.value {
-                p.steps.push(Step {
-                    op: Op::write(path.clone(), e.value.as_str()),
-                    undo: vec![Op::write(path, cur.trim())],
-                });
+                self.step(
+                    Op::write(path.clone(), e.value.as_str()),
+                    vec![Op::write(path, cur.trim())],
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// zswap sits in front of every swap device (Documentation/admin-guide/mm/zswap.rst):
+    /// warn when it stays enabled over zram swap.
+    fn warn_zswap_in_front_of_zram(&mut self) {
+        let zram_swap = self.cfg.devices.iter().any(|d| d.fs_type == "swap");
+        let zswap_after = self
+            .cfg
+            .zswap
+            .iter()
+            .find(|e| e.key == "enabled")
+            .map(|e| e.value == "Y")
+            .unwrap_or_else(|| {
+                zswap::read(self.sys, zswap::Debugfs::ReadIfMounted)
+                    .map(|z| z.enabled())
+                    .unwrap_or(false)
+            });
+        if zram_swap && zswap_after {
+            self.plan.notes.push("warning: zswap stays enabled in front of zram swap; the two compress the same pages (add `[zswap] enabled = N`)".into());
+        }
+    }
+}
+
+/// Refuse algorithms, recompression and writeback the kernel's zram lacks (`k` is the device
+/// or, before hot_add, any zram device).
+fn check_features(d: &DeviceConfig, k: &ZramDevice) -> Result<(), ApplyError> {
+    if let Some(a) = &d.algorithms {
+        if !k.offered.is_empty() && !k.offered.contains(&a.primary.name) {
+            return Err(missing_algo(
+                &d.name,
+                &a.primary.name,
+                &k.offered,
+                "primary",
+            ));
+        }
+        if !a.recompress.is_empty() && !k.has_multi_comp() {
+            return Err(ApplyError::MissingFeature(format!(
+                "{}: compression-algorithm lists recompression algorithms ({}) but this kernel's zram has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP); keep only the primary `{}`, or use `zmem serve`, which recompresses",
+                d.name,
+                a.recompress.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(" "),
+                a.primary.to_config()
+            )));
+        }
+        for r in &a.recompress {
+            if !k.offered.is_empty() && !k.offered.contains(&r.name) {
+                return Err(missing_algo(&d.name, &r.name, &k.offered, "recompression"));
             }
         }
     }
-    let zram_swap = cfg.devices.iter().any(|d| d.fs_type == "swap");
-    let zswap_after = cfg
-        .zswap
-        .iter()
-        .find(|e| e.key == "enabled")
-        .map(|e| e.value == "Y")
-        .unwrap_or_else(|| {
-            zswap::read(sys, zswap::Debugfs::ReadIfMounted)
-                .map(|z| z.enabled())
-                .unwrap_or(false)
-        });
-    if zram_swap && zswap_after {
-        p.notes.push("warning: zswap stays enabled in front of zram swap; the two compress the same pages (add `[zswap] enabled = N`)".into());
+    if d.writeback_device.is_some() && !k.has_writeback() {
+        return Err(ApplyError::MissingFeature(format!(
+            "{}: writeback-device is set but this kernel's zram has no backing_dev (CONFIG_ZRAM_WRITEBACK); drop writeback-device and add a lower-priority disk swap ([disk-swap]) as the second tier, or use `zmem serve`, which writes back",
+            d.name
+        )));
     }
-    Ok(p)
+    Ok(())
+}
+
+/// The refusal to reset a device that is swapped on or mounted (without --force).
+fn in_use(d: &DeviceConfig, c: &ZramDevice) -> ApplyError {
+    let what = match (&c.swap, &c.mount) {
+        (Some(s), _) => format!(
+            "swapped on (priority {}, {} used)",
+            s.priority,
+            bytes(s.used)
+        ),
+        (_, Some(m)) => format!("mounted on {m}"),
+        _ => unreachable!(),
+    };
+    ApplyError::InUse(format!(
+        "{} is {what} and its configuration differs; applying needs a reset, which empties it. Re-run with --force to swapoff/unmount and reset it",
+        d.name
+    ))
+}
+
+/// comp_algorithm, recomp_algorithm (priority 1, 2, 3) and algorithm_params, in the order
+/// Documentation/admin-guide/blockdev/zram.rst gives.
+fn algorithm_writes(dir: &str, a: &Algorithms) -> Vec<Op> {
+    let mut writes = vec![Op::write(
+        format!("{dir}/comp_algorithm"),
+        a.primary.name.as_str(),
+    )];
+    for (i, r) in a.recompress.iter().enumerate() {
+        writes.push(Op::write(
+            format!("{dir}/recomp_algorithm"),
+            format!("algo={} priority={}", r.name, i + 1),
+        ));
+    }
+    if !a.primary.params.is_empty() {
+        writes.push(Op::write(
+            format!("{dir}/algorithm_params"),
+            format!("priority=0 {}", key_values(&a.primary.params)),
+        ));
+    }
+    for (i, r) in a.recompress.iter().enumerate() {
+        if !r.params.is_empty() {
+            writes.push(Op::write(
+                format!("{dir}/algorithm_params"),
+                format!("priority={} {}", i + 1, key_values(&r.params)),
+            ));
+        }
+    }
+    writes
+}
+
+/// `k=v k=v`, as algorithm_params and recompress take them.
+fn key_values(params: &[(String, String)]) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// swapoff DEV, undone by swapon at the priority it had.
+fn swapoff_step(dev: &str, priority: i32) -> Step {
+    Step {
+        op: Op::run(&["swapoff", dev]),
+        undo: vec![Op::Run(vec![
+            "swapon".into(),
+            "-p".into(),
+            priority.to_string(),
+            dev.to_string(),
+        ])],
+    }
+}
+
+/// A swapon command line, undone by swapoff DEV.
+fn swapon_step(swapon: Vec<String>, dev: &str) -> Step {
+    Step {
+        op: Op::Run(swapon),
+        undo: vec![Op::run(&["swapoff", dev])],
+    }
 }
 
 /// Run a plan; on failure roll back. `log` gets each operation as it is done.

@@ -7,7 +7,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::net::TcpListener;
 
 use crate::zram;
-use crate::zswap::{self, Debugfs};
+use crate::zswap::{self, Debugfs, Zswap};
 use zmem_sysfs::Sys;
 use zmem_sysfs::{
     find_ctl_sockets, parse_comp_algorithm, AttrTarget, BdStat, IoStat, MmStat, SysfsDevice,
@@ -80,6 +80,142 @@ impl Metrics {
     }
 }
 
+/// A metric read from one parsed stat: name, TYPE, HELP and the value.
+type StatMetric<T> = (&'static str, &'static str, &'static str, fn(&T) -> f64);
+
+/// mm_stat columns (Documentation/admin-guide/blockdev/zram.rst) and what follows from them.
+const MM_STAT_METRICS: [StatMetric<MmStat>; 12] = [
+    (
+        "zmem_zram_orig_data_bytes",
+        "gauge",
+        "Data stored, uncompressed (mm_stat orig_data_size).",
+        |s| s.orig_data_size as f64,
+    ),
+    (
+        "zmem_zram_compr_data_bytes",
+        "gauge",
+        "Compressed size of the stored data (mm_stat compr_data_size).",
+        |s| s.compr_data_size as f64,
+    ),
+    (
+        "zmem_zram_mem_used_bytes",
+        "gauge",
+        "RAM used now incl. allocator overhead (mm_stat mem_used_total).",
+        |s| s.mem_used_total as f64,
+    ),
+    (
+        "zmem_zram_mem_used_peak_bytes",
+        "gauge",
+        "Highest RAM used since reset (mm_stat mem_used_max).",
+        |s| s.mem_used_max as f64,
+    ),
+    (
+        "zmem_zram_mem_limit_bytes",
+        "gauge",
+        "Memory limit; 0 means none (mm_stat mem_limit).",
+        |s| s.mem_limit as f64,
+    ),
+    (
+        "zmem_zram_same_pages",
+        "gauge",
+        "Same-filled pages stored without memory (mm_stat same_pages).",
+        |s| s.same_pages as f64,
+    ),
+    (
+        "zmem_zram_huge_pages",
+        "gauge",
+        "Pages stored uncompressed (mm_stat huge_pages).",
+        |s| s.huge_pages as f64,
+    ),
+    (
+        "zmem_zram_huge_pages_stored_total",
+        "counter",
+        "Huge stores since reset (mm_stat huge_pages_since).",
+        |s| s.huge_pages_since as f64,
+    ),
+    (
+        "zmem_zram_compacted_pages_total",
+        "counter",
+        "Pages freed by compaction (mm_stat pages_compacted).",
+        |s| s.pages_compacted as f64,
+    ),
+    (
+        "zmem_zram_compression_ratio",
+        "gauge",
+        "orig_data_size / compr_data_size (NaN when empty).",
+        |s| s.ratio().unwrap_or(f64::NAN),
+    ),
+    (
+        "zmem_zram_effective_ratio",
+        "gauge",
+        "orig_data_size / mem_used_total (NaN when empty).",
+        |s| s.effective_ratio().unwrap_or(f64::NAN),
+    ),
+    (
+        "zmem_zram_saved_bytes",
+        "gauge",
+        "RAM saved: orig_data_size - mem_used_total.",
+        |s| s.saved() as f64,
+    ),
+];
+
+/// io_stat columns.
+const IO_STAT_METRICS: [StatMetric<IoStat>; 4] = [
+    (
+        "zmem_zram_failed_reads_total",
+        "counter",
+        "Failed reads (io_stat).",
+        |s| s.failed_reads as f64,
+    ),
+    (
+        "zmem_zram_failed_writes_total",
+        "counter",
+        "Failed writes (io_stat).",
+        |s| s.failed_writes as f64,
+    ),
+    (
+        "zmem_zram_invalid_io_total",
+        "counter",
+        "Invalid I/O (io_stat; always 0 on current kernels).",
+        |s| s.invalid_io as f64,
+    ),
+    (
+        "zmem_zram_notify_free_total",
+        "counter",
+        "Pages freed by swap-slot-free notifications and discards (io_stat).",
+        |s| s.notify_free as f64,
+    ),
+];
+
+/// bd_stat columns, in bytes (the kernel counts 4 KiB blocks).
+const BD_STAT_METRICS: [StatMetric<BdStat>; 3] = [
+    (
+        "zmem_zram_backing_used_bytes",
+        "gauge",
+        "Backing device space holding written-back pages (bd_stat bd_count).",
+        |s| (s.bd_count * 4096) as f64,
+    ),
+    (
+        "zmem_zram_backing_read_bytes_total",
+        "counter",
+        "Bytes read back from the backing device (bd_stat bd_reads).",
+        |s| (s.bd_reads * 4096) as f64,
+    ),
+    (
+        "zmem_zram_backing_written_bytes_total",
+        "counter",
+        "Bytes written to the backing device (bd_stat bd_writes).",
+        |s| (s.bd_writes * 4096) as f64,
+    ),
+];
+
+/// Add one sample of each metric of a table.
+fn add_all<T>(m: &mut Metrics, table: &[StatMetric<T>], labels: &[(&str, &str)], stat: &T) {
+    for (name, kind, help, value) in table {
+        m.add(name, kind, help, labels, value(stat));
+    }
+}
+
 /// Metrics of one attribute target (kernel device or served device).
 fn target_metrics(m: &mut Metrics, t: &dyn AttrTarget, source: &str) -> Result<(), String> {
     let dev = t.label();
@@ -108,142 +244,12 @@ fn target_metrics(m: &mut Metrics, t: &dyn AttrTarget, source: &str) -> Result<(
         &l,
         disksize,
     );
-    m.add(
-        "zmem_zram_orig_data_bytes",
-        "gauge",
-        "Data stored, uncompressed (mm_stat orig_data_size).",
-        &l,
-        mm.orig_data_size as f64,
-    );
-    m.add(
-        "zmem_zram_compr_data_bytes",
-        "gauge",
-        "Compressed size of the stored data (mm_stat compr_data_size).",
-        &l,
-        mm.compr_data_size as f64,
-    );
-    m.add(
-        "zmem_zram_mem_used_bytes",
-        "gauge",
-        "RAM used now incl. allocator overhead (mm_stat mem_used_total).",
-        &l,
-        mm.mem_used_total as f64,
-    );
-    m.add(
-        "zmem_zram_mem_used_peak_bytes",
-        "gauge",
-        "Highest RAM used since reset (mm_stat mem_used_max).",
-        &l,
-        mm.mem_used_max as f64,
-    );
-    m.add(
-        "zmem_zram_mem_limit_bytes",
-        "gauge",
-        "Memory limit; 0 means none (mm_stat mem_limit).",
-        &l,
-        mm.mem_limit as f64,
-    );
-    m.add(
-        "zmem_zram_same_pages",
-        "gauge",
-        "Same-filled pages stored without memory (mm_stat same_pages).",
-        &l,
-        mm.same_pages as f64,
-    );
-    m.add(
-        "zmem_zram_huge_pages",
-        "gauge",
-        "Pages stored uncompressed (mm_stat huge_pages).",
-        &l,
-        mm.huge_pages as f64,
-    );
-    m.add(
-        "zmem_zram_huge_pages_stored_total",
-        "counter",
-        "Huge stores since reset (mm_stat huge_pages_since).",
-        &l,
-        mm.huge_pages_since as f64,
-    );
-    m.add(
-        "zmem_zram_compacted_pages_total",
-        "counter",
-        "Pages freed by compaction (mm_stat pages_compacted).",
-        &l,
-        mm.pages_compacted as f64,
-    );
-    m.add(
-        "zmem_zram_compression_ratio",
-        "gauge",
-        "orig_data_size / compr_data_size (NaN when empty).",
-        &l,
-        mm.ratio().unwrap_or(f64::NAN),
-    );
-    m.add(
-        "zmem_zram_effective_ratio",
-        "gauge",
-        "orig_data_size / mem_used_total (NaN when empty).",
-        &l,
-        mm.effective_ratio().unwrap_or(f64::NAN),
-    );
-    m.add(
-        "zmem_zram_saved_bytes",
-        "gauge",
-        "RAM saved: orig_data_size - mem_used_total.",
-        &l,
-        mm.saved() as f64,
-    );
+    add_all(m, &MM_STAT_METRICS, &l, &mm);
     if let Some(io) = t.read_attr("io_stat").ok().and_then(|s| IoStat::parse(&s)) {
-        m.add(
-            "zmem_zram_failed_reads_total",
-            "counter",
-            "Failed reads (io_stat).",
-            &d,
-            io.failed_reads as f64,
-        );
-        m.add(
-            "zmem_zram_failed_writes_total",
-            "counter",
-            "Failed writes (io_stat).",
-            &d,
-            io.failed_writes as f64,
-        );
-        m.add(
-            "zmem_zram_invalid_io_total",
-            "counter",
-            "Invalid I/O (io_stat; always 0 on current kernels).",
-            &d,
-            io.invalid_io as f64,
-        );
-        m.add(
-            "zmem_zram_notify_free_total",
-            "counter",
-            "Pages freed by swap-slot-free notifications and discards (io_stat).",
-            &d,
-            io.notify_free as f64,
-        );
+        add_all(m, &IO_STAT_METRICS, &d, &io);
     }
     if let Some(bd) = t.read_attr("bd_stat").ok().and_then(|s| BdStat::parse(&s)) {
-        m.add(
-            "zmem_zram_backing_used_bytes",
-            "gauge",
-            "Backing device space holding written-back pages (bd_stat bd_count).",
-            &d,
-            (bd.bd_count * 4096) as f64,
-        );
-        m.add(
-            "zmem_zram_backing_read_bytes_total",
-            "counter",
-            "Bytes read back from the backing device (bd_stat bd_reads).",
-            &d,
-            (bd.bd_reads * 4096) as f64,
-        );
-        m.add(
-            "zmem_zram_backing_written_bytes_total",
-            "counter",
-            "Bytes written to the backing device (bd_stat bd_writes).",
-            &d,
-            (bd.bd_writes * 4096) as f64,
-        );
+        add_all(m, &BD_STAT_METRICS, &d, &bd);
     }
     Ok(())
 }
@@ -262,99 +268,10 @@ pub fn collect(sys: &Sys, ctl_dir: &str) -> String {
             errors += 1;
         }
     }
-    if let Ok(z) = zswap::read(sys, Debugfs::ReadIfMounted) {
-        if z.present {
-            let comp = z.param("compressor").unwrap_or("").to_string();
-            let lc = [("compressor", comp.as_str())];
-            m.add(
-                "zmem_zswap_enabled",
-                "gauge",
-                "1 when zswap accepts new pages.",
-                &lc,
-                if z.enabled() { 1.0 } else { 0.0 },
-            );
-            if let Some(b) = z.pool_limit() {
-                m.add(
-                    "zmem_zswap_pool_limit_bytes",
-                    "gauge",
-                    "zswap pool limit (max_pool_percent of MemTotal).",
-                    &[],
-                    b as f64,
-                );
-            }
-            if let Some(b) = z.pool_bytes {
-                m.add(
-                    "zmem_zswap_pool_bytes",
-                    "gauge",
-                    "zswap compressed pool size (/proc/meminfo Zswap).",
-                    &[],
-                    b as f64,
-                );
-            }
-            if let Some(b) = z.stored_bytes {
-                m.add(
-                    "zmem_zswap_stored_bytes",
-                    "gauge",
-                    "Original data held by zswap (/proc/meminfo Zswapped).",
-                    &[],
-                    b as f64,
-                );
-            }
-            for (k, v) in &z.debugfs {
-                let (name, kind, help) = match k.as_str() {
-                    "pool_total_size" => (
-                        "zmem_zswap_debugfs_pool_total_bytes".to_string(),
-                        "gauge",
-                        "zswap pool size (debugfs pool_total_size).",
-                    ),
-                    "stored_pages" => (
-                        "zmem_zswap_stored_pages".to_string(),
-                        "gauge",
-                        "Pages stored in zswap (debugfs).",
-                    ),
-                    "stored_incompressible_pages" => (
-                        "zmem_zswap_stored_incompressible_pages".to_string(),
-                        "gauge",
-                        "Pages stored raw in zswap (debugfs).",
-                    ),
-                    k => (
-                        format!("zmem_zswap_{k}_total"),
-                        "counter",
-                        "zswap debugfs counter of the same name.",
-                    ),
-                };
-                m.add(&name, kind, help, &[], *v as f64);
-            }
-            if let Some(n) = z.zswpin {
-                m.add(
-                    "zmem_zswap_loads_total",
-                    "counter",
-                    "Pages loaded back from zswap (/proc/vmstat zswpin).",
-                    &[],
-                    n as f64,
-                );
-            }
-            if let Some(n) = z.zswpout {
-                m.add(
-                    "zmem_zswap_stores_total",
-                    "counter",
-                    "Pages stored into zswap (/proc/vmstat zswpout).",
-                    &[],
-                    n as f64,
-                );
-            }
-            if let Some(n) = z.zswpwb {
-                m.add(
-                    "zmem_zswap_written_back_total",
-                    "counter",
-                    "Pages written back from zswap to swap (/proc/vmstat zswpwb).",
-                    &[],
-                    n as f64,
-                );
-            }
-        }
-    } else {
-        errors += 1;
+    match zswap::read(sys, Debugfs::ReadIfMounted) {
+        Ok(z) if z.present => zswap_metrics(&mut m, &z),
+        Ok(_) => {}
+        Err(_) => errors += 1,
     }
     m.add(
         "zmem_exporter_read_errors",
@@ -364,6 +281,104 @@ pub fn collect(sys: &Sys, ctl_dir: &str) -> String {
         errors as f64,
     );
     m.render()
+}
+
+/// zswap's parameters, pool (/proc/meminfo), debugfs counters and traffic (/proc/vmstat).
+fn zswap_metrics(m: &mut Metrics, z: &Zswap) {
+    let comp = z.param("compressor").unwrap_or("").to_string();
+    let lc = [("compressor", comp.as_str())];
+    m.add(
+        "zmem_zswap_enabled",
+        "gauge",
+        "1 when zswap accepts new pages.",
+        &lc,
+        if z.enabled() { 1.0 } else { 0.0 },
+    );
+    add_present(
+        m,
+        &[
+            (
+                "zmem_zswap_pool_limit_bytes",
+                "gauge",
+                "zswap pool limit (max_pool_percent of MemTotal).",
+                z.pool_limit(),
+            ),
+            (
+                "zmem_zswap_pool_bytes",
+                "gauge",
+                "zswap compressed pool size (/proc/meminfo Zswap).",
+                z.pool_bytes,
+            ),
+            (
+                "zmem_zswap_stored_bytes",
+                "gauge",
+                "Original data held by zswap (/proc/meminfo Zswapped).",
+                z.stored_bytes,
+            ),
+        ],
+    );
+    for (k, v) in &z.debugfs {
+        let (name, kind, help) = debugfs_family(k);
+        m.add(&name, kind, help, &[], *v as f64);
+    }
+    add_present(
+        m,
+        &[
+            (
+                "zmem_zswap_loads_total",
+                "counter",
+                "Pages loaded back from zswap (/proc/vmstat zswpin).",
+                z.zswpin,
+            ),
+            (
+                "zmem_zswap_stores_total",
+                "counter",
+                "Pages stored into zswap (/proc/vmstat zswpout).",
+                z.zswpout,
+            ),
+            (
+                "zmem_zswap_written_back_total",
+                "counter",
+                "Pages written back from zswap to swap (/proc/vmstat zswpwb).",
+                z.zswpwb,
+            ),
+        ],
+    );
+}
+
+/// Unlabelled metrics whose value the kernel may not give (name, TYPE, HELP, value).
+fn add_present(m: &mut Metrics, metrics: &[(&str, &'static str, &str, Option<u64>)]) {
+    for &(name, kind, help, value) in metrics {
+        if let Some(v) = value {
+            m.add(name, kind, help, &[], v as f64);
+        }
+    }
+}
+
+/// The metric for a counter in /sys/kernel/debug/zswap: name, TYPE and HELP.
+fn debugfs_family(k: &str) -> (String, &'static str, &'static str) {
+    match k {
+        "pool_total_size" => (
+            "zmem_zswap_debugfs_pool_total_bytes".to_string(),
+            "gauge",
+            "zswap pool size (debugfs pool_total_size).",
+        ),
+        "stored_pages" => (
+            "zmem_zswap_stored_pages".to_string(),
+            "gauge",
+            "Pages stored in zswap (debugfs).",
+        ),
+        "stored_incompressible_pages" => (
+            "zmem_zswap_stored_incompressible_pages".to_string(),
+            "gauge",
+            "Pages stored raw in zswap (debugfs).",
+        ),
+        k => (
+            format!("zmem_zswap_{k}_total"),
+            "counter",
+            "zswap debugfs counter of the same name.",
+        ),
+    }
 }
 
 /// Serve `/metrics` on a bound listener. Stops after `max_requests` when given.

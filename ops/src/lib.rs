@@ -7,7 +7,6 @@
 pub mod apply;
 pub mod config;
 pub mod exporter;
-pub mod json;
 pub mod persist;
 pub mod policy;
 pub mod status;

@@ -3,10 +3,11 @@
 use std::fmt::Write;
 use std::io;
 
-use crate::json::Json;
+use serde::{Serialize, Serializer};
+
 use crate::zram::{self, ZramDevice};
 use crate::zswap::{self, Debugfs, Zswap};
-use zmem_sysfs::Sys;
+use zmem_sysfs::{MmStat, Sys};
 use zmem_units::{bytes, count, ratio};
 
 /// What `zmem status` shows.
@@ -82,387 +83,503 @@ pub fn render_text(st: &Status) -> String {
         o.push_str("zram: no devices\n");
     }
     for d in &st.devices {
-        let role = match (&d.swap, &d.mount) {
-            (Some(s), _) => format!("swap, priority {}", s.priority),
-            (_, Some(m)) => format!("mounted on {m}"),
-            _ if d.initialised => "not in use (no swap, not mounted)".into(),
-            _ => "uninitialised (no disksize set)".into(),
-        };
-        let _ = writeln!(o, "{}: {}", d.name, role);
-        if !d.initialised {
-            row(
-                &mut o,
-                "algorithm",
-                d.algorithm.clone().unwrap_or_else(|| "-".into()),
-            );
-            row(&mut o, "kernel offers", d.offered.join(", "));
-            row(
-                &mut o,
-                "recompression",
-                if d.has_multi_comp() {
-                    "supported"
-                } else {
-                    "not in this kernel (CONFIG_ZRAM_MULTI_COMP)"
-                },
-            );
-            row(
-                &mut o,
-                "writeback",
-                if d.has_writeback() {
-                    "supported"
-                } else {
-                    "not in this kernel (CONFIG_ZRAM_WRITEBACK)"
-                },
-            );
-            o.push('\n');
-            continue;
+        let _ = writeln!(o, "{}: {}", d.name, device_role(d));
+        if d.initialised {
+            device_rows(&mut o, d);
+        } else {
+            uninitialised_rows(&mut o, d);
         }
-        let m = &d.mm;
-        let pages = m.orig_data_size / 4096;
-        row(
-            &mut o,
-            "capacity",
-            format!("{} of uncompressed data (disksize)", bytes(d.disksize)),
-        );
-        row(
-            &mut o,
-            "data stored now",
-            format!(
-                "{} in {} pages ({} of capacity)",
-                bytes(m.orig_data_size),
-                count(pages),
-                pct(m.orig_data_size, d.disksize)
-            ),
-        );
-        row(
-            &mut o,
-            "  same-filled pages",
-            format!(
-                "{} (e.g. all zeros; stored without memory)",
-                count(m.same_pages)
-            ),
-        );
-        row(
-            &mut o,
-            "  huge pages",
-            format!(
-                "{} (did not compress, stored whole); {} since reset",
-                count(m.huge_pages),
-                count(m.huge_pages_since)
-            ),
-        );
-        if let Some(bd) = d.bd {
-            if bd.bd_count > 0 {
-                row(
-                    &mut o,
-                    "  written back",
-                    format!("{} on the backing device", bytes(bd.bd_count * 4096)),
-                );
-            }
-        }
-        row(
-            &mut o,
-            "compressed size",
-            format!("{} (ratio {})", bytes(m.compr_data_size), ratio(m.ratio())),
-        );
-        row(
-            &mut o,
-            "RAM used now",
-            format!(
-                "{} incl. allocator overhead (effective ratio {})",
-                bytes(m.mem_used_total),
-                ratio(m.effective_ratio())
-            ),
-        );
-        row(
-            &mut o,
-            "RAM used at peak",
-            format!(
-                "{} (highest since reset; not current usage)",
-                bytes(m.mem_used_max)
-            ),
-        );
-        row(&mut o, "RAM saved", bytes(m.saved()));
-        row(
-            &mut o,
-            "memory limit",
-            if m.mem_limit == 0 {
-                "none".into()
-            } else {
-                bytes(m.mem_limit)
-            },
-        );
-        let mut algo = d.algorithm.clone().unwrap_or_else(|| "-".into());
-        match &d.recompression {
-            None => {}
-            Some(r) if r.is_empty() => algo.push_str("; recompression: none configured"),
-            Some(r) => {
-                let list: Vec<String> = r
-                    .iter()
-                    .map(|(p, a)| format!("{a} (priority {p})"))
-                    .collect();
-                let _ = write!(algo, "; recompression: {}", list.join(", "));
-            }
-        }
-        row(&mut o, "algorithm", algo);
-        if d.recompression.is_none() {
-            row(
-                &mut o,
-                "recompression",
-                "not in this kernel (CONFIG_ZRAM_MULTI_COMP)",
-            );
-        }
-        match (&d.backing_dev, d.bd) {
-            (None, _) => row(
-                &mut o,
-                "backing device",
-                "not in this kernel (CONFIG_ZRAM_WRITEBACK)",
-            ),
-            (Some(None), _) => row(&mut o, "backing device", "none"),
-            (Some(Some(b)), bd) => {
-                let bd = bd.unwrap_or_default();
-                row(
-                    &mut o,
-                    "backing device",
-                    format!(
-                        "{b}: {} in use, {} read back, {} written in total",
-                        bytes(bd.bd_count * 4096),
-                        bytes(bd.bd_reads * 4096),
-                        bytes(bd.bd_writes * 4096)
-                    ),
-                );
-                if let Some(l) = d.writeback_limit {
-                    row(&mut o, "writeback budget left", bytes(l * 4096));
-                }
-            }
-        }
-        if let Some(s) = &d.swap {
-            row(
-                &mut o,
-                "swap in use",
-                format!("{} of {}", bytes(s.used), bytes(s.size)),
-            );
-        }
-        row(
-            &mut o,
-            "I/O",
-            format!(
-                "{} failed reads, {} failed writes, {} pages freed by swap/discard",
-                count(d.io.failed_reads),
-                count(d.io.failed_writes),
-                count(d.io.notify_free)
-            ),
-        );
         o.push('\n');
     }
-    let z = &st.zswap;
-    if !z.present {
-        o.push_str("zswap: not in this kernel\n");
-    } else {
-        let _ = writeln!(
-            o,
-            "zswap: {}",
-            if z.enabled() { "enabled" } else { "disabled" }
-        );
-        let comp = z.param("compressor").unwrap_or("-");
-        row(&mut o, "compressor", comp);
-        let limit = match (z.param("max_pool_percent"), z.pool_limit()) {
-            (Some(p), Some(b)) => format!("{p}% of RAM = {}", bytes(b)),
-            (Some(p), None) => format!("{p}% of RAM"),
-            _ => "-".into(),
-        };
-        row(&mut o, "pool limit", limit);
-        if let Some(a) = z.param("accept_threshold_percent") {
-            row(
-                &mut o,
-                "after the limit",
-                format!("accepts pages again below {a}% of the limit"),
-            );
-        }
-        if let Some(s) = z.param("shrinker_enabled") {
-            row(
-                &mut o,
-                "shrinker",
-                if s == "Y" {
-                    "on (writes cold pages to disk under pressure)"
-                } else {
-                    "off"
-                },
-            );
-        }
-        let pool = z.counter("pool_total_size").or(z.pool_bytes);
-        let stored = z
-            .stored_bytes
-            .or(z.counter("stored_pages").map(|p| p * 4096));
-        row(
-            &mut o,
-            "data stored now",
-            format!(
-                "{}{}",
-                stored.map(bytes).unwrap_or_else(|| "-".into()),
-                z.counter("stored_pages")
-                    .map(|p| format!(" in {} pages", count(p)))
-                    .unwrap_or_default()
-            ),
-        );
-        let r = match (stored, pool) {
-            (Some(s), Some(p)) if p > 0 => Some(s as f64 / p as f64),
-            _ => None,
-        };
-        row(
-            &mut o,
-            "RAM used now",
-            format!(
-                "{} (effective ratio {})",
-                pool.map(bytes).unwrap_or_else(|| "-".into()),
-                ratio(r)
-            ),
-        );
-        if let (Some(i), Some(out)) = (z.zswpin, z.zswpout) {
-            row(
-                &mut o,
-                "pages in / out",
-                format!(
-                    "{} loaded back, {} stored, {} written back to disk (since boot)",
-                    count(i),
-                    count(out),
-                    z.zswpwb.map(count).unwrap_or_else(|| "-".into())
-                ),
-            );
-        }
-        if !z.debugfs.is_empty() {
-            let rejects: u64 = z
-                .debugfs
-                .iter()
-                .filter(|(k, _)| k.starts_with("reject_"))
-                .map(|(_, v)| v)
-                .sum();
-            row(
-                &mut o,
-                "refused stores",
-                format!(
-                    "{} (poor compression {}, pool limit hit {})",
-                    count(rejects),
-                    count(z.counter("reject_compress_poor").unwrap_or(0)),
-                    count(z.counter("pool_limit_hit").unwrap_or(0))
-                ),
-            );
-        } else if let Some(n) = &z.debugfs_note {
-            row(&mut o, "debug counters", n);
-        }
-    }
+    zswap_rows(&mut o, &st.zswap);
     for w in &st.warnings {
         let _ = writeln!(o, "\nwarning: {w}");
     }
     o
 }
 
-/// The JSON form (raw numbers in bytes, plus derived values).
-pub fn to_json(st: &Status) -> Json {
-    let devices: Vec<Json> = st
-        .devices
-        .iter()
-        .map(|d| {
-            let m = &d.mm;
-            Json::obj()
-                .with("name", d.name.as_str())
-                .with("initialised", d.initialised)
-                .with("disksize_bytes", d.disksize)
-                .with("algorithm", d.algorithm.clone())
-                .with("algorithms_offered", d.offered.clone())
-                .with(
-                    "recompression",
-                    match &d.recompression {
-                        None => Json::Null,
-                        Some(r) => Json::Arr(
-                            r.iter()
-                                .map(|(p, a)| {
-                                    Json::obj()
-                                        .with("priority", *p)
-                                        .with("algorithm", a.as_str())
-                                })
-                                .collect(),
-                        ),
-                    },
-                )
-                .with("multi_comp", d.has_multi_comp())
-                .with("writeback", d.has_writeback())
-                .with("backing_dev", d.backing_dev.clone().flatten())
-                .with("orig_data_bytes", m.orig_data_size)
-                .with("compr_data_bytes", m.compr_data_size)
-                .with("mem_used_bytes", m.mem_used_total)
-                .with("mem_used_peak_bytes", m.mem_used_max)
-                .with(
-                    "mem_limit_bytes",
-                    if m.mem_limit == 0 {
-                        Json::Null
-                    } else {
-                        m.mem_limit.into()
-                    },
-                )
-                .with("same_pages", m.same_pages)
-                .with("huge_pages", m.huge_pages)
-                .with("huge_pages_since", m.huge_pages_since)
-                .with("pages_compacted", m.pages_compacted)
-                .with("ratio", m.ratio())
-                .with("effective_ratio", m.effective_ratio())
-                .with("saved_bytes", m.saved())
-                .with("failed_reads", d.io.failed_reads)
-                .with("failed_writes", d.io.failed_writes)
-                .with("notify_free", d.io.notify_free)
-                .with(
-                    "bd_stat",
-                    d.bd.map(|b| {
-                        Json::obj()
-                            .with("count_bytes", b.bd_count * 4096)
-                            .with("reads_bytes", b.bd_reads * 4096)
-                            .with("writes_bytes", b.bd_writes * 4096)
-                    }),
-                )
-                .with("writeback_limit_bytes", d.writeback_limit.map(|l| l * 4096))
-                .with(
-                    "swap",
-                    d.swap.as_ref().map(|s| {
-                        Json::obj()
-                            .with("priority", s.priority)
-                            .with("size_bytes", s.size)
-                            .with("used_bytes", s.used)
-                    }),
-                )
-                .with("mount_point", d.mount.clone())
-        })
-        .collect();
-    let z = &st.zswap;
-    let zs = Json::obj()
-        .with("present", z.present)
-        .with("enabled", z.enabled())
-        .with(
-            "parameters",
-            Json::Obj(
-                z.params
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Json::Str(v.clone())))
-                    .collect(),
+/// What the device is used for, from /proc/swaps and /proc/mounts.
+fn device_role(d: &ZramDevice) -> String {
+    match (&d.swap, &d.mount) {
+        (Some(s), _) => format!("swap, priority {}", s.priority),
+        (_, Some(m)) => format!("mounted on {m}"),
+        _ if d.initialised => "not in use (no swap, not mounted)".into(),
+        _ => "uninitialised (no disksize set)".into(),
+    }
+}
+
+/// A device without disksize: what the kernel offers for it.
+fn uninitialised_rows(o: &mut String, d: &ZramDevice) {
+    row(
+        o,
+        "algorithm",
+        d.algorithm.clone().unwrap_or_else(|| "-".into()),
+    );
+    row(o, "kernel offers", d.offered.join(", "));
+    row(
+        o,
+        "recompression",
+        if d.has_multi_comp() {
+            "supported"
+        } else {
+            "not in this kernel (CONFIG_ZRAM_MULTI_COMP)"
+        },
+    );
+    row(
+        o,
+        "writeback",
+        if d.has_writeback() {
+            "supported"
+        } else {
+            "not in this kernel (CONFIG_ZRAM_WRITEBACK)"
+        },
+    );
+}
+
+/// An initialised device: data, memory, algorithms, backing device, swap and I/O.
+fn device_rows(o: &mut String, d: &ZramDevice) {
+    data_rows(o, d);
+    memory_rows(o, &d.mm);
+    algorithm_rows(o, d);
+    backing_dev_rows(o, d);
+    if let Some(s) = &d.swap {
+        row(
+            o,
+            "swap in use",
+            format!("{} of {}", bytes(s.used), bytes(s.size)),
+        );
+    }
+    row(
+        o,
+        "I/O",
+        format!(
+            "{} failed reads, {} failed writes, {} pages freed by swap/discard",
+            count(d.io.failed_reads),
+            count(d.io.failed_writes),
+            count(d.io.notify_free)
+        ),
+    );
+}
+
+/// Capacity and what is stored (mm_stat orig_data_size, same_pages, huge_pages; bd_stat).
+fn data_rows(o: &mut String, d: &ZramDevice) {
+    let m = &d.mm;
+    let pages = m.orig_data_size / 4096;
+    row(
+        o,
+        "capacity",
+        format!("{} of uncompressed data (disksize)", bytes(d.disksize)),
+    );
+    row(
+        o,
+        "data stored now",
+        format!(
+            "{} in {} pages ({} of capacity)",
+            bytes(m.orig_data_size),
+            count(pages),
+            pct(m.orig_data_size, d.disksize)
+        ),
+    );
+    row(
+        o,
+        "  same-filled pages",
+        format!(
+            "{} (e.g. all zeros; stored without memory)",
+            count(m.same_pages)
+        ),
+    );
+    row(
+        o,
+        "  huge pages",
+        format!(
+            "{} (did not compress, stored whole); {} since reset",
+            count(m.huge_pages),
+            count(m.huge_pages_since)
+        ),
+    );
+    if let Some(bd) = d.bd {
+        if bd.bd_count > 0 {
+            row(
+                o,
+                "  written back",
+                format!("{} on the backing device", bytes(bd.bd_count * 4096)),
+            );
+        }
+    }
+}
+
+/// Compressed size and RAM (mm_stat compr_data_size, mem_used_total, mem_used_max, mem_limit).
+fn memory_rows(o: &mut String, m: &MmStat) {
+    row(
+        o,
+        "compressed size",
+        format!("{} (ratio {})", bytes(m.compr_data_size), ratio(m.ratio())),
+    );
+    row(
+        o,
+        "RAM used now",
+        format!(
+            "{} incl. allocator overhead (effective ratio {})",
+            bytes(m.mem_used_total),
+            ratio(m.effective_ratio())
+        ),
+    );
+    row(
+        o,
+        "RAM used at peak",
+        format!(
+            "{} (highest since reset; not current usage)",
+            bytes(m.mem_used_max)
+        ),
+    );
+    row(o, "RAM saved", bytes(m.saved()));
+    row(
+        o,
+        "memory limit",
+        if m.mem_limit == 0 {
+            "none".into()
+        } else {
+            bytes(m.mem_limit)
+        },
+    );
+}
+
+/// comp_algorithm and recomp_algorithm.
+fn algorithm_rows(o: &mut String, d: &ZramDevice) {
+    let mut algo = d.algorithm.clone().unwrap_or_else(|| "-".into());
+    match &d.recompression {
+        None => {}
+        Some(r) if r.is_empty() => algo.push_str("; recompression: none configured"),
+        Some(r) => {
+            let list: Vec<String> = r
+                .iter()
+                .map(|(p, a)| format!("{a} (priority {p})"))
+                .collect();
+            let _ = write!(algo, "; recompression: {}", list.join(", "));
+        }
+    }
+    row(o, "algorithm", algo);
+    if d.recompression.is_none() {
+        row(
+            o,
+            "recompression",
+            "not in this kernel (CONFIG_ZRAM_MULTI_COMP)",
+        );
+    }
+}
+
+/// backing_dev, bd_stat and the writeback_limit budget.
+fn backing_dev_rows(o: &mut String, d: &ZramDevice) {
+    match (&d.backing_dev, d.bd) {
+        (None, _) => row(
+            o,
+            "backing device",
+            "not in this kernel (CONFIG_ZRAM_WRITEBACK)",
+        ),
+        (Some(None), _) => row(o, "backing device", "none"),
+        (Some(Some(b)), bd) => {
+            let bd = bd.unwrap_or_default();
+            row(
+                o,
+                "backing device",
+                format!(
+                    "{b}: {} in use, {} read back, {} written in total",
+                    bytes(bd.bd_count * 4096),
+                    bytes(bd.bd_reads * 4096),
+                    bytes(bd.bd_writes * 4096)
+                ),
+            );
+            if let Some(l) = d.writeback_limit {
+                row(o, "writeback budget left", bytes(l * 4096));
+            }
+        }
+    }
+}
+
+/// zswap: parameters, pool, traffic and refusals.
+fn zswap_rows(o: &mut String, z: &Zswap) {
+    if !z.present {
+        o.push_str("zswap: not in this kernel\n");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "zswap: {}",
+        if z.enabled() { "enabled" } else { "disabled" }
+    );
+    zswap_param_rows(o, z);
+    zswap_pool_rows(o, z);
+    zswap_counter_rows(o, z);
+}
+
+/// /sys/module/zswap/parameters: compressor, max_pool_percent, accept_threshold_percent,
+/// shrinker_enabled.
+fn zswap_param_rows(o: &mut String, z: &Zswap) {
+    let comp = z.param("compressor").unwrap_or("-");
+    row(o, "compressor", comp);
+    let limit = match (z.param("max_pool_percent"), z.pool_limit()) {
+        (Some(p), Some(b)) => format!("{p}% of RAM = {}", bytes(b)),
+        (Some(p), None) => format!("{p}% of RAM"),
+        _ => "-".into(),
+    };
+    row(o, "pool limit", limit);
+    if let Some(a) = z.param("accept_threshold_percent") {
+        row(
+            o,
+            "after the limit",
+            format!("accepts pages again below {a}% of the limit"),
+        );
+    }
+    if let Some(s) = z.param("shrinker_enabled") {
+        row(
+            o,
+            "shrinker",
+            if s == "Y" {
+                "on (writes cold pages to disk under pressure)"
+            } else {
+                "off"
+            },
+        );
+    }
+}
+
+/// Data held and pool size (debugfs stored_pages and pool_total_size, else /proc/meminfo).
+fn zswap_pool_rows(o: &mut String, z: &Zswap) {
+    let pool = z.counter("pool_total_size").or(z.pool_bytes);
+    let stored = z
+        .stored_bytes
+        .or(z.counter("stored_pages").map(|p| p * 4096));
+    row(
+        o,
+        "data stored now",
+        format!(
+            "{}{}",
+            stored.map(bytes).unwrap_or_else(|| "-".into()),
+            z.counter("stored_pages")
+                .map(|p| format!(" in {} pages", count(p)))
+                .unwrap_or_default()
+        ),
+    );
+    let r = match (stored, pool) {
+        (Some(s), Some(p)) if p > 0 => Some(s as f64 / p as f64),
+        _ => None,
+    };
+    row(
+        o,
+        "RAM used now",
+        format!(
+            "{} (effective ratio {})",
+            pool.map(bytes).unwrap_or_else(|| "-".into()),
+            ratio(r)
+        ),
+    );
+}
+
+/// /proc/vmstat zswpin, zswpout, zswpwb and the debugfs reject_* counters.
+fn zswap_counter_rows(o: &mut String, z: &Zswap) {
+    if let (Some(i), Some(out)) = (z.zswpin, z.zswpout) {
+        row(
+            o,
+            "pages in / out",
+            format!(
+                "{} loaded back, {} stored, {} written back to disk (since boot)",
+                count(i),
+                count(out),
+                z.zswpwb.map(count).unwrap_or_else(|| "-".into())
             ),
-        )
-        .with("pool_limit_bytes", z.pool_limit())
-        .with("pool_bytes", z.pool_bytes)
-        .with("stored_bytes", z.stored_bytes)
-        .with(
-            "debugfs",
-            Json::Obj(
-                z.debugfs
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Json::UInt(*v)))
-                    .collect(),
+        );
+    }
+    if !z.debugfs.is_empty() {
+        let rejects: u64 = z
+            .debugfs
+            .iter()
+            .filter(|(k, _)| k.starts_with("reject_"))
+            .map(|(_, v)| v)
+            .sum();
+        row(
+            o,
+            "refused stores",
+            format!(
+                "{} (poor compression {}, pool limit hit {})",
+                count(rejects),
+                count(z.counter("reject_compress_poor").unwrap_or(0)),
+                count(z.counter("pool_limit_hit").unwrap_or(0))
             ),
-        )
-        .with("debugfs_note", z.debugfs_note.clone())
-        .with("zswpin", z.zswpin)
-        .with("zswpout", z.zswpout)
-        .with("zswpwb", z.zswpwb);
-    Json::obj()
-        .with("zram", Json::Arr(devices))
-        .with("zswap", zs)
-        .with("warnings", st.warnings.clone())
+        );
+    } else if let Some(n) = &z.debugfs_note {
+        row(o, "debug counters", n);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The JSON form: the field order of these structs is the key order of the document.
+
+/// The whole document of `zmem status --json`.
+#[derive(Serialize)]
+struct StatusJson<'a> {
+    zram: Vec<DeviceJson<'a>>,
+    zswap: ZswapJson<'a>,
+    warnings: &'a [String],
+}
+
+/// One zram device: raw numbers in bytes, plus derived values.
+#[derive(Serialize)]
+struct DeviceJson<'a> {
+    name: &'a str,
+    initialised: bool,
+    disksize_bytes: u64,
+    algorithm: Option<&'a str>,
+    algorithms_offered: &'a [String],
+    /// `null` when the kernel has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP).
+    recompression: Option<Vec<RecompJson<'a>>>,
+    multi_comp: bool,
+    writeback: bool,
+    backing_dev: Option<&'a str>,
+    orig_data_bytes: u64,
+    compr_data_bytes: u64,
+    mem_used_bytes: u64,
+    mem_used_peak_bytes: u64,
+    /// `null` when mem_limit is 0 (no limit).
+    mem_limit_bytes: Option<u64>,
+    same_pages: u64,
+    huge_pages: u64,
+    huge_pages_since: u64,
+    pages_compacted: u64,
+    ratio: Option<f64>,
+    effective_ratio: Option<f64>,
+    saved_bytes: u64,
+    failed_reads: u64,
+    failed_writes: u64,
+    notify_free: u64,
+    bd_stat: Option<BdStatJson>,
+    writeback_limit_bytes: Option<u64>,
+    swap: Option<SwapJson>,
+    mount_point: Option<&'a str>,
+}
+
+/// A recompression algorithm and its priority (recomp_algorithm).
+#[derive(Serialize)]
+struct RecompJson<'a> {
+    priority: u32,
+    algorithm: &'a str,
+}
+
+/// bd_stat in bytes (the kernel counts 4 KiB blocks).
+#[derive(Serialize)]
+struct BdStatJson {
+    count_bytes: u64,
+    reads_bytes: u64,
+    writes_bytes: u64,
+}
+
+/// The device's /proc/swaps entry.
+#[derive(Serialize)]
+struct SwapJson {
+    priority: i32,
+    size_bytes: u64,
+    used_bytes: u64,
+}
+
+/// zswap: parameters and counters as read.
+#[derive(Serialize)]
+struct ZswapJson<'a> {
+    present: bool,
+    enabled: bool,
+    parameters: Pairs<'a, String>,
+    pool_limit_bytes: Option<u64>,
+    pool_bytes: Option<u64>,
+    stored_bytes: Option<u64>,
+    debugfs: Pairs<'a, u64>,
+    debugfs_note: Option<&'a str>,
+    zswpin: Option<u64>,
+    zswpout: Option<u64>,
+    zswpwb: Option<u64>,
+}
+
+/// (name, value) pairs written as one JSON object, in their order.
+struct Pairs<'a, V>(&'a [(String, V)]);
+
+impl<V: Serialize> Serialize for Pairs<'_, V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl<'a> DeviceJson<'a> {
+    fn new(d: &'a ZramDevice) -> DeviceJson<'a> {
+        let m = &d.mm;
+        DeviceJson {
+            name: &d.name,
+            initialised: d.initialised,
+            disksize_bytes: d.disksize,
+            algorithm: d.algorithm.as_deref(),
+            algorithms_offered: &d.offered,
+            recompression: d.recompression.as_ref().map(|r| {
+                r.iter()
+                    .map(|(priority, a)| RecompJson {
+                        priority: *priority,
+                        algorithm: a,
+                    })
+                    .collect()
+            }),
+            multi_comp: d.has_multi_comp(),
+            writeback: d.has_writeback(),
+            backing_dev: d.backing_dev.as_ref().and_then(|b| b.as_deref()),
+            orig_data_bytes: m.orig_data_size,
+            compr_data_bytes: m.compr_data_size,
+            mem_used_bytes: m.mem_used_total,
+            mem_used_peak_bytes: m.mem_used_max,
+            mem_limit_bytes: (m.mem_limit != 0).then_some(m.mem_limit),
+            same_pages: m.same_pages,
+            huge_pages: m.huge_pages,
+            huge_pages_since: m.huge_pages_since,
+            pages_compacted: m.pages_compacted,
+            ratio: m.ratio(),
+            effective_ratio: m.effective_ratio(),
+            saved_bytes: m.saved(),
+            failed_reads: d.io.failed_reads,
+            failed_writes: d.io.failed_writes,
+            notify_free: d.io.notify_free,
+            bd_stat: d.bd.map(|b| BdStatJson {
+                count_bytes: b.bd_count * 4096,
+                reads_bytes: b.bd_reads * 4096,
+                writes_bytes: b.bd_writes * 4096,
+            }),
+            writeback_limit_bytes: d.writeback_limit.map(|l| l * 4096),
+            swap: d.swap.as_ref().map(|s| SwapJson {
+                priority: s.priority,
+                size_bytes: s.size,
+                used_bytes: s.used,
+            }),
+            mount_point: d.mount.as_deref(),
+        }
+    }
+}
+
+impl<'a> ZswapJson<'a> {
+    fn new(z: &'a Zswap) -> ZswapJson<'a> {
+        ZswapJson {
+            present: z.present,
+            enabled: z.enabled(),
+            parameters: Pairs(&z.params),
+            pool_limit_bytes: z.pool_limit(),
+            pool_bytes: z.pool_bytes,
+            stored_bytes: z.stored_bytes,
+            debugfs: Pairs(&z.debugfs),
+            debugfs_note: z.debugfs_note.as_deref(),
+            zswpin: z.zswpin,
+            zswpout: z.zswpout,
+            zswpwb: z.zswpwb,
+        }
+    }
+}
+
+/// The JSON form (raw numbers in bytes, plus derived values), pretty-printed.
+pub fn to_json(st: &Status) -> String {
+    let doc = StatusJson {
+        zram: st.devices.iter().map(DeviceJson::new).collect(),
+        zswap: ZswapJson::new(&st.zswap),
+        warnings: &st.warnings,
+    };
+    serde_json::to_string_pretty(&doc).expect("the status document serialises")
 }

@@ -30,7 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     loop {
         let st = status::collect(&sys, !args.no_debugfs)?;
         if args.json {
-            out(&format!("{}\n", status::to_json(&st).render()));
+            out(&format!("{}\n", status::to_json(&st)));
         } else {
             if args.watch.is_some() {
                 // Clear the screen and print the time, like watch(1).
