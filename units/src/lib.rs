@@ -56,38 +56,42 @@ fn whole(value: f64, mult: f64) -> Option<u64> {
 
 /// A byte size as people write it: see the crate documentation.
 pub fn parse_size(s: &str) -> Result<u64, ParseError> {
-    let err = |why: &str| ParseError(format!("{s:?} {why}; a size is {SIZE_FORMS}"));
-    let (n, unit) = number_and_unit(s).ok_or_else(|| err("is not a size"))?;
+    let err = |why: &str| ParseError(format!("{s:?} is not a size{why}; a size is {SIZE_FORMS}"));
+    let (n, unit) = number_and_unit(s).ok_or_else(|| err(""))?;
     let shift = match unit.to_ascii_uppercase().as_str() {
         "" | "B" => 0,
         "K" | "KB" | "KIB" => 10,
         "M" | "MB" | "MIB" => 20,
         "G" | "GB" | "GIB" => 30,
         "T" | "TB" | "TIB" => 40,
-        _ => return Err(err(&format!("has an unknown unit {unit:?}"))),
+        _ => return Err(err(&format!(" (unknown unit {unit:?})"))),
     };
     match whole(n, (1u64 << shift) as f64) {
         Some(v) => Ok(v),
         None if (n * (1u64 << shift) as f64) < u64::MAX as f64 => {
-            Err(err("is not a whole number of bytes"))
+            Err(err(" (not a whole number of bytes)"))
         }
-        None => Err(err("is too large")),
+        None => Err(err(" (too large)")),
     }
 }
 
 /// A duration as people write it: see the crate documentation.
 pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
-    let err = |why: &str| ParseError(format!("{s:?} {why}; a duration is {DURATION_FORMS}"));
-    let (n, unit) = number_and_unit(s).ok_or_else(|| err("is not a duration"))?;
+    let err = |why: &str| {
+        ParseError(format!(
+            "{s:?} is not a duration{why}; a duration is {DURATION_FORMS}"
+        ))
+    };
+    let (n, unit) = number_and_unit(s).ok_or_else(|| err(""))?;
     let ms_per_unit: f64 = match unit {
         "ms" => 1.0,
         "" | "s" | "sec" => 1e3,
         "m" | "min" => 60e3,
         "h" => 3600e3,
         "d" => 86400e3,
-        _ => return Err(err(&format!("has an unknown unit {unit:?}"))),
+        _ => return Err(err(&format!(" (unknown unit {unit:?})"))),
     };
-    let ms = whole(n, ms_per_unit).ok_or_else(|| err("is not a whole number of milliseconds"))?;
+    let ms = whole(n, ms_per_unit).ok_or_else(|| err(" (not a whole number of milliseconds)"))?;
     Ok(Duration::from_millis(ms))
 }
 
@@ -201,7 +205,10 @@ mod tests {
             "20000000T",
         ] {
             let e = parse_size(bad).unwrap_err().to_string();
-            assert!(e.contains("a size is bytes"), "{bad:?}: {e}");
+            assert!(
+                e.contains("is not a size") && e.contains("a size is bytes"),
+                "{bad:?}: {e}"
+            );
         }
         assert!(parse_size("12Q")
             .unwrap_err()
