@@ -8,49 +8,18 @@
 use std::cell::RefCell;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zmem_sysfs::HotDevice;
+use zmem_sysfs::{HotDevice, Sys};
 
 use super::journal::{self, Journal};
 use super::swap;
 
-/// Where the kernel's files are: `/` on a real machine, a temporary tree in
-/// tests (paths like `/proc/swaps` are looked up below `root`).
-#[derive(Debug, Clone)]
-pub struct Host {
-    root: PathBuf,
-}
-
-impl Host {
-    /// The running machine.
-    pub fn real() -> Self {
-        Host {
-            root: PathBuf::from("/"),
-        }
-    }
-
-    /// A fake tree (tests).
-    pub fn at(root: impl Into<PathBuf>) -> Self {
-        Host { root: root.into() }
-    }
-
-    /// Whether this is the running machine (not a fake tree).
-    pub fn is_real(&self) -> bool {
-        self.root == Path::new("/")
-    }
-
-    /// `abs` (an absolute kernel path) below this host's root.
-    pub fn path(&self, abs: &str) -> PathBuf {
-        self.root.join(abs.trim_start_matches('/'))
-    }
-}
-
-/// zswap module parameters, relative to [`Host`].
+/// zswap module parameters (mm/zswap.c `module_param_cb`).
 pub const ZSWAP_PARAMS: &str = "/sys/module/zswap/parameters";
 /// vm.swappiness.
 pub const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
@@ -58,15 +27,15 @@ pub const SWAPPINESS: &str = "/proc/sys/vm/swappiness";
 pub const PAGE_CLUSTER: &str = "/proc/sys/vm/page-cluster";
 
 /// Read a one-line kernel setting without its trailing newline.
-pub fn read_knob(path: &Path) -> io::Result<String> {
-    Ok(fs::read_to_string(path)?.trim_end_matches('\n').to_string())
+pub fn read_knob(sys: &Sys, abs: &str) -> io::Result<String> {
+    sys.read(abs)
 }
 
 /// One thing to undo.
 #[derive(Debug)]
 pub enum Undo {
-    /// Write `value` back to the setting at `path`.
-    Restore { path: PathBuf, value: String },
+    /// Write `value` back to the setting at `path` (a kernel path for [`Sys`]).
+    Restore { path: String, value: String },
     /// `swapoff` a swap area zmem activated.
     Swapoff { path: PathBuf },
     /// Delete a file zmem created (a swap file).
@@ -78,22 +47,22 @@ pub enum Undo {
 impl Undo {
     fn describe(&self) -> String {
         match self {
-            Undo::Restore { path, value } => format!("restore {} = {value}", path.display()),
+            Undo::Restore { path, value } => format!("restore {path} = {value}"),
             Undo::Swapoff { path } => format!("swapoff {}", path.display()),
             Undo::RemoveFile { path } => format!("remove {}", path.display()),
             Undo::Zram(d) => format!("reset and hot_remove zram{}", d.id()),
         }
     }
 
-    fn run(self) -> Result<(), String> {
+    fn run(self, sys: &Sys) -> Result<(), String> {
         let what = self.describe();
         let r = match self {
             Undo::Restore { path, value } => {
                 // Writing the same value back is harmless; compare to report drift.
-                fs::write(&path, &value)
+                sys.write(&path, &value)
                     .map_err(|e| e.to_string())
                     .and_then(|()| {
-                        let now = read_knob(&path).map_err(|e| e.to_string())?;
+                        let now = read_knob(sys, &path).map_err(|e| e.to_string())?;
                         if knob_equal(&now, &value) {
                             Ok(())
                         } else {
@@ -106,7 +75,7 @@ impl Undo {
                 let mut last = Ok(());
                 for attempt in 0..5 {
                     last = swap::swapoff(&path).map_err(|e| e.to_string());
-                    if last.is_ok() || !swap::is_active(&Host::real(), &path) {
+                    if last.is_ok() || !swap::is_active(sys, &path) {
                         last = Ok(());
                         break;
                     }
@@ -143,8 +112,9 @@ fn knob_equal(a: &str, b: &str) -> bool {
 }
 
 /// A stack of undo actions, run newest first.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Guard {
+    sys: Sys,
     label: String,
     stack: Vec<Undo>,
     journal: Option<Rc<RefCell<Journal>>>,
@@ -152,8 +122,9 @@ pub struct Guard {
 
 impl Guard {
     /// An empty guard; `label` names it in error messages.
-    pub fn new(label: impl Into<String>) -> Self {
+    pub fn new(sys: &Sys, label: impl Into<String>) -> Self {
         Guard {
+            sys: sys.clone(),
             label: label.into(),
             stack: Vec::new(),
             journal: None,
@@ -161,8 +132,13 @@ impl Guard {
     }
 
     /// A guard that also records its actions in the crash journal.
-    pub fn with_journal(label: impl Into<String>, journal: Rc<RefCell<Journal>>) -> Self {
+    pub fn with_journal(
+        sys: &Sys,
+        label: impl Into<String>,
+        journal: Rc<RefCell<Journal>>,
+    ) -> Self {
         Guard {
+            sys: sys.clone(),
             label: label.into(),
             stack: Vec::new(),
             journal: Some(journal),
@@ -191,23 +167,20 @@ impl Guard {
 
     /// Set a kernel setting, remembering its old value first. A setting that
     /// already has the value is left alone (and nothing is recorded).
-    pub fn set_knob(&mut self, path: &Path, value: &str) -> io::Result<()> {
-        let old = read_knob(path)?;
+    pub fn set_knob(&mut self, path: &str, value: &str) -> io::Result<()> {
+        let old = read_knob(&self.sys, path)?;
         if knob_equal(&old, value) {
             return Ok(());
         }
         // The old value of a selection file like "[lzo] lz4" is the bracketed one.
         let old = selected(&old);
         self.push(Undo::Restore {
-            path: path.to_path_buf(),
+            path: path.to_string(),
             value: old,
         });
-        fs::write(path, value).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("writing {value:?} to {}: {e}", path.display()),
-            )
-        })
+        self.sys
+            .write(path, value)
+            .map_err(|e| io::Error::new(e.kind(), format!("writing {value:?} to {path}: {e}")))
     }
 
     /// Undo everything, newest first. Returns one message per action that failed
@@ -216,7 +189,7 @@ impl Guard {
         let mut errors = Vec::new();
         while let Some(u) = self.stack.pop() {
             let line = journal::line_of(&u).unwrap_or_else(|| "unjournalable".into());
-            match u.run() {
+            match u.run(&self.sys) {
                 // Undone: the crash journal forgets it.
                 Ok(()) => {
                     if let Some(j) = &self.journal {
@@ -302,9 +275,9 @@ impl Drop for SignalWatch {
 mod tests {
     use super::*;
 
-    fn fake_host() -> (tempdir::Dir, Host) {
+    fn fake_host() -> (tempdir::Dir, Sys) {
         let d = tempdir::Dir::new();
-        let h = Host::at(d.path());
+        let h = Sys::new(d.path());
         let params = h.path(ZSWAP_PARAMS);
         fs::create_dir_all(&params).unwrap();
         for (k, v) in [
@@ -322,7 +295,7 @@ mod tests {
         (d, h)
     }
 
-    fn snapshot(h: &Host) -> Vec<(PathBuf, String)> {
+    fn snapshot(h: &Sys) -> Vec<(PathBuf, String)> {
         let mut v: Vec<(PathBuf, String)> = fs::read_dir(h.path(ZSWAP_PARAMS))
             .unwrap()
             .map(|e| {
@@ -345,23 +318,23 @@ mod tests {
             .collect()
     }
 
-    fn change_everything(g: &mut Guard, h: &Host) {
-        let p = h.path(ZSWAP_PARAMS);
-        g.set_knob(&p.join("compressor"), "lz4").unwrap();
-        g.set_knob(&p.join("max_pool_percent"), "35").unwrap();
-        g.set_knob(&p.join("enabled"), "Y").unwrap();
-        g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-        g.set_knob(&h.path(PAGE_CLUSTER), "0").unwrap();
+    fn change_everything(g: &mut Guard) {
+        let p = |n: &str| format!("{ZSWAP_PARAMS}/{n}");
+        g.set_knob(&p("compressor"), "lz4").unwrap();
+        g.set_knob(&p("max_pool_percent"), "35").unwrap();
+        g.set_knob(&p("enabled"), "Y").unwrap();
+        g.set_knob(SWAPPINESS, "100").unwrap();
+        g.set_knob(PAGE_CLUSTER, "0").unwrap();
     }
 
     #[test]
     fn unwind_restores_every_setting() {
         let (_d, h) = fake_host();
         let before = trimmed(snapshot(&h));
-        let mut g = Guard::new("test");
-        change_everything(&mut g, &h);
+        let mut g = Guard::new(&h, "test");
+        change_everything(&mut g);
         assert_eq!(
-            read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(),
+            read_knob(&h, &format!("{ZSWAP_PARAMS}/enabled")).unwrap(),
             "Y"
         );
         assert_ne!(trimmed(snapshot(&h)), before);
@@ -376,8 +349,8 @@ mod tests {
         let (_d, h) = fake_host();
         let before = trimmed(snapshot(&h));
         {
-            let mut g = Guard::new("test");
-            change_everything(&mut g, &h);
+            let mut g = Guard::new(&h, "test");
+            change_everything(&mut g);
         }
         assert_eq!(trimmed(snapshot(&h)), before);
     }
@@ -388,8 +361,8 @@ mod tests {
         let before = trimmed(snapshot(&h));
         let h2 = h.clone();
         let r = std::panic::catch_unwind(move || {
-            let mut g = Guard::new("test");
-            change_everything(&mut g, &h2);
+            let mut g = Guard::new(&h2, "test");
+            change_everything(&mut g);
             panic!("workload exploded");
         });
         assert!(r.is_err());
@@ -399,10 +372,9 @@ mod tests {
     #[test]
     fn unchanged_settings_are_not_touched() {
         let (_d, h) = fake_host();
-        let mut g = Guard::new("test");
-        g.set_knob(&h.path(SWAPPINESS), "60").unwrap();
-        g.set_knob(&h.path(ZSWAP_PARAMS).join("enabled"), "0")
-            .unwrap();
+        let mut g = Guard::new(&h, "test");
+        g.set_knob(SWAPPINESS, "60").unwrap();
+        g.set_knob(&format!("{ZSWAP_PARAMS}/enabled"), "0").unwrap();
         assert!(
             g.is_empty(),
             "no undo for a setting that already had the value"
@@ -416,29 +388,29 @@ mod tests {
         let (d, h) = fake_host();
         let made = d.path().join("zmem-trial.swap");
         fs::write(&made, b"x").unwrap();
-        let mut g = Guard::new("test");
+        let mut g = Guard::new(&h, "test");
         g.push(Undo::RemoveFile { path: made.clone() });
         // Set the same knob twice: the first old value must win.
-        g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-        g.set_knob(&h.path(SWAPPINESS), "150").unwrap();
+        g.set_knob(SWAPPINESS, "100").unwrap();
+        g.set_knob(SWAPPINESS, "150").unwrap();
         assert!(g.unwind().is_empty());
-        assert_eq!(read_knob(&h.path(SWAPPINESS)).unwrap(), "60");
+        assert_eq!(read_knob(&h, SWAPPINESS).unwrap(), "60");
         assert!(!made.exists());
     }
 
     #[test]
     fn failures_are_reported_and_the_rest_still_runs() {
         let (_d, h) = fake_host();
-        let mut g = Guard::new("test");
-        g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
+        let mut g = Guard::new(&h, "test");
+        g.set_knob(SWAPPINESS, "100").unwrap();
         g.push(Undo::Restore {
-            path: h.path("/proc/sys/vm/no_such_dir/knob"),
+            path: "/proc/sys/vm/no_such_dir/knob".into(),
             value: "1".into(),
         });
         let errs = g.unwind();
         assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(errs[0].contains("no_such_dir"));
-        assert_eq!(read_knob(&h.path(SWAPPINESS)).unwrap(), "60");
+        assert_eq!(read_knob(&h, SWAPPINESS).unwrap(), "60");
     }
 
     #[test]
@@ -446,8 +418,9 @@ mod tests {
         let (d, _h) = fake_host();
         let p = d.path().join("comp_algorithm");
         fs::write(&p, "lzo [lz4] zstd\n").unwrap();
-        let mut g = Guard::new("test");
-        g.set_knob(&p, "zstd").unwrap();
+        // A real-kernel Sys writes exactly what it is given, like sysfs.
+        let mut g = Guard::new(&Sys::real(), "test");
+        g.set_knob(p.to_str().unwrap(), "zstd").unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "zstd");
         g.unwind();
         assert_eq!(fs::read_to_string(&p).unwrap(), "lz4");

@@ -12,10 +12,12 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::guard::{Host, Undo};
+use zmem_sysfs::Sys;
+
+use super::guard::Undo;
 use super::swap;
 
-/// Directory of the journals, below [`Host`].
+/// Directory of the journals (a path inside the [`Sys`] root).
 pub const JOURNAL_DIR: &str = "/run/zmem-trial";
 
 /// The journal of one running trial.
@@ -27,13 +29,13 @@ pub struct Journal {
 
 impl Journal {
     /// Start this process's journal.
-    pub fn create(host: &Host) -> io::Result<Self> {
-        Self::create_for_pid(host, std::process::id())
+    pub fn create(sys: &Sys) -> io::Result<Self> {
+        Self::create_for_pid(sys, std::process::id())
     }
 
     /// Start a journal under another pid's name (tests).
-    pub fn create_for_pid(host: &Host, pid: u32) -> io::Result<Self> {
-        let dir = host.path(JOURNAL_DIR);
+    pub fn create_for_pid(sys: &Sys, pid: u32) -> io::Result<Self> {
+        let dir = sys.path(JOURNAL_DIR);
         fs::create_dir_all(&dir)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let path = dir.join(format!("{pid}.journal"));
@@ -125,7 +127,10 @@ pub fn line_of(u: &Undo) -> Option<String> {
             if value.contains(['\t', '\n']) {
                 return None;
             }
-            format!("restore\t{}\t{value}", p(path)?)
+            if path.contains(['\t', '\n']) {
+                return None;
+            }
+            format!("restore\t{path}\t{value}")
         }
         Undo::Swapoff { path } => format!("swapoff\t{}", p(path)?),
         Undo::RemoveFile { path } => format!("remove\t{}", p(path)?),
@@ -133,28 +138,23 @@ pub fn line_of(u: &Undo) -> Option<String> {
     })
 }
 
-/// The journal line for a trial cgroup.
-pub fn cgroup_line(path: &Path) -> Option<String> {
-    let s = path.to_str()?;
-    (!s.contains(['\t', '\n'])).then(|| format!("rmdir\t{s}"))
+/// The journal line for a trial cgroup (a kernel path for [`Sys`]).
+pub fn cgroup_line(path: &str) -> Option<String> {
+    (!path.contains(['\t', '\n'])).then(|| format!("rmdir\t{path}"))
 }
 
 /// Journals left by trials whose process is gone: (pid, path).
-pub fn orphans(host: &Host) -> Vec<(u32, PathBuf)> {
+pub fn orphans(sys: &Sys) -> Vec<(u32, PathBuf)> {
     let mut v = Vec::new();
-    let Ok(rd) = fs::read_dir(host.path(JOURNAL_DIR)) else {
-        return v;
-    };
-    for e in rd.filter_map(|e| e.ok()) {
-        let name = e.file_name().to_string_lossy().into_owned();
+    for name in sys.list(JOURNAL_DIR).unwrap_or_default() {
         let Some(pid) = name
             .strip_suffix(".journal")
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
         };
-        if !alive_zmem(host, pid) {
-            v.push((pid, e.path()));
+        if !alive_zmem(sys, pid) {
+            v.push((pid, sys.path(&format!("{JOURNAL_DIR}/{name}"))));
         }
     }
     v.sort();
@@ -162,9 +162,9 @@ pub fn orphans(host: &Host) -> Vec<(u32, PathBuf)> {
 }
 
 /// Whether `pid` is a running zmem (not a recycled pid of something else).
-fn alive_zmem(host: &Host, pid: u32) -> bool {
-    let comm = fs::read_to_string(host.path(&format!("/proc/{pid}/comm"))).unwrap_or_default();
-    host.path(&format!("/proc/{pid}")).exists() && comm.trim().starts_with("zmem")
+fn alive_zmem(sys: &Sys, pid: u32) -> bool {
+    let comm = sys.read(&format!("/proc/{pid}/comm")).unwrap_or_default();
+    sys.exists(&format!("/proc/{pid}")) && comm.trim().starts_with("zmem")
 }
 
 /// What recovery did.
@@ -174,15 +174,16 @@ pub struct Recovery {
     pub errors: Vec<String>,
 }
 
-fn replay(host: &Host, line: &str) -> Result<Option<String>, String> {
+fn replay(sys: &Sys, line: &str) -> Result<Option<String>, String> {
     let f: Vec<&str> = line.splitn(3, '\t').collect();
     match f.as_slice() {
         ["restore", path, value] => {
-            fs::write(path, value).map_err(|e| format!("restore {path} = {value}: {e}"))?;
+            sys.write(path, value)
+                .map_err(|e| format!("restore {path} = {value}: {e}"))?;
             Ok(Some(format!("restored {path} = {value}")))
         }
         ["swapoff", path] => {
-            if !swap::is_active(host, Path::new(path)) {
+            if !swap::is_active(sys, Path::new(path)) {
                 return Ok(None);
             }
             swap::swapoff(Path::new(path)).map_err(|e| e.to_string())?;
@@ -201,16 +202,13 @@ fn replay(host: &Host, line: &str) -> Result<Option<String>, String> {
         }
         ["zram", id] => {
             let id: u32 = id.parse().map_err(|_| format!("bad zram id {id:?}"))?;
-            let sys = host.path(&format!("/sys/block/zram{id}"));
-            if !sys.exists() {
+            let dir = format!("/sys/block/zram{id}");
+            if !sys.exists(&dir) {
                 return Ok(None);
             }
-            let _ = fs::write(sys.join("reset"), "1");
-            fs::write(
-                host.path("/sys/class/zram-control/hot_remove"),
-                id.to_string(),
-            )
-            .map_err(|e| format!("hot_remove zram{id}: {e}"))?;
+            let _ = sys.write(&format!("{dir}/reset"), "1");
+            sys.hot_remove(id)
+                .map_err(|e| format!("hot_remove zram{id}: {e}"))?;
             Ok(Some(format!("reset and removed zram{id}")))
         }
         ["rmdir", path] => {
@@ -223,18 +221,20 @@ fn replay(host: &Host, line: &str) -> Result<Option<String>, String> {
                     "refusing to remove cgroup {path}: not a zmem trial cgroup"
                 ));
             }
-            if !dir.exists() {
+            if !sys.exists(path) {
                 return Ok(None);
             }
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
             loop {
-                let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                let procs = sys
+                    .read(&format!("{path}/cgroup.procs"))
+                    .unwrap_or_default();
                 for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
                     // SAFETY: kill has no memory-safety preconditions; the pids
                     // are the ones in a cgroup a zmem trial created.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
-                match fs::remove_dir(dir) {
+                match sys.remove_dir(path) {
                     Ok(()) => {
                         return Ok(Some(format!(
                             "killed what was left in and removed cgroup {path}"
@@ -254,9 +254,9 @@ fn replay(host: &Host, line: &str) -> Result<Option<String>, String> {
 
 /// Undo what every orphaned journal records, newest action first, and remove
 /// the journals that were fully replayed.
-pub fn recover(host: &Host) -> Recovery {
+pub fn recover(sys: &Sys) -> Recovery {
     let mut r = Recovery::default();
-    for (pid, path) in orphans(host) {
+    for (pid, path) in orphans(sys) {
         let text = match fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) => {
@@ -266,7 +266,7 @@ pub fn recover(host: &Host) -> Recovery {
         };
         let before = r.errors.len();
         for line in text.lines().rev().filter(|l| !l.is_empty()) {
-            match replay(host, line) {
+            match replay(sys, line) {
                 Ok(Some(d)) => r.done.push(format!("trial {pid}: {d}")),
                 Ok(None) => {}
                 Err(e) => r.errors.push(format!("trial {pid}: {e}")),
@@ -286,11 +286,11 @@ mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    fn fake(tag: &str) -> (PathBuf, Host) {
+    fn fake(tag: &str) -> (PathBuf, Sys) {
         let root =
             std::env::temp_dir().join(format!("zmem-journal-test.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
-        let h = Host::at(&root);
+        let h = Sys::new(&root);
         fs::create_dir_all(h.path(ZSWAP_PARAMS)).unwrap();
         fs::write(h.path(ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
         fs::write(h.path(ZSWAP_PARAMS).join("compressor"), "lzo\n").unwrap();
@@ -308,41 +308,40 @@ mod tests {
         let (root, h) = fake("killed");
         let made = root.join("zmem-trial.1.2.swap");
         fs::write(&made, b"x").unwrap();
-        let cg = root.join("cg/zmem-trial.1.2");
-        fs::create_dir_all(&cg).unwrap();
+        let cg = "/cg/zmem-trial.1.2";
+        fs::create_dir_all(h.path(cg)).unwrap();
         {
             let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
-            let mut g = Guard::with_journal("test", Rc::clone(&j));
-            g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-            g.set_knob(&h.path(ZSWAP_PARAMS).join("compressor"), "zstd")
+            let mut g = Guard::with_journal(&h, "test", Rc::clone(&j));
+            g.set_knob(SWAPPINESS, "100").unwrap();
+            g.set_knob(&format!("{ZSWAP_PARAMS}/compressor"), "zstd")
                 .unwrap();
-            g.set_knob(&h.path(ZSWAP_PARAMS).join("enabled"), "Y")
-                .unwrap();
+            g.set_knob(&format!("{ZSWAP_PARAMS}/enabled"), "Y").unwrap();
             g.push(Undo::RemoveFile { path: made.clone() });
-            j.borrow_mut().push(cgroup_line(&cg).unwrap());
+            j.borrow_mut().push(cgroup_line(cg).unwrap());
             assert_eq!(j.borrow().lines().len(), 5);
             // SIGKILL: no destructor runs.
             std::mem::forget(g);
             std::mem::forget(j);
         }
         assert_eq!(
-            read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(),
+            read_knob(&h, &format!("{ZSWAP_PARAMS}/enabled")).unwrap(),
             "Y"
         );
         assert_eq!(orphans(&h).len(), 1);
         let r = recover(&h);
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         assert_eq!(r.done.len(), 5, "{:?}", r.done);
-        assert_eq!(read_knob(&h.path(SWAPPINESS)).unwrap(), "60");
+        assert_eq!(read_knob(&h, SWAPPINESS).unwrap(), "60");
         assert_eq!(
-            read_knob(&h.path(ZSWAP_PARAMS).join("compressor")).unwrap(),
+            read_knob(&h, &format!("{ZSWAP_PARAMS}/compressor")).unwrap(),
             "lzo"
         );
         assert_eq!(
-            read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(),
+            read_knob(&h, &format!("{ZSWAP_PARAMS}/enabled")).unwrap(),
             "N"
         );
-        assert!(!made.exists() && !cg.exists());
+        assert!(!made.exists() && !h.path(cg).exists());
         assert!(
             orphans(&h).is_empty(),
             "journal removed after a clean replay"
@@ -355,8 +354,8 @@ mod tests {
         let (root, h) = fake("clean");
         {
             let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
-            let mut g = Guard::with_journal("test", Rc::clone(&j));
-            g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
+            let mut g = Guard::with_journal(&h, "test", Rc::clone(&j));
+            g.set_knob(SWAPPINESS, "100").unwrap();
             assert_eq!(
                 fs::read_to_string(j.borrow().path())
                     .unwrap()
@@ -395,10 +394,10 @@ mod tests {
         let (root, h) = fake("failed");
         {
             let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
-            let mut g = Guard::with_journal("test", Rc::clone(&j));
-            g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
+            let mut g = Guard::with_journal(&h, "test", Rc::clone(&j));
+            g.set_knob(SWAPPINESS, "100").unwrap();
             g.push(Undo::Restore {
-                path: h.path("/proc/sys/vm/gone/knob"),
+                path: "/proc/sys/vm/gone/knob".into(),
                 value: "1".into(),
             });
             let errs = g.unwind();

@@ -35,11 +35,11 @@ use std::rc::Rc;
 
 pub use cgroup::{CgroupVersion, MemoryHierarchy};
 pub use config::SwapConfig;
-pub use guard::{Guard, Host, SignalWatch};
+pub use guard::{Guard, SignalWatch};
 pub use measure::{Outcome, RunRecord};
 pub use report::{ConfigSummary, Stats, TrialReport};
 
-use zmem_sysfs::HotDevice;
+use zmem_sysfs::{HotDevice, Sys};
 use zmem_units::format_size;
 
 /// What to run and how.
@@ -179,19 +179,19 @@ fn geteuid() -> u32 {
 
 /// Whether the kernel can give zswap this compressor: loaded in /proc/crypto,
 /// or available as a (built-in or loadable) crypto module.
-fn zswap_compressor_available(host: &Host, name: &str) -> Result<(), String> {
-    let crypto = fs::read_to_string(host.path("/proc/crypto")).unwrap_or_default();
+fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
+    let crypto = sys.read("/proc/crypto").unwrap_or_default();
     if crypto.lines().any(|l| {
         l.split_once(':')
             .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == name)
     }) {
         return Ok(());
     }
-    let rel = fs::read_to_string(host.path("/proc/sys/kernel/osrelease")).unwrap_or_default();
-    let moddir = host.path("/lib/modules").join(rel.trim());
+    let rel = sys.read("/proc/sys/kernel/osrelease").unwrap_or_default();
     let needle = format!("crypto/{name}.ko");
     for f in ["modules.builtin", "modules.dep"] {
-        if fs::read_to_string(moddir.join(f)).is_ok_and(|t| t.contains(&needle)) {
+        let list = format!("/lib/modules/{}/{f}", rel.trim());
+        if sys.read(&list).is_ok_and(|t| t.contains(&needle)) {
             return Ok(());
         }
     }
@@ -229,18 +229,18 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// overrode (to print with the results).
 pub fn preflight(
     spec: &TrialSpec,
-    host: &Host,
+    sys: &Sys,
 ) -> Result<(MemoryHierarchy, Vec<String>), TrialError> {
     validate(spec)?;
     let mut missing = Vec::new();
-    if host.is_real() && geteuid() != 0 {
+    if !sys.is_fixture() && geteuid() != 0 {
         missing.push(
             "not running as root (a trial creates cgroups, swap areas and zram devices)"
                 .to_string(),
         );
         return Err(TrialError::Refused(missing));
     }
-    let orphans = journal::orphans(host);
+    let orphans = journal::orphans(sys);
     if !orphans.is_empty() {
         let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
         missing.push(format!(
@@ -250,7 +250,7 @@ pub fn preflight(
         ));
         return Err(TrialError::Refused(missing));
     }
-    let hierarchy = match cgroup::detect(host) {
+    let hierarchy = match cgroup::detect(sys) {
         Ok(h) => Some(h),
         Err(e) => {
             missing.push(e);
@@ -258,7 +258,7 @@ pub fn preflight(
         }
     };
     let needs_swap = spec.configs.iter().any(|c| *c != SwapConfig::None);
-    if needs_swap && !host.path("/proc/swaps").exists() {
+    if needs_swap && !sys.exists("/proc/swaps") {
         missing.push("the kernel has no swap support (/proc/swaps missing)".into());
     }
     let zram_algos: Vec<&str> = spec.configs.iter().filter_map(|c| c.zram_algo()).collect();
@@ -287,14 +287,14 @@ pub fn preflight(
         .filter_map(|c| c.zswap_compressor())
         .collect();
     if !zswap_comps.is_empty() {
-        if !host.path(guard::ZSWAP_PARAMS).join("enabled").exists() {
+        if !sys.exists(&format!("{}/enabled", guard::ZSWAP_PARAMS)) {
             missing.push(format!(
                 "the kernel has no zswap ({}/enabled missing)",
                 guard::ZSWAP_PARAMS
             ));
         } else {
             for c in zswap_comps {
-                if let Err(e) = zswap_compressor_available(host, c) {
+                if let Err(e) = zswap_compressor_available(sys, c) {
                     missing.push(e);
                 }
             }
@@ -326,7 +326,7 @@ pub fn preflight(
         (guard::SWAPPINESS, spec.swappiness.is_some()),
         (guard::PAGE_CLUSTER, spec.page_cluster.is_some()),
     ] {
-        if set && !host.path(knob).exists() {
+        if set && !sys.exists(knob) {
             missing.push(format!("{knob} is missing"));
         }
     }
@@ -334,17 +334,19 @@ pub fn preflight(
         return Err(TrialError::Refused(missing));
     }
     let mut distorting = Vec::new();
-    match swap::active_swaps(host) {
+    match swap::active_swaps(sys) {
         Ok(areas) => {
             for a in areas {
                 let mut why = format!(
                     "swap is active on {} ({} of {} KiB used)",
-                    a.filename, a.used_kib, a.size_kib
+                    a.device,
+                    a.used >> 10,
+                    a.size >> 10
                 );
-                if a.filename.contains("/zmem-trial.") && a.filename.ends_with(".swap") {
+                if a.device.contains("/zmem-trial.") && a.device.ends_with(".swap") {
                     why.push_str(&format!(
                         " — left by a zmem trial that was killed with SIGKILL? remove it with `swapoff {0} && rm {0}`",
-                        a.filename
+                        a.device
                     ));
                 }
                 distorting.push(why);
@@ -353,7 +355,7 @@ pub fn preflight(
         Err(e) if needs_swap => distorting.push(format!("cannot read /proc/swaps: {e}")),
         Err(_) => {}
     }
-    if guard::read_knob(&host.path(guard::ZSWAP_PARAMS).join("enabled"))
+    if guard::read_knob(sys, &format!("{}/enabled", guard::ZSWAP_PARAMS))
         .is_ok_and(|v| v == "Y" || v == "1")
     {
         distorting
@@ -372,7 +374,7 @@ pub fn recover() -> Result<Vec<String>, TrialError> {
     if geteuid() != 0 {
         return Err(TrialError::Refused(vec!["not running as root".into()]));
     }
-    let r = journal::recover(&Host::real());
+    let r = journal::recover(&Sys::real());
     if r.errors.is_empty() {
         Ok(r.done)
     } else {
@@ -386,8 +388,8 @@ pub fn run(
     signals: &SignalWatch,
     progress: &mut dyn FnMut(&str),
 ) -> Result<TrialReport, TrialError> {
-    let host = Host::real();
-    let (hierarchy, forced_over) = preflight(spec, &host)?;
+    let sys = Sys::real();
+    let (hierarchy, forced_over) = preflight(spec, &sys)?;
     let baseline = match &spec.baseline {
         Some(b) => b
             .parse::<SwapConfig>()
@@ -399,19 +401,19 @@ pub fn run(
     let mut cleanup_errors = Vec::new();
     let mut runs = Vec::new();
     let mut interrupted = false;
-    let journal = Rc::new(RefCell::new(journal::Journal::create(&host).map_err(
+    let journal = Rc::new(RefCell::new(journal::Journal::create(&sys).map_err(
         |e| TrialError::Io(format!("cannot create the crash journal: {e}")),
     )?));
     {
-        let mut global = Guard::with_journal("trial", Rc::clone(&journal));
+        let mut global = Guard::with_journal(&sys, "trial", Rc::clone(&journal));
         if let Some(s) = spec.swappiness {
             global
-                .set_knob(&host.path(guard::SWAPPINESS), &s.to_string())
+                .set_knob(guard::SWAPPINESS, &s.to_string())
                 .map_err(|e| TrialError::Io(e.to_string()))?;
         }
         if let Some(p) = spec.page_cluster {
             global
-                .set_knob(&host.path(guard::PAGE_CLUSTER), &p.to_string())
+                .set_knob(guard::PAGE_CLUSTER, &p.to_string())
                 .map_err(|e| TrialError::Io(e.to_string()))?;
         }
         let pid = std::process::id();
@@ -425,9 +427,9 @@ pub fn run(
                 n += 1;
                 let tag = format!("{pid}.{n}");
                 progress(&format!("round {round}/{}: {name}", spec.repeat));
-                let mut g = Guard::with_journal(name.clone(), Rc::clone(&journal));
+                let mut g = Guard::with_journal(&sys, name.clone(), Rc::clone(&journal));
                 let params = swap::SetupParams {
-                    host: &host,
+                    sys: &sys,
                     swap_dir: &spec.swap_dir,
                     swap_size: spec.swap_size,
                     tag: &tag,
@@ -438,11 +440,13 @@ pub fn run(
                     }
                     Ok(prepared) => {
                         let cg_name = format!("zmem-trial.{tag}");
-                        let cg_line = journal::cgroup_line(&hierarchy.parent.join(&cg_name));
+                        let cg_line =
+                            journal::cgroup_line(&format!("{}/{cg_name}", hierarchy.parent));
                         if let Some(l) = &cg_line {
                             journal.borrow_mut().push(l.clone());
                         }
                         let rec = match cgroup::Cgroup::create(
+                            &sys,
                             &hierarchy,
                             &cg_name,
                             spec.memory_limit,
@@ -463,7 +467,7 @@ pub fn run(
                             }
                             Ok(cg) => {
                                 let env = measure::RunEnv {
-                                    host: &host,
+                                    sys: &sys,
                                     cgroup: &cg,
                                     zram_sys: prepared.zram_sys.as_deref(),
                                     zswap: prepared.zswap,
@@ -518,7 +522,8 @@ pub fn run(
         return Err(TrialError::Cleanup(cleanup_errors));
     }
     let report = TrialReport {
-        kernel: fs::read_to_string("/proc/sys/kernel/osrelease")
+        kernel: sys
+            .read("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_default(),
         cpus: std::thread::available_parallelism()
@@ -607,11 +612,11 @@ mod tests {
     }
 
     /// A fake machine: cgroup v1 memory, no swap, zswap off.
-    fn fake_host(tag: &str) -> (PathBuf, Host) {
+    fn fake_host(tag: &str) -> (PathBuf, Sys) {
         let root =
             std::env::temp_dir().join(format!("zmem-trial-pre.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
-        let h = Host::at(&root);
+        let h = Sys::new(&root);
         fs::create_dir_all(h.path("/proc/self")).unwrap();
         fs::write(
             h.path("/proc/self/mountinfo"),

@@ -7,17 +7,17 @@
 //! `last_page`, `SWAPSPACE2` at the end of the first page), and swapon/swapoff
 //! are the system calls, so no external tool is needed.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use zmem_sysfs::HotDevice;
+use zmem_sysfs::{HotDevice, SwapEntry, Sys};
 
 use super::config::{SwapConfig, DISK_PRIORITY, ZRAM_PRIORITY};
-use super::guard::{Guard, Host, Undo, ZSWAP_PARAMS};
+use super::guard::{read_knob, Guard, Undo, ZSWAP_PARAMS};
 
 const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
 const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
@@ -138,51 +138,15 @@ pub fn swapoff(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// One line of /proc/swaps.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SwapArea {
-    pub filename: String,
-    pub kind: String,
-    pub size_kib: u64,
-    pub used_kib: u64,
-    pub priority: i64,
-}
-
-/// Parse /proc/swaps (octal escapes in names are decoded).
-pub fn parse_proc_swaps(text: &str) -> Vec<SwapArea> {
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 5 {
-                return None;
-            }
-            Some(SwapArea {
-                filename: f[0]
-                    .replace("\\040", " ")
-                    .replace("\\011", "\t")
-                    .replace("\\012", "\n")
-                    .replace("\\134", "\\"),
-                kind: f[1].to_string(),
-                size_kib: f[2].parse().ok()?,
-                used_kib: f[3].parse().ok()?,
-                priority: f[4].parse().ok()?,
-            })
-        })
-        .collect()
-}
-
-/// The active swap areas.
-pub fn active_swaps(host: &Host) -> io::Result<Vec<SwapArea>> {
-    Ok(parse_proc_swaps(&fs::read_to_string(
-        host.path("/proc/swaps"),
-    )?))
+/// The active swap areas (`/proc/swaps`, mm/swapfile.c `swap_show`).
+pub fn active_swaps(sys: &Sys) -> io::Result<Vec<SwapEntry>> {
+    sys.swaps()
 }
 
 /// Whether `path` is an active swap area.
-pub fn is_active(host: &Host, path: &Path) -> bool {
-    active_swaps(host)
-        .map(|v| v.iter().any(|a| Path::new(&a.filename) == path))
+pub fn is_active(sys: &Sys, path: &Path) -> bool {
+    active_swaps(sys)
+        .map(|v| v.iter().any(|a| Path::new(&a.device) == path))
         .unwrap_or(false)
 }
 
@@ -190,7 +154,7 @@ pub fn is_active(host: &Host, path: &Path) -> bool {
 #[derive(Debug, Default)]
 pub struct Prepared {
     /// `/sys/block/zramN` of the zram tier.
-    pub zram_sys: Option<PathBuf>,
+    pub zram_sys: Option<String>,
     /// zswap is enabled (by us) for this run.
     pub zswap: bool,
     /// Swap areas activated, highest priority first.
@@ -200,7 +164,7 @@ pub struct Prepared {
 /// Where and how big the swap areas are.
 #[derive(Debug, Clone)]
 pub struct SetupParams<'a> {
-    pub host: &'a Host,
+    pub sys: &'a Sys,
     /// Directory for the disk swap file.
     pub swap_dir: &'a Path,
     /// Size of the disk swap file, and of zram devices without an explicit size.
@@ -221,7 +185,7 @@ pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result
         };
         let dev = HotDevice::with_config(algo, size).map_err(|e| e.to_string())?;
         let devpath = dev.dev_path().to_path_buf();
-        out.zram_sys = Some(dev.sys_path().to_path_buf());
+        out.zram_sys = Some(format!("/sys/block/zram{}", dev.id()));
         guard.push(Undo::Zram(dev));
         mkswap_device(&devpath, size)
             .map_err(|e| format!("writing swap signature to {}: {e}", devpath.display()))?;
@@ -248,8 +212,7 @@ pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result
         pool_percent,
     } = cfg
     {
-        let dir = p.host.path(ZSWAP_PARAMS);
-        let param = |n: &str| dir.join(n);
+        let param = |n: &str| format!("{ZSWAP_PARAMS}/{n}");
         guard
             .set_knob(&param("compressor"), compressor)
             .map_err(|e| format!("zswap has no compressor {compressor:?} ({e})"))?;
@@ -261,7 +224,7 @@ pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result
         guard
             .set_knob(&param("enabled"), "Y")
             .map_err(|e| format!("enabling zswap: {e}"))?;
-        let now = super::guard::read_knob(&param("compressor")).map_err(|e| e.to_string())?;
+        let now = read_knob(p.sys, &param("compressor")).map_err(|e| e.to_string())?;
         if now != *compressor {
             return Err(format!(
                 "zswap compressor reads back {now:?}, not {compressor:?}"
@@ -275,6 +238,8 @@ pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use zmem_sysfs::proc::parse_swaps;
 
     #[test]
     fn header_layout() {
@@ -297,15 +262,15 @@ mod tests {
         let t = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
                  /dev/zram1                              partition\t1048572\t\t0\t\t100\n\
                  /var/tmp/my\\040swap                     file\t\t262140\t\t128\t\t-2\n";
-        let v = parse_proc_swaps(t);
+        let v = parse_swaps(t);
         assert_eq!(v.len(), 2);
-        assert_eq!(v[0].filename, "/dev/zram1");
+        assert_eq!(v[0].device, "/dev/zram1");
         assert_eq!(v[0].priority, 100);
-        assert_eq!(v[1].filename, "/var/tmp/my swap");
+        assert_eq!(v[1].device, "/var/tmp/my swap");
         assert_eq!(v[1].kind, "file");
-        assert_eq!(v[1].used_kib, 128);
+        assert_eq!(v[1].used, 128 * 1024);
         assert_eq!(v[1].priority, -2);
-        assert!(parse_proc_swaps("Filename Type Size Used Priority\n").is_empty());
+        assert!(parse_swaps("Filename Type Size Used Priority\n").is_empty());
     }
 
     #[test]
