@@ -8,9 +8,10 @@
 
 use std::io;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use zmem_sysfs::Sys;
+
+use crate::host;
 
 /// Which cgroup interface holds the memory controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -278,44 +279,11 @@ impl Cgroup {
             .unwrap_or(0)
     }
 
-    fn pids(&self) -> Vec<i32> {
-        self.read("cgroup.procs")
-            .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
-    }
-
     /// Kill everything left in the cgroup and remove it (dropping does the
     /// same, without reporting errors).
     pub fn remove(mut self) -> io::Result<()> {
         self.removed = true;
-        self.remove_inner()
-    }
-
-    fn remove_inner(&self) -> io::Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let pids = self.pids();
-            for &p in &pids {
-                // SAFETY: kill has no memory-safety preconditions; the pids were
-                // read from the cgroup zmem created for this workload.
-                unsafe { libc::kill(p, libc::SIGKILL) };
-            }
-            match self.sys.remove_dir(&self.path) {
-                Ok(()) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-                Err(e) if Instant::now() >= deadline => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!(
-                            "rmdir {}: {e} (processes left: {:?})",
-                            self.path,
-                            self.pids()
-                        ),
-                    ))
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
+        host::remove_cgroup(&self.sys, &self.path).map(|_| ())
     }
 }
 
@@ -323,7 +291,7 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         if !self.removed {
             self.removed = true;
-            if let Err(e) = self.remove_inner() {
+            if let Err(e) = host::remove_cgroup(&self.sys, &self.path) {
                 eprintln!("zmem trial: cleanup failed: {e} — remove it by hand");
             }
         }

@@ -2,27 +2,52 @@
 //! configuration per round, and compare.
 //!
 //! Each run gets a fresh memory-limited cgroup ([`cgroup`]) and a freshly set
-//! up swap configuration ([`swap`]): a disk swap file zmem creates, a
+//! up swap configuration ([`setup`]): a disk swap file zmem creates, a
 //! hot-added kernel zram device, zswap in front of the disk file, or zram
 //! with the disk file behind it. Both are torn down after the run. Every
-//! change is recorded in a [`guard::Guard`] before it is made and undone in
-//! reverse order on normal exit, error, panic and (through
-//! [`guard::SignalWatch`]) Ctrl-C/SIGTERM/SIGHUP. Nothing zmem did not set up
-//! is touched: existing swap areas, zram devices (zram0 …) and zswap settings
-//! are only read, and their presence makes the trial refuse unless forced.
+//! change is recorded in an undo list ([`undo::Guard`]) before it is made and
+//! undone in reverse order on normal exit, error, panic and (through
+//! [`signal::SignalWatch`]) Ctrl-C/SIGTERM/SIGHUP; the crash [`journal`] keeps
+//! the pending undos on disk for `zmem trial --recover`. Nothing zmem did not
+//! set up is touched: existing swap areas, zram devices (zram0 …) and zswap
+//! settings are only read, and their presence makes the trial refuse unless
+//! forced.
 //!
-//! Files: [`config`] (configuration names), [`cgroup`], [`swap`] (set-up per
-//! configuration), [`measure`] (running and measuring one workload),
-//! [`guard`] (restore/cleanup, signals), [`workload`] (the built-in
-//! `memalloc`), [`report`] (statistics, table, CSV, serde structs).
+//! Modules, and what each one uses (arrows point one way; nothing below
+//! uses anything above it):
+//!
+//! ```text
+//! lib (preflight, run, recover)
+//!  ├─► setup ──► undo ──► journal
+//!  │     │        │
+//!  │     │        └─────► host ──► swap
+//!  │     └──────────────► host, swap, config
+//!  ├─► measure ─► cgroup ─► host
+//!  ├─► report ──► measure, cgroup
+//!  └─► signal, config, workload            (leaves)
+//! ```
+//!
+//! * [`swap`]: swapon, swapoff and the mkswap signature (system calls only);
+//! * [`host`]: the kernel-facing operations on a [`zmem_sysfs::Sys`]
+//!   (settings, swap areas, zram removal, cgroup removal);
+//! * [`journal`]: the on-disk crash journal (lines only);
+//! * [`undo`]: the undo list, its journal lines and `--recover`;
+//! * [`setup`]: one swap configuration, set up with its undos;
+//! * [`cgroup`], [`measure`] (running and measuring one workload),
+//!   [`report`] (statistics, table, CSV, serde structs), [`config`]
+//!   (configuration names), [`workload`] (the built-in `memalloc`),
+//!   [`signal`] (Ctrl-C/SIGTERM/SIGHUP).
 
 pub mod cgroup;
 pub mod config;
-pub mod guard;
+pub mod host;
 pub mod journal;
 pub mod measure;
 pub mod report;
+pub mod setup;
+pub mod signal;
 pub mod swap;
+pub mod undo;
 pub mod workload;
 
 use std::cell::RefCell;
@@ -35,9 +60,10 @@ use std::rc::Rc;
 
 pub use cgroup::{CgroupVersion, MemoryHierarchy};
 pub use config::SwapConfig;
-pub use guard::{Guard, SignalWatch};
 pub use measure::{Outcome, RunRecord};
 pub use report::{ConfigSummary, Stats, TrialReport};
+pub use signal::SignalWatch;
+pub use undo::Guard;
 
 use zmem_sysfs::{HotDevice, Sys};
 use zmem_units::format_size;
@@ -287,10 +313,10 @@ pub fn preflight(
         .filter_map(|c| c.zswap_compressor())
         .collect();
     if !zswap_comps.is_empty() {
-        if !sys.exists(&format!("{}/enabled", guard::ZSWAP_PARAMS)) {
+        if !sys.exists(&format!("{}/enabled", host::ZSWAP_PARAMS)) {
             missing.push(format!(
                 "the kernel has no zswap ({}/enabled missing)",
-                guard::ZSWAP_PARAMS
+                host::ZSWAP_PARAMS
             ));
         } else {
             for c in zswap_comps {
@@ -323,8 +349,8 @@ pub fn preflight(
         }
     }
     for (knob, set) in [
-        (guard::SWAPPINESS, spec.swappiness.is_some()),
-        (guard::PAGE_CLUSTER, spec.page_cluster.is_some()),
+        (host::SWAPPINESS, spec.swappiness.is_some()),
+        (host::PAGE_CLUSTER, spec.page_cluster.is_some()),
     ] {
         if set && !sys.exists(knob) {
             missing.push(format!("{knob} is missing"));
@@ -334,7 +360,7 @@ pub fn preflight(
         return Err(TrialError::Refused(missing));
     }
     let mut distorting = Vec::new();
-    match swap::active_swaps(sys) {
+    match host::active_swaps(sys) {
         Ok(areas) => {
             for a in areas {
                 let mut why = format!(
@@ -355,7 +381,7 @@ pub fn preflight(
         Err(e) if needs_swap => distorting.push(format!("cannot read /proc/swaps: {e}")),
         Err(_) => {}
     }
-    if guard::read_knob(sys, &format!("{}/enabled", guard::ZSWAP_PARAMS))
+    if host::read_knob(sys, &format!("{}/enabled", host::ZSWAP_PARAMS))
         .is_ok_and(|v| v == "Y" || v == "1")
     {
         distorting
@@ -374,7 +400,7 @@ pub fn recover() -> Result<Vec<String>, TrialError> {
     if geteuid() != 0 {
         return Err(TrialError::Refused(vec!["not running as root".into()]));
     }
-    let r = journal::recover(&Sys::real());
+    let r = undo::recover(&Sys::real());
     if r.errors.is_empty() {
         Ok(r.done)
     } else {
@@ -408,12 +434,12 @@ pub fn run(
         let mut global = Guard::with_journal(&sys, "trial", Rc::clone(&journal));
         if let Some(s) = spec.swappiness {
             global
-                .set_knob(guard::SWAPPINESS, &s.to_string())
+                .set_knob(host::SWAPPINESS, &s.to_string())
                 .map_err(|e| TrialError::Io(e.to_string()))?;
         }
         if let Some(p) = spec.page_cluster {
             global
-                .set_knob(guard::PAGE_CLUSTER, &p.to_string())
+                .set_knob(host::PAGE_CLUSTER, &p.to_string())
                 .map_err(|e| TrialError::Io(e.to_string()))?;
         }
         let pid = std::process::id();
@@ -428,20 +454,19 @@ pub fn run(
                 let tag = format!("{pid}.{n}");
                 progress(&format!("round {round}/{}: {name}", spec.repeat));
                 let mut g = Guard::with_journal(&sys, name.clone(), Rc::clone(&journal));
-                let params = swap::SetupParams {
+                let params = setup::SetupParams {
                     sys: &sys,
                     swap_dir: &spec.swap_dir,
                     swap_size: spec.swap_size,
                     tag: &tag,
                 };
-                let record = match swap::setup(cfg, &params, &mut g) {
+                let record = match setup::setup(cfg, &params, &mut g) {
                     Err(e) => {
                         RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e })
                     }
                     Ok(prepared) => {
                         let cg_name = format!("zmem-trial.{tag}");
-                        let cg_line =
-                            journal::cgroup_line(&format!("{}/{cg_name}", hierarchy.parent));
+                        let cg_line = undo::cgroup_line(&format!("{}/{cg_name}", hierarchy.parent));
                         if let Some(l) = &cg_line {
                             journal.borrow_mut().push(l.clone());
                         }
@@ -635,8 +660,8 @@ mod tests {
             "Filename\tType\tSize\tUsed\tPriority\n",
         )
         .unwrap();
-        fs::create_dir_all(h.path(guard::ZSWAP_PARAMS)).unwrap();
-        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
+        fs::create_dir_all(h.path(host::ZSWAP_PARAMS)).unwrap();
+        fs::write(h.path(host::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
         fs::write(
             h.path("/proc/crypto"),
             "name         : lzo\ndriver       : lzo-generic\n",
@@ -669,7 +694,7 @@ mod tests {
             "Filename\tType\tSize\tUsed\tPriority\n/dev/vdb partition 1048572 512 -2\n",
         )
         .unwrap();
-        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "Y\n").unwrap();
+        fs::write(h.path(host::ZSWAP_PARAMS).join("enabled"), "Y\n").unwrap();
         let e = preflight(&spec(), &h).unwrap_err();
         let TrialError::Distorting(why) = e else {
             panic!("{e}")
@@ -686,7 +711,7 @@ mod tests {
     #[test]
     fn preflight_names_missing_features() {
         let (root, h) = fake_host("missing");
-        fs::remove_file(h.path(guard::ZSWAP_PARAMS).join("enabled")).unwrap();
+        fs::remove_file(h.path(host::ZSWAP_PARAMS).join("enabled")).unwrap();
         let mut s = spec();
         s.configs.push(SwapConfig::Zswap {
             compressor: "lzo".into(),
@@ -694,7 +719,7 @@ mod tests {
         });
         let e = preflight(&s, &h).unwrap_err().to_string();
         assert!(e.contains("no zswap"), "{e}");
-        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
+        fs::write(h.path(host::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
         s.configs[2] = SwapConfig::Zswap {
             compressor: "zstd".into(),
             pool_percent: None,
