@@ -258,96 +258,16 @@ pub fn preflight(
     sys: &Sys,
 ) -> Result<(MemoryHierarchy, Vec<String>), TrialError> {
     validate(spec)?;
+    refuse_unless_root_and_recovered(sys)?;
     let mut missing = Vec::new();
-    if !sys.is_fixture() && geteuid() != 0 {
-        missing.push(
-            "not running as root (a trial creates cgroups, swap areas and zram devices)"
-                .to_string(),
-        );
-        return Err(TrialError::Refused(missing));
-    }
-    let orphans = journal::orphans(sys);
-    if !orphans.is_empty() {
-        let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
-        missing.push(format!(
-            "a previous zmem trial (pid {}) did not finish cleaning up (killed, or a cleanup step failed); run `zmem trial --recover` first (journal in {})",
-            pids.join(", "),
-            journal::JOURNAL_DIR
-        ));
-        return Err(TrialError::Refused(missing));
-    }
-    let hierarchy = match cgroup::detect(sys) {
-        Ok(h) => Some(h),
-        Err(e) => {
-            missing.push(e);
-            None
-        }
-    };
+    let hierarchy = cgroup::detect(sys).map_err(|e| missing.push(e)).ok();
     let needs_swap = spec.configs.iter().any(|c| *c != SwapConfig::None);
     if needs_swap && !sys.exists("/proc/swaps") {
         missing.push("the kernel has no swap support (/proc/swaps missing)".into());
     }
-    let zram_algos: Vec<&str> = spec.configs.iter().filter_map(|c| c.zram_algo()).collect();
-    if !zram_algos.is_empty() {
-        // Probe with a device of our own (never zram0 or anyone else's).
-        match HotDevice::create().and_then(|d| {
-            d.algorithms()
-                .map_err(|e| zmem_sysfs::KernelZramUnavailable(e.to_string()))
-        }) {
-            Err(e) => missing.push(format!("{e} (needed by {})", zram_algos.join(", "))),
-            Ok(have) => {
-                for a in zram_algos {
-                    if !have.iter().any(|h| h == a) {
-                        missing.push(format!(
-                            "kernel zram has no algorithm {a} (it has: {})",
-                            have.join(" ")
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    let zswap_comps: Vec<&str> = spec
-        .configs
-        .iter()
-        .filter_map(|c| c.zswap_compressor())
-        .collect();
-    if !zswap_comps.is_empty() {
-        if !sys.exists(&format!("{}/enabled", host::ZSWAP_PARAMS)) {
-            missing.push(format!(
-                "the kernel has no zswap ({}/enabled missing)",
-                host::ZSWAP_PARAMS
-            ));
-        } else {
-            for c in zswap_comps {
-                if let Err(e) = zswap_compressor_available(sys, c) {
-                    missing.push(e);
-                }
-            }
-        }
-    }
-    if spec.configs.iter().any(|c| c.uses_disk()) {
-        if !spec.swap_dir.is_dir() {
-            missing.push(format!(
-                "swap file directory {} does not exist",
-                spec.swap_dir.display()
-            ));
-        } else if let Some((avail, fstype)) = free_space(&spec.swap_dir) {
-            if fstype == TMPFS_MAGIC {
-                missing.push(format!(
-                    "{} is on tmpfs, which cannot hold a swap file (use --swap-dir)",
-                    spec.swap_dir.display()
-                ));
-            } else if avail < spec.swap_size + (256 << 20) {
-                missing.push(format!(
-                    "{} has {} MiB free, the swap file needs {} MiB plus 256 MiB to spare",
-                    spec.swap_dir.display(),
-                    avail >> 20,
-                    spec.swap_size >> 20
-                ));
-            }
-        }
-    }
+    missing_zram(spec, &mut missing);
+    missing_zswap(spec, sys, &mut missing);
+    missing_swap_dir(spec, &mut missing);
     for (knob, set) in [
         (host::SWAPPINESS, spec.swappiness.is_some()),
         (host::PAGE_CLUSTER, spec.page_cluster.is_some()),
@@ -359,6 +279,111 @@ pub fn preflight(
     if !missing.is_empty() {
         return Err(TrialError::Refused(missing));
     }
+    let distorting = distorting_state(sys, needs_swap);
+    if !distorting.is_empty() && !spec.force {
+        return Err(TrialError::Distorting(distorting));
+    }
+    let hierarchy = hierarchy.expect("checked above");
+    Ok((hierarchy, distorting))
+}
+
+/// Not root, or a killed trial's journal still pending: refuse before anything else.
+fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialError> {
+    if !sys.is_fixture() && geteuid() != 0 {
+        return Err(TrialError::Refused(vec![
+            "not running as root (a trial creates cgroups, swap areas and zram devices)".into(),
+        ]));
+    }
+    let orphans = journal::orphans(sys);
+    if !orphans.is_empty() {
+        let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
+        return Err(TrialError::Refused(vec![format!(
+            "a previous zmem trial (pid {}) did not finish cleaning up (killed, or a cleanup step failed); run `zmem trial --recover` first (journal in {})",
+            pids.join(", "),
+            journal::JOURNAL_DIR
+        )]));
+    }
+    Ok(())
+}
+
+/// The zram algorithms the configurations need, probed on a device of our
+/// own (never zram0 or anyone else's).
+fn missing_zram(spec: &TrialSpec, missing: &mut Vec<String>) {
+    let zram_algos: Vec<&str> = spec.configs.iter().filter_map(|c| c.zram_algo()).collect();
+    if zram_algos.is_empty() {
+        return;
+    }
+    match HotDevice::create().and_then(|d| {
+        d.algorithms()
+            .map_err(|e| zmem_sysfs::KernelZramUnavailable(e.to_string()))
+    }) {
+        Err(e) => missing.push(format!("{e} (needed by {})", zram_algos.join(", "))),
+        Ok(have) => {
+            for a in zram_algos {
+                if !have.iter().any(|h| h == a) {
+                    missing.push(format!(
+                        "kernel zram has no algorithm {a} (it has: {})",
+                        have.join(" ")
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// zswap itself and the compressors the configurations need.
+fn missing_zswap(spec: &TrialSpec, sys: &Sys, missing: &mut Vec<String>) {
+    let zswap_comps: Vec<&str> = spec
+        .configs
+        .iter()
+        .filter_map(|c| c.zswap_compressor())
+        .collect();
+    if zswap_comps.is_empty() {
+        return;
+    }
+    if !sys.exists(&format!("{}/enabled", host::ZSWAP_PARAMS)) {
+        missing.push(format!(
+            "the kernel has no zswap ({}/enabled missing)",
+            host::ZSWAP_PARAMS
+        ));
+        return;
+    }
+    for c in zswap_comps {
+        if let Err(e) = zswap_compressor_available(sys, c) {
+            missing.push(e);
+        }
+    }
+}
+
+/// Room for the disk swap file, on a filesystem that can hold one.
+fn missing_swap_dir(spec: &TrialSpec, missing: &mut Vec<String>) {
+    if !spec.configs.iter().any(|c| c.uses_disk()) {
+        return;
+    }
+    if !spec.swap_dir.is_dir() {
+        missing.push(format!(
+            "swap file directory {} does not exist",
+            spec.swap_dir.display()
+        ));
+    } else if let Some((avail, fstype)) = free_space(&spec.swap_dir) {
+        if fstype == TMPFS_MAGIC {
+            missing.push(format!(
+                "{} is on tmpfs, which cannot hold a swap file (use --swap-dir)",
+                spec.swap_dir.display()
+            ));
+        } else if avail < spec.swap_size + (256 << 20) {
+            missing.push(format!(
+                "{} has {} MiB free, the swap file needs {} MiB plus 256 MiB to spare",
+                spec.swap_dir.display(),
+                avail >> 20,
+                spec.swap_size >> 20
+            ));
+        }
+    }
+}
+
+/// Existing swap areas and an enabled zswap: they would distort the results.
+fn distorting_state(sys: &Sys, needs_swap: bool) -> Vec<String> {
     let mut distorting = Vec::new();
     match host::active_swaps(sys) {
         Ok(areas) => {
@@ -387,11 +412,7 @@ pub fn preflight(
         distorting
             .push("zswap is enabled (it would sit in front of every swap configuration)".into());
     }
-    if !distorting.is_empty() && !spec.force {
-        return Err(TrialError::Distorting(distorting));
-    }
-    let hierarchy = hierarchy.expect("checked above");
-    Ok((hierarchy, distorting))
+    distorting
 }
 
 /// Undo what trials that died without cleaning up (SIGKILL, crash) left
@@ -416,6 +437,182 @@ pub fn run(
 ) -> Result<TrialReport, TrialError> {
     let sys = Sys::real();
     let (hierarchy, forced_over) = preflight(spec, &sys)?;
+    let journal = Rc::new(RefCell::new(journal::Journal::create(&sys).map_err(
+        |e| TrialError::Io(format!("cannot create the crash journal: {e}")),
+    )?));
+    let trial = Trial {
+        spec,
+        sys: &sys,
+        hierarchy: &hierarchy,
+        journal: &journal,
+        signals,
+    };
+    let mut done = Rounds::default();
+    {
+        let mut global = Guard::with_journal(&sys, "trial", Rc::clone(&journal));
+        set_sysctls(spec, &mut global)?;
+        trial.run_rounds(&mut done, progress);
+        done.cleanup_errors.extend(global.unwind());
+    }
+    if !done.cleanup_errors.is_empty() {
+        return Err(TrialError::Cleanup(done.cleanup_errors));
+    }
+    let interrupted = done.interrupted;
+    let report = build_report(spec, &sys, &hierarchy, forced_over, done);
+    if interrupted {
+        return Err(TrialError::Interrupted(Box::new(report)));
+    }
+    Ok(report)
+}
+
+/// vm.swappiness and vm.page-cluster for the whole trial, restored by `global`.
+fn set_sysctls(spec: &TrialSpec, global: &mut Guard) -> Result<(), TrialError> {
+    for (knob, value) in [
+        (host::SWAPPINESS, spec.swappiness),
+        (host::PAGE_CLUSTER, spec.page_cluster),
+    ] {
+        if let Some(v) = value {
+            global
+                .set_knob(knob, &v.to_string())
+                .map_err(|e| TrialError::Io(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What the rounds produced so far.
+#[derive(Default)]
+struct Rounds {
+    runs: Vec<RunRecord>,
+    cleanup_errors: Vec<String>,
+    interrupted: bool,
+}
+
+/// Everything one trial's runs share.
+struct Trial<'a> {
+    spec: &'a TrialSpec,
+    sys: &'a Sys,
+    hierarchy: &'a MemoryHierarchy,
+    journal: &'a Rc<RefCell<journal::Journal>>,
+    signals: &'a SignalWatch,
+}
+
+impl Trial<'_> {
+    /// Every configuration, round after round, until done, a signal, or a
+    /// cleanup failure (then the machine is not in a known state any more).
+    fn run_rounds(&self, done: &mut Rounds, progress: &mut dyn FnMut(&str)) {
+        let spec = self.spec;
+        let pid = std::process::id();
+        let mut n = 0u32;
+        for round in 1..=spec.repeat {
+            for cfg in &spec.configs {
+                if self.signals.fired() {
+                    done.interrupted = true;
+                    return;
+                }
+                n += 1;
+                let name = cfg.to_string();
+                progress(&format!("round {round}/{}: {name}", spec.repeat));
+                let record = self.run_config(cfg, round, &format!("{pid}.{n}"), done);
+                progress(&format!(
+                    "round {round}/{}: {name}: {} in {:.2} s",
+                    spec.repeat,
+                    record.outcome.short(),
+                    record.wall_s
+                ));
+                let stop = record.outcome == Outcome::Interrupted;
+                done.runs.push(record);
+                if stop {
+                    done.interrupted = true;
+                    return;
+                }
+                if !done.cleanup_errors.is_empty() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One run: set up `cfg`, run the workload in a fresh cgroup, tear down.
+    fn run_config(&self, cfg: &SwapConfig, round: u32, tag: &str, done: &mut Rounds) -> RunRecord {
+        let name = cfg.to_string();
+        let mut g = Guard::with_journal(self.sys, name.clone(), Rc::clone(self.journal));
+        let params = setup::SetupParams {
+            sys: self.sys,
+            swap_dir: &self.spec.swap_dir,
+            swap_size: self.spec.swap_size,
+            tag,
+        };
+        let record = match setup::setup(cfg, &params, &mut g) {
+            Err(e) => RunRecord::not_run(name, round, Outcome::SetupFailed { error: e }),
+            Ok(prepared) => self.run_in_cgroup(&name, round, tag, &prepared, done),
+        };
+        done.cleanup_errors.extend(g.unwind());
+        record
+    }
+
+    /// Create the run's cgroup (journaled), run the workload in it, remove it.
+    fn run_in_cgroup(
+        &self,
+        name: &str,
+        round: u32,
+        tag: &str,
+        prepared: &setup::Prepared,
+        done: &mut Rounds,
+    ) -> RunRecord {
+        let failed =
+            |e: String| RunRecord::not_run(name.into(), round, Outcome::SetupFailed { error: e });
+        let cg_name = format!("zmem-trial.{tag}");
+        let cg_line = undo::cgroup_line(&format!("{}/{cg_name}", self.hierarchy.parent));
+        if let Some(l) = &cg_line {
+            self.journal.borrow_mut().push(l.clone());
+        }
+        let spec = self.spec;
+        let cg = match cgroup::Cgroup::create(
+            self.sys,
+            self.hierarchy,
+            &cg_name,
+            spec.memory_limit,
+            spec.swappiness,
+        ) {
+            Ok(cg) => cg,
+            Err(e) => {
+                // `create` removed the directory again (or reported why not).
+                if let Some(l) = &cg_line {
+                    self.journal.borrow_mut().remove(l);
+                }
+                return failed(e.to_string());
+            }
+        };
+        let env = measure::RunEnv {
+            sys: self.sys,
+            cgroup: &cg,
+            zram_sys: prepared.zram_sys.as_deref(),
+            zswap: prepared.zswap,
+            stop: self.signals.flag(),
+        };
+        let record = measure::run_workload(&spec.command, name, round, &env)
+            .unwrap_or_else(|e| failed(e.to_string()));
+        match cg.remove() {
+            Ok(()) => {
+                if let Some(l) = &cg_line {
+                    self.journal.borrow_mut().remove(l);
+                }
+            }
+            Err(e) => done.cleanup_errors.push(e.to_string()),
+        }
+        record
+    }
+}
+
+/// The report of what ran.
+fn build_report(
+    spec: &TrialSpec,
+    sys: &Sys,
+    hierarchy: &MemoryHierarchy,
+    forced_over: Vec<String>,
+    done: Rounds,
+) -> TrialReport {
     let baseline = match &spec.baseline {
         Some(b) => b
             .parse::<SwapConfig>()
@@ -424,129 +621,7 @@ pub fn run(
         None => default_baseline(&spec.configs),
     };
     let names: Vec<String> = spec.configs.iter().map(|c| c.to_string()).collect();
-    let mut cleanup_errors = Vec::new();
-    let mut runs = Vec::new();
-    let mut interrupted = false;
-    let journal = Rc::new(RefCell::new(journal::Journal::create(&sys).map_err(
-        |e| TrialError::Io(format!("cannot create the crash journal: {e}")),
-    )?));
-    {
-        let mut global = Guard::with_journal(&sys, "trial", Rc::clone(&journal));
-        if let Some(s) = spec.swappiness {
-            global
-                .set_knob(host::SWAPPINESS, &s.to_string())
-                .map_err(|e| TrialError::Io(e.to_string()))?;
-        }
-        if let Some(p) = spec.page_cluster {
-            global
-                .set_knob(host::PAGE_CLUSTER, &p.to_string())
-                .map_err(|e| TrialError::Io(e.to_string()))?;
-        }
-        let pid = std::process::id();
-        let mut n = 0u32;
-        'rounds: for round in 1..=spec.repeat {
-            for (cfg, name) in spec.configs.iter().zip(&names) {
-                if signals.fired() {
-                    interrupted = true;
-                    break 'rounds;
-                }
-                n += 1;
-                let tag = format!("{pid}.{n}");
-                progress(&format!("round {round}/{}: {name}", spec.repeat));
-                let mut g = Guard::with_journal(&sys, name.clone(), Rc::clone(&journal));
-                let params = setup::SetupParams {
-                    sys: &sys,
-                    swap_dir: &spec.swap_dir,
-                    swap_size: spec.swap_size,
-                    tag: &tag,
-                };
-                let record = match setup::setup(cfg, &params, &mut g) {
-                    Err(e) => {
-                        RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e })
-                    }
-                    Ok(prepared) => {
-                        let cg_name = format!("zmem-trial.{tag}");
-                        let cg_line = undo::cgroup_line(&format!("{}/{cg_name}", hierarchy.parent));
-                        if let Some(l) = &cg_line {
-                            journal.borrow_mut().push(l.clone());
-                        }
-                        let rec = match cgroup::Cgroup::create(
-                            &sys,
-                            &hierarchy,
-                            &cg_name,
-                            spec.memory_limit,
-                            spec.swappiness,
-                        ) {
-                            Err(e) => {
-                                // `create` removed the directory again (or reported why not).
-                                if let Some(l) = &cg_line {
-                                    journal.borrow_mut().remove(l);
-                                }
-                                RunRecord::not_run(
-                                    name.clone(),
-                                    round,
-                                    Outcome::SetupFailed {
-                                        error: e.to_string(),
-                                    },
-                                )
-                            }
-                            Ok(cg) => {
-                                let env = measure::RunEnv {
-                                    sys: &sys,
-                                    cgroup: &cg,
-                                    zram_sys: prepared.zram_sys.as_deref(),
-                                    zswap: prepared.zswap,
-                                    stop: signals.flag(),
-                                };
-                                let r = measure::run_workload(&spec.command, name, round, &env)
-                                    .unwrap_or_else(|e| {
-                                        RunRecord::not_run(
-                                            name.clone(),
-                                            round,
-                                            Outcome::SetupFailed {
-                                                error: e.to_string(),
-                                            },
-                                        )
-                                    });
-                                match cg.remove() {
-                                    Ok(()) => {
-                                        if let Some(l) = &cg_line {
-                                            journal.borrow_mut().remove(l);
-                                        }
-                                    }
-                                    Err(e) => cleanup_errors.push(e.to_string()),
-                                }
-                                r
-                            }
-                        };
-                        rec
-                    }
-                };
-                cleanup_errors.extend(g.unwind());
-                progress(&format!(
-                    "round {round}/{}: {name}: {} in {:.2} s",
-                    spec.repeat,
-                    record.outcome.short(),
-                    record.wall_s
-                ));
-                let stop = record.outcome == Outcome::Interrupted;
-                runs.push(record);
-                if stop {
-                    interrupted = true;
-                    break 'rounds;
-                }
-                if !cleanup_errors.is_empty() {
-                    // The machine is not in a known state any more: stop here.
-                    break 'rounds;
-                }
-            }
-        }
-        cleanup_errors.extend(global.unwind());
-    }
-    if !cleanup_errors.is_empty() {
-        return Err(TrialError::Cleanup(cleanup_errors));
-    }
-    let report = TrialReport {
+    TrialReport {
         kernel: sys
             .read("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
@@ -562,17 +637,13 @@ pub fn run(
         command: spec.command.clone(),
         workload: spec.workload.clone(),
         repeat: spec.repeat,
-        summaries: report::summarise(&names, &baseline, &runs),
+        summaries: report::summarise(&names, &baseline, &done.runs),
         baseline,
         configs: names,
         forced_over,
-        interrupted,
-        runs,
-    };
-    if interrupted {
-        return Err(TrialError::Interrupted(Box::new(report)));
+        interrupted: done.interrupted,
+        runs: done.runs,
     }
-    Ok(report)
 }
 
 #[cfg(test)]
