@@ -355,18 +355,13 @@ fn tv(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
-/// Run `command` inside `env.cgroup` and measure it. Returns the record (with
-/// `Outcome::Interrupted` if the stop flag was raised).
-pub fn run_workload(
-    command: &[String],
-    config: &str,
-    round: u32,
-    env: &RunEnv<'_>,
-) -> io::Result<RunRecord> {
+/// The workload's command: its own process group, stdin from /dev/null,
+/// stdout to our stderr, and joining `cgroup` before exec.
+fn workload_command(command: &[String], cgroup: &Cgroup) -> io::Result<Command> {
     let Some((prog, args)) = command.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     };
-    let procs = CString::new(env.cgroup.procs_file().as_os_str().as_bytes())
+    let procs = CString::new(cgroup.procs_file().as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "cgroup path has a NUL byte"))?;
     let mut cmd = Command::new(prog);
     cmd.args(args).stdin(Stdio::null()).process_group(0);
@@ -393,7 +388,53 @@ pub fn run_workload(
             Ok(())
         });
     }
+    Ok(cmd)
+}
 
+/// How the run ended: stopped by us, OOM-killed (the cgroup's counter went
+/// up), or the wait status.
+fn outcome(interrupted: bool, kills: u64, status: i32) -> Outcome {
+    if interrupted {
+        Outcome::Interrupted
+    } else if kills > 0 {
+        Outcome::OomKilled { kills }
+    } else if libc::WIFEXITED(status) {
+        Outcome::Exited {
+            code: libc::WEXITSTATUS(status),
+        }
+    } else {
+        Outcome::Signaled {
+            signal: libc::WTERMSIG(status),
+        }
+    }
+}
+
+/// zswap's pool at the end and at its fullest, and the debugfs deltas.
+fn zswap_stats(
+    sys: &Sys,
+    sampler: &Sampler<'_>,
+    debugfs_before: Option<HashMap<String, u64>>,
+) -> ZswapStats {
+    let end = sampler.read_zswap().unwrap_or((0, 0));
+    let full = sampler.zswap_fullest.unwrap_or(end);
+    ZswapStats {
+        pool_bytes_fullest: full.0,
+        stored_bytes_fullest: full.1,
+        pool_bytes_end: end.0,
+        stored_bytes_end: end.1,
+        debugfs: debugfs_before.and_then(|b| Some(debugfs_delta(&b, &read_zswap_debugfs(sys)?))),
+    }
+}
+
+/// Run `command` inside `env.cgroup` and measure it. Returns the record (with
+/// `Outcome::Interrupted` if the stop flag was raised).
+pub fn run_workload(
+    command: &[String],
+    config: &str,
+    round: u32,
+    env: &RunEnv<'_>,
+) -> io::Result<RunRecord> {
+    let mut cmd = workload_command(command, env.cgroup)?;
     let vm_before = vmstat(env.sys)?;
     let oom_before = env.cgroup.oom_kills();
     let load1_start = load1(env.sys);
@@ -412,7 +453,7 @@ pub fn run_workload(
     let start = Instant::now();
     let child = cmd
         .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("starting {prog}: {e}")))?;
+        .map_err(|e| io::Error::new(e.kind(), format!("starting {}: {e}", command[0])))?;
     let mut running = Running {
         pid: child.id() as i32,
         reaped: false,
@@ -438,19 +479,7 @@ pub fn run_workload(
     }
     let vm_after = vmstat(env.sys)?;
     let kills = env.cgroup.oom_kills().saturating_sub(oom_before);
-    let outcome = if interrupted {
-        Outcome::Interrupted
-    } else if kills > 0 {
-        Outcome::OomKilled { kills }
-    } else if libc::WIFEXITED(status) {
-        Outcome::Exited {
-            code: libc::WEXITSTATUS(status),
-        }
-    } else {
-        Outcome::Signaled {
-            signal: libc::WTERMSIG(status),
-        }
-    };
+    let outcome = outcome(interrupted, kills, status);
     let zram = env.zram_sys.and_then(|dir| {
         let end = read_mm_stat(env.sys, dir)?;
         Some(ZramStats {
@@ -458,20 +487,9 @@ pub fn run_workload(
             mm_stat_fullest: sampler.zram_fullest.unwrap_or(end),
         })
     });
-    let zswap = if env.zswap {
-        let end = sampler.read_zswap().unwrap_or((0, 0));
-        let full = sampler.zswap_fullest.unwrap_or(end);
-        Some(ZswapStats {
-            pool_bytes_fullest: full.0,
-            stored_bytes_fullest: full.1,
-            pool_bytes_end: end.0,
-            stored_bytes_end: end.1,
-            debugfs: debugfs_before
-                .and_then(|b| Some(debugfs_delta(&b, &read_zswap_debugfs(env.sys)?))),
-        })
-    } else {
-        None
-    };
+    let zswap = env
+        .zswap
+        .then(|| zswap_stats(env.sys, &sampler, debugfs_before));
     Ok(RunRecord {
         config: config.to_string(),
         round,
