@@ -112,6 +112,20 @@ impl Sys {
         fs::write(self.path(abs), value)
     }
 
+    /// Make a directory, e.g. a new cgroup (`mkdir /sys/fs/cgroup/NAME`: the
+    /// kernel fills it with the controller files, see
+    /// Documentation/admin-guide/cgroup-v2.rst). Fails if it exists. On a
+    /// fixture tree the directory is made in the tree and nothing is filled in.
+    pub fn create_dir(&self, abs: &str) -> io::Result<()> {
+        fs::create_dir(self.path(abs))
+    }
+
+    /// Remove an empty directory, e.g. a cgroup without processes (`rmdir`;
+    /// the kernel refuses with EBUSY while processes are left in it).
+    pub fn remove_dir(&self, abs: &str) -> io::Result<()> {
+        fs::remove_dir(self.path(abs))
+    }
+
     /// Create a new zram device (`/sys/class/zram-control/hot_add`); its id.
     pub fn hot_add(&self) -> io::Result<u32> {
         if self.fixture {

@@ -6,12 +6,12 @@
 //! Swap stays allowed: v1 `memory.memsw.limit_in_bytes` and v2
 //! `memory.swap.max` are left unlimited, only the RAM limit is set.
 
-use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
-use super::guard::Host;
+use zmem_sysfs::Sys;
+
+use crate::host;
 
 /// Which cgroup interface holds the memory controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -25,8 +25,8 @@ pub enum CgroupVersion {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryHierarchy {
     pub version: CgroupVersion,
-    /// The parent directory new cgroups go into.
-    pub parent: PathBuf,
+    /// The parent directory new cgroups go into (a kernel path for [`Sys`]).
+    pub parent: String,
 }
 
 /// A mount from /proc/self/mountinfo: (mount root, mount point, fstype, super options).
@@ -86,10 +86,19 @@ fn own_cgroup(proc_self_cgroup: &str, controller: Option<&str>) -> Option<String
     None
 }
 
-fn controllers(path: &Path) -> Vec<String> {
-    fs::read_to_string(path)
+fn controllers(sys: &Sys, abs: &str) -> Vec<String> {
+    sys.read(abs)
         .map(|s| s.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
+}
+
+/// `dir/name` for kernel paths (`dir` may end in `/`, as a mount point `/` does).
+fn join(dir: &str, name: &str) -> String {
+    format!(
+        "{}/{}",
+        dir.trim_end_matches('/'),
+        name.trim_start_matches('/')
+    )
 }
 
 /// Find where to create memory-limited cgroups, or say exactly why we cannot.
@@ -99,20 +108,21 @@ fn controllers(path: &Path) -> Vec<String> {
 ///   `cgroup.subtree_control` (zmem does not change that file).
 /// * v1: new cgroups go below this process's own memory cgroup, so the
 ///   workload stays inside whatever limits zmem itself runs under.
-pub fn detect(host: &Host) -> Result<MemoryHierarchy, String> {
-    let info = fs::read_to_string(host.path("/proc/self/mountinfo"))
+pub fn detect(sys: &Sys) -> Result<MemoryHierarchy, String> {
+    let info = sys
+        .read("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-    let own = fs::read_to_string(host.path("/proc/self/cgroup")).unwrap_or_default();
+    let own = sys.read("/proc/self/cgroup").unwrap_or_default();
     let ms = mounts(&info);
     let mut why = Vec::new();
     for (_root, point, fstype, _opts) in ms.iter().filter(|m| m.2 == "cgroup2") {
         let _ = fstype;
-        let mp = host.path(point);
-        if controllers(&mp.join("cgroup.controllers"))
+        let mp = point.clone();
+        if controllers(sys, &join(&mp, "cgroup.controllers"))
             .iter()
             .any(|c| c == "memory")
         {
-            if controllers(&mp.join("cgroup.subtree_control"))
+            if controllers(sys, &join(&mp, "cgroup.subtree_control"))
                 .iter()
                 .any(|c| c == "memory")
             {
@@ -132,21 +142,20 @@ pub fn detect(host: &Host) -> Result<MemoryHierarchy, String> {
         if !opts.split(',').any(|o| o == "memory") {
             continue;
         }
-        let mp = host.path(point);
+        let mp = point.clone();
         let mut parent = mp.clone();
         if let Some(p) = own_cgroup(&own, Some("memory")) {
             // The path in /proc/self/cgroup is relative to the hierarchy's root;
             // the mount may show a sub-tree of it (mount root `root`).
             let rel = p.strip_prefix(root.as_str()).unwrap_or(&p);
-            let cand = mp.join(rel.trim_start_matches('/'));
-            if cand.is_dir() {
+            let cand = join(&mp, rel).trim_end_matches('/').to_string();
+            if sys.path(&cand).is_dir() {
                 parent = cand;
             }
         }
-        if !parent.join("memory.limit_in_bytes").exists() {
+        if !sys.exists(&join(&parent, "memory.limit_in_bytes")) {
             why.push(format!(
-                "cgroup v1 memory at {} has no memory.limit_in_bytes",
-                parent.display()
+                "cgroup v1 memory at {parent} has no memory.limit_in_bytes"
             ));
             continue;
         }
@@ -166,7 +175,9 @@ pub fn detect(host: &Host) -> Result<MemoryHierarchy, String> {
 /// A cgroup zmem created for one run.
 #[derive(Debug)]
 pub struct Cgroup {
-    path: PathBuf,
+    sys: Sys,
+    /// Kernel path of the cgroup directory.
+    path: String,
     version: CgroupVersion,
     removed: bool,
 }
@@ -176,15 +187,17 @@ impl Cgroup {
     /// bytes. `swappiness` sets v1's per-cgroup memory.swappiness (v2 has none;
     /// it uses vm.swappiness).
     pub fn create(
+        sys: &Sys,
         h: &MemoryHierarchy,
         name: &str,
         limit: u64,
         swappiness: Option<u32>,
     ) -> io::Result<Self> {
-        let path = h.parent.join(name);
-        fs::create_dir(&path)
-            .map_err(|e| io::Error::new(e.kind(), format!("mkdir {}: {e}", path.display())))?;
+        let path = join(&h.parent, name);
+        sys.create_dir(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("mkdir {path}: {e}")))?;
         let cg = Cgroup {
+            sys: sys.clone(),
             path,
             version: h.version,
             removed: false,
@@ -200,7 +213,7 @@ impl Cgroup {
                 CgroupVersion::V2 => {
                     cg.write("memory.max", &limit.to_string())?;
                     // Kill the whole workload on OOM, not one random process of it.
-                    if cg.path.join("memory.oom.group").exists() {
+                    if cg.sys.exists(&cg.file("memory.oom.group")) {
                         cg.write("memory.oom.group", "1")?;
                     }
                 }
@@ -211,18 +224,23 @@ impl Cgroup {
         Ok(cg)
     }
 
+    fn file(&self, name: &str) -> String {
+        join(&self.path, name)
+    }
+
     fn write(&self, file: &str, v: &str) -> io::Result<()> {
-        let p = self.path.join(file);
-        fs::write(&p, v)
-            .map_err(|e| io::Error::new(e.kind(), format!("writing {v} to {}: {e}", p.display())))
+        let p = self.file(file);
+        self.sys
+            .write(&p, v)
+            .map_err(|e| io::Error::new(e.kind(), format!("writing {v} to {p}: {e}")))
     }
 
     fn read(&self, file: &str) -> Option<String> {
-        fs::read_to_string(self.path.join(file)).ok()
+        self.sys.read(&self.file(file)).ok()
     }
 
-    /// The cgroup's directory.
-    pub fn path(&self) -> &Path {
+    /// The cgroup's directory (a kernel path for [`Sys`]).
+    pub fn path(&self) -> &str {
         &self.path
     }
 
@@ -233,7 +251,7 @@ impl Cgroup {
 
     /// `cgroup.procs` (a process joins by writing its pid, or `0` for itself).
     pub fn procs_file(&self) -> PathBuf {
-        self.path.join("cgroup.procs")
+        self.sys.path(&self.file("cgroup.procs"))
     }
 
     /// Peak RAM usage in bytes (v1 memory.max_usage_in_bytes, v2 memory.peak).
@@ -261,44 +279,11 @@ impl Cgroup {
             .unwrap_or(0)
     }
 
-    fn pids(&self) -> Vec<i32> {
-        self.read("cgroup.procs")
-            .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
-    }
-
     /// Kill everything left in the cgroup and remove it (dropping does the
     /// same, without reporting errors).
     pub fn remove(mut self) -> io::Result<()> {
         self.removed = true;
-        self.remove_inner()
-    }
-
-    fn remove_inner(&self) -> io::Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let pids = self.pids();
-            for &p in &pids {
-                // SAFETY: kill has no memory-safety preconditions; the pids were
-                // read from the cgroup zmem created for this workload.
-                unsafe { libc::kill(p, libc::SIGKILL) };
-            }
-            match fs::remove_dir(&self.path) {
-                Ok(()) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-                Err(e) if Instant::now() >= deadline => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!(
-                            "rmdir {}: {e} (processes left: {:?})",
-                            self.path.display(),
-                            self.pids()
-                        ),
-                    ))
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
+        host::remove_cgroup(&self.sys, &self.path).map(|_| ())
     }
 }
 
@@ -306,7 +291,7 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         if !self.removed {
             self.removed = true;
-            if let Err(e) = self.remove_inner() {
+            if let Err(e) = host::remove_cgroup(&self.sys, &self.path) {
                 eprintln!("zmem trial: cleanup failed: {e} — remove it by hand");
             }
         }
@@ -316,6 +301,7 @@ impl Drop for Cgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     const MOUNTINFO: &str = "\
 31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
@@ -348,11 +334,11 @@ mod tests {
         assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
     }
 
-    fn fake(v2_memory: bool) -> (PathBuf, Host) {
+    fn fake(v2_memory: bool) -> (PathBuf, Sys) {
         let root =
             std::env::temp_dir().join(format!("zmem-cg-test.{}.{}", std::process::id(), v2_memory));
         let _ = fs::remove_dir_all(&root);
-        let h = Host::at(&root);
+        let h = Sys::new(&root);
         fs::create_dir_all(h.path("/proc/self")).unwrap();
         fs::write(h.path("/proc/self/mountinfo"), MOUNTINFO).unwrap();
         fs::write(
@@ -376,7 +362,7 @@ mod tests {
         let (root, h) = fake(false);
         let m = detect(&h).unwrap();
         assert_eq!(m.version, CgroupVersion::V1);
-        assert_eq!(m.parent, h.path("/sys/fs/cgroup/memory/process_api/abc"));
+        assert_eq!(m.parent, "/sys/fs/cgroup/memory/process_api/abc");
         fs::remove_dir_all(root).unwrap();
     }
 
@@ -385,14 +371,14 @@ mod tests {
         let (root, h) = fake(true);
         let m = detect(&h).unwrap();
         assert_eq!(m.version, CgroupVersion::V2);
-        assert_eq!(m.parent, h.path("/sys/fs/cgroup/unified"));
+        assert_eq!(m.parent, "/sys/fs/cgroup/unified");
         fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
     fn says_why_when_nothing_is_usable() {
         let root = std::env::temp_dir().join(format!("zmem-cg-test-none.{}", std::process::id()));
-        let h = Host::at(&root);
+        let h = Sys::new(&root);
         fs::create_dir_all(h.path("/proc/self")).unwrap();
         fs::write(
             h.path("/proc/self/mountinfo"),

@@ -5,17 +5,16 @@
 //! its journal behind; `zmem trial --recover` replays it newest first, and
 //! every new trial refuses to start while such a journal exists.
 //!
-//! Lines: `restore\tPATH\tVALUE`, `swapoff\tPATH`, `remove\tPATH`,
-//! `zram\tID`, `rmdir\tCGROUP`.
+//! This module only stores lines; what they mean (and how they are replayed)
+//! is [`crate::undo`]'s business.
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::guard::{Host, Undo};
-use super::swap;
+use zmem_sysfs::Sys;
 
-/// Directory of the journals, below [`Host`].
+/// Directory of the journals (a path inside the [`Sys`] root).
 pub const JOURNAL_DIR: &str = "/run/zmem-trial";
 
 /// The journal of one running trial.
@@ -27,13 +26,13 @@ pub struct Journal {
 
 impl Journal {
     /// Start this process's journal.
-    pub fn create(host: &Host) -> io::Result<Self> {
-        Self::create_for_pid(host, std::process::id())
+    pub fn create(sys: &Sys) -> io::Result<Self> {
+        Self::create_for_pid(sys, std::process::id())
     }
 
     /// Start a journal under another pid's name (tests).
-    pub fn create_for_pid(host: &Host, pid: u32) -> io::Result<Self> {
-        let dir = host.path(JOURNAL_DIR);
+    pub fn create_for_pid(sys: &Sys, pid: u32) -> io::Result<Self> {
+        let dir = sys.path(JOURNAL_DIR);
         fs::create_dir_all(&dir)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let path = dir.join(format!("{pid}.journal"));
@@ -114,47 +113,18 @@ impl Drop for Journal {
     }
 }
 
-/// The journal line of an undo action (`None` if a path cannot be written on one line).
-pub fn line_of(u: &Undo) -> Option<String> {
-    let p = |p: &Path| {
-        let s = p.to_str()?;
-        (!s.contains(['\t', '\n'])).then(|| s.to_string())
-    };
-    Some(match u {
-        Undo::Restore { path, value } => {
-            if value.contains(['\t', '\n']) {
-                return None;
-            }
-            format!("restore\t{}\t{value}", p(path)?)
-        }
-        Undo::Swapoff { path } => format!("swapoff\t{}", p(path)?),
-        Undo::RemoveFile { path } => format!("remove\t{}", p(path)?),
-        Undo::Zram(d) => format!("zram\t{}", d.id()),
-    })
-}
-
-/// The journal line for a trial cgroup.
-pub fn cgroup_line(path: &Path) -> Option<String> {
-    let s = path.to_str()?;
-    (!s.contains(['\t', '\n'])).then(|| format!("rmdir\t{s}"))
-}
-
 /// Journals left by trials whose process is gone: (pid, path).
-pub fn orphans(host: &Host) -> Vec<(u32, PathBuf)> {
+pub fn orphans(sys: &Sys) -> Vec<(u32, PathBuf)> {
     let mut v = Vec::new();
-    let Ok(rd) = fs::read_dir(host.path(JOURNAL_DIR)) else {
-        return v;
-    };
-    for e in rd.filter_map(|e| e.ok()) {
-        let name = e.file_name().to_string_lossy().into_owned();
+    for name in sys.list(JOURNAL_DIR).unwrap_or_default() {
         let Some(pid) = name
             .strip_suffix(".journal")
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
         };
-        if !alive_zmem(host, pid) {
-            v.push((pid, e.path()));
+        if !alive_zmem(sys, pid) {
+            v.push((pid, sys.path(&format!("{JOURNAL_DIR}/{name}"))));
         }
     }
     v.sort();
@@ -162,257 +132,39 @@ pub fn orphans(host: &Host) -> Vec<(u32, PathBuf)> {
 }
 
 /// Whether `pid` is a running zmem (not a recycled pid of something else).
-fn alive_zmem(host: &Host, pid: u32) -> bool {
-    let comm = fs::read_to_string(host.path(&format!("/proc/{pid}/comm"))).unwrap_or_default();
-    host.path(&format!("/proc/{pid}")).exists() && comm.trim().starts_with("zmem")
+fn alive_zmem(sys: &Sys, pid: u32) -> bool {
+    let comm = sys.read(&format!("/proc/{pid}/comm")).unwrap_or_default();
+    sys.exists(&format!("/proc/{pid}")) && comm.trim().starts_with("zmem")
 }
 
-/// What recovery did.
-#[derive(Debug, Default)]
-pub struct Recovery {
-    pub done: Vec<String>,
-    pub errors: Vec<String>,
+/// The pending lines of a journal file, oldest first.
+pub fn read_pending(path: &Path) -> io::Result<Vec<String>> {
+    Ok(fs::read_to_string(path)?
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
 }
 
-fn replay(host: &Host, line: &str) -> Result<Option<String>, String> {
-    let f: Vec<&str> = line.splitn(3, '\t').collect();
-    match f.as_slice() {
-        ["restore", path, value] => {
-            fs::write(path, value).map_err(|e| format!("restore {path} = {value}: {e}"))?;
-            Ok(Some(format!("restored {path} = {value}")))
-        }
-        ["swapoff", path] => {
-            if !swap::is_active(host, Path::new(path)) {
-                return Ok(None);
-            }
-            swap::swapoff(Path::new(path)).map_err(|e| e.to_string())?;
-            Ok(Some(format!("swapoff {path}")))
-        }
-        ["remove", path] => {
-            // Only ever the swap files trials create.
-            if !path.contains("zmem-trial.") {
-                return Err(format!("refusing to remove {path}: not a zmem trial file"));
-            }
-            match fs::remove_file(path) {
-                Ok(()) => Ok(Some(format!("removed {path}"))),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(format!("remove {path}: {e}")),
-            }
-        }
-        ["zram", id] => {
-            let id: u32 = id.parse().map_err(|_| format!("bad zram id {id:?}"))?;
-            let sys = host.path(&format!("/sys/block/zram{id}"));
-            if !sys.exists() {
-                return Ok(None);
-            }
-            let _ = fs::write(sys.join("reset"), "1");
-            fs::write(
-                host.path("/sys/class/zram-control/hot_remove"),
-                id.to_string(),
-            )
-            .map_err(|e| format!("hot_remove zram{id}: {e}"))?;
-            Ok(Some(format!("reset and removed zram{id}")))
-        }
-        ["rmdir", path] => {
-            let dir = Path::new(path);
-            if !dir
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("zmem-trial."))
-            {
-                return Err(format!(
-                    "refusing to remove cgroup {path}: not a zmem trial cgroup"
-                ));
-            }
-            if !dir.exists() {
-                return Ok(None);
-            }
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-            loop {
-                let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-                for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                    // SAFETY: kill has no memory-safety preconditions; the pids
-                    // are the ones in a cgroup a zmem trial created.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                }
-                match fs::remove_dir(dir) {
-                    Ok(()) => {
-                        return Ok(Some(format!(
-                            "killed what was left in and removed cgroup {path}"
-                        )))
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                    Err(e) if std::time::Instant::now() > deadline => {
-                        return Err(format!("rmdir {path}: {e}"))
-                    }
-                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                }
-            }
-        }
-        _ => Err(format!("unreadable journal line {line:?}")),
-    }
-}
-
-/// Undo what every orphaned journal records, newest action first, and remove
-/// the journals that were fully replayed.
-pub fn recover(host: &Host) -> Recovery {
-    let mut r = Recovery::default();
-    for (pid, path) in orphans(host) {
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                r.errors.push(format!("{}: {e}", path.display()));
-                continue;
-            }
-        };
-        let before = r.errors.len();
-        for line in text.lines().rev().filter(|l| !l.is_empty()) {
-            match replay(host, line) {
-                Ok(Some(d)) => r.done.push(format!("trial {pid}: {d}")),
-                Ok(None) => {}
-                Err(e) => r.errors.push(format!("trial {pid}: {e}")),
-            }
-        }
-        if r.errors.len() == before {
-            let _ = fs::remove_file(&path);
-        }
-    }
-    r
+/// Delete a journal file whose actions were all undone.
+pub fn discard(path: &Path) {
+    let _ = fs::remove_file(path);
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::guard::{read_knob, Guard, SWAPPINESS, ZSWAP_PARAMS};
     use super::*;
-    use std::cell::RefCell;
-    use std::rc::Rc;
 
-    fn fake(tag: &str) -> (PathBuf, Host) {
+    fn fake(tag: &str) -> (PathBuf, Sys) {
         let root =
             std::env::temp_dir().join(format!("zmem-journal-test.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
-        let h = Host::at(&root);
-        fs::create_dir_all(h.path(ZSWAP_PARAMS)).unwrap();
-        fs::write(h.path(ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
-        fs::write(h.path(ZSWAP_PARAMS).join("compressor"), "lzo\n").unwrap();
-        fs::create_dir_all(h.path("/proc/sys/vm")).unwrap();
-        fs::write(h.path(SWAPPINESS), "60\n").unwrap();
-        fs::write(h.path("/proc/swaps"), "Filename Type Size Used Priority\n").unwrap();
-        (root, h)
+        fs::create_dir_all(&root).unwrap();
+        (root.clone(), Sys::new(&root))
     }
 
     /// A pid that cannot be running (above any pid_max).
     const DEAD: u32 = 4_000_000_000;
-
-    #[test]
-    fn a_killed_trial_is_recovered_from_its_journal() {
-        let (root, h) = fake("killed");
-        let made = root.join("zmem-trial.1.2.swap");
-        fs::write(&made, b"x").unwrap();
-        let cg = root.join("cg/zmem-trial.1.2");
-        fs::create_dir_all(&cg).unwrap();
-        {
-            let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
-            let mut g = Guard::with_journal("test", Rc::clone(&j));
-            g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-            g.set_knob(&h.path(ZSWAP_PARAMS).join("compressor"), "zstd")
-                .unwrap();
-            g.set_knob(&h.path(ZSWAP_PARAMS).join("enabled"), "Y")
-                .unwrap();
-            g.push(Undo::RemoveFile { path: made.clone() });
-            j.borrow_mut().push(cgroup_line(&cg).unwrap());
-            assert_eq!(j.borrow().lines().len(), 5);
-            // SIGKILL: no destructor runs.
-            std::mem::forget(g);
-            std::mem::forget(j);
-        }
-        assert_eq!(
-            read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(),
-            "Y"
-        );
-        assert_eq!(orphans(&h).len(), 1);
-        let r = recover(&h);
-        assert!(r.errors.is_empty(), "{:?}", r.errors);
-        assert_eq!(r.done.len(), 5, "{:?}", r.done);
-        assert_eq!(read_knob(&h.path(SWAPPINESS)).unwrap(), "60");
-        assert_eq!(
-            read_knob(&h.path(ZSWAP_PARAMS).join("compressor")).unwrap(),
-            "lzo"
-        );
-        assert_eq!(
-            read_knob(&h.path(ZSWAP_PARAMS).join("enabled")).unwrap(),
-            "N"
-        );
-        assert!(!made.exists() && !cg.exists());
-        assert!(
-            orphans(&h).is_empty(),
-            "journal removed after a clean replay"
-        );
-        fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn a_clean_trial_leaves_no_journal() {
-        let (root, h) = fake("clean");
-        {
-            let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
-            let mut g = Guard::with_journal("test", Rc::clone(&j));
-            g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-            assert_eq!(
-                fs::read_to_string(j.borrow().path())
-                    .unwrap()
-                    .lines()
-                    .count(),
-                1
-            );
-            assert!(g.unwind().is_empty());
-            assert!(j.borrow().lines().is_empty());
-        }
-        assert!(orphans(&h).is_empty());
-        assert!(!h.path(JOURNAL_DIR).exists());
-        fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn recovery_refuses_foreign_paths_and_keeps_the_journal() {
-        let (root, h) = fake("foreign");
-        let victim = root.join("precious.swap");
-        fs::write(&victim, b"x").unwrap();
-        fs::create_dir_all(h.path(JOURNAL_DIR)).unwrap();
-        fs::write(
-            h.path(JOURNAL_DIR).join(format!("{DEAD}.journal")),
-            format!("remove\t{}\nbogus\n", victim.display()),
-        )
-        .unwrap();
-        let r = recover(&h);
-        assert_eq!(r.errors.len(), 2, "{:?}", r.errors);
-        assert!(victim.exists());
-        assert_eq!(orphans(&h).len(), 1, "journal kept for a human to look at");
-        fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn a_failed_undo_stays_in_the_journal() {
-        let (root, h) = fake("failed");
-        {
-            let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
-            let mut g = Guard::with_journal("test", Rc::clone(&j));
-            g.set_knob(&h.path(SWAPPINESS), "100").unwrap();
-            g.push(Undo::Restore {
-                path: h.path("/proc/sys/vm/gone/knob"),
-                value: "1".into(),
-            });
-            let errs = g.unwind();
-            assert_eq!(errs.len(), 1);
-            assert_eq!(
-                j.borrow().lines().len(),
-                1,
-                "only the failed action is left"
-            );
-            assert!(j.borrow().lines()[0].contains("gone/knob"));
-        }
-        assert_eq!(orphans(&h).len(), 1, "the journal outlives the trial");
-        fs::remove_dir_all(root).unwrap();
-    }
 
     #[test]
     fn a_pending_journal_is_never_overwritten() {

@@ -2,27 +2,52 @@
 //! configuration per round, and compare.
 //!
 //! Each run gets a fresh memory-limited cgroup ([`cgroup`]) and a freshly set
-//! up swap configuration ([`swap`]): a disk swap file zmem creates, a
+//! up swap configuration ([`setup`]): a disk swap file zmem creates, a
 //! hot-added kernel zram device, zswap in front of the disk file, or zram
 //! with the disk file behind it. Both are torn down after the run. Every
-//! change is recorded in a [`guard::Guard`] before it is made and undone in
-//! reverse order on normal exit, error, panic and (through
-//! [`guard::SignalWatch`]) Ctrl-C/SIGTERM/SIGHUP. Nothing zmem did not set up
-//! is touched: existing swap areas, zram devices (zram0 …) and zswap settings
-//! are only read, and their presence makes the trial refuse unless forced.
+//! change is recorded in an undo list ([`undo::Guard`]) before it is made and
+//! undone in reverse order on normal exit, error, panic and (through
+//! [`signal::SignalWatch`]) Ctrl-C/SIGTERM/SIGHUP; the crash [`journal`] keeps
+//! the pending undos on disk for `zmem trial --recover`. Nothing zmem did not
+//! set up is touched: existing swap areas, zram devices (zram0 …) and zswap
+//! settings are only read, and their presence makes the trial refuse unless
+//! forced.
 //!
-//! Files: [`config`] (configuration names), [`cgroup`], [`swap`] (set-up per
-//! configuration), [`measure`] (running and measuring one workload),
-//! [`guard`] (restore/cleanup, signals), [`workload`] (the built-in
-//! `memalloc`), [`report`] (statistics, table, CSV, serde structs).
+//! Modules, and what each one uses (arrows point one way; nothing below
+//! uses anything above it):
+//!
+//! ```text
+//! lib (preflight, run, recover)
+//!  ├─► setup ──► undo ──► journal
+//!  │     │        │
+//!  │     │        └─────► host ──► swap
+//!  │     └──────────────► host, swap, config
+//!  ├─► measure ─► cgroup ─► host
+//!  ├─► report ──► measure, cgroup
+//!  └─► signal, config, workload            (leaves)
+//! ```
+//!
+//! * [`swap`]: swapon, swapoff and the mkswap signature (system calls only);
+//! * [`host`]: the kernel-facing operations on a [`zmem_sysfs::Sys`]
+//!   (settings, swap areas, zram removal, cgroup removal);
+//! * [`journal`]: the on-disk crash journal (lines only);
+//! * [`undo`]: the undo list, its journal lines and `--recover`;
+//! * [`setup`]: one swap configuration, set up with its undos;
+//! * [`cgroup`], [`measure`] (running and measuring one workload),
+//!   [`report`] (statistics, table, CSV, serde structs), [`config`]
+//!   (configuration names), [`workload`] (the built-in `memalloc`),
+//!   [`signal`] (Ctrl-C/SIGTERM/SIGHUP).
 
 pub mod cgroup;
 pub mod config;
-pub mod guard;
+pub mod host;
 pub mod journal;
 pub mod measure;
 pub mod report;
+pub mod setup;
+pub mod signal;
 pub mod swap;
+pub mod undo;
 pub mod workload;
 
 use std::cell::RefCell;
@@ -35,11 +60,12 @@ use std::rc::Rc;
 
 pub use cgroup::{CgroupVersion, MemoryHierarchy};
 pub use config::SwapConfig;
-pub use guard::{Guard, Host, SignalWatch};
 pub use measure::{Outcome, RunRecord};
 pub use report::{ConfigSummary, Stats, TrialReport};
+pub use signal::SignalWatch;
+pub use undo::Guard;
 
-use zmem_sysfs::HotDevice;
+use zmem_sysfs::{HotDevice, Sys};
 use zmem_units::format_size;
 
 /// What to run and how.
@@ -179,19 +205,19 @@ fn geteuid() -> u32 {
 
 /// Whether the kernel can give zswap this compressor: loaded in /proc/crypto,
 /// or available as a (built-in or loadable) crypto module.
-fn zswap_compressor_available(host: &Host, name: &str) -> Result<(), String> {
-    let crypto = fs::read_to_string(host.path("/proc/crypto")).unwrap_or_default();
+fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
+    let crypto = sys.read("/proc/crypto").unwrap_or_default();
     if crypto.lines().any(|l| {
         l.split_once(':')
             .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == name)
     }) {
         return Ok(());
     }
-    let rel = fs::read_to_string(host.path("/proc/sys/kernel/osrelease")).unwrap_or_default();
-    let moddir = host.path("/lib/modules").join(rel.trim());
+    let rel = sys.read("/proc/sys/kernel/osrelease").unwrap_or_default();
     let needle = format!("crypto/{name}.ko");
     for f in ["modules.builtin", "modules.dep"] {
-        if fs::read_to_string(moddir.join(f)).is_ok_and(|t| t.contains(&needle)) {
+        let list = format!("/lib/modules/{}/{f}", rel.trim());
+        if sys.read(&list).is_ok_and(|t| t.contains(&needle)) {
             return Ok(());
         }
     }
@@ -229,122 +255,149 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// overrode (to print with the results).
 pub fn preflight(
     spec: &TrialSpec,
-    host: &Host,
+    sys: &Sys,
 ) -> Result<(MemoryHierarchy, Vec<String>), TrialError> {
     validate(spec)?;
+    refuse_unless_root_and_recovered(sys)?;
     let mut missing = Vec::new();
-    if host.is_real() && geteuid() != 0 {
-        missing.push(
-            "not running as root (a trial creates cgroups, swap areas and zram devices)"
-                .to_string(),
-        );
-        return Err(TrialError::Refused(missing));
-    }
-    let orphans = journal::orphans(host);
-    if !orphans.is_empty() {
-        let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
-        missing.push(format!(
-            "a previous zmem trial (pid {}) did not finish cleaning up (killed, or a cleanup step failed); run `zmem trial --recover` first (journal in {})",
-            pids.join(", "),
-            journal::JOURNAL_DIR
-        ));
-        return Err(TrialError::Refused(missing));
-    }
-    let hierarchy = match cgroup::detect(host) {
-        Ok(h) => Some(h),
-        Err(e) => {
-            missing.push(e);
-            None
-        }
-    };
+    let hierarchy = cgroup::detect(sys).map_err(|e| missing.push(e)).ok();
     let needs_swap = spec.configs.iter().any(|c| *c != SwapConfig::None);
-    if needs_swap && !host.path("/proc/swaps").exists() {
+    if needs_swap && !sys.exists("/proc/swaps") {
         missing.push("the kernel has no swap support (/proc/swaps missing)".into());
     }
-    let zram_algos: Vec<&str> = spec.configs.iter().filter_map(|c| c.zram_algo()).collect();
-    if !zram_algos.is_empty() {
-        // Probe with a device of our own (never zram0 or anyone else's).
-        match HotDevice::create().and_then(|d| {
-            d.algorithms()
-                .map_err(|e| zmem_sysfs::KernelZramUnavailable(e.to_string()))
-        }) {
-            Err(e) => missing.push(format!("{e} (needed by {})", zram_algos.join(", "))),
-            Ok(have) => {
-                for a in zram_algos {
-                    if !have.iter().any(|h| h == a) {
-                        missing.push(format!(
-                            "kernel zram has no algorithm {a} (it has: {})",
-                            have.join(" ")
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    let zswap_comps: Vec<&str> = spec
-        .configs
-        .iter()
-        .filter_map(|c| c.zswap_compressor())
-        .collect();
-    if !zswap_comps.is_empty() {
-        if !host.path(guard::ZSWAP_PARAMS).join("enabled").exists() {
-            missing.push(format!(
-                "the kernel has no zswap ({}/enabled missing)",
-                guard::ZSWAP_PARAMS
-            ));
-        } else {
-            for c in zswap_comps {
-                if let Err(e) = zswap_compressor_available(host, c) {
-                    missing.push(e);
-                }
-            }
-        }
-    }
-    if spec.configs.iter().any(|c| c.uses_disk()) {
-        if !spec.swap_dir.is_dir() {
-            missing.push(format!(
-                "swap file directory {} does not exist",
-                spec.swap_dir.display()
-            ));
-        } else if let Some((avail, fstype)) = free_space(&spec.swap_dir) {
-            if fstype == TMPFS_MAGIC {
-                missing.push(format!(
-                    "{} is on tmpfs, which cannot hold a swap file (use --swap-dir)",
-                    spec.swap_dir.display()
-                ));
-            } else if avail < spec.swap_size + (256 << 20) {
-                missing.push(format!(
-                    "{} has {} MiB free, the swap file needs {} MiB plus 256 MiB to spare",
-                    spec.swap_dir.display(),
-                    avail >> 20,
-                    spec.swap_size >> 20
-                ));
-            }
-        }
-    }
+    missing_zram(spec, &mut missing);
+    missing_zswap(spec, sys, &mut missing);
+    missing_swap_dir(spec, &mut missing);
     for (knob, set) in [
-        (guard::SWAPPINESS, spec.swappiness.is_some()),
-        (guard::PAGE_CLUSTER, spec.page_cluster.is_some()),
+        (host::SWAPPINESS, spec.swappiness.is_some()),
+        (host::PAGE_CLUSTER, spec.page_cluster.is_some()),
     ] {
-        if set && !host.path(knob).exists() {
+        if set && !sys.exists(knob) {
             missing.push(format!("{knob} is missing"));
         }
     }
     if !missing.is_empty() {
         return Err(TrialError::Refused(missing));
     }
+    let distorting = distorting_state(sys, needs_swap);
+    if !distorting.is_empty() && !spec.force {
+        return Err(TrialError::Distorting(distorting));
+    }
+    let hierarchy = hierarchy.expect("checked above");
+    Ok((hierarchy, distorting))
+}
+
+/// Not root, or a killed trial's journal still pending: refuse before anything else.
+fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialError> {
+    if !sys.is_fixture() && geteuid() != 0 {
+        return Err(TrialError::Refused(vec![
+            "not running as root (a trial creates cgroups, swap areas and zram devices)".into(),
+        ]));
+    }
+    let orphans = journal::orphans(sys);
+    if !orphans.is_empty() {
+        let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
+        return Err(TrialError::Refused(vec![format!(
+            "a previous zmem trial (pid {}) did not finish cleaning up (killed, or a cleanup step failed); run `zmem trial --recover` first (journal in {})",
+            pids.join(", "),
+            journal::JOURNAL_DIR
+        )]));
+    }
+    Ok(())
+}
+
+/// The zram algorithms the configurations need, probed on a device of our
+/// own (never zram0 or anyone else's).
+fn missing_zram(spec: &TrialSpec, missing: &mut Vec<String>) {
+    let zram_algos: Vec<&str> = spec.configs.iter().filter_map(|c| c.zram_algo()).collect();
+    if zram_algos.is_empty() {
+        return;
+    }
+    match HotDevice::create().and_then(|d| {
+        d.algorithms()
+            .map_err(|e| zmem_sysfs::KernelZramUnavailable(e.to_string()))
+    }) {
+        Err(e) => missing.push(format!("{e} (needed by {})", zram_algos.join(", "))),
+        Ok(have) => {
+            for a in zram_algos {
+                if !have.iter().any(|h| h == a) {
+                    missing.push(format!(
+                        "kernel zram has no algorithm {a} (it has: {})",
+                        have.join(" ")
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// zswap itself and the compressors the configurations need.
+fn missing_zswap(spec: &TrialSpec, sys: &Sys, missing: &mut Vec<String>) {
+    let zswap_comps: Vec<&str> = spec
+        .configs
+        .iter()
+        .filter_map(|c| c.zswap_compressor())
+        .collect();
+    if zswap_comps.is_empty() {
+        return;
+    }
+    if !sys.exists(&format!("{}/enabled", host::ZSWAP_PARAMS)) {
+        missing.push(format!(
+            "the kernel has no zswap ({}/enabled missing)",
+            host::ZSWAP_PARAMS
+        ));
+        return;
+    }
+    for c in zswap_comps {
+        if let Err(e) = zswap_compressor_available(sys, c) {
+            missing.push(e);
+        }
+    }
+}
+
+/// Room for the disk swap file, on a filesystem that can hold one.
+fn missing_swap_dir(spec: &TrialSpec, missing: &mut Vec<String>) {
+    if !spec.configs.iter().any(|c| c.uses_disk()) {
+        return;
+    }
+    if !spec.swap_dir.is_dir() {
+        missing.push(format!(
+            "swap file directory {} does not exist",
+            spec.swap_dir.display()
+        ));
+    } else if let Some((avail, fstype)) = free_space(&spec.swap_dir) {
+        if fstype == TMPFS_MAGIC {
+            missing.push(format!(
+                "{} is on tmpfs, which cannot hold a swap file (use --swap-dir)",
+                spec.swap_dir.display()
+            ));
+        } else if avail < spec.swap_size + (256 << 20) {
+            missing.push(format!(
+                "{} has {} MiB free, the swap file needs {} MiB plus 256 MiB to spare",
+                spec.swap_dir.display(),
+                avail >> 20,
+                spec.swap_size >> 20
+            ));
+        }
+    }
+}
+
+/// Existing swap areas and an enabled zswap: they would distort the results.
+fn distorting_state(sys: &Sys, needs_swap: bool) -> Vec<String> {
     let mut distorting = Vec::new();
-    match swap::active_swaps(host) {
+    match host::active_swaps(sys) {
         Ok(areas) => {
             for a in areas {
                 let mut why = format!(
                     "swap is active on {} ({} of {} KiB used)",
-                    a.filename, a.used_kib, a.size_kib
+                    a.device,
+                    a.used >> 10,
+                    a.size >> 10
                 );
-                if a.filename.contains("/zmem-trial.") && a.filename.ends_with(".swap") {
+                if a.device.contains("/zmem-trial.") && a.device.ends_with(".swap") {
                     why.push_str(&format!(
                         " — left by a zmem trial that was killed with SIGKILL? remove it with `swapoff {0} && rm {0}`",
-                        a.filename
+                        a.device
                     ));
                 }
                 distorting.push(why);
@@ -353,17 +406,13 @@ pub fn preflight(
         Err(e) if needs_swap => distorting.push(format!("cannot read /proc/swaps: {e}")),
         Err(_) => {}
     }
-    if guard::read_knob(&host.path(guard::ZSWAP_PARAMS).join("enabled"))
+    if host::read_knob(sys, &format!("{}/enabled", host::ZSWAP_PARAMS))
         .is_ok_and(|v| v == "Y" || v == "1")
     {
         distorting
             .push("zswap is enabled (it would sit in front of every swap configuration)".into());
     }
-    if !distorting.is_empty() && !spec.force {
-        return Err(TrialError::Distorting(distorting));
-    }
-    let hierarchy = hierarchy.expect("checked above");
-    Ok((hierarchy, distorting))
+    distorting
 }
 
 /// Undo what trials that died without cleaning up (SIGKILL, crash) left
@@ -372,7 +421,7 @@ pub fn recover() -> Result<Vec<String>, TrialError> {
     if geteuid() != 0 {
         return Err(TrialError::Refused(vec!["not running as root".into()]));
     }
-    let r = journal::recover(&Host::real());
+    let r = undo::recover(&Sys::real());
     if r.errors.is_empty() {
         Ok(r.done)
     } else {
@@ -386,8 +435,184 @@ pub fn run(
     signals: &SignalWatch,
     progress: &mut dyn FnMut(&str),
 ) -> Result<TrialReport, TrialError> {
-    let host = Host::real();
-    let (hierarchy, forced_over) = preflight(spec, &host)?;
+    let sys = Sys::real();
+    let (hierarchy, forced_over) = preflight(spec, &sys)?;
+    let journal = Rc::new(RefCell::new(journal::Journal::create(&sys).map_err(
+        |e| TrialError::Io(format!("cannot create the crash journal: {e}")),
+    )?));
+    let trial = Trial {
+        spec,
+        sys: &sys,
+        hierarchy: &hierarchy,
+        journal: &journal,
+        signals,
+    };
+    let mut done = Rounds::default();
+    {
+        let mut global = Guard::with_journal(&sys, "trial", Rc::clone(&journal));
+        set_sysctls(spec, &mut global)?;
+        trial.run_rounds(&mut done, progress);
+        done.cleanup_errors.extend(global.unwind());
+    }
+    if !done.cleanup_errors.is_empty() {
+        return Err(TrialError::Cleanup(done.cleanup_errors));
+    }
+    let interrupted = done.interrupted;
+    let report = build_report(spec, &sys, &hierarchy, forced_over, done);
+    if interrupted {
+        return Err(TrialError::Interrupted(Box::new(report)));
+    }
+    Ok(report)
+}
+
+/// vm.swappiness and vm.page-cluster for the whole trial, restored by `global`.
+fn set_sysctls(spec: &TrialSpec, global: &mut Guard) -> Result<(), TrialError> {
+    for (knob, value) in [
+        (host::SWAPPINESS, spec.swappiness),
+        (host::PAGE_CLUSTER, spec.page_cluster),
+    ] {
+        if let Some(v) = value {
+            global
+                .set_knob(knob, &v.to_string())
+                .map_err(|e| TrialError::Io(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What the rounds produced so far.
+#[derive(Default)]
+struct Rounds {
+    runs: Vec<RunRecord>,
+    cleanup_errors: Vec<String>,
+    interrupted: bool,
+}
+
+/// Everything one trial's runs share.
+struct Trial<'a> {
+    spec: &'a TrialSpec,
+    sys: &'a Sys,
+    hierarchy: &'a MemoryHierarchy,
+    journal: &'a Rc<RefCell<journal::Journal>>,
+    signals: &'a SignalWatch,
+}
+
+impl Trial<'_> {
+    /// Every configuration, round after round, until done, a signal, or a
+    /// cleanup failure (then the machine is not in a known state any more).
+    fn run_rounds(&self, done: &mut Rounds, progress: &mut dyn FnMut(&str)) {
+        let spec = self.spec;
+        let pid = std::process::id();
+        let mut n = 0u32;
+        for round in 1..=spec.repeat {
+            for cfg in &spec.configs {
+                if self.signals.fired() {
+                    done.interrupted = true;
+                    return;
+                }
+                n += 1;
+                let name = cfg.to_string();
+                progress(&format!("round {round}/{}: {name}", spec.repeat));
+                let record = self.run_config(cfg, round, &format!("{pid}.{n}"), done);
+                progress(&format!(
+                    "round {round}/{}: {name}: {} in {:.2} s",
+                    spec.repeat,
+                    record.outcome.short(),
+                    record.wall_s
+                ));
+                let stop = record.outcome == Outcome::Interrupted;
+                done.runs.push(record);
+                if stop {
+                    done.interrupted = true;
+                    return;
+                }
+                if !done.cleanup_errors.is_empty() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One run: set up `cfg`, run the workload in a fresh cgroup, tear down.
+    fn run_config(&self, cfg: &SwapConfig, round: u32, tag: &str, done: &mut Rounds) -> RunRecord {
+        let name = cfg.to_string();
+        let mut g = Guard::with_journal(self.sys, name.clone(), Rc::clone(self.journal));
+        let params = setup::SetupParams {
+            sys: self.sys,
+            swap_dir: &self.spec.swap_dir,
+            swap_size: self.spec.swap_size,
+            tag,
+        };
+        let record = match setup::setup(cfg, &params, &mut g) {
+            Err(e) => RunRecord::not_run(name, round, Outcome::SetupFailed { error: e }),
+            Ok(prepared) => self.run_in_cgroup(&name, round, tag, &prepared, done),
+        };
+        done.cleanup_errors.extend(g.unwind());
+        record
+    }
+
+    /// Create the run's cgroup (journaled), run the workload in it, remove it.
+    fn run_in_cgroup(
+        &self,
+        name: &str,
+        round: u32,
+        tag: &str,
+        prepared: &setup::Prepared,
+        done: &mut Rounds,
+    ) -> RunRecord {
+        let failed =
+            |e: String| RunRecord::not_run(name.into(), round, Outcome::SetupFailed { error: e });
+        let cg_name = format!("zmem-trial.{tag}");
+        let cg_line = undo::cgroup_line(&format!("{}/{cg_name}", self.hierarchy.parent));
+        if let Some(l) = &cg_line {
+            self.journal.borrow_mut().push(l.clone());
+        }
+        let spec = self.spec;
+        let cg = match cgroup::Cgroup::create(
+            self.sys,
+            self.hierarchy,
+            &cg_name,
+            spec.memory_limit,
+            spec.swappiness,
+        ) {
+            Ok(cg) => cg,
+            Err(e) => {
+                // `create` removed the directory again (or reported why not).
+                if let Some(l) = &cg_line {
+                    self.journal.borrow_mut().remove(l);
+                }
+                return failed(e.to_string());
+            }
+        };
+        let env = measure::RunEnv {
+            sys: self.sys,
+            cgroup: &cg,
+            zram_sys: prepared.zram_sys.as_deref(),
+            zswap: prepared.zswap,
+            stop: self.signals.flag(),
+        };
+        let record = measure::run_workload(&spec.command, name, round, &env)
+            .unwrap_or_else(|e| failed(e.to_string()));
+        match cg.remove() {
+            Ok(()) => {
+                if let Some(l) = &cg_line {
+                    self.journal.borrow_mut().remove(l);
+                }
+            }
+            Err(e) => done.cleanup_errors.push(e.to_string()),
+        }
+        record
+    }
+}
+
+/// The report of what ran.
+fn build_report(
+    spec: &TrialSpec,
+    sys: &Sys,
+    hierarchy: &MemoryHierarchy,
+    forced_over: Vec<String>,
+    done: Rounds,
+) -> TrialReport {
     let baseline = match &spec.baseline {
         Some(b) => b
             .parse::<SwapConfig>()
@@ -396,129 +621,9 @@ pub fn run(
         None => default_baseline(&spec.configs),
     };
     let names: Vec<String> = spec.configs.iter().map(|c| c.to_string()).collect();
-    let mut cleanup_errors = Vec::new();
-    let mut runs = Vec::new();
-    let mut interrupted = false;
-    let journal = Rc::new(RefCell::new(journal::Journal::create(&host).map_err(
-        |e| TrialError::Io(format!("cannot create the crash journal: {e}")),
-    )?));
-    {
-        let mut global = Guard::with_journal("trial", Rc::clone(&journal));
-        if let Some(s) = spec.swappiness {
-            global
-                .set_knob(&host.path(guard::SWAPPINESS), &s.to_string())
-                .map_err(|e| TrialError::Io(e.to_string()))?;
-        }
-        if let Some(p) = spec.page_cluster {
-            global
-                .set_knob(&host.path(guard::PAGE_CLUSTER), &p.to_string())
-                .map_err(|e| TrialError::Io(e.to_string()))?;
-        }
-        let pid = std::process::id();
-        let mut n = 0u32;
-        'rounds: for round in 1..=spec.repeat {
-            for (cfg, name) in spec.configs.iter().zip(&names) {
-                if signals.fired() {
-                    interrupted = true;
-                    break 'rounds;
-                }
-                n += 1;
-                let tag = format!("{pid}.{n}");
-                progress(&format!("round {round}/{}: {name}", spec.repeat));
-                let mut g = Guard::with_journal(name.clone(), Rc::clone(&journal));
-                let params = swap::SetupParams {
-                    host: &host,
-                    swap_dir: &spec.swap_dir,
-                    swap_size: spec.swap_size,
-                    tag: &tag,
-                };
-                let record = match swap::setup(cfg, &params, &mut g) {
-                    Err(e) => {
-                        RunRecord::not_run(name.clone(), round, Outcome::SetupFailed { error: e })
-                    }
-                    Ok(prepared) => {
-                        let cg_name = format!("zmem-trial.{tag}");
-                        let cg_line = journal::cgroup_line(&hierarchy.parent.join(&cg_name));
-                        if let Some(l) = &cg_line {
-                            journal.borrow_mut().push(l.clone());
-                        }
-                        let rec = match cgroup::Cgroup::create(
-                            &hierarchy,
-                            &cg_name,
-                            spec.memory_limit,
-                            spec.swappiness,
-                        ) {
-                            Err(e) => {
-                                // `create` removed the directory again (or reported why not).
-                                if let Some(l) = &cg_line {
-                                    journal.borrow_mut().remove(l);
-                                }
-                                RunRecord::not_run(
-                                    name.clone(),
-                                    round,
-                                    Outcome::SetupFailed {
-                                        error: e.to_string(),
-                                    },
-                                )
-                            }
-                            Ok(cg) => {
-                                let env = measure::RunEnv {
-                                    host: &host,
-                                    cgroup: &cg,
-                                    zram_sys: prepared.zram_sys.as_deref(),
-                                    zswap: prepared.zswap,
-                                    stop: signals.flag(),
-                                };
-                                let r = measure::run_workload(&spec.command, name, round, &env)
-                                    .unwrap_or_else(|e| {
-                                        RunRecord::not_run(
-                                            name.clone(),
-                                            round,
-                                            Outcome::SetupFailed {
-                                                error: e.to_string(),
-                                            },
-                                        )
-                                    });
-                                match cg.remove() {
-                                    Ok(()) => {
-                                        if let Some(l) = &cg_line {
-                                            journal.borrow_mut().remove(l);
-                                        }
-                                    }
-                                    Err(e) => cleanup_errors.push(e.to_string()),
-                                }
-                                r
-                            }
-                        };
-                        rec
-                    }
-                };
-                cleanup_errors.extend(g.unwind());
-                progress(&format!(
-                    "round {round}/{}: {name}: {} in {:.2} s",
-                    spec.repeat,
-                    record.outcome.short(),
-                    record.wall_s
-                ));
-                let stop = record.outcome == Outcome::Interrupted;
-                runs.push(record);
-                if stop {
-                    interrupted = true;
-                    break 'rounds;
-                }
-                if !cleanup_errors.is_empty() {
-                    // The machine is not in a known state any more: stop here.
-                    break 'rounds;
-                }
-            }
-        }
-        cleanup_errors.extend(global.unwind());
-    }
-    if !cleanup_errors.is_empty() {
-        return Err(TrialError::Cleanup(cleanup_errors));
-    }
-    let report = TrialReport {
-        kernel: fs::read_to_string("/proc/sys/kernel/osrelease")
+    TrialReport {
+        kernel: sys
+            .read("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_default(),
         cpus: std::thread::available_parallelism()
@@ -532,17 +637,13 @@ pub fn run(
         command: spec.command.clone(),
         workload: spec.workload.clone(),
         repeat: spec.repeat,
-        summaries: report::summarise(&names, &baseline, &runs),
+        summaries: report::summarise(&names, &baseline, &done.runs),
         baseline,
         configs: names,
         forced_over,
-        interrupted,
-        runs,
-    };
-    if interrupted {
-        return Err(TrialError::Interrupted(Box::new(report)));
+        interrupted: done.interrupted,
+        runs: done.runs,
     }
-    Ok(report)
 }
 
 #[cfg(test)]
@@ -607,11 +708,11 @@ mod tests {
     }
 
     /// A fake machine: cgroup v1 memory, no swap, zswap off.
-    fn fake_host(tag: &str) -> (PathBuf, Host) {
+    fn fake_host(tag: &str) -> (PathBuf, Sys) {
         let root =
             std::env::temp_dir().join(format!("zmem-trial-pre.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
-        let h = Host::at(&root);
+        let h = Sys::new(&root);
         fs::create_dir_all(h.path("/proc/self")).unwrap();
         fs::write(
             h.path("/proc/self/mountinfo"),
@@ -630,8 +731,8 @@ mod tests {
             "Filename\tType\tSize\tUsed\tPriority\n",
         )
         .unwrap();
-        fs::create_dir_all(h.path(guard::ZSWAP_PARAMS)).unwrap();
-        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
+        fs::create_dir_all(h.path(host::ZSWAP_PARAMS)).unwrap();
+        fs::write(h.path(host::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
         fs::write(
             h.path("/proc/crypto"),
             "name         : lzo\ndriver       : lzo-generic\n",
@@ -664,7 +765,7 @@ mod tests {
             "Filename\tType\tSize\tUsed\tPriority\n/dev/vdb partition 1048572 512 -2\n",
         )
         .unwrap();
-        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "Y\n").unwrap();
+        fs::write(h.path(host::ZSWAP_PARAMS).join("enabled"), "Y\n").unwrap();
         let e = preflight(&spec(), &h).unwrap_err();
         let TrialError::Distorting(why) = e else {
             panic!("{e}")
@@ -681,7 +782,7 @@ mod tests {
     #[test]
     fn preflight_names_missing_features() {
         let (root, h) = fake_host("missing");
-        fs::remove_file(h.path(guard::ZSWAP_PARAMS).join("enabled")).unwrap();
+        fs::remove_file(h.path(host::ZSWAP_PARAMS).join("enabled")).unwrap();
         let mut s = spec();
         s.configs.push(SwapConfig::Zswap {
             compressor: "lzo".into(),
@@ -689,7 +790,7 @@ mod tests {
         });
         let e = preflight(&s, &h).unwrap_err().to_string();
         assert!(e.contains("no zswap"), "{e}");
-        fs::write(h.path(guard::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
+        fs::write(h.path(host::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
         s.configs[2] = SwapConfig::Zswap {
             compressor: "zstd".into(),
             pool_percent: None,

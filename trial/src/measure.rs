@@ -8,17 +8,17 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use zmem_sysfs::proc;
+use zmem_sysfs::Sys;
+
 use super::cgroup::Cgroup;
-use super::guard::Host;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -67,12 +67,7 @@ pub struct VmCounters {
 
 /// /proc/vmstat as name → value.
 pub fn parse_vmstat(text: &str) -> HashMap<String, u64> {
-    text.lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            Some((k.to_string(), v.trim().parse().ok()?))
-        })
-        .collect()
+    proc::parse_vmstat(text).into_iter().collect()
 }
 
 impl VmCounters {
@@ -87,6 +82,11 @@ impl VmCounters {
             zswpwb: d("zswpwb"),
         }
     }
+}
+
+/// /proc/vmstat of `sys` as name → value.
+fn vmstat(sys: &Sys) -> io::Result<HashMap<String, u64>> {
+    Ok(sys.vmstat()?.into_iter().collect())
 }
 
 /// zram at the end of the run, and at its fullest during it.
@@ -128,15 +128,12 @@ pub const ZSWAP_DEBUGFS_COUNTERS: [&str; 8] = [
 ];
 
 /// The counters present in /sys/kernel/debug/zswap, or `None` without debugfs.
-pub fn read_zswap_debugfs(host: &Host) -> Option<HashMap<String, u64>> {
-    let dir = host.path("/sys/kernel/debug/zswap");
+pub fn read_zswap_debugfs(sys: &Sys) -> Option<HashMap<String, u64>> {
     let m: HashMap<String, u64> = ZSWAP_DEBUGFS_COUNTERS
         .iter()
         .filter_map(|k| {
-            Some((
-                k.to_string(),
-                fs::read_to_string(dir.join(k)).ok()?.trim().parse().ok()?,
-            ))
+            let v = sys.read(&format!("/sys/kernel/debug/zswap/{k}")).ok()?;
+            Some((k.to_string(), v.trim().parse().ok()?))
         })
         .collect();
     (!m.is_empty()).then_some(m)
@@ -198,8 +195,8 @@ impl RunRecord {
 }
 
 /// The 1-minute load average.
-pub fn load1(host: &Host) -> Option<f64> {
-    fs::read_to_string(host.path("/proc/loadavg"))
+pub fn load1(sys: &Sys) -> Option<f64> {
+    sys.read("/proc/loadavg")
         .ok()?
         .split_whitespace()
         .next()?
@@ -208,14 +205,15 @@ pub fn load1(host: &Host) -> Option<f64> {
 }
 
 fn meminfo_kib(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
-        rest.split_whitespace().next()?.parse().ok()
-    })
+    proc::parse_meminfo(text)
+        .into_iter()
+        .find_map(|(k, v)| (k == key).then_some(v / 1024))
 }
 
-fn read_mm_stat(sys: &Path) -> Option<[u64; 9]> {
-    let s = fs::read_to_string(sys.join("mm_stat")).ok()?;
+/// mm_stat of the zram device at `dir` (`/sys/block/zramN`), all nine fields
+/// (Documentation/admin-guide/blockdev/zram.rst, "mm_stat").
+fn read_mm_stat(sys: &Sys, dir: &str) -> Option<[u64; 9]> {
+    let s = sys.read(&format!("{dir}/mm_stat")).ok()?;
     let v: Vec<u64> = s
         .split_whitespace()
         .filter_map(|f| f.parse().ok())
@@ -225,8 +223,8 @@ fn read_mm_stat(sys: &Path) -> Option<[u64; 9]> {
 
 /// Reads the compressed tier during a run and keeps its fullest state.
 struct Sampler<'a> {
-    host: &'a Host,
-    zram_sys: Option<&'a Path>,
+    sys: &'a Sys,
+    zram_sys: Option<&'a str>,
     zswap: bool,
     zram_fullest: Option<[u64; 9]>,
     zswap_fullest: Option<(u64, u64)>,
@@ -234,8 +232,8 @@ struct Sampler<'a> {
 
 impl Sampler<'_> {
     fn sample(&mut self) {
-        if let Some(sys) = self.zram_sys {
-            if let Some(m) = read_mm_stat(sys) {
+        if let Some(dir) = self.zram_sys {
+            if let Some(m) = read_mm_stat(self.sys, dir) {
                 if self.zram_fullest.filter(|f| f[0] >= m[0]).is_none() {
                     self.zram_fullest = Some(m);
                 }
@@ -251,7 +249,7 @@ impl Sampler<'_> {
     }
 
     fn read_zswap(&self) -> Option<(u64, u64)> {
-        let t = fs::read_to_string(self.host.path("/proc/meminfo")).ok()?;
+        let t = self.sys.read("/proc/meminfo").ok()?;
         Some((
             meminfo_kib(&t, "Zswap")? * 1024,
             meminfo_kib(&t, "Zswapped")? * 1024,
@@ -261,9 +259,10 @@ impl Sampler<'_> {
 
 /// What the run environment looks like for one workload.
 pub struct RunEnv<'a> {
-    pub host: &'a Host,
+    pub sys: &'a Sys,
     pub cgroup: &'a Cgroup,
-    pub zram_sys: Option<&'a Path>,
+    /// `/sys/block/zramN` of the zram tier.
+    pub zram_sys: Option<&'a str>,
     pub zswap: bool,
     /// Raised by a signal: kill the workload and return.
     pub stop: &'a AtomicBool,
@@ -356,18 +355,13 @@ fn tv(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
-/// Run `command` inside `env.cgroup` and measure it. Returns the record (with
-/// `Outcome::Interrupted` if the stop flag was raised).
-pub fn run_workload(
-    command: &[String],
-    config: &str,
-    round: u32,
-    env: &RunEnv<'_>,
-) -> io::Result<RunRecord> {
+/// The workload's command: its own process group, stdin from /dev/null,
+/// stdout to our stderr, and joining `cgroup` before exec.
+fn workload_command(command: &[String], cgroup: &Cgroup) -> io::Result<Command> {
     let Some((prog, args)) = command.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     };
-    let procs = CString::new(env.cgroup.procs_file().as_os_str().as_bytes())
+    let procs = CString::new(cgroup.procs_file().as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "cgroup path has a NUL byte"))?;
     let mut cmd = Command::new(prog);
     cmd.args(args).stdin(Stdio::null()).process_group(0);
@@ -394,17 +388,63 @@ pub fn run_workload(
             Ok(())
         });
     }
+    Ok(cmd)
+}
 
-    let vm_before = parse_vmstat(&fs::read_to_string(env.host.path("/proc/vmstat"))?);
+/// How the run ended: stopped by us, OOM-killed (the cgroup's counter went
+/// up), or the wait status.
+fn outcome(interrupted: bool, kills: u64, status: i32) -> Outcome {
+    if interrupted {
+        Outcome::Interrupted
+    } else if kills > 0 {
+        Outcome::OomKilled { kills }
+    } else if libc::WIFEXITED(status) {
+        Outcome::Exited {
+            code: libc::WEXITSTATUS(status),
+        }
+    } else {
+        Outcome::Signaled {
+            signal: libc::WTERMSIG(status),
+        }
+    }
+}
+
+/// zswap's pool at the end and at its fullest, and the debugfs deltas.
+fn zswap_stats(
+    sys: &Sys,
+    sampler: &Sampler<'_>,
+    debugfs_before: Option<HashMap<String, u64>>,
+) -> ZswapStats {
+    let end = sampler.read_zswap().unwrap_or((0, 0));
+    let full = sampler.zswap_fullest.unwrap_or(end);
+    ZswapStats {
+        pool_bytes_fullest: full.0,
+        stored_bytes_fullest: full.1,
+        pool_bytes_end: end.0,
+        stored_bytes_end: end.1,
+        debugfs: debugfs_before.and_then(|b| Some(debugfs_delta(&b, &read_zswap_debugfs(sys)?))),
+    }
+}
+
+/// Run `command` inside `env.cgroup` and measure it. Returns the record (with
+/// `Outcome::Interrupted` if the stop flag was raised).
+pub fn run_workload(
+    command: &[String],
+    config: &str,
+    round: u32,
+    env: &RunEnv<'_>,
+) -> io::Result<RunRecord> {
+    let mut cmd = workload_command(command, env.cgroup)?;
+    let vm_before = vmstat(env.sys)?;
     let oom_before = env.cgroup.oom_kills();
-    let load1_start = load1(env.host);
+    let load1_start = load1(env.sys);
     let debugfs_before = if env.zswap {
-        read_zswap_debugfs(env.host)
+        read_zswap_debugfs(env.sys)
     } else {
         None
     };
     let mut sampler = Sampler {
-        host: env.host,
+        sys: env.sys,
         zram_sys: env.zram_sys,
         zswap: env.zswap,
         zram_fullest: None,
@@ -413,7 +453,7 @@ pub fn run_workload(
     let start = Instant::now();
     let child = cmd
         .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("starting {prog}: {e}")))?;
+        .map_err(|e| io::Error::new(e.kind(), format!("starting {}: {e}", command[0])))?;
     let mut running = Running {
         pid: child.id() as i32,
         reaped: false,
@@ -437,42 +477,19 @@ pub fn run_workload(
         // SAFETY: fd came from pidfd_open above and is closed once.
         unsafe { libc::close(fd) };
     }
-    let vm_after = parse_vmstat(&fs::read_to_string(env.host.path("/proc/vmstat"))?);
+    let vm_after = vmstat(env.sys)?;
     let kills = env.cgroup.oom_kills().saturating_sub(oom_before);
-    let outcome = if interrupted {
-        Outcome::Interrupted
-    } else if kills > 0 {
-        Outcome::OomKilled { kills }
-    } else if libc::WIFEXITED(status) {
-        Outcome::Exited {
-            code: libc::WEXITSTATUS(status),
-        }
-    } else {
-        Outcome::Signaled {
-            signal: libc::WTERMSIG(status),
-        }
-    };
-    let zram = env.zram_sys.and_then(|sys| {
-        let end = read_mm_stat(sys)?;
+    let outcome = outcome(interrupted, kills, status);
+    let zram = env.zram_sys.and_then(|dir| {
+        let end = read_mm_stat(env.sys, dir)?;
         Some(ZramStats {
             mm_stat_end: end,
             mm_stat_fullest: sampler.zram_fullest.unwrap_or(end),
         })
     });
-    let zswap = if env.zswap {
-        let end = sampler.read_zswap().unwrap_or((0, 0));
-        let full = sampler.zswap_fullest.unwrap_or(end);
-        Some(ZswapStats {
-            pool_bytes_fullest: full.0,
-            stored_bytes_fullest: full.1,
-            pool_bytes_end: end.0,
-            stored_bytes_end: end.1,
-            debugfs: debugfs_before
-                .and_then(|b| Some(debugfs_delta(&b, &read_zswap_debugfs(env.host)?))),
-        })
-    } else {
-        None
-    };
+    let zswap = env
+        .zswap
+        .then(|| zswap_stats(env.sys, &sampler, debugfs_before));
     Ok(RunRecord {
         config: config.to_string(),
         round,
@@ -492,6 +509,7 @@ pub fn run_workload(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn vmstat_deltas() {
@@ -520,7 +538,7 @@ mod tests {
     #[test]
     fn zswap_debugfs_counters() {
         let root = std::env::temp_dir().join(format!("zmem-debugfs-test.{}", std::process::id()));
-        let h = Host::at(&root);
+        let h = Sys::new(&root);
         assert!(read_zswap_debugfs(&h).is_none(), "no debugfs, no counters");
         let dir = h.path("/sys/kernel/debug/zswap");
         fs::create_dir_all(&dir).unwrap();

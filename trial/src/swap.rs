@@ -1,23 +1,15 @@
-//! Swap set-up per configuration: the disk swap file zmem creates, the
-//! hot-added zram device, zswap in front of the disk file, and the two-tier
-//! zram+disk layout with priorities. Every step records its undo in the run's
-//! [`Guard`] so the configuration is torn down again after the run.
-//!
-//! The swap signature is written here (the layout mkswap writes: version 1,
-//! `last_page`, `SWAPSPACE2` at the end of the first page), and swapon/swapoff
-//! are the system calls, so no external tool is needed.
+//! swapon, swapoff and mkswap, without external tools: the swap signature
+//! is the layout mkswap writes (include/linux/swap.h `union swap_header`:
+//! version 1, `last_page`, `SWAPSPACE2` at the end of the first page), and
+//! swapon/swapoff are the system calls (mm/swapfile.c). This module knows
+//! nothing of trials: it records nothing and undoes nothing.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
-
-use zmem_sysfs::HotDevice;
-
-use super::config::{SwapConfig, DISK_PRIORITY, ZRAM_PRIORITY};
-use super::guard::{Guard, Host, Undo, ZSWAP_PARAMS};
+use std::path::Path;
 
 const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
 const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
@@ -138,143 +130,10 @@ pub fn swapoff(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// One line of /proc/swaps.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SwapArea {
-    pub filename: String,
-    pub kind: String,
-    pub size_kib: u64,
-    pub used_kib: u64,
-    pub priority: i64,
-}
-
-/// Parse /proc/swaps (octal escapes in names are decoded).
-pub fn parse_proc_swaps(text: &str) -> Vec<SwapArea> {
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 5 {
-                return None;
-            }
-            Some(SwapArea {
-                filename: f[0]
-                    .replace("\\040", " ")
-                    .replace("\\011", "\t")
-                    .replace("\\012", "\n")
-                    .replace("\\134", "\\"),
-                kind: f[1].to_string(),
-                size_kib: f[2].parse().ok()?,
-                used_kib: f[3].parse().ok()?,
-                priority: f[4].parse().ok()?,
-            })
-        })
-        .collect()
-}
-
-/// The active swap areas.
-pub fn active_swaps(host: &Host) -> io::Result<Vec<SwapArea>> {
-    Ok(parse_proc_swaps(&fs::read_to_string(
-        host.path("/proc/swaps"),
-    )?))
-}
-
-/// Whether `path` is an active swap area.
-pub fn is_active(host: &Host, path: &Path) -> bool {
-    active_swaps(host)
-        .map(|v| v.iter().any(|a| Path::new(&a.filename) == path))
-        .unwrap_or(false)
-}
-
-/// What a configuration set up, for the measurements.
-#[derive(Debug, Default)]
-pub struct Prepared {
-    /// `/sys/block/zramN` of the zram tier.
-    pub zram_sys: Option<PathBuf>,
-    /// zswap is enabled (by us) for this run.
-    pub zswap: bool,
-    /// Swap areas activated, highest priority first.
-    pub areas: Vec<PathBuf>,
-}
-
-/// Where and how big the swap areas are.
-#[derive(Debug, Clone)]
-pub struct SetupParams<'a> {
-    pub host: &'a Host,
-    /// Directory for the disk swap file.
-    pub swap_dir: &'a Path,
-    /// Size of the disk swap file, and of zram devices without an explicit size.
-    pub swap_size: u64,
-    /// Unique part of file names (pid and run number).
-    pub tag: &'a str,
-}
-
-/// Set up `cfg`, recording every undo in `guard`.
-pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result<Prepared, String> {
-    let mut out = Prepared::default();
-    if let Some(algo) = cfg.zram_algo() {
-        let size = match cfg {
-            SwapConfig::Zram { size, .. } | SwapConfig::ZramDisk { size, .. } => {
-                size.unwrap_or(p.swap_size)
-            }
-            _ => p.swap_size,
-        };
-        let dev = HotDevice::with_config(algo, size).map_err(|e| e.to_string())?;
-        let devpath = dev.dev_path().to_path_buf();
-        out.zram_sys = Some(dev.sys_path().to_path_buf());
-        guard.push(Undo::Zram(dev));
-        mkswap_device(&devpath, size)
-            .map_err(|e| format!("writing swap signature to {}: {e}", devpath.display()))?;
-        swapon(&devpath, ZRAM_PRIORITY).map_err(|e| e.to_string())?;
-        guard.push(Undo::Swapoff {
-            path: devpath.clone(),
-        });
-        out.areas.push(devpath);
-    }
-    if cfg.uses_disk() {
-        let path = p.swap_dir.join(format!("zmem-trial.{}.swap", p.tag));
-        // Record removal first: a half-written file is removed too.
-        let r = create_swap_file(&path, p.swap_size);
-        if r.as_ref().err().map(|e| e.kind()) != Some(io::ErrorKind::AlreadyExists) {
-            guard.push(Undo::RemoveFile { path: path.clone() });
-        }
-        r.map_err(|e| format!("creating swap file {}: {e}", path.display()))?;
-        swapon(&path, DISK_PRIORITY).map_err(|e| e.to_string())?;
-        guard.push(Undo::Swapoff { path: path.clone() });
-        out.areas.push(path);
-    }
-    if let SwapConfig::Zswap {
-        compressor,
-        pool_percent,
-    } = cfg
-    {
-        let dir = p.host.path(ZSWAP_PARAMS);
-        let param = |n: &str| dir.join(n);
-        guard
-            .set_knob(&param("compressor"), compressor)
-            .map_err(|e| format!("zswap has no compressor {compressor:?} ({e})"))?;
-        if let Some(pct) = pool_percent {
-            guard
-                .set_knob(&param("max_pool_percent"), &pct.to_string())
-                .map_err(|e| e.to_string())?;
-        }
-        guard
-            .set_knob(&param("enabled"), "Y")
-            .map_err(|e| format!("enabling zswap: {e}"))?;
-        let now = super::guard::read_knob(&param("compressor")).map_err(|e| e.to_string())?;
-        if now != *compressor {
-            return Err(format!(
-                "zswap compressor reads back {now:?}, not {compressor:?}"
-            ));
-        }
-        out.zswap = true;
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn header_layout() {
@@ -290,22 +149,6 @@ mod tests {
         assert!(swap_header(5, 4096).is_err());
         assert!(swap_header(1 << 33, 4096).is_err());
         assert!(swap_header(100, 1000).is_err());
-    }
-
-    #[test]
-    fn parses_proc_swaps() {
-        let t = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
-                 /dev/zram1                              partition\t1048572\t\t0\t\t100\n\
-                 /var/tmp/my\\040swap                     file\t\t262140\t\t128\t\t-2\n";
-        let v = parse_proc_swaps(t);
-        assert_eq!(v.len(), 2);
-        assert_eq!(v[0].filename, "/dev/zram1");
-        assert_eq!(v[0].priority, 100);
-        assert_eq!(v[1].filename, "/var/tmp/my swap");
-        assert_eq!(v[1].kind, "file");
-        assert_eq!(v[1].used_kib, 128);
-        assert_eq!(v[1].priority, -2);
-        assert!(parse_proc_swaps("Filename Type Size Used Priority\n").is_empty());
     }
 
     #[test]

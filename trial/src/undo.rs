@@ -1,0 +1,607 @@
+//! The undo list of a trial: every change is recorded here *before* it is
+//! made (or, for things that only exist once made, right after), and undone
+//! in reverse order when the list is unwound or dropped — on normal exit, on
+//! error, on panic, and after Ctrl-C/SIGTERM/SIGHUP, which only raise a flag
+//! ([`crate::signal`]) so the trial stops at its next check and unwinds here.
+//!
+//! Each pending action is also a line of the crash [`crate::journal`],
+//! so that `zmem trial --recover` can undo what a killed trial left behind
+//! ([`recover`]). Lines: `restore\tPATH\tVALUE`, `swapoff\tPATH`,
+//! `remove\tPATH`, `zram\tID`, `rmdir\tCGROUP`.
+
+use std::cell::RefCell;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use zmem_sysfs::{HotDevice, Sys};
+
+use crate::host::{self, knob_equal, read_knob, selected};
+use crate::journal::{self, Journal};
+
+/// One thing to undo.
+#[derive(Debug)]
+pub enum Undo {
+    /// Write `value` back to the setting at `path` (a kernel path for [`Sys`]).
+    Restore { path: String, value: String },
+    /// `swapoff` a swap area zmem activated.
+    Swapoff { path: PathBuf },
+    /// Delete a file zmem created (a swap file).
+    RemoveFile { path: PathBuf },
+    /// Reset and hot-remove a zram device zmem hot-added.
+    Zram(HotDevice),
+}
+
+impl Undo {
+    fn describe(&self) -> String {
+        match self {
+            Undo::Restore { path, value } => format!("restore {path} = {value}"),
+            Undo::Swapoff { path } => format!("swapoff {}", path.display()),
+            Undo::RemoveFile { path } => format!("remove {}", path.display()),
+            Undo::Zram(d) => format!("reset and hot_remove zram{}", d.id()),
+        }
+    }
+
+    fn run(self, sys: &Sys) -> Result<(), String> {
+        let what = self.describe();
+        let r = match self {
+            Undo::Restore { path, value } => restore(sys, &path, &value),
+            Undo::Swapoff { path } => host::swapoff_settled(sys, &path),
+            Undo::RemoveFile { path } => match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.to_string()),
+                _ => Ok(()),
+            },
+            Undo::Zram(dev) => {
+                let dir = format!("/sys/block/zram{}", dev.id());
+                drop(dev);
+                if sys.exists(&dir) {
+                    Err(format!("{dir} still exists after hot_remove"))
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        r.map_err(|e| format!("{what}: {e}"))
+    }
+}
+
+/// Write a setting back and check it reads back as written (writing the same
+/// value again is harmless; a different read-back means something else
+/// changed it meanwhile).
+fn restore(sys: &Sys, path: &str, value: &str) -> Result<(), String> {
+    sys.write(path, value).map_err(|e| e.to_string())?;
+    let now = read_knob(sys, path).map_err(|e| e.to_string())?;
+    if knob_equal(&now, value) {
+        Ok(())
+    } else {
+        Err(format!("reads back {now:?}"))
+    }
+}
+
+/// A journal path field: `None` if it cannot be written on one line.
+fn one_line(s: &str) -> Option<&str> {
+    (!s.contains(['\t', '\n'])).then_some(s)
+}
+
+/// The journal line of an undo action (`None` if it cannot be written on one line).
+pub fn line_of(u: &Undo) -> Option<String> {
+    Some(match u {
+        Undo::Restore { path, value } => {
+            format!("restore\t{}\t{}", one_line(path)?, one_line(value)?)
+        }
+        Undo::Swapoff { path } => format!("swapoff\t{}", one_line(path.to_str()?)?),
+        Undo::RemoveFile { path } => format!("remove\t{}", one_line(path.to_str()?)?),
+        Undo::Zram(d) => format!("zram\t{}", d.id()),
+    })
+}
+
+/// The journal line for a trial cgroup (a kernel path for [`Sys`]).
+pub fn cgroup_line(path: &str) -> Option<String> {
+    Some(format!("rmdir\t{}", one_line(path)?))
+}
+
+/// A stack of undo actions, run newest first.
+#[derive(Debug)]
+pub struct Guard {
+    sys: Sys,
+    label: String,
+    stack: Vec<Undo>,
+    journal: Option<Rc<RefCell<Journal>>>,
+}
+
+impl Guard {
+    /// An empty guard; `label` names it in error messages.
+    pub fn new(sys: &Sys, label: impl Into<String>) -> Self {
+        Guard {
+            sys: sys.clone(),
+            label: label.into(),
+            stack: Vec::new(),
+            journal: None,
+        }
+    }
+
+    /// A guard that also records its actions in the crash journal.
+    pub fn with_journal(
+        sys: &Sys,
+        label: impl Into<String>,
+        journal: Rc<RefCell<Journal>>,
+    ) -> Self {
+        Guard {
+            sys: sys.clone(),
+            label: label.into(),
+            stack: Vec::new(),
+            journal: Some(journal),
+        }
+    }
+
+    /// Record an undo action for a change that was just made.
+    pub fn push(&mut self, u: Undo) {
+        if let Some(j) = &self.journal {
+            // Unjournalable entries still get a line so pops stay paired.
+            let line = line_of(&u).unwrap_or_else(|| "unjournalable".into());
+            j.borrow_mut().push(line);
+        }
+        self.stack.push(u);
+    }
+
+    /// How many actions are pending.
+    pub fn len(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.stack.is_empty()
+    }
+
+    /// Set a kernel setting, remembering its old value first. A setting that
+    /// already has the value is left alone (and nothing is recorded).
+    pub fn set_knob(&mut self, path: &str, value: &str) -> io::Result<()> {
+        let old = read_knob(&self.sys, path)?;
+        if knob_equal(&old, value) {
+            return Ok(());
+        }
+        // The old value of a selection file like "[lzo] lz4" is the bracketed one.
+        let old = selected(&old);
+        self.push(Undo::Restore {
+            path: path.to_string(),
+            value: old,
+        });
+        self.sys
+            .write(path, value)
+            .map_err(|e| io::Error::new(e.kind(), format!("writing {value:?} to {path}: {e}")))
+    }
+
+    /// Undo everything, newest first. Returns one message per action that failed
+    /// (every action is attempted even if earlier ones fail).
+    pub fn unwind(&mut self) -> Vec<String> {
+        let mut errors = Vec::new();
+        while let Some(u) = self.stack.pop() {
+            let line = line_of(&u).unwrap_or_else(|| "unjournalable".into());
+            match u.run(&self.sys) {
+                // Undone: the crash journal forgets it.
+                Ok(()) => {
+                    if let Some(j) = &self.journal {
+                        j.borrow_mut().remove(&line);
+                    }
+                }
+                // Not undone: it stays in the journal for `zmem trial --recover`.
+                Err(e) => errors.push(format!("{}: {e}", self.label)),
+            }
+        }
+        errors
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        for e in self.unwind() {
+            eprintln!("zmem trial: cleanup failed: {e} — restore it by hand");
+        }
+    }
+}
+
+/// What recovery did.
+#[derive(Debug, Default)]
+pub struct Recovery {
+    pub done: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+/// Undo one journal line of a dead trial. `Ok(None)` when there was nothing
+/// left to undo.
+fn replay(sys: &Sys, line: &str) -> Result<Option<String>, String> {
+    let f: Vec<&str> = line.splitn(3, '\t').collect();
+    match f.as_slice() {
+        ["restore", path, value] => {
+            sys.write(path, value)
+                .map_err(|e| format!("restore {path} = {value}: {e}"))?;
+            Ok(Some(format!("restored {path} = {value}")))
+        }
+        ["swapoff", path] => replay_swapoff(sys, path),
+        ["remove", path] => replay_remove(path),
+        ["zram", id] => {
+            let id: u32 = id.parse().map_err(|_| format!("bad zram id {id:?}"))?;
+            let removed = host::remove_zram(sys, id).map_err(|e| e.to_string())?;
+            Ok(removed.then(|| format!("reset and removed zram{id}")))
+        }
+        ["rmdir", path] => replay_rmdir(sys, path),
+        _ => Err(format!("unreadable journal line {line:?}")),
+    }
+}
+
+fn replay_swapoff(sys: &Sys, path: &str) -> Result<Option<String>, String> {
+    if !host::is_active(sys, Path::new(path)) {
+        return Ok(None);
+    }
+    crate::swap::swapoff(Path::new(path)).map_err(|e| e.to_string())?;
+    Ok(Some(format!("swapoff {path}")))
+}
+
+/// Only ever the swap files trials create (`zmem-trial.PID.N.swap`).
+fn replay_remove(path: &str) -> Result<Option<String>, String> {
+    if !path.contains("zmem-trial.") {
+        return Err(format!("refusing to remove {path}: not a zmem trial file"));
+    }
+    match fs::remove_file(path) {
+        Ok(()) => Ok(Some(format!("removed {path}"))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("remove {path}: {e}")),
+    }
+}
+
+/// Only ever the cgroups trials create (`zmem-trial.PID.N`).
+fn replay_rmdir(sys: &Sys, path: &str) -> Result<Option<String>, String> {
+    if !Path::new(path)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("zmem-trial."))
+    {
+        return Err(format!(
+            "refusing to remove cgroup {path}: not a zmem trial cgroup"
+        ));
+    }
+    let removed = host::remove_cgroup(sys, path).map_err(|e| e.to_string())?;
+    Ok(removed.then(|| format!("killed what was left in and removed cgroup {path}")))
+}
+
+/// Undo what every orphaned journal records, newest action first, and remove
+/// the journals that were fully replayed.
+pub fn recover(sys: &Sys) -> Recovery {
+    let mut r = Recovery::default();
+    for (pid, path) in journal::orphans(sys) {
+        let lines = match journal::read_pending(&path) {
+            Ok(l) => l,
+            Err(e) => {
+                r.errors.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        let before = r.errors.len();
+        for line in lines.iter().rev() {
+            match replay(sys, line) {
+                Ok(Some(d)) => r.done.push(format!("trial {pid}: {d}")),
+                Ok(None) => {}
+                Err(e) => r.errors.push(format!("trial {pid}: {e}")),
+            }
+        }
+        if r.errors.len() == before {
+            journal::discard(&path);
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{knob_equal, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
+    use crate::journal::{orphans, JOURNAL_DIR};
+
+    fn fake_host() -> (tempdir::Dir, Sys) {
+        let d = tempdir::Dir::new();
+        let h = Sys::new(d.path());
+        let params = h.path(ZSWAP_PARAMS);
+        fs::create_dir_all(&params).unwrap();
+        for (k, v) in [
+            ("enabled", "N"),
+            ("compressor", "lzo"),
+            ("max_pool_percent", "20"),
+            ("accept_threshold_percent", "90"),
+            ("shrinker_enabled", "N"),
+        ] {
+            fs::write(params.join(k), format!("{v}\n")).unwrap();
+        }
+        fs::create_dir_all(h.path("/proc/sys/vm")).unwrap();
+        fs::write(h.path(SWAPPINESS), "60\n").unwrap();
+        fs::write(h.path(PAGE_CLUSTER), "3\n").unwrap();
+        (d, h)
+    }
+
+    fn snapshot(h: &Sys) -> Vec<(PathBuf, String)> {
+        let mut v: Vec<(PathBuf, String)> = fs::read_dir(h.path(ZSWAP_PARAMS))
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let s = fs::read_to_string(&p).unwrap();
+                (p, s)
+            })
+            .collect();
+        for k in [SWAPPINESS, PAGE_CLUSTER] {
+            v.push((h.path(k), fs::read_to_string(h.path(k)).unwrap()));
+        }
+        v.sort();
+        v
+    }
+
+    /// Our fake files do not normalise like sysfs does; compare trimmed.
+    fn trimmed(v: Vec<(PathBuf, String)>) -> Vec<(PathBuf, String)> {
+        v.into_iter()
+            .map(|(p, s)| (p, s.trim().to_string()))
+            .collect()
+    }
+
+    fn change_everything(g: &mut Guard) {
+        let p = |n: &str| format!("{ZSWAP_PARAMS}/{n}");
+        g.set_knob(&p("compressor"), "lz4").unwrap();
+        g.set_knob(&p("max_pool_percent"), "35").unwrap();
+        g.set_knob(&p("enabled"), "Y").unwrap();
+        g.set_knob(SWAPPINESS, "100").unwrap();
+        g.set_knob(PAGE_CLUSTER, "0").unwrap();
+    }
+
+    #[test]
+    fn unwind_restores_every_setting() {
+        let (_d, h) = fake_host();
+        let before = trimmed(snapshot(&h));
+        let mut g = Guard::new(&h, "test");
+        change_everything(&mut g);
+        assert_eq!(
+            read_knob(&h, &format!("{ZSWAP_PARAMS}/enabled")).unwrap(),
+            "Y"
+        );
+        assert_ne!(trimmed(snapshot(&h)), before);
+        assert_eq!(g.len(), 5);
+        assert!(g.unwind().is_empty());
+        assert_eq!(trimmed(snapshot(&h)), before);
+        assert!(g.is_empty());
+    }
+
+    #[test]
+    fn drop_restores() {
+        let (_d, h) = fake_host();
+        let before = trimmed(snapshot(&h));
+        {
+            let mut g = Guard::new(&h, "test");
+            change_everything(&mut g);
+        }
+        assert_eq!(trimmed(snapshot(&h)), before);
+    }
+
+    #[test]
+    fn panic_restores() {
+        let (_d, h) = fake_host();
+        let before = trimmed(snapshot(&h));
+        let h2 = h.clone();
+        let r = std::panic::catch_unwind(move || {
+            let mut g = Guard::new(&h2, "test");
+            change_everything(&mut g);
+            panic!("workload exploded");
+        });
+        assert!(r.is_err());
+        assert_eq!(trimmed(snapshot(&h)), before);
+    }
+
+    #[test]
+    fn unchanged_settings_are_not_touched() {
+        let (_d, h) = fake_host();
+        let mut g = Guard::new(&h, "test");
+        g.set_knob(SWAPPINESS, "60").unwrap();
+        g.set_knob(&format!("{ZSWAP_PARAMS}/enabled"), "0").unwrap();
+        assert!(
+            g.is_empty(),
+            "no undo for a setting that already had the value"
+        );
+        // Nothing was written either: the file still has our own formatting.
+        assert_eq!(fs::read_to_string(h.path(SWAPPINESS)).unwrap(), "60\n");
+    }
+
+    #[test]
+    fn restore_order_is_newest_first_and_files_are_removed() {
+        let (d, h) = fake_host();
+        let made = d.path().join("zmem-trial.swap");
+        fs::write(&made, b"x").unwrap();
+        let mut g = Guard::new(&h, "test");
+        g.push(Undo::RemoveFile { path: made.clone() });
+        // Set the same knob twice: the first old value must win.
+        g.set_knob(SWAPPINESS, "100").unwrap();
+        g.set_knob(SWAPPINESS, "150").unwrap();
+        assert!(g.unwind().is_empty());
+        assert_eq!(read_knob(&h, SWAPPINESS).unwrap(), "60");
+        assert!(!made.exists());
+    }
+
+    #[test]
+    fn failures_are_reported_and_the_rest_still_runs() {
+        let (_d, h) = fake_host();
+        let mut g = Guard::new(&h, "test");
+        g.set_knob(SWAPPINESS, "100").unwrap();
+        g.push(Undo::Restore {
+            path: "/proc/sys/vm/no_such_dir/knob".into(),
+            value: "1".into(),
+        });
+        let errs = g.unwind();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("no_such_dir"));
+        assert_eq!(read_knob(&h, SWAPPINESS).unwrap(), "60");
+    }
+
+    #[test]
+    fn selection_files_restore_the_selected_entry() {
+        let (d, _h) = fake_host();
+        let p = d.path().join("comp_algorithm");
+        fs::write(&p, "lzo [lz4] zstd\n").unwrap();
+        // A real-kernel Sys writes exactly what it is given, like sysfs.
+        let mut g = Guard::new(&Sys::real(), "test");
+        g.set_knob(p.to_str().unwrap(), "zstd").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "zstd");
+        g.unwind();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "lz4");
+        assert!(knob_equal("Y", "1") && knob_equal("N", "n") && !knob_equal("Y", "N"));
+    }
+
+    fn fake(tag: &str) -> (PathBuf, Sys) {
+        let root =
+            std::env::temp_dir().join(format!("zmem-journal-test.{}.{tag}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let h = Sys::new(&root);
+        fs::create_dir_all(h.path(ZSWAP_PARAMS)).unwrap();
+        fs::write(h.path(ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
+        fs::write(h.path(ZSWAP_PARAMS).join("compressor"), "lzo\n").unwrap();
+        fs::create_dir_all(h.path("/proc/sys/vm")).unwrap();
+        fs::write(h.path(SWAPPINESS), "60\n").unwrap();
+        fs::write(h.path("/proc/swaps"), "Filename Type Size Used Priority\n").unwrap();
+        (root, h)
+    }
+
+    /// A pid that cannot be running (above any pid_max).
+    const DEAD: u32 = 4_000_000_000;
+
+    #[test]
+    fn a_killed_trial_is_recovered_from_its_journal() {
+        let (root, h) = fake("killed");
+        let made = root.join("zmem-trial.1.2.swap");
+        fs::write(&made, b"x").unwrap();
+        let cg = "/cg/zmem-trial.1.2";
+        fs::create_dir_all(h.path(cg)).unwrap();
+        {
+            let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
+            let mut g = Guard::with_journal(&h, "test", Rc::clone(&j));
+            g.set_knob(SWAPPINESS, "100").unwrap();
+            g.set_knob(&format!("{ZSWAP_PARAMS}/compressor"), "zstd")
+                .unwrap();
+            g.set_knob(&format!("{ZSWAP_PARAMS}/enabled"), "Y").unwrap();
+            g.push(Undo::RemoveFile { path: made.clone() });
+            j.borrow_mut().push(cgroup_line(cg).unwrap());
+            assert_eq!(j.borrow().lines().len(), 5);
+            // SIGKILL: no destructor runs.
+            std::mem::forget(g);
+            std::mem::forget(j);
+        }
+        assert_eq!(
+            read_knob(&h, &format!("{ZSWAP_PARAMS}/enabled")).unwrap(),
+            "Y"
+        );
+        assert_eq!(orphans(&h).len(), 1);
+        let r = recover(&h);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(r.done.len(), 5, "{:?}", r.done);
+        assert_eq!(read_knob(&h, SWAPPINESS).unwrap(), "60");
+        assert_eq!(
+            read_knob(&h, &format!("{ZSWAP_PARAMS}/compressor")).unwrap(),
+            "lzo"
+        );
+        assert_eq!(
+            read_knob(&h, &format!("{ZSWAP_PARAMS}/enabled")).unwrap(),
+            "N"
+        );
+        assert!(!made.exists() && !h.path(cg).exists());
+        assert!(
+            orphans(&h).is_empty(),
+            "journal removed after a clean replay"
+        );
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_clean_trial_leaves_no_journal() {
+        let (root, h) = fake("clean");
+        {
+            let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
+            let mut g = Guard::with_journal(&h, "test", Rc::clone(&j));
+            g.set_knob(SWAPPINESS, "100").unwrap();
+            assert_eq!(
+                fs::read_to_string(j.borrow().path())
+                    .unwrap()
+                    .lines()
+                    .count(),
+                1
+            );
+            assert!(g.unwind().is_empty());
+            assert!(j.borrow().lines().is_empty());
+        }
+        assert!(orphans(&h).is_empty());
+        assert!(!h.path(JOURNAL_DIR).exists());
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn recovery_refuses_foreign_paths_and_keeps_the_journal() {
+        let (root, h) = fake("foreign");
+        let victim = root.join("precious.swap");
+        fs::write(&victim, b"x").unwrap();
+        fs::create_dir_all(h.path(JOURNAL_DIR)).unwrap();
+        fs::write(
+            h.path(JOURNAL_DIR).join(format!("{DEAD}.journal")),
+            format!("remove\t{}\nbogus\n", victim.display()),
+        )
+        .unwrap();
+        let r = recover(&h);
+        assert_eq!(r.errors.len(), 2, "{:?}", r.errors);
+        assert!(victim.exists());
+        assert_eq!(orphans(&h).len(), 1, "journal kept for a human to look at");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_failed_undo_stays_in_the_journal() {
+        let (root, h) = fake("failed");
+        {
+            let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
+            let mut g = Guard::with_journal(&h, "test", Rc::clone(&j));
+            g.set_knob(SWAPPINESS, "100").unwrap();
+            g.push(Undo::Restore {
+                path: "/proc/sys/vm/gone/knob".into(),
+                value: "1".into(),
+            });
+            let errs = g.unwind();
+            assert_eq!(errs.len(), 1);
+            assert_eq!(
+                j.borrow().lines().len(),
+                1,
+                "only the failed action is left"
+            );
+            assert!(j.borrow().lines()[0].contains("gone/knob"));
+        }
+        assert_eq!(orphans(&h).len(), 1, "the journal outlives the trial");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    /// A tiny self-removing temporary directory (no extra dependency).
+    mod tempdir {
+        use std::path::{Path, PathBuf};
+        use std::sync::atomic::{AtomicU32, Ordering};
+
+        pub struct Dir(PathBuf);
+        impl Dir {
+            pub fn new() -> Self {
+                static N: AtomicU32 = AtomicU32::new(0);
+                let p = std::env::temp_dir().join(format!(
+                    "zmem-trial-test.{}.{}",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::SeqCst)
+                ));
+                std::fs::create_dir_all(&p).unwrap();
+                Dir(p)
+            }
+            pub fn path(&self) -> &Path {
+                &self.0
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+}
