@@ -127,9 +127,20 @@ impl HotDevice {
 impl Drop for HotDevice {
     fn drop(&mut self) {
         // Reset frees the memory; hot_remove resets too, but do both so a
-        // busy remove still leaves the device empty.
-        let _ = fs::write(self.sys.join("reset"), "1");
-        let _ = fs::write(Path::new(CONTROL).join("hot_remove"), self.id.to_string());
+        // busy remove still leaves the device empty. Right after a writer
+        // closes the device, udev may still hold it open to probe it (both
+        // answer EBUSY then): retry for up to 5 s rather than leave it behind.
+        let remove = Path::new(CONTROL).join("hot_remove");
+        for _ in 0..500 {
+            let _ = fs::write(self.sys.join("reset"), "1");
+            match fs::write(&remove, self.id.to_string()) {
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                _ => return,
+            }
+        }
+        eprintln!("zmem: zram{} stayed busy; reset and remove it by hand", self.id);
     }
 }
 
