@@ -11,7 +11,7 @@
 //!   ratio, at most 2 × RAM (the kernel documentation's advice). Memory when
 //!   full: RAM − disksize/ratio + disksize.
 //! * **vm.swappiness**: the kernel reads swappiness as the relative IO cost of
-//!   anon vs file pages (spec §10.2): with swap-in x times faster than file
+//!   anon vs file pages (mm/vmscan.c, `get_scan_count`): with swap-in x times faster than file
 //!   reads, swappiness / (200 − swappiness) = x, so swappiness = 200·x/(x+1)
 //!   (x = 2 → 133).
 //! * **vm.page-cluster**: the page-cluster with the best score for the chosen

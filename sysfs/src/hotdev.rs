@@ -140,7 +140,10 @@ impl Drop for HotDevice {
                 _ => return,
             }
         }
-        eprintln!("zmem: zram{} stayed busy; reset and remove it by hand", self.id);
+        eprintln!(
+            "zmem: zram{} stayed busy; reset and remove it by hand",
+            self.id
+        );
     }
 }
 

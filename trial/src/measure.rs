@@ -115,7 +115,7 @@ pub struct ZswapStats {
     pub debugfs: Option<std::collections::BTreeMap<String, u64>>,
 }
 
-/// zswap's debugfs event counters (spec §8.10); gauges like stored_pages are left out.
+/// zswap's debugfs event counters (mm/zswap.c, `zswap_debugfs_init`); gauges like stored_pages are left out.
 pub const ZSWAP_DEBUGFS_COUNTERS: [&str; 8] = [
     "pool_limit_hit",
     "reject_reclaim_fail",

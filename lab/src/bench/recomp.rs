@@ -1,5 +1,5 @@
 //! `zmem bench --recomp ALGO`: what recompressing idle pages with a
-//! secondary algorithm buys (spec §4).
+//! secondary algorithm buys (docs/recompress.md).
 //!
 //! 1. A zmem zram device with the primary algorithm (e.g. lz4) and ALGO as
 //!    priority 1 stores the corpus; compact; measure.

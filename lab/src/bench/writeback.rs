@@ -1,5 +1,5 @@
 //! `zmem bench --writeback`: what writing idle (or huge) pages back to a
-//! backing file frees in RAM (spec §5).
+//! backing file frees in RAM (docs/writeback.md).
 //!
 //! 1. A zmem zram device with a backing file stores the corpus; compact;
 //!    measure (mm_stat).
