@@ -5,7 +5,7 @@ use std::io;
 use zmem_sysfs::Sys;
 
 pub const PARAMS: &str = "/sys/module/zswap/parameters";
-pub const DEBUGFS: &str = "/sys/kernel/debug/zswap";
+pub const DEBUGFS: &str = zmem_sysfs::zswap::DEBUGFS_DIR;
 
 /// Everything zmem reads about zswap.
 #[derive(Debug, Clone, Default)]

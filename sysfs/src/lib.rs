@@ -28,6 +28,7 @@ mod stat;
 mod sys;
 #[doc(hidden)]
 pub mod testutil;
+pub mod zswap;
 
 pub use attr::{AttrError, AttrTarget, DeviceTarget, DryRun, SysfsDevice};
 pub use blockdev::{BlockDevice, IoError};

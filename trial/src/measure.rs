@@ -115,24 +115,17 @@ pub struct ZswapStats {
     pub debugfs: Option<std::collections::BTreeMap<String, u64>>,
 }
 
-/// zswap's debugfs event counters (mm/zswap.c, `zswap_debugfs_init`); gauges like stored_pages are left out.
-pub const ZSWAP_DEBUGFS_COUNTERS: [&str; 8] = [
-    "pool_limit_hit",
-    "reject_reclaim_fail",
-    "reject_alloc_fail",
-    "reject_kmemcache_fail",
-    "reject_compress_fail",
-    "reject_compress_poor",
-    "decompress_fail",
-    "written_back_pages",
-];
+/// zswap's debugfs event counters (gauges like stored_pages are left out).
+pub const ZSWAP_DEBUGFS_COUNTERS: &[&str] = zmem_sysfs::zswap::EVENT_COUNTERS;
 
 /// The counters present in /sys/kernel/debug/zswap, or `None` without debugfs.
 pub fn read_zswap_debugfs(sys: &Sys) -> Option<HashMap<String, u64>> {
     let m: HashMap<String, u64> = ZSWAP_DEBUGFS_COUNTERS
         .iter()
         .filter_map(|k| {
-            let v = sys.read(&format!("/sys/kernel/debug/zswap/{k}")).ok()?;
+            let v = sys
+                .read(&format!("{}/{k}", zmem_sysfs::zswap::DEBUGFS_DIR))
+                .ok()?;
             Some((k.to_string(), v.trim().parse().ok()?))
         })
         .collect();

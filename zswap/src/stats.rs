@@ -68,19 +68,7 @@ pub struct Stats {
 
 impl Stats {
     /// The debugfs file names, in the kernel's order, readable through [`crate::Zswap::attr_read`].
-    pub const DEBUGFS: [&'static str; 11] = [
-        "pool_limit_hit",
-        "reject_reclaim_fail",
-        "reject_alloc_fail",
-        "reject_kmemcache_fail",
-        "reject_compress_fail",
-        "reject_compress_poor",
-        "decompress_fail",
-        "written_back_pages",
-        "pool_total_size",
-        "stored_pages",
-        "stored_incompressible_pages",
-    ];
+    pub const DEBUGFS: [&'static str; 11] = zmem_sysfs::zswap::DEBUGFS_FILES;
 
     /// A statistic by its debugfs (or vmstat / zmem) name.
     pub fn get(&self, name: &str) -> Option<u64> {
