@@ -71,12 +71,30 @@ pub fn parse_mounts(s: &str) -> Vec<(String, String, String)> {
         .collect()
 }
 
-/// Undo the octal escapes of `/proc/mounts` and `/proc/swaps` (space, tab, newline, backslash).
+/// Undo the octal escapes (`\ooo`) the kernel writes for space, tab, newline
+/// and backslash in `/proc/mounts`, `/proc/self/mountinfo` and `/proc/swaps`
+/// (`mangle`/`seq_escape` in fs/proc_namespace.c). Anything that is not a
+/// three-digit octal byte stays as it is.
 pub fn unescape_mount(s: &str) -> String {
-    s.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = |d: &[u8]| {
+            (b'0'..=b'3').contains(&d[0]) && d[1..].iter().all(|c| (b'0'..=b'7').contains(c))
+        };
+        match b.get(i + 1..i + 4).filter(|d| b[i] == b'\\' && octal(d)) {
+            Some(d) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -106,5 +124,11 @@ mod tests {
         );
         let m = parse_mounts("/dev/zram1 /mnt/a\\040b ext4 rw 0 0\n");
         assert_eq!(m, [("/dev/zram1".into(), "/mnt/a b".into(), "ext4".into())]);
+        assert_eq!(unescape_mount(r"/a\011b\012c\134d\040"), "/a\tb\nc\\d ");
+        assert_eq!(
+            unescape_mount(r"\777 \04 \"),
+            r"\777 \04 \",
+            "not octal bytes: kept"
+        );
     }
 }

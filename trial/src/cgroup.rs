@@ -9,6 +9,7 @@
 use std::io;
 use std::path::PathBuf;
 
+use zmem_sysfs::proc::unescape_mount;
 use zmem_sysfs::Sys;
 
 use crate::host;
@@ -42,34 +43,13 @@ fn mounts(text: &str) -> Vec<(String, String, String, String)> {
             continue;
         }
         out.push((
-            unescape(pre[3]),
-            unescape(pre[4]),
+            unescape_mount(pre[3]),
+            unescape_mount(pre[4]),
             post[0].to_string(),
             post[2].to_string(),
         ));
     }
     out
-}
-
-/// mountinfo escapes space, tab, newline and backslash as octal.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// This process's cgroup path in the v1 hierarchy with `controller`, or in v2 (`None`).
@@ -331,7 +311,7 @@ mod tests {
         );
         assert_eq!(own_cgroup(own, Some("cpuacct")).as_deref(), Some("/"));
         assert_eq!(own_cgroup(own, None).as_deref(), Some("/"));
-        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape_mount("/mnt/a\\040b"), "/mnt/a b");
     }
 
     fn fake(v2_memory: bool) -> (PathBuf, Sys) {
