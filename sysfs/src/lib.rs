@@ -12,7 +12,8 @@
 //!   [`BlockDevice`] (in process);
 //! * the control-socket protocol ([`ctl`]);
 //! * [`Sys`]: `/sys` and `/proc` under a root, the running kernel or a fixture tree;
-//! * [`HotDevice`]: a kernel zram device zmem hot-added and removes again.
+//! * [`HotDevice`]: a kernel zram device zmem hot-added and removes again;
+//! * [`input`]: files a user hands zmem, checked before they are read.
 //!
 //! This crate depends on no other zmem crate.
 
@@ -22,6 +23,7 @@ pub mod ctl;
 mod errno;
 mod fixture;
 mod hotdev;
+pub mod input;
 mod parse;
 pub mod proc;
 mod stat;
