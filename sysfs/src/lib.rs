@@ -13,7 +13,8 @@
 //! * the control-socket protocol ([`ctl`]);
 //! * [`Sys`]: `/sys` and `/proc` under a root, the running kernel or a fixture tree;
 //! * [`HotDevice`]: a kernel zram device zmem hot-added and removes again;
-//! * [`input`]: files a user hands zmem, checked before they are read.
+//! * [`input`]: files a user hands zmem, checked before they are read;
+//! * [`signature`]: what a file or device already holds, before zmem writes to it.
 //!
 //! This crate depends on no other zmem crate.
 
@@ -26,6 +27,7 @@ mod hotdev;
 pub mod input;
 mod parse;
 pub mod proc;
+pub mod signature;
 mod stat;
 mod sys;
 #[doc(hidden)]

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -29,8 +29,73 @@ pub enum BackingError {
         offset: u64,
         source: std::io::Error,
     },
+    #[error("backing file {path} {why}")]
+    Refused { path: PathBuf, why: String },
     #[error("swap offset {offset} is beyond the backing store's {slots} slots")]
     OutOfRange { offset: u64, slots: u64 },
+}
+
+fn create_err(path: &Path, source: std::io::Error) -> BackingError {
+    BackingError::Create {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// An existing file or device: checked, never truncated (see [`Backing::open`]).
+fn open_existing(path: &Path, bytes: u64, force: bool) -> Result<File, BackingError> {
+    let refused = |why: String| BackingError::Refused {
+        path: path.to_path_buf(),
+        why,
+    };
+    let ft = std::fs::metadata(path)
+        .map_err(|e| create_err(path, e))?
+        .file_type();
+    if ft.is_fifo() || ft.is_dir() || ft.is_socket() {
+        return Err(create_err(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file or block device",
+            ),
+        ));
+    }
+    if ft.is_char_device() && !force {
+        return Err(refused("is a character device".into()));
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| create_err(path, e))?;
+    if ft.is_char_device() {
+        return Ok(file);
+    }
+    let len = if ft.is_file() {
+        file.metadata().map_err(|e| create_err(path, e))?.len()
+    } else {
+        use std::io::Seek;
+        (&file)
+            .seek(std::io::SeekFrom::End(0))
+            .map_err(|e| create_err(path, e))?
+    };
+    if force {
+        if ft.is_file() && len < bytes {
+            file.set_len(bytes).map_err(|e| create_err(path, e))?;
+        }
+        return Ok(file);
+    }
+    if let Some(sig) = zmem_sysfs::signature::probe(&file).map_err(|e| create_err(path, e))? {
+        return Err(refused(format!(
+            "holds {sig}; zmem would overwrite it: pass --force to use it anyway"
+        )));
+    }
+    if len < bytes {
+        return Err(refused(format!(
+            "is too small: {len} bytes, the device needs {bytes}; pass --force to extend it"
+        )));
+    }
+    Ok(file)
 }
 
 /// A file of `slots` pages.
@@ -44,27 +109,41 @@ pub struct Backing {
 }
 
 impl Backing {
-    /// Opens (creating if needed) `path` as a backing store of `slots` pages.
-    /// A regular file is truncated and sized sparsely to `slots × PAGE_SIZE`;
-    /// a device (e.g. a block device, or /dev/full in tests) is used as is.
+    /// A new backing store of `slots` pages at `path`, which must not exist
+    /// yet, or an existing one that [`Backing::open`] accepts without `force`.
     pub fn create(path: impl AsRef<Path>, slots: u64) -> Result<Backing, BackingError> {
+        Backing::open(path, slots, false)
+    }
+
+    /// Opens `path` as a backing store of `slots` pages without destroying
+    /// anything zmem did not create:
+    /// * a missing file is created, sparse, `slots × PAGE_SIZE` bytes;
+    /// * an existing regular file or block device is used as is when it is
+    ///   large enough and all zero (no filesystem, swap signature or data,
+    ///   see [`zmem_sysfs::signature`]); otherwise it is refused with the
+    ///   reason, unless `force` (a file that is too small is then extended,
+    ///   never truncated);
+    /// * FIFOs, directories and sockets are always refused; character
+    ///   devices (e.g. `/dev/full` in tests) only with `force`.
+    pub fn open(path: impl AsRef<Path>, slots: u64, force: bool) -> Result<Backing, BackingError> {
         let path = path.as_ref().to_path_buf();
-        let err = |source| BackingError::Create {
-            path: path.clone(),
-            source,
-        };
-        let file = OpenOptions::new()
+        let bytes = slots * PAGE_SIZE as u64;
+        let created = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(err)?;
-        let meta = file.metadata().map_err(err)?;
-        if meta.is_file() {
-            file.set_len(0).map_err(err)?;
-            file.set_len(slots * PAGE_SIZE as u64).map_err(err)?;
-        }
+            .create_new(true)
+            .mode(0o600)
+            .open(&path);
+        let file = match created {
+            Ok(f) => {
+                f.set_len(bytes).map_err(|e| create_err(&path, e))?;
+                f
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                open_existing(&path, bytes, force)?
+            }
+            Err(e) => return Err(create_err(&path, e)),
+        };
         Ok(Backing {
             file,
             path,

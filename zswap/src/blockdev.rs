@@ -39,16 +39,19 @@ impl ZswapDevice {
     /// file at `path` (created; a regular file is sized sparsely), with the
     /// engine configured by `builder`. A file that cannot be created is an
     /// error naming the path; a bad parameter is the setter's error.
+    /// An existing file is used as [`Backing::open`] allows (refused when it
+    /// holds data or is too small, unless `force`).
     pub fn create(
         path: impl AsRef<Path>,
         size: u64,
         builder: ZswapBuilder,
+        force: bool,
     ) -> Result<ZswapDevice, String> {
         let pages = size / PAGE_SIZE as u64;
         if pages == 0 {
             return Err(format!("device size {size} is smaller than one page"));
         }
-        let backing = Backing::create(path, pages).map_err(|e| e.to_string())?;
+        let backing = Backing::open(path, pages, force).map_err(|e| e.to_string())?;
         let zswap = builder.build(backing).map_err(|e| e.to_string())?;
         Ok(ZswapDevice::new(zswap))
     }

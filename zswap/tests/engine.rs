@@ -10,8 +10,12 @@ use zmem_zswap::{
     PAGE_SIZE,
 };
 
+/// A fresh scratch path (a leftover file from an earlier case is removed:
+/// backing stores refuse existing files that hold data).
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("zmem-zswap-{}-{name}", std::process::id()))
+    let p = std::env::temp_dir().join(format!("zmem-zswap-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
 }
 
 /// A page that compresses about `kind`-wise: 0 = zero, 1 = same-filled non-zero,
@@ -360,7 +364,7 @@ fn backing_file_errors_keep_pool_pages_readable() {
         e.contains("cannot create backing file") && e.contains("/nonexistent-dir"),
         "{e}"
     );
-    let e = ZswapDevice::create("/nonexistent-dir/x", 1 << 20, Zswap::builder())
+    let e = ZswapDevice::create("/nonexistent-dir/x", 1 << 20, Zswap::builder(), false)
         .err()
         .unwrap();
     assert!(e.contains("/nonexistent-dir/x"), "{e}");
@@ -371,7 +375,7 @@ fn backing_file_errors_keep_pool_pages_readable() {
         );
         return;
     }
-    let backing = Backing::create("/dev/full", 256).unwrap();
+    let backing = Backing::open("/dev/full", 256, true).unwrap();
     let z = Zswap::builder()
         .compressor("lz4")
         .max_pool_bytes(16 * PAGE_SIZE as u64)
@@ -415,6 +419,7 @@ fn block_view_data_survives_eviction() {
         Zswap::builder()
             .compressor("lzo")
             .max_pool_bytes(24 * PAGE_SIZE as u64),
+        false,
     )
     .unwrap();
     assert_eq!(dev.size(), 256 * PAGE_SIZE as u64);
@@ -486,4 +491,67 @@ fn percent_limit_of_ram_and_shrinker_count() {
     assert_eq!(st.zswapped_bytes(), 8 * PAGE_SIZE as u64);
     assert_eq!(st.zswap_bytes(), st.pool_total_size);
     let _ = std::fs::remove_file(tmp("percent"));
+}
+
+/// An existing backing file is never truncated: one that holds data, a
+/// filesystem or swap signature, or is too small is refused with the reason
+/// and left byte for byte as it was; `force` uses it (extending, never
+/// shrinking); an all-zero file of the right size is used as is.
+#[test]
+fn existing_backing_file_is_never_destroyed() {
+    let path = tmp("existing");
+    let data = b"root:x:0:0:root:/root:/bin/bash\n".repeat(4096);
+    std::fs::write(&path, &data).unwrap();
+    let e = Backing::open(&path, 8, false).unwrap_err().to_string();
+    assert!(e.contains("holds data") && e.contains("--force"), "{e}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        data,
+        "refused file unchanged"
+    );
+    let e = ZswapDevice::create(&path, 1 << 20, Zswap::builder(), false)
+        .err()
+        .unwrap();
+    assert!(e.contains("holds data"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), data);
+
+    let mut swap = vec![0u8; 64 * PAGE_SIZE];
+    swap[4086..4096].copy_from_slice(b"SWAPSPACE2");
+    std::fs::write(&path, &swap).unwrap();
+    let e = Backing::open(&path, 8, false).unwrap_err().to_string();
+    assert!(e.contains("swap signature"), "{e}");
+
+    std::fs::write(&path, vec![0u8; 4 * PAGE_SIZE]).unwrap();
+    let e = Backing::open(&path, 8, false).unwrap_err().to_string();
+    assert!(e.contains("too small") && e.contains("16384 bytes"), "{e}");
+
+    std::fs::write(&path, vec![0u8; 8 * PAGE_SIZE]).unwrap();
+    let b = Backing::open(&path, 8, false).expect("an all-zero file of the right size");
+    drop(b);
+
+    std::fs::write(&path, &data).unwrap();
+    let b = Backing::open(&path, 1024, true).expect("--force");
+    assert_eq!(b.slots(), 1024);
+    let md = std::fs::metadata(&path).unwrap();
+    assert_eq!(md.len(), 1024 * PAGE_SIZE as u64, "extended, not truncated");
+    let mut head = vec![0u8; 32];
+    std::os::unix::fs::FileExt::read_exact_at(&std::fs::File::open(&path).unwrap(), &mut head, 0)
+        .unwrap();
+    assert_eq!(
+        &head[..],
+        &data[..32],
+        "--force keeps the bytes until zswap writes a slot"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn new_backing_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = tmp("mode");
+    let b = Backing::create(&path, 4).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode & 0o077, 0, "mode {mode:o}");
+    drop(b);
+    let _ = std::fs::remove_file(&path);
 }

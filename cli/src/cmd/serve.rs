@@ -31,9 +31,15 @@ pub struct Args {
     /// mem_limit: writes fail with ENOSPC once the pool uses this much (a size, as --size)
     #[arg(long, value_parser = crate::args::size)]
     pub mem_limit: Option<u64>,
-    /// backing_dev: a file for writeback of idle/huge pages
+    /// backing_dev: a file for writeback of idle/huge pages (zram), or the swap device zswap
+    /// caches (--mode zswap: created if missing; an existing one that holds data or is too
+    /// small is refused unless --force)
     #[arg(long)]
     pub backing_dev: Option<PathBuf>,
+    /// Use an existing --mode zswap backing file even if it holds data (overwritten) or is
+    /// too small (extended)
+    #[arg(long)]
+    pub force: bool,
     /// Fast path: the fast algorithm (fast_algorithm), e.g. lz4m or wkdm
     #[arg(long, value_name = "ALGO")]
     pub fast: Option<String>,
@@ -187,7 +193,8 @@ fn build_zswap(a: &Args) -> anyhow::Result<zmem_zswap::ZswapDevice> {
     if let Some(m) = &a.mem_limit {
         b = b.max_pool_bytes(*m);
     }
-    zmem_zswap::ZswapDevice::create(file, size, b).map_err(|e| anyhow::anyhow!("--mode zswap: {e}"))
+    zmem_zswap::ZswapDevice::create(file, size, b, a.force)
+        .map_err(|e| anyhow::anyhow!("--mode zswap: {e}"))
 }
 
 /// The listen address, checked: TCP only on loopback unless `--allow-remote`.
