@@ -121,7 +121,8 @@ mod tests {
 
     #[test]
     fn recognises_formats_swap_data_and_nothing() {
-        let cases: Vec<(&str, Vec<(u64, &[u8])>, Option<Signature>)> = vec![
+        type Case<'a> = (&'a str, Vec<(u64, &'a [u8])>, Option<Signature>);
+        let cases: Vec<Case> = vec![
             ("empty", vec![], None),
             ("swap", vec![(4086, b"SWAPSPACE2")], Some(Signature::Swap)),
             (
