@@ -12,8 +12,10 @@ fn zmem(args: &[&str]) -> Output {
         .expect("run zmem")
 }
 
+/// A scratch path in a directory of its own per name (tests run in parallel
+/// and one removes its directory when done).
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-lab-capture-{}", std::process::id()));
+    let d = std::env::temp_dir().join(format!("zmem-lab-capture-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }
@@ -166,6 +168,7 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
         .unwrap()
         .contains("id=\"chart-pareto\""));
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
+    let _ = std::fs::remove_dir_all(report.parent().unwrap());
 }
 
 #[test]

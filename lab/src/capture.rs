@@ -174,16 +174,62 @@ fn euid_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Why a process's memory could not be opened, as a sentence.
+/// Why a process's memory could not be opened, as a sentence. Under root a
+/// refusal is not a missing privilege: it names what refused (Yama's
+/// ptrace_scope 3, kernel lockdown, or another user namespace).
 fn open_error(pid: u32, what: &str, e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::NotFound => format!("no process with PID {pid} (/proc/{pid} does not exist)"),
+        io::ErrorKind::PermissionDenied if euid_is_root() => format!(
+            "cannot read {what} of PID {pid} ({}): permission denied although zmem runs as root; {}",
+            comm(pid),
+            root_refusal_reason()
+        ),
         io::ErrorKind::PermissionDenied => format!(
             "cannot read {what} of PID {pid} ({}): permission denied; run as root or as the process's owner",
             comm(pid)
         ),
         _ => format!("cannot read {what} of PID {pid} ({}): {e}", comm(pid)),
     }
+}
+
+/// What stops root from reading another process's memory on this machine.
+fn root_refusal_reason() -> String {
+    let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").unwrap_or_default();
+    if yama.trim() == "3" {
+        return "kernel.yama.ptrace_scope is 3 (no process may read another's memory)".into();
+    }
+    let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
+    if let Some(mode) = lockdown
+        .split_whitespace()
+        .find(|w| w.starts_with('[') && *w != "[none]")
+    {
+        return format!("the kernel is in lockdown mode {mode}");
+    }
+    "the process may belong to another user namespace or be protected by an LSM (SELinux, AppArmor)"
+        .into()
+}
+
+/// Whether `pid` is a kernel thread (PF_KTHREAD in /proc/PID/stat's flags,
+/// include/linux/sched.h): it has no user memory to capture.
+fn is_kernel_thread(pid: u32) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    rest.split_whitespace()
+        .nth(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|flags| flags & PF_KTHREAD != 0)
+}
+
+/// Whether `pid` is gone (exited since /proc was listed).
+fn has_exited(pid: u32, e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(libc::ESRCH)
+        || !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 struct ProcSource {
@@ -210,6 +256,10 @@ struct OpenProcess {
 /// that goes to swap, is an error with `strict`, else listed in `sc.skipped`
 /// and None.
 fn open_process(pid: u32, strict: bool, sc: &mut Sidecar) -> Result<Option<OpenProcess>> {
+    if !strict && is_kernel_thread(pid) {
+        sc.kernel_threads_skipped += 1;
+        return Ok(None);
+    }
     let mut skip = |what: String, reason: String| -> Result<Option<OpenProcess>> {
         if strict {
             bail!(reason);
@@ -219,10 +269,18 @@ fn open_process(pid: u32, strict: bool, sc: &mut Sidecar) -> Result<Option<OpenP
     };
     let maps = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
         Ok(m) => m,
+        Err(e) if !strict && has_exited(pid, &e) => {
+            sc.exited_skipped += 1;
+            return Ok(None);
+        }
         Err(e) => return skip(format!("pid {pid}"), open_error(pid, "the memory map", &e)),
     };
     let mem = match File::open(format!("/proc/{pid}/mem")) {
         Ok(f) => f,
+        Err(e) if !strict && has_exited(pid, &e) => {
+            sc.exited_skipped += 1;
+            return Ok(None);
+        }
         Err(e) => {
             let msg = open_error(pid, "the memory", &e);
             return skip(format!("pid {pid} ({})", comm(pid)), msg);
@@ -234,6 +292,11 @@ fn open_process(pid: u32, strict: bool, sc: &mut Sidecar) -> Result<Option<OpenP
         .filter(Mapping::is_anon_private_writable)
         .collect();
     if regions.is_empty() {
+        if maps.is_empty() && !strict {
+            // The mm went away between the listing and now: exited.
+            sc.exited_skipped += 1;
+            return Ok(None);
+        }
         let why = if maps.is_empty() {
             "no memory map (kernel thread or exited)"
         } else {
@@ -587,21 +650,81 @@ pub fn capture_device(dev: &Path, max_bytes: Option<u64>, out: &mut dyn Write) -
 }
 
 /// Write a capture to `path` (+ sidecar), via `f`.
-pub fn to_file(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<Sidecar>) -> Result<Sidecar> {
-    let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+///
+/// Memory captures hold whatever the processes held (passwords, keys): the
+/// file is created 0600 — a temporary file beside `path`, renamed over it
+/// only when the capture succeeded, so a failed capture loses nothing. An
+/// existing `path` that is not a zmem corpus (no sidecar beside it) is
+/// refused unless `force`.
+pub fn to_file(
+    path: &Path,
+    force: bool,
+    f: impl FnOnce(&mut dyn Write) -> Result<Sidecar>,
+) -> Result<Sidecar> {
+    check_output(path, force)?;
+    let tmp = temp_beside(path);
+    let file = private_file(&tmp)?;
     let mut w = io::BufWriter::new(file);
-    let sc = match f(&mut w) {
+    let res = f(&mut w).and_then(|sc| {
+        w.flush()
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        Ok(sc)
+    });
+    drop(w);
+    let sc = match res {
         Ok(sc) => sc,
         Err(e) => {
-            drop(w);
-            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
     };
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()));
+    }
     sc.write_for(path)?;
     Ok(sc)
+}
+
+/// An output path zmem may write: absent, or a zmem corpus (its sidecar
+/// exists), or anything with `force`; never a directory or device.
+fn check_output(path: &Path, force: bool) -> Result<()> {
+    let Ok(md) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !md.file_type().is_file() {
+        bail!(
+            "{}: exists and is not a regular file; choose another output path",
+            path.display()
+        );
+    }
+    if force || crate::sidecar::path_for(path).exists() {
+        return Ok(());
+    }
+    bail!(
+        "{} exists and is not a zmem corpus (no {} beside it); pass --force to overwrite it",
+        path.display(),
+        crate::sidecar::path_for(path).display()
+    )
+}
+
+fn temp_beside(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "capture".into());
+    path.with_file_name(format!(".{name}.zmem-tmp-{}", std::process::id()))
+}
+
+/// Creates `path` new, mode 0600 from the start (no window under the umask).
+pub fn private_file(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))
 }
 
 #[cfg(test)]

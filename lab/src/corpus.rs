@@ -42,19 +42,28 @@ impl Corpus {
     }
 
     /// Load a file of raw 4 KiB pages. An unreadable file, an empty one or a
-    /// length that is not a multiple of 4096 is an error naming the file.
+    /// length that is not a multiple of 4096 is an error naming the file; so
+    /// is anything but a regular file or block device (a FIFO or `/dev/zero`
+    /// would block or never end) and a corpus larger than the memory that is
+    /// available to hold it. See [`open_checked`].
     pub fn load(path: &Path) -> Result<Self> {
+        use std::io::Read;
         let shown = path.display().to_string();
-        let meta =
-            std::fs::metadata(path).with_context(|| format!("corpus {shown}: cannot read"))?;
-        if meta.is_dir() {
-            bail!("corpus {shown}: is a directory, expected a file of raw 4 KiB pages");
+        let input = open_checked(path)?;
+        let cap = load_cap();
+        if input.len > cap {
+            bail!(
+                "corpus {shown}: {} bytes is more than the {} bytes of memory available to                  load it; capture a smaller sample (zmem capture --max)",
+                input.len,
+                cap
+            );
         }
-        if meta.is_file() {
-            check_len(&shown, meta.len())?;
-        }
-        // Not a regular file (a pipe, a block device): read it, then check.
-        let data = std::fs::read(path).with_context(|| format!("corpus {shown}: cannot read"))?;
+        let mut data = Vec::with_capacity(input.len as usize);
+        input
+            .file
+            .take(input.len)
+            .read_to_end(&mut data)
+            .with_context(|| format!("corpus {shown}: cannot read"))?;
         check_len(&shown, data.len() as u64)?;
         Ok(Corpus {
             name: shown.clone(),
@@ -82,6 +91,29 @@ impl Corpus {
     pub fn bytes(&self) -> &[u8] {
         &self.data
     }
+}
+
+/// Opens a corpus file for reading after checking it: a regular file or a
+/// block device ([`zmem_sysfs::input`]), not empty, a whole number of 4 KiB
+/// pages. Every corpus command (`corpus info`, `bench`, `recommend`, `dict
+/// train`, …) goes through here, so they accept and refuse the same files.
+pub fn open_checked(path: &Path) -> Result<zmem_sysfs::input::Input> {
+    let shown = path.display().to_string();
+    let input = zmem_sysfs::input::open_input("corpus", path)?;
+    check_len(&shown, input.len)?;
+    Ok(input)
+}
+
+/// The most bytes a corpus may have to be loaded whole: the memory
+/// available now (MemAvailable) less a quarter for everything else, or
+/// 4 GiB where /proc/meminfo cannot be read.
+fn load_cap() -> u64 {
+    let avail_kb = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemAvailable:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+    });
+    avail_kb.map_or(4 << 30, |kb| kb * 1024 / 4 * 3)
 }
 
 fn check_len(name: &str, len: u64) -> Result<()> {

@@ -50,6 +50,12 @@ pub struct Sidecar {
     pub regions: Vec<Region>,
     #[serde(default)]
     pub skipped: Vec<Skipped>,
+    /// `capture --all`: kernel threads passed over (they have no user memory).
+    #[serde(default)]
+    pub kernel_threads_skipped: u64,
+    /// `capture --all`: processes that exited while the capture ran.
+    #[serde(default)]
+    pub exited_skipped: u64,
     /// Pages in the corpus file.
     pub pages: u64,
     /// Of which same-filled (one repeated 8-byte word; zram stores none of them).
@@ -86,7 +92,13 @@ impl Sidecar {
     pub fn write_for(&self, corpus: &Path) -> Result<PathBuf> {
         let p = path_for(corpus);
         let json = serde_json::to_string_pretty(self)?;
-        std::fs::write(&p, json + "\n").with_context(|| format!("writing {}", p.display()))?;
+        // Private like the corpus: it names the processes and their mappings.
+        let tmp = p.with_extension(format!("json.zmem-tmp-{}", std::process::id()));
+        let mut f = crate::capture::private_file(&tmp)?;
+        std::io::Write::write_all(&mut f, (json + "\n").as_bytes())
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        drop(f);
+        std::fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))?;
         Ok(p)
     }
 

@@ -307,8 +307,10 @@ pub fn generate(kind: Kind, seed: u64, n: usize) -> Vec<u8> {
     v
 }
 
-/// Write a corpus of `size` bytes (rounded up to whole pages, at least one) and its sidecar.
-pub fn write_corpus(kind: Kind, size: u64, seed: u64, out: &Path) -> Result<Sidecar> {
+/// Write a corpus of `size` bytes (rounded up to whole pages, at least one)
+/// and its sidecar, as [`crate::capture::to_file`] writes captures: an
+/// existing file that is not a zmem corpus is refused unless `force`.
+pub fn write_corpus(kind: Kind, size: u64, seed: u64, out: &Path, force: bool) -> Result<Sidecar> {
     if let Kind::FioStyle {
         compress_percentage,
     } = kind
@@ -318,38 +320,34 @@ pub fn write_corpus(kind: Kind, size: u64, seed: u64, out: &Path) -> Result<Side
         }
     }
     let pages = size.div_ceil(PAGE_SIZE as u64).max(1);
-    let f = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
-    let mut w = std::io::BufWriter::new(f);
-    // Generate in chunks of 1024 pages with seeds derived per chunk, so memory stays bounded.
-    let mut same = 0u64;
-    let mut done = 0u64;
-    let mut chunk_no = 0u64;
-    while done < pages {
-        let n = (pages - done).min(1024) as usize;
-        let buf = generate(
-            kind,
-            seed.wrapping_add(chunk_no.wrapping_mul(0x1000_0000_01b3)),
-            n,
-        );
-        same += sidecar::count_same_filled(&buf);
-        w.write_all(&buf)
-            .with_context(|| format!("writing {}", out.display()))?;
-        done += n as u64;
-        chunk_no += 1;
-    }
-    w.flush()
-        .with_context(|| format!("writing {}", out.display()))?;
-    let sc = Sidecar {
-        source: "synthetic".into(),
-        kind: Some(kind.to_string()),
-        seed: Some(seed),
-        pages,
-        same_filled_pages: same,
-        created_unix: sidecar::now_unix(),
-        ..Default::default()
-    };
-    sc.write_for(out)?;
-    Ok(sc)
+    crate::capture::to_file(out, force, |w| {
+        // Generate in chunks of 1024 pages with seeds derived per chunk, so memory stays bounded.
+        let mut same = 0u64;
+        let mut done = 0u64;
+        let mut chunk_no = 0u64;
+        while done < pages {
+            let n = (pages - done).min(1024) as usize;
+            let buf = generate(
+                kind,
+                seed.wrapping_add(chunk_no.wrapping_mul(0x1000_0000_01b3)),
+                n,
+            );
+            same += sidecar::count_same_filled(&buf);
+            w.write_all(&buf)
+                .with_context(|| format!("writing {}", out.display()))?;
+            done += n as u64;
+            chunk_no += 1;
+        }
+        Ok(Sidecar {
+            source: "synthetic".into(),
+            kind: Some(kind.to_string()),
+            seed: Some(seed),
+            pages,
+            same_filled_pages: same,
+            created_unix: sidecar::now_unix(),
+            ..Default::default()
+        })
+    })
 }
 
 #[cfg(test)]
@@ -440,7 +438,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("zmem-synth-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join("c.bin");
-        let sc = write_corpus(Kind::ZeroMixed, 10_000, 3, &out).unwrap();
+        let sc = write_corpus(Kind::ZeroMixed, 10_000, 3, &out, false).unwrap();
         assert_eq!(sc.pages, 3);
         assert_eq!(std::fs::metadata(&out).unwrap().len(), 3 * PAGE_SIZE as u64);
         let back = Sidecar::read_for(&out).unwrap().unwrap();

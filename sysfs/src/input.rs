@@ -61,8 +61,12 @@ fn describe(ft: &std::fs::FileType) -> Option<&'static str> {
 /// Checks `path` without opening it: a regular file or a block device.
 /// `what` names the input in the error ("corpus", "config", …).
 pub fn check_input(what: &str, path: &Path) -> io::Result<InputKind> {
-    let md = std::fs::metadata(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{what} {}: {e}", path.display())))?;
+    let md = std::fs::metadata(path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("{what} {}: cannot read: {e}", path.display()),
+        )
+    })?;
     let ft = md.file_type();
     match describe(&ft) {
         Some(is) => Err(refused(what, path, is)),
@@ -79,7 +83,12 @@ pub fn open_input(what: &str, path: &Path) -> io::Result<Input> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{what} {}: {e}", path.display())))?;
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("{what} {}: cannot read: {e}", path.display()),
+            )
+        })?;
     let md = file.metadata()?;
     if let Some(is) = describe(&md.file_type()) {
         return Err(refused(what, path, is));

@@ -28,9 +28,13 @@ pub struct Args {
     /// At most this much (e.g. 256M); larger sources are sampled evenly in 64 KiB blocks
     #[arg(long)]
     pub max: Option<String>,
-    /// Output corpus file (the sidecar goes to FILE.json)
+    /// Output corpus file (the sidecar goes to FILE.json), created 0600: captures hold
+    /// whatever the processes held. An existing file that is not a zmem corpus is refused
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
+    /// Overwrite an existing output file that is not a zmem corpus
+    #[arg(long)]
+    pub force: bool,
     /// Output format of the summary
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -43,11 +47,13 @@ pub fn run(a: Args) -> Result<()> {
         .map(|m| crate::args::size_of("--max", m))
         .transpose()?;
     let sc = if let Some(dev) = &a.device {
-        capture::to_file(&a.output, |w| capture::capture_device(dev, max, w))?
+        capture::to_file(&a.output, a.force, |w| capture::capture_device(dev, max, w))?
     } else if a.all {
-        capture::to_file(&a.output, |w| capture::capture_all(max, w))?
+        capture::to_file(&a.output, a.force, |w| capture::capture_all(max, w))?
     } else if !a.pid.is_empty() {
-        capture::to_file(&a.output, |w| capture::capture_pids(&a.pid, max, w))?
+        capture::to_file(&a.output, a.force, |w| {
+            capture::capture_pids(&a.pid, max, w)
+        })?
     } else {
         bail!("say what to capture: --pid PID..., --all or --device /dev/zramN");
     };
@@ -118,6 +124,12 @@ pub fn print_summary(path: &std::path::Path, sc: &Sidecar, format: Format) -> Re
             }
             for n in &sc.notes {
                 println!("note        {n}");
+            }
+            if sc.kernel_threads_skipped + sc.exited_skipped > 0 {
+                println!(
+                    "passed over {} kernel threads (no user memory), {} processes that exited",
+                    sc.kernel_threads_skipped, sc.exited_skipped
+                );
             }
             if !sc.skipped.is_empty() {
                 println!("skipped     {} (not readable):", sc.skipped.len());

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use zmem_lab::sidecar::{self, Sidecar};
 use zmem_lab::synth::{self, Kind};
 
@@ -36,9 +36,12 @@ pub struct GenArgs {
     /// Seed; the same seed gives the same corpus
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Output corpus file
+    /// Output corpus file (an existing file that is not a zmem corpus is refused)
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
+    /// Overwrite an existing output file that is not a zmem corpus
+    #[arg(long)]
+    pub force: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -75,32 +78,28 @@ fn gen(g: GenArgs) -> Result<()> {
     if size == 0 {
         bail!("--size must be at least one page (4096 bytes)");
     }
-    let sc = synth::write_corpus(kind, size, g.seed, &g.output)?;
+    let sc = synth::write_corpus(kind, size, g.seed, &g.output, g.force)?;
     super::capture::print_summary(&g.output, &sc, g.format)
 }
 
 fn info(i: InfoArgs) -> Result<()> {
-    let md = std::fs::metadata(&i.file)
-        .with_context(|| format!("cannot open corpus {}", i.file.display()))?;
-    if md.len() % 4096 != 0 {
-        eprintln!(
-            "zmem: warning: {} is {} bytes, not a whole number of 4 KiB pages; the tail is ignored",
-            i.file.display(),
-            md.len()
-        );
-    }
-    // Count same-filled pages from the data itself; the sidecar adds provenance.
-    let mut f = std::fs::File::open(&i.file)?;
+    // The same checks as every other corpus command (regular file or block
+    // device, not empty, whole pages); then stream it, counting same-filled pages.
+    let input = zmem_lab::corpus::open_checked(&i.file)?;
+    let mut f = input.file;
     let mut buf = vec![0u8; 1 << 20];
     let (mut pages, mut same) = (0u64, 0u64);
-    loop {
-        let n = read_full(&mut f, &mut buf)?;
+    let mut left = input.len;
+    while left > 0 {
+        let want = buf.len().min(left as usize);
+        let n = read_full(&mut f, &mut buf[..want])?;
         let whole = n - n % 4096;
         pages += (whole / 4096) as u64;
         same += sidecar::count_same_filled(&buf[..whole]);
-        if n < buf.len() {
+        if n < want {
             break;
         }
+        left -= n as u64;
     }
     let mut sc = Sidecar::read_for(&i.file)?.unwrap_or_else(|| Sidecar {
         source: "unknown (no sidecar)".into(),

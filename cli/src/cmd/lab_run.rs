@@ -28,6 +28,9 @@ pub struct Run<'a> {
 }
 
 /// The corpus: the given files joined, or the default (this machine's memory + synthetic).
+/// The largest dictionary zmem reads (zstd's own trainer makes ~112 KiB ones).
+const DICT_MAX_BYTES: u64 = 64 << 20;
+
 pub fn load_corpus(paths: &[PathBuf]) -> Result<(Corpus, Vec<String>)> {
     match paths {
         [] => {
@@ -61,7 +64,7 @@ pub fn table(r: &Run<'_>) -> Result<FullTable> {
     };
     let dict = match r.dict {
         Some(p) => full::Dict::Given(
-            std::fs::read(p).with_context(|| format!("cannot read dictionary {}", p.display()))?,
+            zmem_sysfs::input::read_input("dictionary", p, DICT_MAX_BYTES)?,
             p.display().to_string(),
         ),
         None => full::Dict::Train(zmem_lab::dict::DEFAULT_SIZE),
