@@ -77,9 +77,25 @@ fn apply_twice_then_revert() {
     let (ok, out, err) = zmem(&["status", "--root", r]);
     assert!(ok, "{err}");
     assert!(out.contains("zram0: swap, priority 100"), "{out}");
+    // --dry-run previews the undo and changes nothing.
+    let log_before = fs::read_to_string(root.join("zmem-fixture.log")).unwrap();
+    let (ok, preview, err) = zmem(&["apply", "--revert", "--dry-run", "--root", r]);
+    assert!(ok, "{err}");
+    assert!(preview.contains("--revert would run these"), "{preview}");
+    assert_eq!(
+        fs::read_to_string(root.join("proc/sys/vm/swappiness")).unwrap(),
+        "180\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("zmem-fixture.log")).unwrap(),
+        log_before
+    );
     let (ok, out, err) = zmem(&["apply", "--revert", "--root", r]);
     assert!(ok, "{err}");
     assert!(out.contains("write /proc/sys/vm/swappiness 60"), "{out}");
+    let previewed: Vec<&str> = preview.lines().filter(|l| !l.starts_with('#')).collect();
+    let ran: Vec<&str> = out.lines().filter(|l| !l.starts_with("reverted")).collect();
+    assert_eq!(previewed, ran, "the preview is what --revert runs");
     assert_eq!(
         fs::read_to_string(root.join("proc/sys/vm/swappiness")).unwrap(),
         "60\n"
@@ -203,4 +219,89 @@ fn persist_writes_generator_sysctl_and_tmpfiles() {
     assert!(!ok && err.contains("--force"), "{err}");
     let _ = fs::remove_dir_all(&root);
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// `apply` never swaps over or mounts over what zmem did not create: a
+/// `[disk-swap]` device holding data or no swap signature, and mount points
+/// that are system directories, are refused (nothing written) unless --force.
+#[test]
+fn disk_swap_and_mount_points_that_would_destroy_data_are_refused() {
+    let root = scratch("refuse");
+    copy_tree(&fixture("01-basic/root"), &root);
+    let r = root.to_str().unwrap();
+    fs::create_dir_all(root.join("etc")).unwrap();
+    fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    fs::write(root.join("zeros"), vec![0u8; 65536]).unwrap();
+    let mut swap = vec![0u8; 65536];
+    swap[4086..4096].copy_from_slice(b"SWAPSPACE2");
+    fs::write(root.join("swapfile"), &swap).unwrap();
+    let conf = root.join("c.conf");
+    let c = conf.to_str().unwrap();
+    let cases = [
+        ("[disk-swap]\ndevice = /etc/passwd\n", Some("holds data")),
+        ("[disk-swap]\ndevice = /zeros\n", Some("no swap signature")),
+        ("[disk-swap]\ndevice = /missing\n", Some("cannot be used")),
+        (
+            "[zram1]\nfs-type = ext4\nmount-point = /\n",
+            Some("system directory"),
+        ),
+        (
+            "[zram1]\nfs-type = ext4\nmount-point = /usr/\n",
+            Some("system directory"),
+        ),
+        ("[disk-swap]\ndevice = /swapfile\n", None),
+        ("[zram1]\nfs-type = ext4\nmount-point = /var/tmp\n", None),
+    ];
+    for (text, refusal) in cases {
+        fs::write(&conf, format!("[zram0]\nzram-size = 512\n{text}")).unwrap();
+        let (ok, out, err) = zmem(&["apply", c, "--dry-run", "--root", r]);
+        match refusal {
+            Some(why) => {
+                assert!(
+                    !ok && err.contains(why) && err.contains("nothing was changed"),
+                    "{text}: {err}"
+                );
+                assert!(
+                    err.contains("--force")
+                        || why == "cannot be used"
+                        || why == "no swap signature",
+                    "{err}"
+                );
+                let (ok, _, err) = zmem(&["apply", c, "--dry-run", "--force", "--root", r]);
+                assert_eq!(ok, why != "cannot be used", "{text} with --force: {err}");
+            }
+            None => assert!(ok, "{text}: {err}\n{out}"),
+        }
+    }
+    assert_eq!(
+        fs::read_to_string(root.join("etc/passwd")).unwrap(),
+        "root:x:0:0:root:/root:/bin/bash\n"
+    );
+    let _ = fs::remove_dir_all(&root);
+}
+
+/// `ram` is whole MiB, as zram-generator computes it (MemTotal kB / 1024,
+/// truncated): on 782.5 MiB, `ram / 2` is 391 MiB and `host-memory-limit =
+/// 782` keeps the device.
+#[test]
+fn ram_is_whole_mib_as_zram_generator_reads_it() {
+    let root = scratch("ram");
+    copy_tree(&fixture("01-basic/root"), &root);
+    let r = root.to_str().unwrap();
+    let meminfo = fs::read_to_string(root.join("proc/meminfo")).unwrap();
+    let meminfo = meminfo.replace("MemTotal:        8388608 kB", "MemTotal:         801280 kB");
+    fs::write(root.join("proc/meminfo"), meminfo).unwrap();
+    let conf = root.join("c.conf");
+    fs::write(
+        &conf,
+        "[zram0]\nzram-size = ram / 2\nhost-memory-limit = 782\n",
+    )
+    .unwrap();
+    let (ok, out, err) = zmem(&["apply", conf.to_str().unwrap(), "--dry-run", "--root", r]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("write /sys/block/zram0/disksize 409993216"),
+        "{out}"
+    );
+    let _ = fs::remove_dir_all(&root);
 }

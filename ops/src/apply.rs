@@ -131,6 +131,8 @@ pub enum ApplyError {
     InUse(String),
     /// Reading the system failed; nothing was changed.
     Read(String),
+    /// Applying would destroy data zmem did not create (without --force); nothing was changed.
+    Refused(String),
     /// A step failed; the steps before it were rolled back.
     Failed {
         error: String,
@@ -142,7 +144,10 @@ pub enum ApplyError {
 impl fmt::Display for ApplyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ApplyError::MissingFeature(s) | ApplyError::InUse(s) | ApplyError::Read(s) => {
+            ApplyError::MissingFeature(s)
+            | ApplyError::InUse(s)
+            | ApplyError::Read(s)
+            | ApplyError::Refused(s) => {
                 write!(f, "{s} (nothing was changed)")
             }
             ApplyError::Failed {
@@ -304,6 +309,9 @@ fn restore_ops(cur: &ZramDevice) -> Vec<Op> {
 pub fn plan(sys: &Sys, cfg: &Config, opts: Options) -> Result<Plan, ApplyError> {
     let mut planner = Planner::new(sys, cfg, opts)?;
     for d in &cfg.devices {
+        if let Some(mp) = &d.mount_point {
+            check_mount_point(&d.name, mp, opts.force)?;
+        }
         planner.device(d)?;
     }
     planner.disk_swap()?;
@@ -319,7 +327,7 @@ struct Planner<'a> {
     cfg: &'a Config,
     opts: Options,
     plan: Plan,
-    /// MemTotal in MiB, the `ram` of size expressions.
+    /// MemTotal in whole MiB, the `ram` of size expressions (as zram-generator).
     ram_mib: f64,
     /// Ids of the zram devices that exist, or will once the plan's hot_adds run.
     ids: Vec<u32>,
@@ -347,7 +355,9 @@ impl<'a> Planner<'a> {
             cfg,
             opts,
             plan: Plan::default(),
-            ram_mib: mem_total as f64 / 1048576.0,
+            // zram-generator's `ram`: MemTotal's kB / 1024, truncated to whole MiB
+            // (src/config.rs: `get_total_memory_kb(..)? / 1024`).
+            ram_mib: (mem_total / 1048576) as f64,
             ids,
             probe,
         })
@@ -636,6 +646,9 @@ impl<'a> Planner<'a> {
             ds.priority.to_string(),
             ds.device.clone(),
         ];
+        if cur.is_none() {
+            check_disk_swap(self.sys, &ds.device, self.opts.force)?;
+        }
         match cur {
             Some(s) if s.priority == ds.priority => {}
             Some(s) => {
@@ -758,6 +771,83 @@ fn check_features(d: &DeviceConfig, k: &ZramDevice) -> Result<(), ApplyError> {
         )));
     }
     Ok(())
+}
+
+/// Directories a zram filesystem must not be mounted over without --force:
+/// the mount would hide the system's own files there (FHS top level).
+const SYSTEM_DIRS: &[&str] = &[
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/sbin",
+    "/usr/share",
+    "/var",
+    "/var/lib",
+    "/var/log",
+    "/var/cache",
+];
+
+/// A mount-point that is a system directory is refused unless `force`.
+fn check_mount_point(dev: &str, mp: &str, force: bool) -> Result<(), ApplyError> {
+    let trimmed = mp.trim_end_matches('/');
+    let norm = if trimmed.is_empty() { "/" } else { trimmed };
+    if !force && SYSTEM_DIRS.contains(&norm) {
+        return Err(ApplyError::Refused(format!(
+            "[{dev}] mount-point = {mp} is a system directory: mounting a fresh zram filesystem \
+             there hides the system's files; choose a directory of its own (e.g. /tmp, /var/tmp) \
+             or re-run with --force"
+        )));
+    }
+    Ok(())
+}
+
+/// A `[disk-swap]` device that is not swapped on yet must be a prepared swap
+/// area (mkswap's signature); a file or device holding a filesystem, a
+/// partition table or other data is refused unless `force`.
+fn check_disk_swap(sys: &Sys, device: &str, force: bool) -> Result<(), ApplyError> {
+    let path = sys.path(device);
+    let refused = |why: String| ApplyError::Refused(format!("[disk-swap] device = {device} {why}"));
+    let md = match std::fs::metadata(&path) {
+        Ok(md) => md,
+        Err(e) => {
+            return Err(refused(format!(
+                "cannot be used: {e}; create a swap area first (e.g. fallocate and mkswap)"
+            )))
+        }
+    };
+    use std::os::unix::fs::FileTypeExt;
+    if !md.file_type().is_file() && !md.file_type().is_block_device() {
+        return Err(refused("is not a regular file or block device".into()));
+    }
+    let file = std::fs::File::open(&path).map_err(read_err)?;
+    match zmem_sysfs::signature::probe(&file).map_err(read_err)? {
+        Some(zmem_sysfs::signature::Signature::Swap) => Ok(()),
+        _ if force => Ok(()),
+        Some(sig) => Err(refused(format!(
+            "holds {sig}, not a swap area; zmem will not swap over data it did not create \
+             (run mkswap on it yourself if it is yours to lose, or re-run with --force)"
+        ))),
+        None => Err(refused(
+            "has no swap signature (all zero); run mkswap on it first".into(),
+        )),
+    }
 }
 
 /// The refusal to reset a device that is swapped on or mounted (without --force).
@@ -906,8 +996,9 @@ pub fn execute(sys: &Sys, plan: &Plan, log: &mut dyn FnMut(&str)) -> Result<(), 
     Ok(())
 }
 
-/// Undo everything applied since the last revert. Returns the number of operations run.
-pub fn revert(sys: &Sys, log: &mut dyn FnMut(&str)) -> Result<usize, String> {
+/// The undo operations saved by earlier applies, in the order `revert` runs
+/// them (what `zmem apply --revert --dry-run` shows).
+pub fn revert_ops(sys: &Sys) -> Result<Vec<Op>, String> {
     let Some(text) = sys.read_opt(&state_file(sys)).map_err(|e| e.to_string())? else {
         return Err(format!(
             "nothing to revert: {} does not exist",
@@ -927,6 +1018,12 @@ pub fn revert(sys: &Sys, log: &mut dyn FnMut(&str)) -> Result<usize, String> {
             )
         })?);
     }
+    Ok(ops)
+}
+
+/// Undo everything applied since the last revert. Returns the number of operations run.
+pub fn revert(sys: &Sys, log: &mut dyn FnMut(&str)) -> Result<usize, String> {
+    let ops = revert_ops(sys)?;
     let mut failed = Vec::new();
     for op in &ops {
         log(&op.to_string());

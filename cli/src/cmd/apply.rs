@@ -19,8 +19,9 @@ pub struct Args {
     /// Swap off / unmount and reset devices in use when their configuration differs
     #[arg(long)]
     pub force: bool,
-    /// Undo what earlier applies changed (from the saved undo list)
-    #[arg(long, conflicts_with_all = ["dry_run", "force"])]
+    /// Undo what earlier applies changed (from the saved undo list); with --dry-run, print
+    /// the undo operations without running them
+    #[arg(long, conflicts_with = "force")]
     pub revert: bool,
     /// Work on a fixture tree instead of the running kernel
     #[arg(long, value_name = "DIR", default_value = "/")]
@@ -29,6 +30,17 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let sys = Sys::new(&args.root);
+    if args.revert && args.dry_run {
+        let ops = apply::revert_ops(&sys).map_err(anyhow::Error::msg)?;
+        for op in &ops {
+            out(&format!("{op}\n"));
+        }
+        out(&format!(
+            "# --revert would run these {} operations\n",
+            ops.len()
+        ));
+        return Ok(());
+    }
     if args.revert {
         if !sys.is_fixture() && !is_root() {
             anyhow::bail!("reverting changes the kernel's settings and needs root");

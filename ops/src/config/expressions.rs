@@ -22,11 +22,23 @@ impl SizeExpr {
     pub fn eval_mib(&self, ram_mib: f64) -> Result<f64, String> {
         eval(&self.expr, ram_mib)
     }
-    /// Value in bytes (rounded down to whole 4 KiB pages).
+    /// Value in bytes (rounded down to whole 4 KiB pages). NaN, infinite
+    /// and negative results are refused, and so is a size this machine
+    /// could not hold: one whose slot table alone (16 bytes per 4 KiB page,
+    /// zram_drv.c's `struct zram_table_entry`) would need more than its RAM,
+    /// i.e. more than 256 × `ram`.
     pub fn eval_bytes(&self, ram_mib: f64) -> Result<u64, String> {
         let mib = self.eval_mib(ram_mib)?;
         if !mib.is_finite() || mib < 0.0 {
             return Err(format!("`{}` gives {mib} MiB", self.source));
+        }
+        let most = ram_mib.max(1.0) * 256.0;
+        if mib > most {
+            return Err(format!(
+                "`{}` gives {mib:.0} MiB, more than this machine could hold (its slot table \
+                 alone would need more than the {ram_mib:.0} MiB of RAM; at most {most:.0} MiB)",
+                self.source
+            ));
         }
         let b = (mib * 1048576.0) as u64;
         Ok(b / 4096 * 4096)
@@ -50,16 +62,46 @@ struct P<'a> {
     s: &'a [u8],
     i: usize,
     src: &'a str,
+    /// Nesting of parentheses, calls, unary signs and powers so far.
+    depth: usize,
+}
+
+/// The longest expression read, in bytes: zram-generator.conf's examples
+/// are a few dozen; the bound keeps evaluation (recursive over the tree)
+/// within a small stack whatever the file holds.
+pub const MAX_EXPR_LEN: usize = 1024;
+/// The deepest nesting of parentheses, calls, signs and powers.
+pub const MAX_EXPR_DEPTH: usize = 64;
+
+/// The start of an expression, for error messages.
+fn shown(src: &str) -> String {
+    let mut end = src.len().min(60);
+    while !src.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < src.len() {
+        format!("{}…", &src[..end])
+    } else {
+        src.to_string()
+    }
 }
 
 fn parse_expr(src: &str) -> Result<Expr, String> {
     if src.trim().is_empty() {
         return Err("empty expression".into());
     }
+    if src.len() > MAX_EXPR_LEN {
+        return Err(format!(
+            "expression `{}` is {} bytes long; at most {MAX_EXPR_LEN} are read",
+            shown(src),
+            src.len()
+        ));
+    }
     let mut p = P {
         s: src.as_bytes(),
         i: 0,
         src,
+        depth: 0,
     };
     let e = p.sum()?;
     p.ws();
@@ -98,6 +140,18 @@ impl<'a> P<'a> {
         Ok(l)
     }
     fn unary(&mut self) -> Result<Expr, String> {
+        self.depth += 1;
+        if self.depth > MAX_EXPR_DEPTH {
+            return Err(format!(
+                "expression `{}` nests deeper than {MAX_EXPR_DEPTH} levels",
+                shown(self.src)
+            ));
+        }
+        let r = self.unary_inner();
+        self.depth -= 1;
+        r
+    }
+    fn unary_inner(&mut self) -> Result<Expr, String> {
         match self.peek() {
             Some(b'-') => {
                 self.i += 1;

@@ -137,13 +137,26 @@ impl Config {
     }
 }
 
-/// Read and parse a file.
+/// The largest configuration file read (zram-generator.conf files are a
+/// few hundred bytes).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Read and parse a file: a regular file (FIFOs, `/dev/zero`, directories
+/// are refused by [`zmem_sysfs::input`] before anything is read), UTF-8, at
+/// most [`MAX_CONFIG_BYTES`].
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+    let err = |reason: String| ConfigError {
         file: path.to_path_buf(),
         line: 0,
-        reason: format!("cannot read: {e}"),
+        reason,
+    };
+    let bytes = zmem_sysfs::input::read_input("config", path, MAX_CONFIG_BYTES).map_err(|e| {
+        // The error names the path; ConfigError puts it in front already.
+        let full = e.to_string();
+        let prefix = format!("config {}: ", path.display());
+        err(full.strip_prefix(&prefix).unwrap_or(&full).to_string())
     })?;
+    let text = String::from_utf8(bytes).map_err(|e| err(format!("not UTF-8 text: {e}")))?;
     parse(&text, path)
 }
 
@@ -179,6 +192,55 @@ mod tests {
         ] {
             assert!(SizeExpr::parse(bad, 1).is_err(), "{bad}");
         }
+    }
+
+    /// Hostile expressions: deep nesting and long chains are refused with the
+    /// expression in the error (not a stack overflow), and so are results no
+    /// kernel could hold.
+    #[test]
+    fn expression_limits() {
+        let deep = format!("{}64{}", "(".repeat(10_000), ")".repeat(10_000));
+        let e = SizeExpr::parse(&deep, 1).unwrap_err();
+        assert!(e.contains("((((") && e.contains("bytes long"), "{e}");
+        let nested = format!("{}64{}", "(".repeat(100), ")".repeat(100));
+        let e = SizeExpr::parse(&nested, 1).unwrap_err();
+        assert!(e.contains("nests deeper than 64"), "{e}");
+        let ok = format!("{}64{}", "(".repeat(50), ")".repeat(50));
+        assert_eq!(
+            SizeExpr::parse(&ok, 1).unwrap().eval_mib(1.0).unwrap(),
+            64.0
+        );
+        let terms = vec!["1"; 100_000].join("+");
+        assert!(SizeExpr::parse(&terms, 1).unwrap_err().contains("1+1+1"));
+        let terms = vec!["1"; 500].join("+");
+        assert_eq!(
+            SizeExpr::parse(&terms, 1).unwrap().eval_mib(1.0).unwrap(),
+            500.0
+        );
+        let signs = format!("{}1", "-".repeat(200));
+        assert!(SizeExpr::parse(&signs, 1)
+            .unwrap_err()
+            .contains("nests deeper"));
+        for (src, want) in [
+            ("1e30", "more than this machine could hold"),
+            ("ram * 1000", "more than this machine could hold"),
+            ("-1", "gives -1 MiB"),
+            ("log(-1)", "gives NaN MiB"),
+            ("2^2000", "gives inf MiB"),
+        ] {
+            let e = SizeExpr::parse(src, 1)
+                .unwrap()
+                .eval_bytes(1024.0)
+                .unwrap_err();
+            assert!(e.contains(want) && e.contains(src), "{src}: {e}");
+        }
+        assert_eq!(
+            SizeExpr::parse("ram * 4", 1)
+                .unwrap()
+                .eval_bytes(1024.0)
+                .unwrap(),
+            4 << 30
+        );
     }
 
     #[test]
