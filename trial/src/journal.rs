@@ -147,8 +147,14 @@ pub fn read_pending(path: &Path) -> io::Result<Vec<String>> {
 }
 
 /// Delete a journal file whose actions were all undone.
+/// Remove a replayed journal, and the journal directory when it was the
+/// last one (`zmem trial --recover` leaves nothing behind).
 pub fn discard(path: &Path) {
     let _ = fs::remove_file(path);
+    if let Some(dir) = path.parent() {
+        // Fails (and keeps the directory) while other journals remain.
+        let _ = fs::remove_dir(dir);
+    }
 }
 
 #[cfg(test)]

@@ -510,6 +510,10 @@ mod tests {
             orphans(&h).is_empty(),
             "journal removed after a clean replay"
         );
+        assert!(
+            !h.path(JOURNAL_DIR).exists(),
+            "--recover leaves no empty journal directory"
+        );
         fs::remove_dir_all(root).unwrap();
     }
 
