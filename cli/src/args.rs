@@ -13,3 +13,8 @@ pub fn size(s: &str) -> Result<u64, String> {
 pub fn size_of(flag: &str, s: &str) -> anyhow::Result<u64> {
     zmem_units::parse_size(s).with_context(|| format!("bad size for {flag}"))
 }
+
+/// For clap's `value_parser`: a duration flag (`30s`, `5min`, …).
+pub fn duration(s: &str) -> Result<std::time::Duration, String> {
+    zmem_units::parse_duration(s).map_err(|e| e.to_string())
+}

@@ -14,7 +14,10 @@ use std::time::Duration;
 use zmem_sysfs::ctl::{self, CtlRequest, MAX_REQUEST};
 use zmem_sysfs::BlockDevice;
 
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// A request must arrive and its reply be taken within this time, in all.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Requests served at once; more connections are closed at once.
+pub const MAX_CTL_CONNECTIONS: usize = 16;
 
 /// The device and the attribute names it lists (readable and writable).
 pub struct Control {
@@ -42,12 +45,20 @@ impl Control {
     }
 
     fn serve_one(&self, mut s: UnixStream) -> io::Result<()> {
-        s.set_read_timeout(Some(IO_TIMEOUT))?;
-        s.set_write_timeout(Some(IO_TIMEOUT))?;
+        let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
+        // Each read and write may only take what is left of the deadline: a
+        // client trickling bytes does not extend it.
+        let left = || {
+            deadline
+                .checked_duration_since(std::time::Instant::now())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "request deadline"))
+        };
         let mut raw = Vec::new();
         let mut chunk = [0u8; 4096];
         // Until end of stream, a newline, or one byte past the limit.
         loop {
+            s.set_read_timeout(Some(left()?))?;
             let n = s.read(&mut chunk)?;
             if n == 0 {
                 break;
@@ -61,11 +72,15 @@ impl Control {
         if let Some(i) = raw.iter().position(|&b| b == b'\n') {
             raw.truncate(i + 1);
         }
+        s.set_write_timeout(Some(left()?))?;
         s.write_all(&self.answer(&raw))?;
         s.shutdown(std::net::Shutdown::Write)?;
         // Read what the client still sends (bounded), so closing does not
         // reset the connection before the client has read the reply.
-        let _ = io::copy(&mut (&mut s).take(1 << 20), &mut io::sink());
+        if let Ok(t) = left() {
+            let _ = s.set_read_timeout(Some(t));
+            let _ = io::copy(&mut (&mut s).take(1 << 20), &mut io::sink());
+        }
         Ok(())
     }
 }
@@ -78,12 +93,17 @@ pub struct CtlServer {
 }
 
 impl CtlServer {
-    /// Bind `path` (mode 0600) and serve requests on a thread.
-    pub fn start(path: &Path, control: Control) -> io::Result<CtlServer> {
-        use std::os::unix::fs::PermissionsExt;
-        let l: UnixListener = crate::stream::bind_unix(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    /// Bind `path` with `perms` (0600 by default, atomically: see
+    /// [`crate::stream::bind_unix`]) and serve requests on a thread, at most
+    /// [`MAX_CTL_CONNECTIONS`] at once, each within a 5 s deadline.
+    pub fn start(
+        path: &Path,
+        control: Control,
+        perms: crate::stream::SocketPerms,
+    ) -> io::Result<CtlServer> {
+        let l: UnixListener = crate::stream::bind_unix(path, perms)?;
         l.set_nonblocking(true)?;
+        let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let control = Arc::new(control);
@@ -93,13 +113,22 @@ impl CtlServer {
                 while !st.load(Ordering::Relaxed) {
                     match l.accept() {
                         Ok((s, _)) => {
-                            let c = control.clone();
+                            if busy.load(Ordering::Acquire) >= MAX_CTL_CONNECTIONS {
+                                let _ = s.shutdown(std::net::Shutdown::Both);
+                                continue;
+                            }
+                            busy.fetch_add(1, Ordering::AcqRel);
+                            let (c, b) = (control.clone(), busy.clone());
                             let _ = s.set_nonblocking(false);
-                            let _ = thread::Builder::new().name("zmem-ctl-req".into()).spawn(
+                            let spawned = thread::Builder::new().name("zmem-ctl-req".into()).spawn(
                                 move || {
                                     let _ = c.serve_one(s);
+                                    b.fetch_sub(1, Ordering::AcqRel);
                                 },
                             );
+                            if spawned.is_err() {
+                                busy.fetch_sub(1, Ordering::AcqRel);
+                            }
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                             thread::sleep(Duration::from_millis(20))

@@ -7,6 +7,7 @@
 //! * [`handshake`]: fixed newstyle negotiation (GO, INFO, LIST, ABORT, EXPORT_NAME);
 //! * [`transmission`]: request checks and running commands on the device;
 //! * [`server`]: listener, per-connection reader/writer threads, worker pool, shutdown;
+//! * [`limits`]: what one client may cost, and the watchdog that enforces it;
 //! * [`stream`]: Unix/TCP sockets;
 //! * [`ctl`]: the control socket (docs/ctl-protocol.md);
 //! * [`client`]: a minimal client for tests and tools.
@@ -14,11 +15,13 @@
 pub mod client;
 pub mod ctl;
 pub mod handshake;
+pub mod limits;
 pub mod proto;
 pub mod server;
 pub mod stream;
 pub mod transmission;
 
 pub use ctl::{Control, CtlServer};
+pub use limits::Limits;
 pub use server::{Options, Server};
-pub use stream::{Listen, Listener};
+pub use stream::{Listen, Listener, SocketPerms};

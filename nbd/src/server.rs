@@ -9,35 +9,39 @@
 //!   holds it only while it reads one request, its payload included.
 //! * Replies are written whole under the write lock; NBD replies may be out
 //!   of order, the cookie pairs them.
-//! * A client that stops reading its replies stalls only its own threads,
-//!   and is dropped when a reply cannot be written within [`WRITE_TIMEOUT`].
+//! * A client that stops reading its replies stalls only its own threads:
+//!   once [`Limits::max_inflight`] bytes of its replies are pending, the
+//!   server reads no more of its requests, and a reply it does not take
+//!   within [`Limits::reply_timeout`] drops the connection.
+//! * Every time limit is a deadline enforced by the accept loop's watchdog
+//!   ([`crate::limits`]); connections beyond [`Limits::max_connections`] are
+//!   closed at once.
 //!
 //! Shutdown: [`Server::run`] returns when its stop flag is set. It stops
 //! accepting and shuts down the reading side of every connection: each
 //! thread sees end of file when it next reads, requests already read finish
-//! and their replies go out, then the connection is closed.
+//! and their replies go out; after [`Limits::shutdown_grace`] every
+//! connection still open is cut, whatever its client does.
 
 use std::collections::HashMap;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::Shutdown;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use zmem_sysfs::BlockDevice;
 
 use crate::handshake::{drain, negotiate, Export, Outcome};
+pub use crate::limits::Limits;
+use crate::limits::{Inflight, Watched};
 use crate::proto::*;
 use crate::stream::{Listener, Stream};
 use crate::transmission::{decode, execute, Command};
 
 /// Largest READ/WRITE payload we accept (advertised as the maximum block size).
 pub const MAX_PAYLOAD: u32 = 32 << 20;
-/// Handshake must finish within this time.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-/// A reply that cannot be written within this time drops the connection.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Server settings.
 #[derive(Debug, Clone)]
@@ -49,6 +53,8 @@ pub struct Options {
     pub threads: usize,
     /// Log connects and disconnects on stderr.
     pub verbose: bool,
+    /// What one client may cost (connections, time, memory).
+    pub limits: Limits,
 }
 
 impl Default for Options {
@@ -60,6 +66,7 @@ impl Default for Options {
                 .map_or(2, |n| n.get())
                 .max(2),
             verbose: false,
+            limits: Limits::default(),
         }
     }
 }
@@ -123,30 +130,17 @@ impl Server {
             stopping: AtomicBool::new(false),
             opts: self.opts.clone(),
         });
-        let conns: Arc<Mutex<HashMap<u64, Stream>>> = Arc::default();
+        let epoch = Instant::now();
+        let conns: Conns = Arc::default();
         let mut handles: Vec<JoinHandle<()>> = Vec::new();
-        let next_id = AtomicU64::new(0);
+        let mut next_id = 0u64;
         while !stop.load(Ordering::Relaxed) {
+            watchdog(&conns);
             match self.listener.accept() {
                 Ok(Some(s)) => {
-                    let id = next_id.fetch_add(1, Ordering::Relaxed);
-                    let Ok(clone) = s.try_clone() else { continue };
-                    conns
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(id, clone);
-                    let shared = shared.clone();
-                    let conns = conns.clone();
-                    let h =
-                        thread::Builder::new()
-                            .name(format!("nbd-conn-{id}"))
-                            .spawn(move || {
-                                connection(&shared, s, id);
-                                conns.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                            });
-                    match h {
-                        Ok(h) => handles.push(h),
-                        Err(e) => eprintln!("zmem serve: cannot start a connection thread: {e}"),
+                    next_id += 1;
+                    if let Some(h) = admit(&shared, &conns, s, next_id, epoch) {
+                        handles.push(h);
                     }
                     handles.retain(|h| !h.is_finished());
                 }
@@ -157,15 +151,76 @@ impl Server {
                 }
             }
         }
-        // Shutdown: no new connections or requests; let in-flight ones finish.
-        shared.stopping.store(true, Ordering::Relaxed);
-        for s in conns.lock().unwrap_or_else(|e| e.into_inner()).values() {
-            let _ = s.shutdown(Shutdown::Read);
-        }
-        for h in handles {
-            let _ = h.join();
-        }
+        shutdown(&shared, &conns, handles);
         Ok(())
+    }
+}
+
+type Conns = Arc<Mutex<HashMap<u64, Arc<Watched>>>>;
+
+/// Cuts every connection past one of its deadlines.
+fn watchdog(conns: &Conns) {
+    let now = Instant::now();
+    for w in conns.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        w.check(now);
+    }
+}
+
+/// Starts a thread for a new connection, or closes it when the server is full.
+fn admit(
+    shared: &Arc<Shared>,
+    conns: &Conns,
+    s: Stream,
+    id: u64,
+    epoch: Instant,
+) -> Option<JoinHandle<()>> {
+    let max = shared.opts.limits.max_connections;
+    if conns.lock().unwrap_or_else(|e| e.into_inner()).len() >= max {
+        if shared.opts.verbose {
+            eprintln!("zmem serve: connection {id} ({}) refused: {max} connections already (--max-connections)", s.peer());
+        }
+        let _ = s.shutdown(Shutdown::Both);
+        return None;
+    }
+    let clone = s.try_clone().ok()?;
+    let watched = Arc::new(Watched::new(clone, epoch));
+    conns
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id, watched.clone());
+    let (shared, conns2) = (shared.clone(), conns.clone());
+    let h = thread::Builder::new()
+        .name(format!("nbd-conn-{id}"))
+        .spawn(move || {
+            connection(&shared, s, &watched, id);
+            conns2.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        });
+    match h {
+        Ok(h) => Some(h),
+        Err(e) => {
+            eprintln!("zmem serve: cannot start a connection thread: {e}");
+            conns.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            None
+        }
+    }
+}
+
+/// No new requests; requests already read get [`Limits::shutdown_grace`] to
+/// finish, then every connection is cut and its threads joined.
+fn shutdown(shared: &Shared, conns: &Conns, handles: Vec<JoinHandle<()>>) {
+    shared.stopping.store(true, Ordering::Relaxed);
+    for w in conns.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        let _ = w.stream.shutdown(Shutdown::Read);
+    }
+    let until = Instant::now() + shared.opts.limits.shutdown_grace;
+    while Instant::now() < until && handles.iter().any(|h| !h.is_finished()) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    for w in conns.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        let _ = w.stream.shutdown(Shutdown::Both);
+    }
+    for h in handles {
+        let _ = h.join();
     }
 }
 
@@ -197,42 +252,84 @@ fn error_reply(error: u32, cookie: u64) -> Vec<u8> {
 
 /// What the next request asks for, read whole under the read lock.
 enum Next {
-    Run(Command, u64, Vec<u8>),
+    /// A command, its cookie, its WRITE payload and the bytes it holds in flight.
+    Run(Command, u64, Vec<u8>, u64),
     Refuse(u32, u64),
     End(&'static str),
 }
 
-fn next_request<R: Read>(r: &mut R, export: &Export) -> Next {
+/// Bytes a command holds until its reply is written: a READ's reply data or
+/// a WRITE's payload.
+fn inflight_bytes(cmd: &Command) -> u64 {
+    match cmd {
+        Command::Read { len, .. } | Command::Write { len, .. } => *len as u64,
+        _ => 0,
+    }
+}
+
+/// Reads one request under the connection's limits: idle deadline until its
+/// first byte, request deadline for the header and payload, and no read
+/// until its bytes fit in the in-flight budget.
+fn next_request<R: BufRead>(r: &mut R, c: &Conn) -> Next {
+    c.watched.read_within(c.limits.idle_timeout);
+    match r.fill_buf() {
+        Ok([]) | Err(_) => return Next::End("end of stream"),
+        Ok(_) => {}
+    }
+    c.watched.read_within(Some(c.limits.request_timeout));
     let mut h = [0u8; REQUEST_LEN];
     if r.read_exact(&mut h).is_err() {
         return Next::End("end of stream");
     }
+    c.watched.read_within(None);
     let Some(req) = parse_request(&h) else {
         return Next::End("bad request magic");
     };
-    match decode(&req, export.size, export.max_payload) {
-        Err(refusal) => match drain(r, refusal.drain) {
-            Ok(()) => Next::Refuse(refusal.error, req.cookie),
-            Err(_) => Next::End("disconnected mid-request"),
-        },
-        Ok(Command::Disconnect) => Next::End("NBD_CMD_DISC"),
-        Ok(cmd) => {
-            let mut payload = Vec::new();
-            if let Command::Write { len, .. } = cmd {
-                payload = vec![0u8; len as usize];
-                if r.read_exact(&mut payload).is_err() {
-                    return Next::End("disconnected mid-request");
-                }
-            }
-            Next::Run(cmd, req.cookie, payload)
+    let cmd = match decode(&req, c.export.size, c.export.max_payload) {
+        Err(refusal) => {
+            c.watched.read_within(Some(c.limits.request_timeout));
+            let r = match drain(r, refusal.drain) {
+                Ok(()) => Next::Refuse(refusal.error, req.cookie),
+                Err(_) => Next::End("disconnected mid-request"),
+            };
+            c.watched.read_within(None);
+            return r;
+        }
+        Ok(Command::Disconnect) => return Next::End("NBD_CMD_DISC"),
+        Ok(cmd) => cmd,
+    };
+    let held = inflight_bytes(&cmd);
+    if !c.inflight.acquire(held, &|| c.done.load(Ordering::Acquire)) {
+        return Next::End("connection ended");
+    }
+    let mut payload = Vec::new();
+    if let Command::Write { len, .. } = cmd {
+        payload = vec![0u8; len as usize];
+        c.watched.read_within(Some(c.limits.request_timeout));
+        let ok = r.read_exact(&mut payload).is_ok();
+        c.watched.read_within(None);
+        if !ok {
+            c.inflight.release(held);
+            return Next::End("disconnected mid-request");
         }
     }
+    Next::Run(cmd, req.cookie, payload, held)
 }
 
-fn connection(sh: &Shared, mut s: Stream, id: u64) {
+/// One connection in transmission, shared by its threads.
+struct Conn<'a> {
+    export: &'a Export,
+    limits: &'a Limits,
+    watched: &'a Watched,
+    inflight: Inflight,
+    done: AtomicBool,
+}
+
+fn connection(sh: &Shared, mut s: Stream, watched: &Watched, id: u64) {
     let peer = s.peer();
-    let _ = s.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    let _ = s.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
+    let limits = &sh.opts.limits;
+    watched.read_within(Some(limits.handshake_timeout));
+    watched.write_within(Some(limits.handshake_timeout));
     let stopping = || sh.stopping.load(Ordering::Relaxed);
     match negotiate(&mut s, &sh.export, &stopping) {
         Ok(Outcome::Transmission) => {}
@@ -241,23 +338,44 @@ fn connection(sh: &Shared, mut s: Stream, id: u64) {
             return;
         }
     }
-    let _ = s.set_read_timeout(None);
-    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
+    watched.read_within(None);
+    watched.write_within(None);
     if sh.opts.verbose {
         eprintln!("zmem serve: connection {id} ({peer}) in transmission");
     }
+    let c = Conn {
+        export: &sh.export,
+        limits,
+        watched,
+        inflight: Inflight::new(limits.max_inflight),
+        done: AtomicBool::new(false),
+    };
+    let reason = transmission(sh, &s, &c);
+    let _ = s.shutdown(Shutdown::Both);
+    if sh.opts.verbose {
+        let cut = *watched.cut.lock().unwrap_or_else(|e| e.into_inner());
+        eprintln!(
+            "zmem serve: connection {id} ({peer}) closed: {}",
+            cut.unwrap_or(reason)
+        );
+    }
+}
+
+/// The transmission phase: `threads` workers, each reading a request under
+/// the read lock, running it and writing its reply under the write lock.
+/// Returns why it ended.
+fn transmission(sh: &Shared, s: &Stream, c: &Conn) -> &'static str {
     let (Ok(rs), Ok(ws)) = (s.try_clone(), s.try_clone()) else {
-        return;
+        return "cannot clone the socket";
     };
     let reader = Mutex::new(BufReader::with_capacity(256 * 1024, rs));
     let writer = Mutex::new(ws);
-    let done = AtomicBool::new(false);
     let reason: Mutex<&'static str> = Mutex::new("");
     // Ending the connection also shuts its read side: a sibling thread that
     // is already blocked reading the next header wakes with end of stream
     // instead of waiting forever for a client that has been cut off.
     let end = |why: &'static str| {
-        if !done.swap(true, Ordering::AcqRel) {
+        if !c.done.swap(true, Ordering::AcqRel) {
             *reason.lock().unwrap_or_else(|e| e.into_inner()) = why;
         }
         let _ = s.shutdown(Shutdown::Read);
@@ -267,26 +385,33 @@ fn connection(sh: &Shared, mut s: Stream, id: u64) {
             sc.spawn(|| loop {
                 let next = {
                     let mut r = reader.lock().unwrap_or_else(|e| e.into_inner());
-                    if done.load(Ordering::Acquire) {
+                    if c.done.load(Ordering::Acquire) {
                         return;
                     }
-                    match next_request(&mut *r, &sh.export) {
+                    match next_request(&mut *r, c) {
                         // Marked while the read lock is held, so no sibling
                         // starts another read after the stream has ended.
                         Next::End(why) => {
                             end(why);
                             return;
                         }
-                        Next::Run(cmd, cookie, payload) => Ok((cmd, cookie, payload)),
+                        Next::Run(cmd, cookie, payload, held) => Ok((cmd, cookie, payload, held)),
                         Next::Refuse(error, cookie) => Err((error, cookie)),
                     }
                 };
-                let reply = match next {
-                    Ok((cmd, cookie, payload)) => run_job(&*sh.dev, cmd, cookie, payload),
-                    Err((error, cookie)) => error_reply(error, cookie),
+                let (reply, held) = match next {
+                    Ok((cmd, cookie, payload, held)) => {
+                        (run_job(&*sh.dev, cmd, cookie, payload), held)
+                    }
+                    Err((error, cookie)) => (error_reply(error, cookie), 0),
                 };
                 let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
-                if w.write_all(&reply).is_err() {
+                c.watched.write_within(Some(c.limits.reply_timeout));
+                let ok = w.write_all(&reply).is_ok();
+                c.watched.write_within(None);
+                drop(reply);
+                c.inflight.release(held);
+                if !ok {
                     end("cannot write a reply");
                     let _ = w.shutdown(Shutdown::Both);
                     return;
@@ -294,13 +419,8 @@ fn connection(sh: &Shared, mut s: Stream, id: u64) {
             });
         }
     });
-    let _ = s.shutdown(Shutdown::Both);
-    if sh.opts.verbose {
-        eprintln!(
-            "zmem serve: connection {id} ({peer}) closed: {}",
-            reason.lock().unwrap_or_else(|e| e.into_inner())
-        );
-    }
+    let r = *reason.lock().unwrap_or_else(|e| e.into_inner());
+    r
 }
 
 /// Serve one connection synchronously from an input byte stream, writing the
@@ -380,10 +500,15 @@ pub fn mlock_all() -> io::Result<()> {
     }
 }
 
-/// A flag set by SIGINT or SIGTERM (for [`Server::run`]).
+/// A flag set by SIGINT, SIGTERM or SIGHUP (for [`Server::run`]): each
+/// stops the server cleanly, its socket files removed.
 pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     Ok(stop)

@@ -119,9 +119,34 @@ pub enum Listener {
     Tcp(TcpListener),
 }
 
+/// Who may connect to a Unix socket: its mode and, optionally, its group.
+/// The default, 0600 and the server's own group, lets only its owner (root)
+/// connect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketPerms {
+    pub mode: u32,
+    pub group: Option<u32>,
+}
+
+impl Default for SocketPerms {
+    fn default() -> Self {
+        SocketPerms {
+            mode: 0o600,
+            group: None,
+        }
+    }
+}
+
+/// The process umask is shared by all threads: binds take turns.
+static UMASK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Bind a Unix socket at `path`, replacing a stale socket file (one nobody
 /// accepts on) but refusing one that is live or a path that is not a socket.
-pub fn bind_unix(path: &Path) -> io::Result<UnixListener> {
+///
+/// The socket file is created 0600 (bound under umask 0177: there is no
+/// moment when the caller's umask decides who may connect), then given its
+/// group and, last, the wider mode `perms` asks for.
+pub fn bind_unix(path: &Path, perms: SocketPerms) -> io::Result<UnixListener> {
     use std::os::unix::fs::FileTypeExt;
     if let Ok(md) = std::fs::symlink_metadata(path) {
         if !md.file_type().is_socket() {
@@ -141,13 +166,35 @@ pub fn bind_unix(path: &Path) -> io::Result<UnixListener> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    UnixListener::bind(path)
+    let l = {
+        let _g = UMASK_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: umask only swaps the process's file mode mask; restored below.
+        let old = unsafe { libc::umask(0o177) };
+        let l = UnixListener::bind(path);
+        // SAFETY: as above.
+        unsafe { libc::umask(old) };
+        l?
+    };
+    set_perms(path, perms)?;
+    Ok(l)
+}
+
+fn set_perms(path: &Path, perms: SocketPerms) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(gid) = perms.group {
+        std::os::unix::fs::chown(path, None, Some(gid))?;
+    }
+    if perms.mode != 0o600 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perms.mode & 0o777))?;
+    }
+    Ok(())
 }
 
 impl Listener {
-    pub fn bind(l: &Listen) -> io::Result<Listener> {
+    /// Binds `l`; a Unix socket gets `perms` (see [`bind_unix`]).
+    pub fn bind(l: &Listen, perms: SocketPerms) -> io::Result<Listener> {
         let listener = match l {
-            Listen::Unix(p) => Listener::Unix(bind_unix(p)?, p.clone()),
+            Listen::Unix(p) => Listener::Unix(bind_unix(p, perms)?, p.clone()),
             Listen::Tcp(a) => Listener::Tcp(TcpListener::bind(a)?),
         };
         match &listener {

@@ -431,6 +431,7 @@ fn control_socket() {
             dev: d,
             names: vec!["disksize".into(), "mm_stat".into(), "mem_limit".into()],
         },
+        Default::default(),
     )
     .unwrap();
     let ask = |req: &[u8]| {

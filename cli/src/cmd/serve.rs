@@ -87,6 +87,69 @@ pub struct Args {
     /// Log connections on stderr
     #[arg(long, short)]
     pub verbose: bool,
+    /// Mode of the Unix sockets (NBD and control), octal; created 0600 first in any case
+    #[arg(long, value_name = "OCTAL", default_value = "0600", value_parser = socket_mode)]
+    pub socket_mode: u32,
+    /// Group of the Unix sockets (a name from /etc/group or a GID), to share them with
+    /// --socket-mode 0660
+    #[arg(long, value_name = "GROUP")]
+    pub socket_group: Option<String>,
+    /// Connections served at once; more are closed at once
+    #[arg(long, default_value_t = zmem_nbd::Limits::default().max_connections)]
+    pub max_connections: usize,
+    /// Bytes of replies (and write payloads) one connection may have in flight before the
+    /// server stops reading its requests
+    #[arg(long, value_name = "SIZE", default_value = "32M", value_parser = crate::args::size)]
+    pub max_inflight: u64,
+    /// The whole handshake must finish within this time
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::args::duration)]
+    pub handshake_timeout: std::time::Duration,
+    /// A request must arrive whole (header and payload) within this time of its first byte
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::args::duration)]
+    pub request_timeout: std::time::Duration,
+    /// A reply must be taken by the client within this time
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::args::duration)]
+    pub reply_timeout: std::time::Duration,
+    /// Close a connection idle (no request) this long [default: never: an idle VM keeps its
+    /// disk]
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::duration)]
+    pub idle_timeout: Option<std::time::Duration>,
+}
+
+/// `--socket-mode`: an octal mode of at most 0777 that leaves the owner able
+/// to read and write.
+fn socket_mode(s: &str) -> Result<u32, String> {
+    let m = u32::from_str_radix(s.trim_start_matches("0o"), 8)
+        .map_err(|_| format!("{s:?} is not an octal mode such as 0600 or 0660"))?;
+    if m > 0o777 || m & 0o600 != 0o600 {
+        return Err(format!(
+            "{s:?}: a socket mode is at most 0777 and includes 0600 (the owner)"
+        ));
+    }
+    Ok(m)
+}
+
+/// A group name from /etc/group, or a numeric GID.
+fn group_id(g: &str) -> anyhow::Result<u32> {
+    if let Ok(n) = g.parse::<u32>() {
+        return Ok(n);
+    }
+    let groups = std::fs::read_to_string("/etc/group").context("reading /etc/group")?;
+    groups
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split(':');
+            (f.next() == Some(g)).then(|| f.nth(1)?.parse().ok())?
+        })
+        .with_context(|| format!("--socket-group: no group {g:?} in /etc/group"))
+}
+
+/// The sockets' permissions from the flags.
+fn socket_perms(a: &Args) -> anyhow::Result<zmem_nbd::SocketPerms> {
+    Ok(zmem_nbd::SocketPerms {
+        mode: a.socket_mode,
+        group: a.socket_group.as_deref().map(group_id).transpose()?,
+    })
 }
 
 fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
@@ -278,6 +341,7 @@ fn control_socket(a: &Args, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option
             dev: dev.clone(),
             names,
         },
+        socket_perms(a)?,
     )
     .with_context(|| format!("control socket {}", path.display()))?;
     Ok(Some(server))
@@ -316,16 +380,27 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     // for a mounted or swapped-on zram.
     let _open = zram.as_ref().map(|z| z.open());
     let ctl = control_socket(&a, &dev)?;
-    let listener = Listener::bind(&listen).with_context(|| format!("--listen {listen}"))?;
+    let listener =
+        Listener::bind(&listen, socket_perms(&a)?).with_context(|| format!("--listen {listen}"))?;
     let mut opts = Options {
         export_name: a.export.clone(),
         verbose: a.verbose,
+        limits: zmem_nbd::Limits {
+            max_connections: a.max_connections.max(1),
+            max_inflight: a.max_inflight,
+            handshake_timeout: a.handshake_timeout,
+            request_timeout: a.request_timeout,
+            reply_timeout: a.reply_timeout,
+            idle_timeout: a.idle_timeout,
+            ..zmem_nbd::Limits::default()
+        },
         ..Options::default()
     };
     if let Some(t) = a.threads {
         opts.threads = t.clamp(1, 256);
     }
-    let stop = zmem_nbd::server::stop_on_signals().context("installing SIGINT/SIGTERM handlers")?;
+    let stop =
+        zmem_nbd::server::stop_on_signals().context("installing SIGINT/SIGTERM/SIGHUP handlers")?;
     let fast = a
         .fast
         .as_ref()

@@ -45,7 +45,7 @@ pub fn device(size: u64, mem_limit: u64) -> Arc<Zram> {
 pub fn start(dev: Arc<Zram>) -> Running {
     let dir = tmpdir("srv");
     let sock = dir.join("nbd.sock");
-    let listener = Listener::bind(&Listen::Unix(sock.clone())).unwrap();
+    let listener = Listener::bind(&Listen::Unix(sock.clone()), Default::default()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let d: Arc<dyn BlockDevice> = dev.clone();
     let server = Server::new(
