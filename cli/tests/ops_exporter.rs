@@ -409,3 +409,65 @@ fn a_dead_control_socket_is_counted_not_fatal() {
         .any(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "zram0"));
     let _ = fs::remove_dir_all(&root);
 }
+
+/// A scraper that sends half a request holds one slot until its deadline and
+/// never delays another scrape; HEAD answers the headers of GET.
+#[test]
+fn slow_clients_do_not_delay_scrapes_and_head_works() {
+    let root = fixture("06-in-use/root");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--listen", "127.0.0.1:0", "--timeout", "1s"])
+        .args(["--max-requests", "4", "--root", root.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("zmem exporter listening on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap()
+        .to_string();
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    write!(slow, "GET /metr").unwrap();
+    let t = std::time::Instant::now();
+    let ask = |req: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        r
+    };
+    let get = ask("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(get.starts_with("HTTP/1.1 200"), "{get}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_millis(900),
+        "{:?}",
+        t.elapsed()
+    );
+    let head = ask("HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (h, body) = head.split_once("\r\n\r\n").unwrap();
+    assert!(
+        h.starts_with("HTTP/1.1 200") && h.contains("Content-Length: "),
+        "{h}"
+    );
+    assert!(!h.contains("Content-Length: 0\r"), "{h}");
+    assert!(body.is_empty(), "HEAD has no body");
+    // The slow client is cut at its 1 s deadline.
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(ask("POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+    assert!(child.wait().unwrap().success());
+}

@@ -19,6 +19,12 @@ pub struct Args {
     /// Directory with `zmem serve` control sockets (*.ctl)
     #[arg(long, default_value = "/run/zmem")]
     pub ctl_dir: String,
+    /// Scrapes served at once; more are answered 503
+    #[arg(long, default_value_t = exporter::HttpLimits::default().max_connections)]
+    pub max_connections: usize,
+    /// A scrape must send its request and take its answer within this time
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::args::duration)]
+    pub timeout: std::time::Duration,
     /// Stop after answering this many requests
     #[arg(long, hide = true)]
     pub max_requests: Option<usize>,
@@ -46,7 +52,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
         let _ = o.flush();
     }
-    exporter::serve(l, &sys, &args.ctl_dir, args.max_requests)?;
+    let limits = exporter::HttpLimits {
+        max_connections: args.max_connections.max(1),
+        deadline: args.timeout,
+    };
+    exporter::serve(l, &sys, &args.ctl_dir, limits, args.max_requests)?;
     Ok(())
 }
 

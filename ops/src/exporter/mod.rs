@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{self, BufRead, BufReader, Write};
-use std::net::TcpListener;
+
+mod http;
+pub use http::{serve, HttpLimits};
 
 use crate::zram;
 use crate::zswap::{self, Debugfs, Zswap};
@@ -379,61 +380,4 @@ fn debugfs_family(k: &str) -> (String, &'static str, &'static str) {
             "zswap debugfs counter of the same name.",
         ),
     }
-}
-
-/// Serve `/metrics` on a bound listener. Stops after `max_requests` when given.
-pub fn serve(
-    listener: TcpListener,
-    sys: &Sys,
-    ctl_dir: &str,
-    max_requests: Option<usize>,
-) -> io::Result<()> {
-    let mut served = 0;
-    for stream in listener.incoming() {
-        let mut s = match stream {
-            Ok(s) => s,
-            Err(_) => continue,
-        };
-        let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-        let mut line = String::new();
-        let mut r = BufReader::new(match s.try_clone() {
-            Ok(c) => c,
-            Err(_) => continue,
-        });
-        if r.read_line(&mut line).is_err() {
-            continue;
-        }
-        // Skip the headers.
-        let mut h = String::new();
-        while r.read_line(&mut h).map(|n| n > 2).unwrap_or(false) {
-            h.clear();
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("/");
-        let (status, ctype, body) =
-            if line.starts_with("GET ") && (path == "/metrics" || path.starts_with("/metrics?")) {
-                (
-                    "200 OK",
-                    "text/plain; version=0.0.4; charset=utf-8",
-                    collect(sys, ctl_dir),
-                )
-            } else if line.starts_with("GET ") && path == "/" {
-                (
-                    "200 OK",
-                    "text/html",
-                    "<html><body><a href=\"/metrics\">zmem metrics</a></body></html>\n".to_string(),
-                )
-            } else {
-                (
-                    "404 Not Found",
-                    "text/plain",
-                    "only /metrics is here\n".to_string(),
-                )
-            };
-        let _ = write!(s, "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-        served += 1;
-        if max_requests.is_some_and(|m| served >= m) {
-            break;
-        }
-    }
-    Ok(())
 }
