@@ -14,3 +14,4 @@ pub mod score;
 pub mod sidecar;
 pub mod synth;
 pub mod table;
+pub mod verdict;

@@ -106,6 +106,24 @@ pub struct Recommendation {
     pub sysctl_conf: String,
 }
 
+impl Recommendation {
+    /// The one file `zmem apply` and `zmem persist` take as is: the
+    /// zram-generator.conf sections, then `[sysctl]`, then `[zswap]` when
+    /// zswap must be turned off in front of zram.
+    pub fn config_file(&self) -> String {
+        let mut f = format!("{}\n{}", self.zram_generator_conf, self.sysctl_conf);
+        if self.use_ == "zram"
+            && self
+                .use_reasons
+                .iter()
+                .any(|r| r.starts_with("disable zswap"))
+        {
+            f.push_str("\n[zswap]\nenabled = N\n");
+        }
+        f
+    }
+}
+
 fn allowed(algo: &str, inp: &Inputs) -> bool {
     if inp.kernel_algos.is_empty() {
         zmem_codec::find(algo)
@@ -361,15 +379,17 @@ fn zram_generator_conf(
     conf
 }
 
-/// The sysctl.d snippet for vm.swappiness and vm.page-cluster.
+/// The `[sysctl]` section for vm.swappiness and vm.page-cluster (zmem's
+/// extension of zram-generator.conf: `zmem apply` writes it to /proc/sys,
+/// `zmem persist` to /etc/sysctl.d/90-zmem.conf).
 fn sysctl_conf(swp: &SwappinessChoice, page_cluster: u32) -> String {
     let mut sysctl = String::new();
-    let _ = writeln!(sysctl, "# /etc/sysctl.d/99-zmem.conf from `zmem recommend`");
     let _ = writeln!(
         sysctl,
         "# swappiness = 200·x/(x+1) with x = zram/filesystem random-read speed = {:.2}",
         swp.x
     );
+    let _ = writeln!(sysctl, "[sysctl]");
     let _ = writeln!(sysctl, "vm.swappiness = {}", swp.swappiness);
     let _ = writeln!(sysctl, "vm.page-cluster = {page_cluster}");
     sysctl
@@ -379,13 +399,47 @@ fn sysctl_conf(swp: &SwappinessChoice, page_cluster: u32) -> String {
 pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
     let (target, cand) = candidates(t, inp);
     let best = best_at_pc0(&cand, inp)?;
+    let reason = primary_reason(t, inp, target, best);
+    recommend_for(t, inp, target, &cand, best, reason)
+}
+
+/// Recommend with the primary algorithm the verdict's repeated, interleaved
+/// measurements chose (`crate::verdict`), instead of the table's one-shot score.
+pub fn recommend_ranked(
+    t: &FullTable,
+    inp: &Inputs,
+    ranking: &crate::verdict::Ranking,
+) -> Result<Recommendation> {
+    let (target, cand) = candidates(t, inp);
+    let Some(best) = cand
+        .iter()
+        .copied()
+        .find(|r| r.page_cluster == 0 && r.algo == ranking.winner)
+    else {
+        bail!(
+            "cannot recommend: the verdict's choice {} has no device figures in the table",
+            ranking.winner
+        );
+    };
+    let reason = crate::verdict::render::primary_reason(ranking);
+    recommend_for(t, inp, target, &cand, best, reason)
+}
+
+fn recommend_for(
+    t: &FullTable,
+    inp: &Inputs,
+    target: &str,
+    cand: &[&FullRow],
+    best: &FullRow,
+    primary_reason: String,
+) -> Result<Recommendation> {
     let primary = best.algo.clone();
     let (recompress, recompress_reason) = recompression(t, inp, best);
-    let algorithm_reasons = vec![primary_reason(t, inp, target, best), recompress_reason];
+    let algorithm_reasons = vec![primary_reason, recompress_reason];
     let ram_mib = inp.ram_bytes / MIB;
     let sz = sizes(ram_mib, ratio_of(best));
     let swp = swappiness_choice(inp, best, target);
-    let (page_cluster, page_cluster_reasons) = page_cluster_choice(&cand, &primary);
+    let (page_cluster, page_cluster_reasons) = page_cluster_choice(cand, &primary);
     let (use_, use_reasons) = zram_or_zswap(inp, sz.ratio);
     Ok(Recommendation {
         zram_generator_conf: zram_generator_conf(t, &primary, ram_mib, &sz, recompress.as_deref()),

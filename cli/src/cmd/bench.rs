@@ -9,6 +9,7 @@ use anyhow::Context;
 use crate::output::{Format, Table};
 
 mod device;
+mod verdict;
 mod zswap;
 
 /// Arguments of `zmem bench`.
@@ -35,6 +36,17 @@ pub struct Args {
     /// Codecs mode: minimum milliseconds of each throughput measurement
     #[arg(long, value_name = "MS", default_value_t = 200)]
     pub min_time_ms: u64,
+    /// The verdict (the default with no corpus and no mode): every candidate in this many
+    /// interleaved rounds; the decision uses the median score and its interval
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// The verdict on the given corpus files (without files it is the default)
+    #[arg(long)]
+    pub verdict: bool,
+    /// Verdict: write the recommended configuration as DIR/zmem.conf [default: a file in the
+    /// temporary directory]
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
     /// Device mode: reader threads for the random-read phase
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -128,8 +140,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.codecs {
         return run_codecs(args);
     }
+    if args.verdict {
+        return verdict::run(&args);
+    }
     if args.full || args.report.is_some() || args.weights.is_some() {
         return run_full(&args);
+    }
+    if args.corpus.is_empty() && args.threads == 1 {
+        // The main job: this machine's memory, the verdict.
+        return verdict::run(&args);
     }
     device::run(&args)
 }

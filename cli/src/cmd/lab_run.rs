@@ -27,10 +27,10 @@ pub struct Run<'a> {
     pub dict: Option<&'a Path>,
 }
 
-/// The corpus: the given files joined, or the default (this machine's memory + synthetic).
 /// The largest dictionary zmem reads (zstd's own trainer makes ~112 KiB ones).
 const DICT_MAX_BYTES: u64 = 64 << 20;
 
+/// The corpus: the given files joined, or the default (this machine's memory + synthetic).
 pub fn load_corpus(paths: &[PathBuf]) -> Result<(Corpus, Vec<String>)> {
     match paths {
         [] => {

@@ -33,7 +33,7 @@ pub fn algorithms() -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn open_direct(d: &HotDevice, write: bool) -> std::io::Result<File> {
+pub(crate) fn open_direct(d: &HotDevice, write: bool) -> std::io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(write)
@@ -69,7 +69,11 @@ pub fn write_corpus(d: &HotDevice, corpus: &Corpus) -> Result<(f64, MmStat), Str
 
 /// A fresh device configured with `algo` (and the level of `opts`) and
 /// room for `pages` pages.
-fn configured_device(algo: &str, pages: usize, opts: &Options) -> Result<HotDevice, String> {
+pub(crate) fn configured_device(
+    algo: &str,
+    pages: usize,
+    opts: &Options,
+) -> Result<HotDevice, String> {
     let d = HotDevice::create().map_err(|e| e.to_string())?;
     d.write_attr("comp_algorithm", algo)
         .map_err(|e| format!("kernel zram has no algorithm {algo}: {e}"))?;

@@ -2,10 +2,10 @@
 
 pub mod codecs;
 pub mod device;
-mod device_rows;
+pub(crate) mod device_rows;
 pub mod fastpath;
 pub mod kernel;
-mod random_read;
+pub mod random_read;
 pub mod recomp;
 pub mod writeback;
 pub mod zswap;

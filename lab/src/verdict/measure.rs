@@ -1,0 +1,163 @@
+//! One round of one candidate: the corpus written into a fresh device (the
+//! swap-out side, timed) and random 4 KiB reads from it at page-cluster 0
+//! (the swap-in side, each read timed), through the engine or through a
+//! hot-added kernel zram device with O_DIRECT, as `zmem bench` measures
+//! them (`crate::bench::kernel`).
+
+use std::os::unix::fs::FileExt;
+use std::time::Instant;
+
+use serde::Serialize;
+use zmem_codec::PAGE_SIZE;
+use zmem_sysfs::BlockDevice;
+use zmem_zram::Zram;
+
+use crate::bench::device_rows::{self, Target};
+use crate::bench::kernel;
+use crate::bench::random_read::{read_phase, request_indexes};
+use crate::corpus::Corpus;
+
+/// What one round measured for one candidate.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sample {
+    /// Swap-out: corpus MiB written per second of write calls.
+    pub write_mibps: f64,
+    /// Swap-in: mean latency of a random 4 KiB read, ns.
+    pub read_lat_ns: f64,
+    /// Swap-in throughput of those reads, MiB/s.
+    pub read_mibps: f64,
+    pub orig_data_size: u64,
+    pub compr_data_size: u64,
+    pub mem_used_total: u64,
+}
+
+impl Sample {
+    /// orig_data_size / mem_used_total: what a page costs in RAM, all in.
+    pub fn effective_ratio(&self) -> f64 {
+        self.orig_data_size as f64 / self.mem_used_total.max(1) as f64
+    }
+}
+
+/// One round on the engine.
+pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
+    let pages = corpus.page_count();
+    let dev = Zram::builder()
+        .name("zram-verdict")
+        .algorithm(algo, Default::default())
+        .disksize((pages * PAGE_SIZE) as u64)
+        .build()
+        .map_err(|e| e.message)?;
+    let t = Instant::now();
+    for (i, p) in corpus.pages().enumerate() {
+        dev.write_page(i, p).map_err(|e| format!("write: {e}"))?;
+    }
+    let write_s = t.elapsed().as_secs_f64();
+    let m = dev.mm_stat();
+    let plan = request_indexes(pages, 0, requests, 1, seed);
+    let r = read_phase(0, &plan, |buf, i| {
+        dev.read_at((i * PAGE_SIZE) as u64, &mut buf[..PAGE_SIZE])
+            .map_err(|e| e.to_string())
+    })?;
+    Ok(Sample {
+        write_mibps: (pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64,
+        read_lat_ns: r.lat_mean_ns,
+        read_mibps: r.mibps,
+        orig_data_size: m.orig_data_size,
+        compr_data_size: m.compr_data_size,
+        mem_used_total: m.mem_used_total,
+    })
+}
+
+/// One round on a fresh kernel zram device (hot-added, removed afterwards).
+pub fn kernel(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
+    let pages = corpus.page_count();
+    let d = kernel::configured_device(algo, pages, &device_rows::Options::default())?;
+    let (write_s, m) = kernel::write_corpus(&d, corpus)?;
+    let f = kernel::open_direct(&d, false)
+        .map_err(|e| format!("open {}: {e}", d.dev_path().display()))?;
+    let plan = request_indexes(pages, 0, requests, 1, seed);
+    let r = read_phase(0, &plan, |buf, i| {
+        f.read_exact_at(&mut buf[..PAGE_SIZE], (i * PAGE_SIZE) as u64)
+            .map_err(|e| e.to_string())
+    })?;
+    Ok(Sample {
+        write_mibps: (pages * PAGE_SIZE) as f64 / write_s.max(1e-9) / (1 << 20) as f64,
+        read_lat_ns: r.lat_mean_ns,
+        read_mibps: r.mibps,
+        orig_data_size: m.orig_data_size,
+        compr_data_size: m.compr_data_size,
+        mem_used_total: m.mem_used_total,
+    })
+}
+
+/// One round of `algo` on `target`.
+pub fn once(
+    corpus: &Corpus,
+    algo: &str,
+    target: Target,
+    requests: usize,
+    seed: u64,
+) -> Result<Sample, String> {
+    match target {
+        Target::Kernel => kernel(corpus, algo, requests, seed),
+        _ => engine(corpus, algo, requests, seed),
+    }
+}
+
+/// Reads a request of pages at a page index into the buffer.
+type ReadFn<'a> = dyn Fn(&mut [u8], usize) -> Result<(), String> + Sync + 'a;
+
+/// Random reads at page-cluster 0..=3 (requests of 2^pc pages) from one
+/// device holding the corpus: what vm.page-cluster changes for `algo`.
+pub fn page_clusters(
+    corpus: &Corpus,
+    algo: &str,
+    target: Target,
+    requests: usize,
+    seed: u64,
+) -> Result<Vec<crate::bench::random_read::ReadResult>, String> {
+    let pages = corpus.page_count();
+    let phase = |read: &ReadFn, pc: u32| {
+        let plan = request_indexes(pages, pc, requests, 1, seed);
+        read_phase(pc, &plan, read)
+    };
+    let n = |pc: u32, i: usize| (1usize << pc).min(pages - i) * PAGE_SIZE;
+    let mut out = Vec::new();
+    match target {
+        Target::Kernel => {
+            let d = kernel::configured_device(algo, pages, &device_rows::Options::default())?;
+            kernel::write_corpus(&d, corpus)?;
+            let f = kernel::open_direct(&d, false).map_err(|e| e.to_string())?;
+            for pc in 0..4 {
+                out.push(phase(
+                    &|buf, i| {
+                        f.read_exact_at(&mut buf[..n(pc, i)], (i * PAGE_SIZE) as u64)
+                            .map_err(|e| e.to_string())
+                    },
+                    pc,
+                )?);
+            }
+        }
+        _ => {
+            let dev = Zram::builder()
+                .name("zram-verdict")
+                .algorithm(algo, Default::default())
+                .disksize((pages * PAGE_SIZE) as u64)
+                .build()
+                .map_err(|e| e.message)?;
+            for (i, p) in corpus.pages().enumerate() {
+                dev.write_page(i, p).map_err(|e| format!("write: {e}"))?;
+            }
+            for pc in 0..4 {
+                out.push(phase(
+                    &|buf, i| {
+                        dev.read_at((i * PAGE_SIZE) as u64, &mut buf[..n(pc, i)])
+                            .map_err(|e| e.to_string())
+                    },
+                    pc,
+                )?);
+            }
+        }
+    }
+    Ok(out)
+}
