@@ -75,6 +75,8 @@ fn recommend_json_and_files() {
         "100",
         "--requests",
         "300",
+        "--rounds",
+        "3",
         "--out-dir",
         dir.to_str().unwrap(),
         "--format",
@@ -91,9 +93,9 @@ fn recommend_json_and_files() {
     ] {
         assert!(j.contains(k), "{k} in {j}");
     }
-    let conf = std::fs::read_to_string(dir.join("zram-generator.conf")).unwrap();
-    let parsed =
-        zmem_ops::config::parse(&conf, &dir.join("zram-generator.conf")).expect("parses back");
+    // One file: zram-generator sections and [sysctl], read back by zmem's config reader.
+    let conf = std::fs::read_to_string(dir.join("zmem.conf")).unwrap();
+    let parsed = zmem_ops::config::parse(&conf, &dir.join("zmem.conf")).expect("parses back");
     let d = &parsed.devices[0];
     assert_eq!(
         d.resident_limit
@@ -103,7 +105,8 @@ fn recommend_json_and_files() {
             .unwrap(),
         8192.0
     );
-    let sysctl = std::fs::read_to_string(dir.join("99-zmem.conf")).unwrap();
-    assert!(sysctl.contains("vm.swappiness = ") && sysctl.contains("vm.page-cluster = "));
+    let keys: Vec<&str> = parsed.sysctls.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(keys, ["vm.swappiness", "vm.page-cluster"]);
+    assert!(j.contains("\"ranking\""), "{j}");
     let _ = std::fs::remove_dir_all(&dir);
 }

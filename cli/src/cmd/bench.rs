@@ -9,7 +9,7 @@ use anyhow::Context;
 use crate::output::{Format, Table};
 
 mod device;
-mod verdict;
+pub(crate) mod verdict;
 mod zswap;
 
 /// Arguments of `zmem bench`.

@@ -1,12 +1,14 @@
-//! `zmem recommend`: measure a corpus (the default: this machine's memory plus
-//! synthetic pages) and recommend a zram/zswap configuration, with the
-//! arithmetic and the reasons, as a zram-generator.conf and a sysctl.d snippet.
+//! `zmem recommend`: the lab's verdict on a corpus (the default: this
+//! machine's memory plus synthetic pages) — interleaved, repeated
+//! measurements, ties called — with the arithmetic and the reasons behind
+//! every setting, and one config file that `zmem apply` and `zmem persist`
+//! take as is.
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use super::lab_run as full;
+use super::bench::verdict::{self, Ask};
 use crate::output::Format;
 
 /// Arguments of `zmem recommend`.
@@ -26,13 +28,17 @@ pub struct Args {
     /// Algorithms to consider (comma-separated kernel names); default: all
     #[arg(long, value_delimiter = ',')]
     pub algo: Vec<String>,
-    /// Random-read requests per page-cluster value
+    /// Random 4 KiB reads per candidate per round
     #[arg(long, default_value_t = 20_000)]
     pub requests: usize,
-    /// Skip the kernel zram rows
+    /// Interleaved rounds (every candidate once per round)
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// Skip the kernel zram rows (rank the engine's rows of the kernel's algorithms)
     #[arg(long)]
     pub no_kernel: bool,
-    /// Write zram-generator.conf and 99-zmem.conf (sysctl.d) into this directory
+    /// Write the configuration as DIR/zmem.conf (zram-generator.conf sections plus [sysctl]),
+    /// for `zmem apply DIR/zmem.conf` and `zmem persist DIR/zmem.conf`
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -43,57 +49,55 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(w) = &a.weights {
         w.parse::<zmem_lab::score::Weights>()?;
     }
-    // Check --ram before measuring anything.
-    if let Some(r) = &a.ram {
-        crate::args::size_of("--ram", r)?;
-    }
-    let t = full::table(&full::Run {
+    let d = verdict::decide(&Ask {
         corpus: &a.corpus,
         algo: &a.algo,
         weights: a.weights.as_deref(),
-        min_time_ms: 100,
+        rounds: a.rounds,
         requests: a.requests,
         kernel: !a.no_kernel,
-        dict: None,
+        ram: a.ram.as_deref(),
+        fs_read: a.fs_read,
     })?;
-    let inputs = full::inputs(a.ram.as_deref(), a.fs_read, &full::fs_dir())?;
-    let rec = zmem_lab::recommend::recommend(&t, &inputs)?;
+    let path = a.out_dir.as_ref().map(|d| d.join("zmem.conf"));
+    if let Some(p) = &path {
+        verdict::write_config(p, &d.rec.config_file())?;
+        eprintln!("zmem: wrote {}", p.display());
+    }
     match a.format {
-        Format::Table => print!("{}", rec.render_text()),
+        Format::Table => {
+            print!("{}", zmem_lab::verdict::render::render_table(&d.ranking));
+            println!();
+            print!("{}", d.rec.render_text());
+        }
         Format::Json => println!(
             "{}",
-            zmem_lab::recommend::pretty(&zmem_lab::recommend::to_json_value(&rec))
+            serde_json::to_string_pretty(&verdict::json(&d, path.as_deref()))?
         ),
         Format::Csv => {
             println!("key,value");
-            let s = rec.sizes;
+            let s = d.rec.sizes;
+            let tie = d
+                .ranking
+                .tie
+                .as_ref()
+                .map(|t| t.between.join(" "))
+                .unwrap_or_default();
             for (k, v) in [
-                ("use", rec.use_.clone()),
-                ("primary", rec.primary.clone()),
-                ("recompress", rec.recompress.clone().unwrap_or_default()),
-                ("ram_mib", s.ram_mib.to_string()),
-                ("ratio", format!("{:.2}", s.ratio)),
-                ("disksize_mib", s.disksize_mib.to_string()),
-                ("mem_limit_mib", s.mem_limit_mib.to_string()),
-                (
-                    "memory_when_full_mib",
-                    format!("{:.0}", s.memory_when_full_mib),
-                ),
-                ("vm.swappiness", rec.swappiness.to_string()),
-                ("vm.page-cluster", rec.page_cluster.to_string()),
+                ("use", d.rec.use_.clone()),
+                ("algo", d.rec.primary.clone()),
+                ("tie", tie),
+                ("recompress", d.rec.recompress.clone().unwrap_or_default()),
+                ("ram_bytes", (s.ram_mib << 20).to_string()),
+                ("effective_ratio", format!("{:.3}", s.ratio)),
+                ("disksize_bytes", (s.disksize_mib << 20).to_string()),
+                ("mem_limit_bytes", (s.mem_limit_mib << 20).to_string()),
+                ("vm.swappiness", d.rec.swappiness.to_string()),
+                ("vm.page-cluster", d.rec.page_cluster.to_string()),
             ] {
                 println!("{k},{}", super::capture::csv_field(&v));
             }
         }
-    }
-    if let Some(dir) = &a.out_dir {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let g = dir.join("zram-generator.conf");
-        let s = dir.join("99-zmem.conf");
-        std::fs::write(&g, &rec.zram_generator_conf)
-            .with_context(|| format!("writing {}", g.display()))?;
-        std::fs::write(&s, &rec.sysctl_conf).with_context(|| format!("writing {}", s.display()))?;
-        eprintln!("zmem: wrote {} and {}", g.display(), s.display());
     }
     Ok(())
 }

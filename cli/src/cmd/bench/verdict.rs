@@ -30,9 +30,9 @@ fn capture_size() -> u64 {
     (64u64 << 20).min(avail).max(4 << 20)
 }
 
-fn corpus(args: &Args) -> Result<(zmem_lab::corpus::Corpus, Vec<String>)> {
-    if !args.corpus.is_empty() {
-        return super::super::lab_run::load_corpus(&args.corpus);
+fn corpus(paths: &[PathBuf]) -> Result<(zmem_lab::corpus::Corpus, Vec<String>)> {
+    if !paths.is_empty() {
+        return super::super::lab_run::load_corpus(paths);
     }
     let size = capture_size();
     eprintln!(
@@ -77,21 +77,45 @@ pub fn write_config(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-pub fn run(args: &Args) -> Result<()> {
-    let weights = match &args.weights {
+/// What `zmem bench` (the verdict) and `zmem recommend` ask for.
+pub struct Ask<'a> {
+    pub corpus: &'a [PathBuf],
+    pub algo: &'a [String],
+    pub weights: Option<&'a str>,
+    pub rounds: usize,
+    pub requests: usize,
+    pub kernel: bool,
+    pub ram: Option<&'a str>,
+    pub fs_read: Option<f64>,
+}
+
+/// The verdict and the recommendation built on it.
+pub struct Decided {
+    pub corpus: zmem_lab::corpus::Corpus,
+    pub notes: Vec<String>,
+    pub ranking: Ranking,
+    pub rec: Recommendation,
+}
+
+/// Measure (with a progress bar on stderr) and decide.
+pub fn decide(a: &Ask) -> Result<Decided> {
+    let weights = match a.weights {
         Some(w) => w.parse()?,
         None => zmem_lab::score::Weights::default(),
     };
-    for a in &args.algo {
-        zmem_codec::find(a)?;
+    for x in a.algo {
+        zmem_codec::find(x)?;
     }
-    let (c, notes) = corpus(args)?;
+    if let Some(r) = a.ram {
+        crate::args::size_of("--ram", r)?;
+    }
+    let (c, notes) = corpus(a.corpus)?;
     let opts = verdict::Options {
-        rounds: args.rounds.max(1),
-        requests: args.requests,
+        rounds: a.rounds.max(1),
+        requests: a.requests,
         weights,
-        kernel: !args.no_kernel,
-        algorithms: args.algo.clone(),
+        kernel: a.kernel,
+        algorithms: a.algo.to_vec(),
         ..Default::default()
     };
     let bar = progress_bar();
@@ -101,28 +125,45 @@ pub fn run(args: &Args) -> Result<()> {
         bar.set_message(what.to_string());
     })?;
     bar.set_message("page-cluster reads of the winner, filesystem reads");
-    let pcs = verdict::winner_page_clusters(&c, &ranking, args.requests.div_ceil(4))?;
+    let pcs = verdict::winner_page_clusters(&c, &ranking, a.requests.div_ceil(4))?;
     let table = verdict::to_table(&ranking, &pcs);
-    let inputs = super::super::lab_run::inputs(
-        args.ram.as_deref(),
-        args.fs_read,
-        &super::super::lab_run::fs_dir(),
-    )?;
+    let inputs = super::super::lab_run::inputs(a.ram, a.fs_read, &super::super::lab_run::fs_dir())?;
     bar.finish_and_clear();
     let rec = recommend::recommend_ranked(&table, &inputs, &ranking)?;
+    Ok(Decided {
+        corpus: c,
+        notes,
+        ranking,
+        rec,
+    })
+}
+
+/// The verdict as JSON: corpus, ranking, recommendation, config file.
+pub fn json(d: &Decided, path: Option<&Path>) -> serde_json::Value {
+    serde_json::json!({
+        "corpus": {"name": d.corpus.name, "pages": d.corpus.page_count(), "notes": d.notes},
+        "ranking": d.ranking,
+        "recommendation": recommend::to_json_value(&d.rec),
+        "config_file": path,
+    })
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let d = decide(&Ask {
+        corpus: &args.corpus,
+        algo: &args.algo,
+        weights: args.weights.as_deref(),
+        rounds: args.rounds,
+        requests: args.requests,
+        kernel: !args.no_kernel,
+        ram: args.ram.as_deref(),
+        fs_read: args.fs_read,
+    })?;
     let path = config_path(args);
-    write_config(&path, &rec.config_file())?;
+    write_config(&path, &d.rec.config_file())?;
     match args.format {
-        Format::Json => {
-            let v = serde_json::json!({
-                "corpus": {"name": c.name, "pages": c.page_count(), "notes": notes},
-                "ranking": ranking,
-                "recommendation": recommend::to_json_value(&rec),
-                "config_file": path,
-            });
-            println!("{}", serde_json::to_string_pretty(&v)?);
-        }
-        _ => print_verdict(&c, &notes, &ranking, &rec, &path),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&json(&d, Some(&path)))?),
+        _ => print_verdict(&d.corpus, &d.notes, &d.ranking, &d.rec, &path),
     }
     Ok(())
 }
