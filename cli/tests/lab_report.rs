@@ -85,6 +85,10 @@ fn report_renders_in_headless_chromium() {
         );
     }
     assert!(page.contains("Recommendation") && page.contains("[zram0]"));
+    // The first section is the deployable recommendation, one file with [sysctl].
+    let first_h2 = page.split("<h2>").nth(1).unwrap_or("");
+    assert!(first_h2.starts_with("Recommendation"), "{first_h2:.80}");
+    assert!(page.contains("[sysctl]") && page.contains("zmem.conf"));
     assert!(
         !page.contains("<script") && !page.contains("https://"),
         "self-contained, offline"

@@ -275,12 +275,12 @@ pre{{background:#f4f4f4;padding:10px;border:1px solid #ddd}} .legend span{{margi
 
 /// The best algorithm per goal, with why.
 fn write_best_for(h: &mut String, t: &FullTable) {
-    h.push_str("<h2>Best for</h2><ul>");
+    h.push_str("<h2>Best per goal, every measured row</h2><p>Engine-only algorithms are marked: they show what a kernel with them would gain, not what this kernel can run (that is the recommendation above).</p><ul>");
     for (goal, r, why) in t.best_lines() {
         let _ = write!(
             h,
             "<li><b>{goal}</b>: {} — {}</li>",
-            esc(&r.label()),
+            esc(&t.best_label(r)),
             esc(&why)
         );
     }
@@ -318,9 +318,8 @@ fn write_recommendation(h: &mut String, rec: Option<&Recommendation>, rec_error:
             }
             let _ = write!(
                 h,
-                "<h3>zram-generator.conf</h3><pre>{}</pre><h3>sysctl.d</h3><pre>{}</pre>",
-                esc(&r.zram_generator_conf),
-                esc(&r.sysctl_conf)
+                "<h3>zmem.conf</h3><p>One file for <code>zmem apply zmem.conf</code> (preview with <code>--dry-run</code>) and <code>zmem persist zmem.conf</code>: zram-generator.conf sections plus <code>[sysctl]</code>.</p><pre>{}</pre>",
+                esc(&r.config_file())
             );
         }
         (None, e) => {
@@ -518,8 +517,10 @@ pub fn render(
     let pc0: Vec<&FullRow> = t.rows.iter().filter(|r| r.page_cluster == 0).collect();
     let mut h = String::new();
     write_head(&mut h, t, title);
-    write_best_for(&mut h, t);
+    // The deployable configuration first; the per-goal bests (which may be
+    // algorithms this kernel lacks) after it.
     write_recommendation(&mut h, rec, rec_error);
+    write_best_for(&mut h, t);
     write_scatter(&mut h, &pc0);
     write_latency(&mut h, &pc0);
     write_per_metric(&mut h, &pc0);

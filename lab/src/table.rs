@@ -209,6 +209,25 @@ impl FullTable {
         self.best = score::best_for(&m, &s);
     }
 
+    /// Whether kernel rows were measured but none for `algo`: this kernel
+    /// does not offer it, so the row only shows what a kernel with it would gain.
+    pub fn kernel_lacks(&self, algo: &str) -> bool {
+        self.rows.iter().any(|r| r.target == "kernel")
+            && !self
+                .rows
+                .iter()
+                .any(|r| r.target == "kernel" && r.algo == algo)
+    }
+
+    /// A row's label for the "best for" lines, marked when this kernel lacks it.
+    pub fn best_label(&self, r: &FullRow) -> String {
+        if self.kernel_lacks(&r.algo) {
+            format!("{} (engine only: if your kernel had it)", r.label())
+        } else {
+            r.label()
+        }
+    }
+
     /// The "best for" lines as (goal, row, why).
     pub fn best_lines(&self) -> Vec<(&'static str, &FullRow, String)> {
         let Some(b) = self.best else {
@@ -348,7 +367,7 @@ impl FullTable {
             );
         }
         for (goal, r, why) in best {
-            let _ = writeln!(out, "best for {goal:<10} {:<24} {why}", r.label());
+            let _ = writeln!(out, "best for {goal:<10} {:<24} {why}", self.best_label(r));
         }
         out
     }

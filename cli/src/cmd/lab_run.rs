@@ -160,11 +160,12 @@ pub fn print(
 ) -> Result<()> {
     match format {
         Format::Table => {
-            print!("{}", t.render_text());
+            // The configuration this kernel can run first, then the table.
             match rec {
-                Ok(r) => print!("\n{}", r.render_text()),
-                Err(e) => println!("\nno recommendation: {e:#}"),
+                Ok(r) => println!("{}", r.render_text()),
+                Err(e) => println!("no recommendation: {e:#}\n"),
             }
+            print!("{}", t.render_text());
         }
         Format::Csv => print!("{}", t.render_csv()),
         Format::Json => {
