@@ -97,9 +97,56 @@ impl Table {
     }
 }
 
+/// CSV of serialisable rows with exactly their JSON field names and units
+/// (docs/fields.md): one column per field, a missing value (`null`) empty.
+pub fn csv_of<T: serde::Serialize>(rows: &[T]) -> String {
+    let vals: Vec<serde_json::Value> = rows
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect();
+    let Some(serde_json::Value::Object(first)) = vals.first() else {
+        return String::new();
+    };
+    let headers: Vec<&str> = first.keys().map(String::as_str).collect();
+    let mut t = Table::new(&headers);
+    for v in &vals {
+        t.push(
+            headers
+                .iter()
+                .map(|h| match &v[*h] {
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect(),
+        );
+    }
+    t.render_csv()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_of_uses_the_json_names_and_leaves_missing_values_empty() {
+        #[derive(serde::Serialize)]
+        struct R {
+            algo: &'static str,
+            lat_mean_ns: Option<f64>,
+        }
+        let csv = csv_of(&[
+            R {
+                algo: "lz4",
+                lat_mean_ns: Some(1500.0),
+            },
+            R {
+                algo: "a,b",
+                lat_mean_ns: None,
+            },
+        ]);
+        assert_eq!(csv, "algo,lat_mean_ns\nlz4,1500.0\n\"a,b\",\n");
+    }
 
     #[test]
     fn table_aligns_and_csv_escapes() {

@@ -210,7 +210,7 @@ fn fastpath_mode_table_and_json() {
     );
     assert_eq!(r["verified"], true);
     for k in ["write_fast", "write_primary"] {
-        for f in ["mean_us", "p50_us", "p99_us", "total_s"] {
+        for f in ["lat_mean_ns", "lat_p50_ns", "lat_p99_ns", "total_s"] {
             assert!(r[k][f].as_f64().is_some_and(|x| x >= 0.0), "{k}.{f}: {r}");
         }
     }

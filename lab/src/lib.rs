@@ -5,6 +5,7 @@ pub mod bench;
 pub mod capture;
 pub mod corpus;
 pub mod dict;
+pub mod fields;
 pub mod fsread;
 pub mod full;
 pub mod machine;

@@ -25,14 +25,27 @@ pub struct FullRow {
     /// orig_data_size / mem_used_total: with same-filled pages and allocator overhead.
     pub effective_ratio: Option<f64>,
     /// Codec level, MB/s (10^6 B/s of uncompressed data).
+    #[serde(rename = "compress_mbps")]
     pub compress_mb_s: Option<f64>,
+    #[serde(rename = "decompress_mbps")]
     pub decompress_mb_s: Option<f64>,
+    #[serde(rename = "reclaim_mbps")]
     pub reclaim_mb_s: Option<f64>,
     /// Codec level, per page, µs.
+    #[serde(
+        rename = "decompress_lat_mean_ns",
+        serialize_with = "crate::fields::opt_us_as_ns"
+    )]
     pub decompress_us_mean: Option<f64>,
+    #[serde(
+        rename = "decompress_lat_p99_ns",
+        serialize_with = "crate::fields::opt_us_as_ns"
+    )]
     pub decompress_us_p99: Option<f64>,
     /// Device level.
+    #[serde(rename = "write_mibps")]
     pub write_mib_s: Option<f64>,
+    #[serde(rename = "read_mibps")]
     pub read_mib_s: Option<f64>,
     pub iops: Option<f64>,
     pub lat_mean_ns: Option<f64>,
@@ -375,7 +388,7 @@ impl FullTable {
     /// CSV with a header row (opens in a spreadsheet): one line per row.
     pub fn render_csv(&self) -> String {
         let mut out = String::from(
-            "target,algo,page_cluster,ratio,effective_ratio,compress_mb_s,decompress_mb_s,reclaim_mb_s,decompress_us_mean,decompress_us_p99,write_mib_s,read_mib_s,iops,lat_mean_ns,lat_p99_ns,score\n",
+            "target,algo,page_cluster,ratio,effective_ratio,compress_mbps,decompress_mbps,reclaim_mbps,decompress_lat_mean_ns,decompress_lat_p99_ns,write_mibps,read_mibps,iops,lat_mean_ns,lat_p99_ns,score\n",
         );
         for r in &self.rows {
             let v = [
@@ -384,8 +397,8 @@ impl FullTable {
                 r.compress_mb_s,
                 r.decompress_mb_s,
                 r.reclaim_mb_s,
-                r.decompress_us_mean,
-                r.decompress_us_p99,
+                r.decompress_us_mean.map(|u| u * 1000.0),
+                r.decompress_us_p99.map(|u| u * 1000.0),
                 r.write_mib_s,
                 r.read_mib_s,
                 r.iops,

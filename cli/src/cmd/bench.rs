@@ -199,7 +199,7 @@ fn run_codecs(args: Args) -> anyhow::Result<()> {
                 t.push(r.cells());
             }
             if args.format == Format::Csv {
-                print!("{}", t.render_csv());
+                print!("{}", crate::output::csv_of(&rows));
             } else {
                 print!("{}", t.render_table());
                 for c in &corpora {

@@ -56,6 +56,7 @@ pub enum Status {
 /// One algorithm on one corpus.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
+    #[serde(rename = "algo")]
     pub algorithm: String,
     pub corpus: String,
     pub status: Status,
@@ -64,24 +65,46 @@ pub struct Row {
     /// Pages in the corpus.
     pub pages: usize,
     /// Pages left out of the codec calls (zram stores only the word).
+    #[serde(rename = "same_pages")]
     pub same_filled_pages: usize,
     /// Pages compressed and verified to round-trip.
     pub verified_pages: usize,
     /// Bytes given to the codec (pages − same-filled pages, × 4096).
+    #[serde(rename = "orig_data_size")]
     pub orig_bytes: u64,
     /// Their compressed size.
+    #[serde(rename = "compr_data_size")]
     pub compressed_bytes: u64,
     /// orig_bytes / compressed_bytes.
     pub ratio: Option<f64>,
     /// MB/s (10^6 bytes of uncompressed data per second).
+    #[serde(rename = "compress_mbps")]
     pub compress_mb_s: Option<f64>,
+    #[serde(rename = "decompress_mbps")]
     pub decompress_mb_s: Option<f64>,
     /// compress_mb_s × (1 − compressed_bytes / orig_bytes).
+    #[serde(rename = "reclaim_mbps")]
     pub reclaim_mb_s: Option<f64>,
-    /// Per-page latency in microseconds.
+    /// Per-page latency in microseconds (nanoseconds in JSON and CSV).
+    #[serde(
+        rename = "compress_lat_mean_ns",
+        serialize_with = "crate::fields::opt_us_as_ns"
+    )]
     pub compress_us_mean: Option<f64>,
+    #[serde(
+        rename = "compress_lat_p99_ns",
+        serialize_with = "crate::fields::opt_us_as_ns"
+    )]
     pub compress_us_p99: Option<f64>,
+    #[serde(
+        rename = "decompress_lat_mean_ns",
+        serialize_with = "crate::fields::opt_us_as_ns"
+    )]
     pub decompress_us_mean: Option<f64>,
+    #[serde(
+        rename = "decompress_lat_p99_ns",
+        serialize_with = "crate::fields::opt_us_as_ns"
+    )]
     pub decompress_us_p99: Option<f64>,
 }
 

@@ -109,6 +109,7 @@ pub struct Row {
     /// Reads per CPU-second of the reader threads: with idle cores this is
     /// iops / threads; under load from other processes it stays comparable
     /// across thread counts (contention inside the engine lowers it).
+    #[serde(rename = "reads_per_cpu_s")]
     pub iops_per_cpu_s: Option<f64>,
 }
 

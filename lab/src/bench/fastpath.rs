@@ -29,8 +29,11 @@ use crate::corpus::Corpus;
 /// Write latency of one path.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Latency {
+    #[serde(rename = "lat_mean_ns", serialize_with = "crate::fields::us_as_ns")]
     pub mean_us: f64,
+    #[serde(rename = "lat_p50_ns", serialize_with = "crate::fields::us_as_ns")]
     pub p50_us: f64,
+    #[serde(rename = "lat_p99_ns", serialize_with = "crate::fields::us_as_ns")]
     pub p99_us: f64,
     /// Sum of the per-page write times.
     pub total_s: f64,

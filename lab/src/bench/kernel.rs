@@ -43,11 +43,17 @@ pub(crate) fn open_direct(d: &HotDevice, write: bool) -> std::io::Result<File> {
 
 /// Write the corpus to a device and return (seconds in the pwrite calls, mm_stat).
 pub fn write_corpus(d: &HotDevice, corpus: &Corpus) -> Result<(f64, MmStat), String> {
+    write_corpus_chunks(d, corpus).map(|(t, m)| (t.iter().sum(), m))
+}
+
+/// Write the corpus to a device in 1 MiB pwrites and return the seconds of
+/// each call and the mm_stat afterwards.
+pub fn write_corpus_chunks(d: &HotDevice, corpus: &Corpus) -> Result<(Vec<f64>, MmStat), String> {
     let f = open_direct(d, true).map_err(|e| format!("open {}: {e}", d.dev_path().display()))?;
     let data = corpus.bytes();
     let (mut raw, off) = aligned_buffer(WRITE_CHUNK);
     let buf = &mut raw[off..off + WRITE_CHUNK];
-    let mut elapsed = 0.0;
+    let mut elapsed = Vec::with_capacity(data.len() / WRITE_CHUNK + 1);
     let mut pos = 0;
     while pos < data.len() {
         let n = WRITE_CHUNK.min(data.len() - pos);
@@ -56,7 +62,7 @@ pub fn write_corpus(d: &HotDevice, corpus: &Corpus) -> Result<(f64, MmStat), Str
         let t = Instant::now();
         f.write_all_at(&buf[..n], pos as u64)
             .map_err(|e| format!("pwrite at {pos}: {e}"))?;
-        elapsed += t.elapsed().as_secs_f64();
+        elapsed.push(t.elapsed().as_secs_f64());
         pos += n;
     }
     f.sync_all().map_err(|e| format!("fsync: {e}"))?;

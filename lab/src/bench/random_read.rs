@@ -15,6 +15,8 @@ pub struct ReadResult {
     pub mibps: f64,
     pub iops: f64,
     pub lat_mean_ns: f64,
+    /// The median request: robust against the preemption spikes of a busy machine.
+    pub lat_p50_ns: f64,
     pub lat_p99_ns: f64,
     /// CPU seconds the reader threads used (user + system, from
     /// /proc/thread-self/stat; 10 ms resolution), None where unreadable.
@@ -23,13 +25,17 @@ pub struct ReadResult {
     pub wall_s: f64,
 }
 
-/// This thread's user + system CPU time in clock ticks (/proc/thread-self/stat
-/// fields 14 and 15).
-fn thread_cpu_ticks() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+/// This thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID: the
+/// scheduler's own accounting, not /proc's 10 ms clock ticks, which read
+/// 0 or 1 tick for a phase of a few milliseconds).
+fn thread_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own; the clock id is a constant.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// The random request offsets of one phase, per thread: page indexes aligned
@@ -71,7 +77,7 @@ where
 {
     let bytes = PAGE_SIZE << page_cluster;
     let failed = AtomicU64::new(0);
-    let mut cpu_ticks = Some(0u64);
+    let mut cpu_ns = Some(0u64);
     let start = Instant::now();
     let mut lats: Vec<u64> = std::thread::scope(|s| {
         let hs: Vec<_> = plan
@@ -83,7 +89,7 @@ where
                     let (mut raw, off) = aligned_buffer(bytes);
                     let buf = &mut raw[off..off + bytes];
                     let mut lat = Vec::with_capacity(idx.len());
-                    let cpu0 = thread_cpu_ticks();
+                    let cpu0 = thread_cpu_ns();
                     for &i in idx {
                         let t = Instant::now();
                         if read(buf, i).is_err() {
@@ -91,9 +97,7 @@ where
                         }
                         lat.push(t.elapsed().as_nanos() as u64);
                     }
-                    let cpu = cpu0
-                        .zip(thread_cpu_ticks())
-                        .map(|(a, b)| b.saturating_sub(a));
+                    let cpu = cpu0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
                     (lat, cpu)
                 })
             })
@@ -102,7 +106,7 @@ where
         for h in hs {
             let (lat, cpu) = h.join().unwrap_or_default();
             all.extend(lat);
-            cpu_ticks = cpu_ticks.zip(cpu).map(|(a, b)| a + b);
+            cpu_ns = cpu_ns.zip(cpu).map(|(a, b)| a + b);
         }
         all
     });
@@ -122,9 +126,9 @@ where
         mibps: (lats.len() * bytes) as f64 / wall / (1 << 20) as f64,
         iops: lats.len() as f64 / wall,
         lat_mean_ns: mean,
+        lat_p50_ns: lats.get(n.saturating_sub(1) / 2).copied().unwrap_or(0) as f64,
         lat_p99_ns: p99,
-        // USER_HZ is 100 on Linux.
-        cpu_s: cpu_ticks.map(|t| t as f64 / 100.0),
+        cpu_s: cpu_ns.map(|t| t as f64 / 1e9),
         wall_s: wall,
     })
 }

@@ -64,6 +64,7 @@ pub struct WritebackResult {
     /// Slots the scan selected.
     pub candidates: u64,
     /// Pages written back (slots now WB).
+    #[serde(rename = "written_back_pages")]
     pub written: u64,
     /// bd_stat after the verification reads (4 KiB units).
     pub bd_count: u64,

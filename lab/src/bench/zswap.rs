@@ -117,14 +117,19 @@ pub struct Row {
     pub hits: u64,
     pub hit_rate: f64,
     /// zswap: entries written back by the shrink worker; zram: 0 (no writeback in this model).
+    #[serde(rename = "written_back_pages")]
     pub written_back: u64,
     /// RAM holding compressed pages at the end (pool bytes / zram mem_used_total).
+    #[serde(rename = "ram_used_bytes")]
     pub ram_used: u64,
     /// Peak of the same during the run.
+    #[serde(rename = "ram_peak_bytes")]
     pub ram_peak: u64,
     pub lat_mean_ns: f64,
     pub lat_p99_ns: f64,
+    #[serde(rename = "backing_read_pages")]
     pub backing_reads: u64,
+    #[serde(rename = "backing_written_pages")]
     pub backing_writes: u64,
 }
 

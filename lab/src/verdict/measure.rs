@@ -1,8 +1,12 @@
 //! One round of one candidate: the corpus written into a fresh device (the
-//! swap-out side, timed) and random 4 KiB reads from it at page-cluster 0
-//! (the swap-in side, each read timed), through the engine or through a
-//! hot-added kernel zram device with O_DIRECT, as `zmem bench` measures
-//! them (`crate::bench::kernel`).
+//! swap-out side, timed in 1 MiB chunks) and random 4 KiB reads from it at
+//! page-cluster 0 (the swap-in side, each read timed), through the engine or
+//! through a hot-added kernel zram device with O_DIRECT, as `zmem bench`
+//! measures them (`crate::bench::kernel`).
+//!
+//! Both sides use medians, not means: the median read and the median 1 MiB
+//! write chunk. A busy machine preempts a measurement now and then; a mean
+//! takes those spikes in, a median does not.
 
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
@@ -20,11 +24,11 @@ use crate::corpus::Corpus;
 /// What one round measured for one candidate.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Sample {
-    /// Swap-out: corpus MiB written per second of write calls.
+    /// Swap-out: MiB/s of the median 1 MiB chunk of the corpus's writes.
     pub write_mibps: f64,
-    /// Swap-in: mean latency of a random 4 KiB read, ns.
+    /// Swap-in: median latency of a random 4 KiB read, ns.
     pub read_lat_ns: f64,
-    /// Swap-in throughput of those reads, MiB/s.
+    /// Swap-in throughput at that latency, MiB/s (4 KiB / median latency).
     pub read_mibps: f64,
     pub orig_data_size: u64,
     pub compr_data_size: u64,
@@ -38,6 +42,20 @@ impl Sample {
     }
 }
 
+/// Pages per timed write chunk: 1 MiB, as the kernel side's pwrites.
+const CHUNK_PAGES: usize = 256;
+
+/// MiB/s of the median 1 MiB chunk (`secs` per chunk).
+fn chunk_mibps(secs: &[f64]) -> f64 {
+    let mut v = secs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let med = v
+        .get(v.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(f64::NAN);
+    1.0 / med.max(1e-12)
+}
+
 /// One round on the engine.
 pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
     let pages = corpus.page_count();
@@ -47,11 +65,16 @@ pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result
         .disksize((pages * PAGE_SIZE) as u64)
         .build()
         .map_err(|e| e.message)?;
-    let t = Instant::now();
-    for (i, p) in corpus.pages().enumerate() {
-        dev.write_page(i, p).map_err(|e| format!("write: {e}"))?;
+    let mut chunks = Vec::with_capacity(pages / CHUNK_PAGES + 1);
+    let all: Vec<&[u8]> = corpus.pages().collect();
+    for (c, group) in all.chunks(CHUNK_PAGES).enumerate() {
+        let t = Instant::now();
+        for (j, p) in group.iter().enumerate() {
+            dev.write_page(c * CHUNK_PAGES + j, p)
+                .map_err(|e| format!("write: {e}"))?;
+        }
+        chunks.push(t.elapsed().as_secs_f64() / group.len() as f64 * CHUNK_PAGES as f64);
     }
-    let write_s = t.elapsed().as_secs_f64();
     let m = dev.mm_stat();
     let plan = request_indexes(pages, 0, requests, 1, seed);
     let r = read_phase(0, &plan, |buf, i| {
@@ -59,9 +82,9 @@ pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result
             .map_err(|e| e.to_string())
     })?;
     Ok(Sample {
-        write_mibps: (pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64,
-        read_lat_ns: r.lat_mean_ns,
-        read_mibps: r.mibps,
+        write_mibps: chunk_mibps(&chunks),
+        read_lat_ns: r.lat_p50_ns,
+        read_mibps: PAGE_SIZE as f64 / r.lat_p50_ns.max(1.0) * 1e9 / (1 << 20) as f64,
         orig_data_size: m.orig_data_size,
         compr_data_size: m.compr_data_size,
         mem_used_total: m.mem_used_total,
@@ -72,7 +95,7 @@ pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result
 pub fn kernel(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
     let pages = corpus.page_count();
     let d = kernel::configured_device(algo, pages, &device_rows::Options::default())?;
-    let (write_s, m) = kernel::write_corpus(&d, corpus)?;
+    let (chunks, m) = kernel::write_corpus_chunks(&d, corpus)?;
     let f = kernel::open_direct(&d, false)
         .map_err(|e| format!("open {}: {e}", d.dev_path().display()))?;
     let plan = request_indexes(pages, 0, requests, 1, seed);
@@ -81,9 +104,9 @@ pub fn kernel(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result
             .map_err(|e| e.to_string())
     })?;
     Ok(Sample {
-        write_mibps: (pages * PAGE_SIZE) as f64 / write_s.max(1e-9) / (1 << 20) as f64,
-        read_lat_ns: r.lat_mean_ns,
-        read_mibps: r.mibps,
+        write_mibps: chunk_mibps(&chunks),
+        read_lat_ns: r.lat_p50_ns,
+        read_mibps: PAGE_SIZE as f64 / r.lat_p50_ns.max(1.0) * 1e9 / (1 << 20) as f64,
         orig_data_size: m.orig_data_size,
         compr_data_size: m.compr_data_size,
         mem_used_total: m.mem_used_total,

@@ -14,8 +14,12 @@
 //!   mem_used_total), and throughput in both directions (write = swap-out,
 //!   read = swap-in, half the throughput weight each);
 //! * a candidate's score is the median over rounds, with a distribution-free
-//!   interval ([`stats`]); when the best candidate's interval overlaps the
-//!   next one's, they are tied and the rule in [`TIE_RULE`] decides.
+//!   interval ([`stats`]);
+//! * the leader (best median) is compared with every other candidate round
+//!   by round: the per-round differences are paired (both measured in the
+//!   same round, so the machine's drift cancels), and the other candidate is
+//!   tied with the leader when the median difference is below [`MARGIN`] or
+//!   its interval reaches zero; then the rule in [`TIE_RULE`] decides.
 
 mod measure;
 pub mod render;
@@ -38,6 +42,10 @@ use crate::score::Weights;
 /// effective ratio is exact (the same bytes give the same mm_stat every round).
 pub const TIE_RULE: &str =
     "the higher effective ratio wins a tie (memory is what zram saves, and the ratio is exact, not noisy)";
+
+/// Score differences below this (2 % of the best possible score) are not
+/// worth acting on: a tie even when the measurements could tell them apart.
+pub const MARGIN: f64 = 0.02;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -75,6 +83,8 @@ pub struct Ranked {
     pub target: String,
     /// Score, median over rounds (deployable candidates only).
     pub score: Option<Interval>,
+    /// Median 4 KiB swap-in latency per round, ns.
+    #[serde(rename = "lat_p50_ns")]
     pub read_lat_ns: Interval,
     pub read_mibps: Interval,
     pub write_mibps: Interval,
@@ -82,6 +92,10 @@ pub struct Ranked {
     pub compr_data_size: u64,
     pub mem_used_total: u64,
     pub effective_ratio: f64,
+    /// The score of every round, in round order (deployable candidates).
+    pub round_scores: Vec<f64>,
+    /// The leader's score minus this one's, paired by round (median and interval).
+    pub behind_leader: Option<Interval>,
 }
 
 /// A tie within noise and how it was broken.
@@ -236,13 +250,12 @@ fn round_scores(w: &Weights, round: &[&Sample]) -> Vec<f64> {
         .collect()
 }
 
-fn ranked_of(algo: &str, target: Target, s: &[Sample], score: Option<Interval>) -> Ranked {
+fn ranked_of(algo: &str, target: Target, s: &[Sample], rounds: &[f64]) -> Ranked {
     let iv = |f: &dyn Fn(&Sample) -> f64| stats::interval(&s.iter().map(f).collect::<Vec<_>>());
     let last = s.last().copied().expect("measured");
     Ranked {
         algo: algo.into(),
         target: target.name().into(),
-        score,
         read_lat_ns: iv(&|x| x.read_lat_ns),
         read_mibps: iv(&|x| x.read_mibps),
         write_mibps: iv(&|x| x.write_mibps),
@@ -250,6 +263,9 @@ fn ranked_of(algo: &str, target: Target, s: &[Sample], score: Option<Interval>) 
         compr_data_size: last.compr_data_size,
         mem_used_total: last.mem_used_total,
         effective_ratio: last.effective_ratio(),
+        score: (!rounds.is_empty()).then(|| stats::interval(rounds)),
+        round_scores: rounds.to_vec(),
+        behind_leader: None,
     }
 }
 
@@ -286,20 +302,13 @@ fn decide(
     let mut ranked: Vec<Ranked> = deploy
         .iter()
         .zip(&per_cand)
-        .map(|(&i, sc)| {
-            ranked_of(
-                &cands[i].0,
-                cands[i].1,
-                &samples[i],
-                Some(stats::interval(sc)),
-            )
-        })
+        .map(|(&i, sc)| ranked_of(&cands[i].0, cands[i].1, &samples[i], sc))
         .collect();
     ranked.sort_by(|a, b| b.score.unwrap().median.total_cmp(&a.score.unwrap().median));
-    let (winner, tie) = break_ties(&ranked);
+    let (winner, tie) = break_ties(&mut ranked);
     let engine: Vec<Ranked> = (0..cands.len())
         .filter(|&i| cands[i].1 == Target::Engine && !samples[i].is_empty())
-        .map(|i| ranked_of(&cands[i].0, Target::Engine, &samples[i], None))
+        .map(|i| ranked_of(&cands[i].0, Target::Engine, &samples[i], &[]))
         .collect();
     let if_kernel_had = compare_engine_only(&engine, &winner, cands);
     Ok(Ranking {
@@ -318,26 +327,37 @@ fn decide(
     })
 }
 
-/// The winner: the best median score, unless its interval overlaps others'
-/// (a tie), then [`TIE_RULE`] among the tied.
-fn break_ties(ranked: &[Ranked]) -> (String, Option<Tie>) {
-    let top = ranked[0].score.unwrap();
-    let tied: Vec<&Ranked> = ranked
-        .iter()
-        .filter(|r| r.score.unwrap().overlaps(&top))
-        .collect();
+/// The winner: the leader (best median score) unless others are tied with
+/// it — paired per-round difference below [`MARGIN`] or not clearly above
+/// zero — then [`TIE_RULE`] among the tied. Fills `behind_leader`.
+fn break_ties(ranked: &mut [Ranked]) -> (String, Option<Tie>) {
+    let lead = ranked[0].round_scores.clone();
+    let mut tied = vec![0usize];
+    for (j, r) in ranked.iter_mut().enumerate().skip(1) {
+        let d: Vec<f64> = lead
+            .iter()
+            .zip(&r.round_scores)
+            .map(|(a, b)| a - b)
+            .collect();
+        let iv = stats::interval(&d);
+        if iv.median < MARGIN || iv.ci_low <= 0.0 {
+            tied.push(j);
+        }
+        r.behind_leader = Some(iv);
+    }
     if tied.len() < 2 {
         return (ranked[0].algo.clone(), None);
     }
     let w = tied
         .iter()
+        .map(|&j| &ranked[j])
         .max_by(|a, b| {
             a.effective_ratio
                 .total_cmp(&b.effective_ratio)
                 .then(b.read_lat_ns.median.total_cmp(&a.read_lat_ns.median))
         })
         .expect("two or more tied");
-    let mut between: Vec<String> = tied.iter().map(|r| r.algo.clone()).collect();
+    let mut between: Vec<String> = tied.iter().map(|&j| ranked[j].algo.clone()).collect();
     between.sort();
     (
         w.algo.clone(),
@@ -398,7 +418,7 @@ mod tests {
         assert!(sc[1] > sc[0], "ratio counts: {sc:?}");
     }
 
-    fn r(algo: &str, score: (f64, f64, f64), ratio: f64) -> Ranked {
+    fn r(algo: &str, rounds: &[f64], ratio: f64) -> Ranked {
         let iv = Interval {
             median: 1.0,
             ci_low: 1.0,
@@ -407,11 +427,7 @@ mod tests {
         Ranked {
             algo: algo.into(),
             target: "kernel".into(),
-            score: Some(Interval {
-                median: score.0,
-                ci_low: score.1,
-                ci_high: score.2,
-            }),
+            score: Some(stats::interval(rounds)),
             read_lat_ns: iv,
             read_mibps: iv,
             write_mibps: iv,
@@ -419,24 +435,41 @@ mod tests {
             compr_data_size: 0,
             mem_used_total: 0,
             effective_ratio: ratio,
+            round_scores: rounds.to_vec(),
+            behind_leader: None,
         }
     }
 
     #[test]
-    fn ties_within_noise_go_to_the_better_ratio() {
-        let clear = [
-            r("lz4", (0.9, 0.88, 0.92), 2.0),
-            r("lzo", (0.8, 0.78, 0.82), 2.2),
+    fn ties_within_noise_or_margin_go_to_the_better_ratio() {
+        // lz4 ahead by 0.1 in every round: clear.
+        let mut clear = [
+            r("lz4", &[0.9, 0.92, 0.88], 2.0),
+            r("lzo", &[0.8, 0.82, 0.78], 2.2),
         ];
-        let (w, t) = break_ties(&clear);
+        let (w, t) = break_ties(&mut clear);
         assert_eq!((w.as_str(), t.is_none()), ("lz4", true));
-        let tied = [
-            r("lz4", (0.9, 0.85, 0.95), 2.0),
-            r("lzo-rle", (0.88, 0.82, 0.9), 2.2),
-            r("lzo", (0.5, 0.4, 0.6), 2.3),
+        assert!((clear[1].behind_leader.unwrap().median - 0.1).abs() < 1e-9);
+        // A round-wide drift (0.7 in round 2) cancels in the paired differences.
+        let mut drift = [
+            r("lz4", &[0.9, 0.7, 0.9], 2.0),
+            r("lzo", &[0.8, 0.6, 0.8], 2.2),
         ];
-        let (w, t) = break_ties(&tied);
+        assert_eq!(break_ties(&mut drift).0, "lz4");
+        // Within the margin: a tie, the better ratio wins.
+        let mut close = [
+            r("lz4", &[0.90, 0.91, 0.90], 2.0),
+            r("lzo-rle", &[0.89, 0.90, 0.89], 2.2),
+            r("lzo", &[0.5, 0.5, 0.5], 2.3),
+        ];
+        let (w, t) = break_ties(&mut close);
         assert_eq!(w, "lzo-rle");
         assert_eq!(t.unwrap().between, ["lz4", "lzo-rle"]);
+        // Beaten in one round: not clearly ahead, a tie.
+        let mut crossed = [
+            r("lz4", &[0.95, 0.95, 0.80], 2.0),
+            r("lzo", &[0.85, 0.85, 0.90], 2.2),
+        ];
+        assert_eq!(break_ties(&mut crossed).0, "lzo");
     }
 }

@@ -25,20 +25,22 @@ pub fn primary_reason(r: &Ranking) -> String {
     let score = w.score.map(|s| iv(&s, 1.0, 3)).unwrap_or_default();
     let how = match &r.tie {
         Some(t) => format!(
-            "tied within noise with {} (score intervals overlap); {}",
+            "tied with {} (the paired per-round score difference is under {:.0}% or not clearly above zero); {}",
             t.between
                 .iter()
                 .filter(|a| **a != r.winner)
                 .cloned()
                 .collect::<Vec<_>>()
                 .join(", "),
+            super::MARGIN * 100.0,
             t.rule
         ),
         None => match r.ranked.iter().find(|x| x.algo != r.winner) {
             Some(next) => format!(
-                "ahead of {} ({}) beyond noise",
+                "ahead of {} by {} per round, beyond noise and the {:.0}% margin",
                 next.algo,
-                next.score.map(|s| iv(&s, 1.0, 3)).unwrap_or_default()
+                next.behind_leader.map(|s| iv(&s, 1.0, 3)).unwrap_or_default(),
+                super::MARGIN * 100.0
             ),
             None => "the only algorithm measured".into(),
         },
@@ -66,16 +68,25 @@ pub fn render_table(r: &Ranking) -> String {
     );
     let _ = writeln!(
         o,
-        "{:<8} {:<7} {:<22} {:<22} {:<22} {:>9}",
-        "algo", "target", "score", "swap-in µs", "swap-out MiB/s", "eff_ratio"
+        "{:<8} {:<7} {:<22} {:<22} {:<22} {:<22} {:>9}",
+        "algo",
+        "target",
+        "score",
+        "behind leader",
+        "swap-in µs (p50)",
+        "swap-out MiB/s",
+        "eff_ratio"
     );
     for x in &r.ranked {
         let _ = writeln!(
             o,
-            "{:<8} {:<7} {:<22} {:<22} {:<22} {:>9.3}",
+            "{:<8} {:<7} {:<22} {:<22} {:<22} {:<22} {:>9.3}",
             x.algo,
             x.target,
             x.score.map(|s| iv(&s, 1.0, 3)).unwrap_or_default(),
+            x.behind_leader
+                .map(|s| iv(&s, 1.0, 3))
+                .unwrap_or_else(|| "leader".into()),
             iv(&x.read_lat_ns, 1000.0, 2),
             iv(&x.write_mibps, 1.0, 0),
             x.effective_ratio

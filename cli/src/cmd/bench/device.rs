@@ -252,7 +252,10 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
             let rows: Vec<&Row> = reports.iter().flat_map(|r| &r.rows).collect();
             println!("{}", serde_json::to_string_pretty(&rows)?);
         }
-        Format::Csv => print!("{}", measured_table(&reports).render_csv()),
+        Format::Csv => {
+            let rows: Vec<&Row> = reports.iter().flat_map(|r| &r.rows).collect();
+            print!("{}", crate::output::csv_of(&rows));
+        }
         Format::Table => print_text(&reports, &corpora, &opts),
     }
     Ok(())

@@ -76,7 +76,7 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
                 t.push(r.cells());
             }
             if args.format == Format::Csv {
-                print!("{}", t.render_csv());
+                print!("{}", crate::output::csv_of(&rows));
                 return Ok(());
             }
             print!("{}", t.render_table());
