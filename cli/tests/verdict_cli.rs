@@ -95,6 +95,22 @@ fn verdict_ranks_with_intervals_and_writes_one_config_apply_takes() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(plan.contains("write /proc/sys/vm/swappiness"), "{plan}");
     assert!(plan.contains(&format!("comp_algorithm {winner}")), "{plan}");
+    // `zmem persist FILE` takes it unchanged: zram-generator.conf and one sysctl.d file.
+    let proot = d.join("persist-root");
+    std::fs::create_dir_all(&proot).unwrap();
+    let o = zmem(&[
+        "persist",
+        out.join("zmem.conf").to_str().unwrap(),
+        "--root",
+        proot.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sysctl = std::fs::read_to_string(proot.join("etc/sysctl.d/90-zmem.conf")).unwrap();
+    assert!(
+        sysctl.contains("vm.swappiness = ") && sysctl.contains("vm.page-cluster = "),
+        "{sysctl}"
+    );
+    assert!(proot.join("etc/systemd/zram-generator.conf").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 
