@@ -287,19 +287,18 @@ fn once_output_parses_and_covers_zram_zswap_and_serve() {
     let _ = fs::remove_dir_all(&root);
 }
 
-#[test]
-fn http_metrics_endpoint() {
+/// `zmem exporter` on port 0 over fixture 06-in-use with `extra` flags; its address.
+fn exporter_on_fixture(extra: &[&str]) -> (std::process::Child, String) {
     let root = fixture("06-in-use/root");
     let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
         .args([
             "exporter",
             "--listen",
             "127.0.0.1:0",
-            "--max-requests",
-            "2",
             "--root",
             root.to_str().unwrap(),
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -313,6 +312,12 @@ fn http_metrics_endpoint() {
         .and_then(|s| s.strip_suffix("/metrics"))
         .unwrap()
         .to_string();
+    (child, addr)
+}
+
+#[test]
+fn http_metrics_endpoint() {
+    let (mut child, addr) = exporter_on_fixture(&["--max-requests", "2"]);
     let get = |path: &str| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
         write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
@@ -414,23 +419,7 @@ fn a_dead_control_socket_is_counted_not_fatal() {
 /// never delays another scrape; HEAD answers the headers of GET.
 #[test]
 fn slow_clients_do_not_delay_scrapes_and_head_works() {
-    let root = fixture("06-in-use/root");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(["exporter", "--listen", "127.0.0.1:0", "--timeout", "1s"])
-        .args(["--max-requests", "4", "--root", root.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("zmem exporter listening on http://")
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .unwrap()
-        .to_string();
+    let (mut child, addr) = exporter_on_fixture(&["--timeout", "1s", "--max-requests", "4"]);
     let mut slow = std::net::TcpStream::connect(&addr).unwrap();
     write!(slow, "GET /metr").unwrap();
     let t = std::time::Instant::now();

@@ -56,6 +56,22 @@ fn chunk_mibps(secs: &[f64]) -> f64 {
     1.0 / med.max(1e-12)
 }
 
+/// A round's figures: the median write chunk, the median read, the mm_stat.
+fn sample(
+    chunks: &[f64],
+    r: &crate::bench::random_read::ReadResult,
+    m: &zmem_sysfs::MmStat,
+) -> Sample {
+    Sample {
+        write_mibps: chunk_mibps(chunks),
+        read_lat_ns: r.lat_p50_ns,
+        read_mibps: PAGE_SIZE as f64 / r.lat_p50_ns.max(1.0) * 1e9 / (1 << 20) as f64,
+        orig_data_size: m.orig_data_size,
+        compr_data_size: m.compr_data_size,
+        mem_used_total: m.mem_used_total,
+    }
+}
+
 /// One round on the engine.
 pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
     let pages = corpus.page_count();
@@ -81,14 +97,7 @@ pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result
         dev.read_at((i * PAGE_SIZE) as u64, &mut buf[..PAGE_SIZE])
             .map_err(|e| e.to_string())
     })?;
-    Ok(Sample {
-        write_mibps: chunk_mibps(&chunks),
-        read_lat_ns: r.lat_p50_ns,
-        read_mibps: PAGE_SIZE as f64 / r.lat_p50_ns.max(1.0) * 1e9 / (1 << 20) as f64,
-        orig_data_size: m.orig_data_size,
-        compr_data_size: m.compr_data_size,
-        mem_used_total: m.mem_used_total,
-    })
+    Ok(sample(&chunks, &r, &m))
 }
 
 /// One round on a fresh kernel zram device (hot-added, removed afterwards).
@@ -103,14 +112,7 @@ pub fn kernel(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result
         f.read_exact_at(&mut buf[..PAGE_SIZE], (i * PAGE_SIZE) as u64)
             .map_err(|e| e.to_string())
     })?;
-    Ok(Sample {
-        write_mibps: chunk_mibps(&chunks),
-        read_lat_ns: r.lat_p50_ns,
-        read_mibps: PAGE_SIZE as f64 / r.lat_p50_ns.max(1.0) * 1e9 / (1 << 20) as f64,
-        orig_data_size: m.orig_data_size,
-        compr_data_size: m.compr_data_size,
-        mem_used_total: m.mem_used_total,
-    })
+    Ok(sample(&chunks, &r, &m))
 }
 
 /// One round of `algo` on `target`.
