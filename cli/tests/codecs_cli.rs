@@ -122,27 +122,27 @@ fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
     let rows = v.as_array().unwrap();
     assert_eq!(
         rows.iter()
-            .map(|r| r["algorithm"].as_str().unwrap())
+            .map(|r| r["algo"].as_str().unwrap())
             .collect::<Vec<_>>(),
         ALL
     );
     for r in rows {
-        let name = r["algorithm"].as_str().unwrap();
+        let name = r["algo"].as_str().unwrap();
         assert_eq!(r["corpus"], corpus.display().to_string());
         assert_eq!(r["pages"], 24);
         match r["status"].as_str().unwrap() {
             "ok" => {
-                assert_eq!(r["same_filled_pages"], 8, "{name}");
+                assert_eq!(r["same_pages"], 8, "{name}");
                 assert_eq!(r["verified_pages"], 16, "{name}");
                 for f in [
                     "ratio",
-                    "compress_mb_s",
-                    "decompress_mb_s",
-                    "reclaim_mb_s",
-                    "compress_us_mean",
-                    "compress_us_p99",
-                    "decompress_us_mean",
-                    "decompress_us_p99",
+                    "compress_mbps",
+                    "decompress_mbps",
+                    "reclaim_mbps",
+                    "compress_lat_mean_ns",
+                    "compress_lat_p99_ns",
+                    "decompress_lat_mean_ns",
+                    "decompress_lat_p99_ns",
                 ] {
                     let x = r[f]
                         .as_f64()
@@ -151,13 +151,13 @@ fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
                 }
                 let ratio = r["ratio"].as_f64().unwrap();
                 let want =
-                    r["orig_bytes"].as_f64().unwrap() / r["compressed_bytes"].as_f64().unwrap();
+                    r["orig_data_size"].as_f64().unwrap() / r["compr_data_size"].as_f64().unwrap();
                 assert!(
                     (ratio - want).abs() < 1e-9 && ratio > 1.5,
                     "{name}: ratio {ratio}"
                 );
-                let reclaim = r["reclaim_mb_s"].as_f64().unwrap();
-                let want = r["compress_mb_s"].as_f64().unwrap() * (1.0 - 1.0 / ratio);
+                let reclaim = r["reclaim_mbps"].as_f64().unwrap();
+                let want = r["compress_mbps"].as_f64().unwrap() * (1.0 - 1.0 / ratio);
                 assert!(
                     (reclaim - want).abs() <= 1e-6 * want,
                     "{name}: reclaim {reclaim} vs {want}"
@@ -167,7 +167,7 @@ fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
         }
     }
     for name in ["lz4", "lz4hc", "zstd", "deflate"] {
-        let r = rows.iter().find(|r| r["algorithm"] == name).unwrap();
+        let r = rows.iter().find(|r| r["algo"] == name).unwrap();
         assert_eq!(r["status"], "ok", "{name}");
     }
     std::fs::remove_file(&corpus).unwrap();
@@ -191,7 +191,7 @@ fn bench_codecs_table_and_csv() {
     let out = stdout(&o);
     let first = out.lines().next().unwrap();
     assert!(
-        first.starts_with("algorithm") && first.contains("reclaim_mb_s"),
+        first.starts_with("algo") && first.contains("reclaim_mb_s"),
         "{out}"
     );
     assert_eq!(
@@ -219,11 +219,22 @@ fn bench_codecs_table_and_csv() {
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
-    assert!(
-        lines[0].starts_with("algorithm,corpus,status,ratio,compress_mb_s"),
-        "{out}"
-    );
-    assert!(lines[1].starts_with(&format!("deflate,{c},ok,")), "{out}");
+    // CSV columns are the JSON fields (docs/fields.md), same units.
+    let head: Vec<&str> = lines[0].split(',').collect();
+    for col in [
+        "algo",
+        "corpus",
+        "status",
+        "ratio",
+        "compress_mbps",
+        "compress_lat_mean_ns",
+    ] {
+        assert!(head.contains(&col), "{col}: {out}");
+    }
+    let cells: Vec<&str> = lines[1].split(',').collect();
+    let at = |name: &str| cells[head.iter().position(|h| *h == name).unwrap()];
+    assert_eq!((at("algo"), at("status")), ("deflate", "ok"), "{out}");
+    assert_eq!(at("corpus"), c, "{out}");
     std::fs::remove_file(&corpus).unwrap();
 }
 
@@ -297,6 +308,6 @@ fn bench_codecs_default_corpus_when_none_given() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["corpus"], "default");
     assert_eq!(v[0]["pages"], 1024);
-    assert_eq!(v[0]["same_filled_pages"], 160);
+    assert_eq!(v[0]["same_pages"], 160);
     assert_eq!(v[0]["status"], "ok");
 }

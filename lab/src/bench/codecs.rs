@@ -309,8 +309,10 @@ fn mean_p99(ns: &mut [u64]) -> (f64, f64) {
 }
 
 /// The column names of [`Row`] in order, for table and CSV output.
+/// The human table's columns (µs for latencies, as the cells print them;
+/// JSON and CSV use the field names of docs/fields.md, in ns).
 pub const COLUMNS: [&str; 17] = [
-    "algorithm",
+    "algo",
     "corpus",
     "status",
     "ratio",
