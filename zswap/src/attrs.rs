@@ -97,7 +97,9 @@ impl Zswap {
                 self.set(|p| p.max_pool_percent = v);
             }
             "accept_threshold_percent" => {
-                let v = params::parse_percent(name, value)?;
+                // A plain `uint` module parameter in 6.18 (150 is accepted), as on
+                // the kernel of this machine: only non-numbers and > u32::MAX are refused.
+                let v = params::parse_uint(name, value)?;
                 self.set(|p| p.accept_threshold_percent = v);
             }
             "max_pool_bytes" => {

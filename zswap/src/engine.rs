@@ -180,15 +180,8 @@ impl ZswapBuilder {
         let p = self.config.params;
         let backend = params::parse_compressor(&p.compressor)?;
         let zname = params::parse_zpool(&p.zpool)?;
-        if p.accept_threshold_percent > 100 {
-            return Err(AttrError::new(
-                Errno::EINVAL,
-                format!(
-                    "accept_threshold_percent: {} is outside 0..=100",
-                    p.accept_threshold_percent
-                ),
-            ));
-        }
+        // accept_threshold_percent is a plain uint in mm/zswap.c (6.18): 150 is
+        // accepted (the pool then accepts again as soon as it is below its limit).
         let pool = zmem_zpool::create(zname, zmem_zpool::PoolOptions::default())
             .map_err(|e| AttrError::new(Errno::EINVAL, format!("zpool: {e}")))?;
         let codec = StreamPool::new(backend, CodecParams::default())
