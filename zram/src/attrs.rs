@@ -275,19 +275,19 @@ impl Zram {
                     "idle takes 'all' (age in seconds needs access-time tracking, off on this device)",
                 ));
             }
-            // kstrtouint: anything unparsable or above u32 is EINVAL here.
-            let age = kstrtoull(buf, 0)
-                .ok()
-                .filter(|&a| a <= u32::MAX as u64)
-                .ok_or_else(|| {
-                    AttrError::new(
-                        Errno::EINVAL,
-                        format!(
-                            "idle takes 'all' or an age in seconds, not {:?}",
-                            buf.trim_end()
-                        ),
-                    )
-                })?;
+            // 6.18's idle_store parses the age with kstrtoull (u64 seconds); any
+            // failure, overflow included, is EINVAL. (The kernel then computes
+            // age × NSEC_PER_SEC in u64, which wraps above ~584 years; zmem
+            // saturates instead: such an age marks nothing idle.)
+            let age = kstrtoull(buf, 0).ok().ok_or_else(|| {
+                AttrError::new(
+                    Errno::EINVAL,
+                    format!(
+                        "idle takes 'all' or an age in seconds, not {:?}",
+                        buf.trim_end()
+                    ),
+                )
+            })?;
             Some(age)
         };
         self.mark_idle(age).map(|_| ())
