@@ -45,7 +45,7 @@ fn bench_writeback_json_table_and_backing_file() {
     assert_eq!(r["pages"], 256);
     assert_eq!(r["verified"], true);
     assert_eq!(r["wb_type"], "idle");
-    let written = r["written"].as_u64().unwrap();
+    let written = r["written_back_pages"].as_u64().unwrap();
     assert!(written > 0, "{r}");
     assert_eq!(r["bd_writes"].as_u64().unwrap(), written);
     assert_eq!(r["bd_count"].as_u64().unwrap(), written);

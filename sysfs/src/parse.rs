@@ -161,13 +161,15 @@ pub fn kstrtoul(s: &str, base: u32) -> Result<u64, AttrError> {
 }
 
 /// `kstrtobool(s)`: the first characters decide, as lib/kstrtox.c does:
-/// `y`/`Y`/`1` true, `n`/`N`/`0` false, `on`/`off` (any case); anything else
+/// `y`/`t`/`e`/`1` true, `n`/`f`/`d`/`0` false (either case), `on`/`off`; anything else
 /// is refused (None).
 pub fn kstrtobool(s: &str) -> Option<bool> {
     let b = s.as_bytes();
     match b.first() {
-        Some(b'y' | b'Y' | b'1') => Some(true),
-        Some(b'n' | b'N' | b'0') => Some(false),
+        // lib/kstrtox.c: y/t/e (yes, true, enable), n/f/d, 1/0, on/off; this
+        // machine's 6.18 takes each (zswap's `enabled`: t f e d T F E D).
+        Some(b'y' | b'Y' | b't' | b'T' | b'e' | b'E' | b'1') => Some(true),
+        Some(b'n' | b'N' | b'f' | b'F' | b'd' | b'D' | b'0') => Some(false),
         Some(b'o' | b'O') => match b.get(1) {
             Some(b'n' | b'N') => Some(true),
             Some(b'f' | b'F') => Some(false),
@@ -258,6 +260,21 @@ pub fn next_args(input: &str) -> Vec<(String, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kstrtobool_rules() {
+        for t in [
+            "1", "y", "Yes", "true", "T", "e", "Enable", "on", "ON\n", "1x",
+        ] {
+            assert_eq!(kstrtobool(t), Some(true), "{t}");
+        }
+        for f in ["0", "n", "no", "false", "F", "d", "Disable", "off", "Of"] {
+            assert_eq!(kstrtobool(f), Some(false), "{f}");
+        }
+        for bad in ["", "o", "2", "x", " 1"] {
+            assert_eq!(kstrtobool(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn memparse_suffixes_and_radix() {

@@ -32,7 +32,7 @@ pub use crate::backing::{Backing, BackingFault, BdOp};
 use crate::device::{Meta, Zram};
 use crate::pp::PpCtl;
 use crate::slot::{Flag, SlotGuard};
-use zmem_sysfs::{kstrtoull, next_args};
+use zmem_sysfs::{kstrtobool, kstrtoull, next_args};
 use zmem_sysfs::{AttrError, Errno};
 
 /// `writeback_limit_enable` and the remaining `writeback_limit` budget (in
@@ -580,38 +580,9 @@ impl Zram {
     }
 }
 
-/// `kstrtobool`: first character y/Y/t/T/1 → true, n/N/f/F/0 → false,
-/// `on`/`off` (any case); anything else (and empty) → None.
-pub fn kstrtobool(s: &str) -> Option<bool> {
-    let b = s.as_bytes();
-    match b.first()? {
-        b'y' | b'Y' | b't' | b'T' | b'1' => Some(true),
-        b'n' | b'N' | b'f' | b'F' | b'0' => Some(false),
-        b'o' | b'O' => match b.get(1)? {
-            b'n' | b'N' => Some(true),
-            b'f' | b'F' => Some(false),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kstrtobool_rules() {
-        for t in ["1", "y", "Yes", "true", "on", "ON\n", "1x"] {
-            assert_eq!(kstrtobool(t), Some(true), "{t}");
-        }
-        for f in ["0", "n", "no", "false", "off", "Of"] {
-            assert_eq!(kstrtobool(f), Some(false), "{f}");
-        }
-        for bad in ["", "o", "2", "x", " 1"] {
-            assert_eq!(kstrtobool(bad), None, "{bad:?}");
-        }
-    }
 
     #[test]
     fn parse_left_to_right() {

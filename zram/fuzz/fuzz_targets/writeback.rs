@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let text = String::from_utf8_lossy(rest);
     let _ = WritebackParams::parse(&text, sel as u64);
-    let _ = zmem_zram::writeback::kstrtobool(&text);
+    let _ = zmem_sysfs::kstrtobool(&text);
     let path = std::env::temp_dir().join(format!("zmem-fuzz-wb-{}", std::process::id()));
     std::fs::File::create(&path)
         .unwrap()
