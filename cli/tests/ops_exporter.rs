@@ -270,14 +270,25 @@ fn once_output_parses_and_covers_zram_zswap_and_serve() {
         Some(1048576.0)
     );
     assert_eq!(get("zmem_zram_notify_free_total", "serve:vm1"), Some(3.0));
+    // The algorithm is on the info series; every other series has the same labels.
     let serve = samples
         .iter()
-        .find(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "serve:vm1")
+        .find(|(n, l, _)| n == "zmem_zram_info" && l["device"] == "serve:vm1")
         .unwrap();
     assert_eq!(
-        (serve.1["algorithm"].as_str(), serve.1["source"].as_str()),
-        ("zstd", "serve")
+        (
+            serve.1["algorithm"].as_str(),
+            serve.1["source"].as_str(),
+            serve.2
+        ),
+        ("zstd", "serve", 1.0)
     );
+    for (n, l, _) in &samples {
+        if n.starts_with("zmem_zram_") && n != "zmem_zram_info" {
+            let keys: Vec<&String> = l.keys().collect();
+            assert_eq!(keys, ["device", "source"], "{n}: {l:?}");
+        }
+    }
     assert!(samples
         .iter()
         .any(|(n, _, v)| n == "zmem_zswap_stores_total" && *v == 20.0));
@@ -332,11 +343,9 @@ fn http_metrics_endpoint() {
         "{head}"
     );
     let samples = parse_exposition(body).unwrap_or_else(|e| panic!("{e}\n{body}"));
-    assert!(samples
-        .iter()
-        .any(|(n, l, _)| n == "zmem_zram_mem_used_peak_bytes"
-            && l["device"] == "zram0"
-            && l["algorithm"] == "lzo-rle"));
+    assert!(samples.iter().any(|(n, l, _)| n == "zmem_zram_info"
+        && l["device"] == "zram0"
+        && l["algorithm"] == "lzo-rle"));
     assert!(get("/nope").starts_with("HTTP/1.1 404"));
     assert!(child.wait().unwrap().success());
 }
@@ -379,6 +388,28 @@ fn grafana_dashboard_uses_only_exported_metrics() {
         }
     }
     assert!(used.len() > 10);
+    // Per host: job and instance variables, every query filtered by them, sums per
+    // instance (never across hosts), and no declared-but-unused datasource input.
+    let d: serde_json::Value = serde_json::from_str(&dash).unwrap();
+    assert!(d.get("__inputs").is_none(), "unused __inputs");
+    let vars: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        vars.contains(&"job") && vars.contains(&"instance"),
+        "{vars:?}"
+    );
+    for p in d["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let e = t["expr"].as_str().unwrap_or("");
+            let metrics = e.matches("zmem_").count();
+            assert_eq!(e.matches("instance=~\"$instance\"").count(), metrics, "{e}");
+            assert!(!e.contains("sum("), "sum across hosts: {e}");
+        }
+    }
     for n in &used {
         assert!(
             names.contains(n.as_str()),

@@ -232,20 +232,29 @@ fn target_metrics(m: &mut Metrics, t: &dyn AttrTarget, source: &str) -> Result<(
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0.0);
-    let l = [
-        ("device", dev.as_str()),
-        ("algorithm", algo.as_str()),
-        ("source", source),
-    ];
+    // Every series carries the same labels (device, source); the algorithm
+    // is on one info series to join when wanted:
+    // `zmem_zram_compr_data_bytes * on(device, source) group_left(algorithm) zmem_zram_info`.
     let d = [("device", dev.as_str()), ("source", source)];
+    m.add(
+        "zmem_zram_info",
+        "gauge",
+        "Always 1; the device's compression algorithm as a label.",
+        &[
+            ("device", dev.as_str()),
+            ("source", source),
+            ("algorithm", algo.as_str()),
+        ],
+        1.0,
+    );
     m.add(
         "zmem_zram_disksize_bytes",
         "gauge",
         "Uncompressed capacity of the device (disksize).",
-        &l,
+        &d,
         disksize,
     );
-    add_all(m, &MM_STAT_METRICS, &l, &mm);
+    add_all(m, &MM_STAT_METRICS, &d, &mm);
     if let Some(io) = t.read_attr("io_stat").ok().and_then(|s| IoStat::parse(&s)) {
         add_all(m, &IO_STAT_METRICS, &d, &io);
     }
