@@ -268,3 +268,56 @@ fn signals_stop_the_server_within_seconds_whatever_the_clients_do() {
         );
     }
 }
+
+/// At mem_limit the client is told ENOSPC — what qemu-img and nbdcopy
+/// report as "No space left on device" — where the kernel's zram would say
+/// EIO; the server logs each failure with its reason and counts them by kind.
+#[test]
+fn full_device_is_enospc_for_real_clients_and_counted() {
+    let tools: Vec<&str> = ["qemu-img", "nbdcopy"]
+        .into_iter()
+        .filter(|t| serve_common::have(t))
+        .collect();
+    if tools.is_empty() {
+        zmem_sysfs::testutil::skip(
+            "SKIP full_device_is_enospc_for_real_clients_and_counted: neither qemu-img nor nbdcopy installed",
+        );
+        return;
+    }
+    let mut s = Srv::start(&["--mem-limit", "1M"]);
+    let data = s.dir.join("rand");
+    let bytes: Vec<u8> = (0..8u64 << 20)
+        .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 29) as u8)
+        .collect();
+    std::fs::write(&data, bytes).unwrap();
+    let uri = format!("nbd+unix:///zmem?socket={}", s.sock().display());
+    for t in &tools {
+        let mut cmd = Command::new(t);
+        match *t {
+            "qemu-img" => cmd
+                .args(["convert", "-n", "-O", "raw"])
+                .arg(&data)
+                .arg(&uri),
+            _ => cmd.arg(&data).arg(&uri),
+        };
+        let o = serve_common::output_within(&mut cmd, Duration::from_secs(120));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success(),
+            "{t} wrote 8 MiB into a 1 MiB mem_limit"
+        );
+        assert!(e.contains("No space left on device"), "{t}: {e}");
+    }
+    s.signal("-TERM");
+    wait_within(&mut s.child, Duration::from_secs(30), "zmem serve");
+    let log = s.stderr();
+    assert!(log.contains("failed: no space"), "{log}");
+    let line = log
+        .lines()
+        .find(|l| l.contains("failed requests:"))
+        .unwrap();
+    assert!(
+        !line.contains(" 0 no space") && line.contains("EIO"),
+        "{line}"
+    );
+}

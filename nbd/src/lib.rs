@@ -14,6 +14,7 @@
 
 pub mod client;
 pub mod ctl;
+pub mod failures;
 pub mod handshake;
 pub mod limits;
 pub mod proto;
@@ -22,6 +23,7 @@ pub mod stream;
 pub mod transmission;
 
 pub use ctl::{Control, CtlServer};
+pub use failures::FailureCounts;
 pub use limits::Limits;
 pub use server::{Options, Server};
 pub use stream::{Listen, Listener, SocketPerms};

@@ -38,7 +38,7 @@ pub use crate::limits::Limits;
 use crate::limits::{Inflight, Watched};
 use crate::proto::*;
 use crate::stream::{Listener, Stream};
-use crate::transmission::{decode, execute, Command};
+use crate::transmission::{decode, Command};
 
 /// Largest READ/WRITE payload we accept (advertised as the maximum block size).
 pub const MAX_PAYLOAD: u32 = 32 << 20;
@@ -104,6 +104,7 @@ pub struct Server {
 
 struct Shared {
     dev: Arc<dyn BlockDevice>,
+    failures: crate::failures::Failures,
     export: Export,
     stopping: AtomicBool,
     opts: Options,
@@ -122,11 +123,13 @@ impl Server {
         &self.listener
     }
 
-    /// Serve until `stop` is set, then shut down cleanly (see the module doc).
-    pub fn run(self, stop: &AtomicBool) -> io::Result<()> {
+    /// Serve until `stop` is set, then shut down cleanly (see the module
+    /// doc). Returns the failed requests by kind.
+    pub fn run(self, stop: &AtomicBool) -> io::Result<crate::FailureCounts> {
         let shared = Arc::new(Shared {
             export: export_for(&*self.dev, &self.opts),
             dev: self.dev.clone(),
+            failures: Default::default(),
             stopping: AtomicBool::new(false),
             opts: self.opts.clone(),
         });
@@ -152,7 +155,7 @@ impl Server {
             }
         }
         shutdown(&shared, &conns, handles);
-        Ok(())
+        Ok(shared.failures.snapshot())
     }
 }
 
@@ -225,12 +228,30 @@ fn shutdown(shared: &Shared, conns: &Conns, handles: Vec<JoinHandle<()>>) {
 }
 
 /// Run one command; the reply buffer is the simple-reply header plus, for a
-/// successful READ, the data.
-fn run_job(dev: &dyn BlockDevice, cmd: Command, cookie: u64, mut payload: Vec<u8>) -> Vec<u8> {
+/// successful READ, the data. Without `sh`, failures are neither counted nor logged.
+fn run_job(
+    dev: &dyn BlockDevice,
+    sh: Option<&Shared>,
+    cmd: Command,
+    cookie: u64,
+    mut payload: Vec<u8>,
+) -> Vec<u8> {
+    let exec = |buf: &mut [u8]| match crate::transmission::execute_io(dev, &cmd, buf) {
+        Ok(()) => 0,
+        Err(e) => {
+            if let Some(sh) = sh {
+                sh.failures.count(&e);
+                if sh.opts.verbose {
+                    eprintln!("zmem serve: request {cookie:#x} failed: {e}");
+                }
+            }
+            crate::proto::nbd_error(e.errno())
+        }
+    };
     let mut reply = match cmd {
         Command::Read { len, .. } => {
             let mut buf = vec![0u8; REPLY_LEN + len as usize];
-            let err = execute(dev, &cmd, &mut buf[REPLY_LEN..]);
+            let err = exec(&mut buf[REPLY_LEN..]);
             if err != 0 {
                 buf.truncate(REPLY_LEN);
             }
@@ -239,7 +260,7 @@ fn run_job(dev: &dyn BlockDevice, cmd: Command, cookie: u64, mut payload: Vec<u8
         }
         _ => vec![0u8; REPLY_LEN],
     };
-    let err = execute(dev, &cmd, &mut payload);
+    let err = exec(&mut payload);
     put_simple_reply(&mut reply, err, cookie);
     reply
 }
@@ -401,7 +422,7 @@ fn transmission(sh: &Shared, s: &Stream, c: &Conn) -> &'static str {
                 };
                 let (reply, held) = match next {
                     Ok((cmd, cookie, payload, held)) => {
-                        (run_job(&*sh.dev, cmd, cookie, payload), held)
+                        (run_job(&*sh.dev, Some(sh), cmd, cookie, payload), held)
                     }
                     Err((error, cookie)) => (error_reply(error, cookie), 0),
                 };
@@ -480,7 +501,7 @@ pub fn serve_bytes(dev: &dyn BlockDevice, opts: &Options, input: &[u8]) -> Vec<u
                 } else {
                     Vec::new()
                 };
-                let r = run_job(dev, cmd, req.cookie, payload);
+                let r = run_job(dev, None, cmd, req.cookie, payload);
                 d.w.extend_from_slice(&r);
             }
         }

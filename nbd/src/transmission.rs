@@ -121,7 +121,19 @@ pub fn decode(r: &Request, size: u64, max_payload: u32) -> Result<Command, Refus
 /// Run a command on the device. `buf` is the READ destination or the WRITE
 /// payload. Returns the NBD error (0 = success).
 pub fn execute(dev: &dyn BlockDevice, cmd: &Command, buf: &mut [u8]) -> u32 {
-    let r = match *cmd {
+    match execute_io(dev, cmd, buf) {
+        Ok(()) => 0,
+        Err(e) => nbd_error(e.errno()),
+    }
+}
+
+/// [`execute`] with the device's own error (for counting and logging).
+pub fn execute_io(
+    dev: &dyn BlockDevice,
+    cmd: &Command,
+    buf: &mut [u8],
+) -> Result<(), zmem_sysfs::IoError> {
+    match *cmd {
         Command::Read { offset, .. } => dev.read_at(offset, buf),
         Command::Write { offset, fua, .. } => {
             dev.write_at(offset, buf)
@@ -147,10 +159,6 @@ pub fn execute(dev: &dyn BlockDevice, cmd: &Command, buf: &mut [u8]) -> u32 {
             }
         }
         Command::Disconnect => Ok(()),
-    };
-    match r {
-        Ok(()) => 0,
-        Err(e) => nbd_error(e.errno()),
     }
 }
 

@@ -14,8 +14,9 @@ pub enum IoError {
     /// Not aligned to 512-byte sectors.
     #[error("I/O at byte {offset}+{len} is not aligned to 512-byte sectors")]
     Unaligned { offset: u64, len: u64 },
-    /// mem_limit reached or allocator full (the kernel fails the write with ENOMEM;
-    /// block clients see ENOSPC).
+    /// mem_limit reached or allocator full. The kernel's zram ends such a bio
+    /// with BLK_STS_IOERR (its users see EIO, as for every zram failure); zmem
+    /// answers ENOSPC on purpose (nbd/src/failures.rs, docs/serve.md "Errors").
     #[error("no space: {0}")]
     NoSpace(String),
     /// A failure reading or writing data (corrupt object, backing file error).
@@ -24,7 +25,9 @@ pub enum IoError {
 }
 
 impl IoError {
-    /// The errno a block client should see.
+    /// The errno zmem's clients see: EINVAL out of range or unaligned (as the
+    /// NBD protocol asks), ENOSPC when full, EIO otherwise. (The kernel's zram
+    /// answers EIO to every failure: a deliberate difference.)
     pub fn errno(&self) -> Errno {
         match self {
             IoError::OutOfRange { .. } | IoError::Unaligned { .. } => Errno::EINVAL,

@@ -420,12 +420,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     );
     println!("listening on {}", listener.local());
     let server = Server::new(dev.clone(), listener, opts);
-    server.run(&stop).context("serving")?;
+    let failed = server.run(&stop).context("serving")?;
     drop(ctl);
     if let Some(m) = &maintained {
         m.stop();
     }
     report_stop(dev.as_ref(), stop.load(Ordering::Relaxed));
+    eprintln!("zmem serve: {failed}");
     Ok(())
 }
 
