@@ -16,7 +16,7 @@ pub struct Running {
     pub sock: PathBuf,
     pub dev: Arc<Zram>,
     pub stop: Arc<AtomicBool>,
-    pub thread: Option<JoinHandle<std::io::Result<()>>>,
+    pub thread: Option<JoinHandle<std::io::Result<zmem_nbd::FailureCounts>>>,
 }
 
 static N: AtomicUsize = AtomicUsize::new(0);
