@@ -25,7 +25,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Benchmark algorithms on a corpus through the engine (and kernel zram where present)
+    /// The main job: the configuration to use on this machine, measured on its memory (the
+    /// verdict); with corpus files or a mode flag, the lab's benchmarks beside the kernel's zram
     Bench(cmd::bench::Args),
     /// List every compression algorithm with its parameters and defaults
     Codecs(cmd::codecs::Args),

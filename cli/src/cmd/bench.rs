@@ -15,8 +15,10 @@ mod zswap;
 /// Arguments of `zmem bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Corpus files of raw 4 KiB pages (e.g. `dd if=/dev/zram0 of=pages.bin`).
-    /// With none, a default corpus is built from this machine's memory plus synthetic pages.
+    /// Corpus files of raw 4 KiB pages (e.g. `dd if=/dev/zram0 of=pages.bin`): the device
+    /// table per algorithm. With none (and no mode flag), the main job: a 64 MiB sample of this
+    /// machine's memory plus synthetic pages, every candidate in interleaved rounds, and the
+    /// verdict with the config file to apply (docs/lab.md)
     pub corpus: Vec<PathBuf>,
     /// Codec level only: ratio, compress/decompress/reclaim MB/s and per-page latency
     #[arg(long)]
