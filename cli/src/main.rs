@@ -15,7 +15,7 @@ mod output;
 #[derive(Parser, Debug)]
 #[command(name = "zmem", version, about, long_about = None, propagate_version = true)]
 #[command(
-    after_help = "Start with `zmem bench` (all algorithms on a corpus built from this machine's memory) \
+    after_help = "Start with `zmem bench` (which configuration to use, measured on this machine's memory) \
 or `zmem status` (what the kernel's zram and zswap are doing now)."
 )]
 struct Cli {
