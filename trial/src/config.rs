@@ -1,5 +1,6 @@
 //! Swap configurations a trial compares, by name (`none`, `disk`,
 //! `zram:ALGO[:SIZE]`, `zram:ALGO[:SIZE]+disk`, `zswap:COMPRESSOR[:POOL%]`),
+//! optionally with sysctls of their own (`zram:lz4,swappiness=180,page-cluster=0`),
 //! and the size syntax shared by the command line (`256M`, `1G`, `4096`).
 
 use std::fmt;
@@ -173,6 +174,82 @@ impl FromStr for SwapConfig {
     }
 }
 
+/// A swap configuration and the sysctls set for its runs only
+/// (`zram:lz4,swappiness=180,page-cluster=0`); without them the trial's own
+/// `--swappiness`/`--page-cluster` (or the machine's values) apply.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TrialConfig {
+    pub swap: SwapConfig,
+    /// vm.swappiness for this configuration's runs (0..=200).
+    pub swappiness: Option<u32>,
+    /// vm.page-cluster for this configuration's runs (0..=31).
+    pub page_cluster: Option<u32>,
+}
+
+impl From<SwapConfig> for TrialConfig {
+    fn from(swap: SwapConfig) -> Self {
+        TrialConfig {
+            swap,
+            swappiness: None,
+            page_cluster: None,
+        }
+    }
+}
+
+impl fmt::Display for TrialConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.swap)?;
+        if let Some(s) = self.swappiness {
+            write!(f, ",swappiness={s}")?;
+        }
+        if let Some(p) = self.page_cluster {
+            write!(f, ",page-cluster={p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `value` of sysctl `key` as a number in `0..=max`.
+fn sysctl_value(whole: &str, key: &str, value: &str, max: u32) -> Result<u32, String> {
+    match value.trim().parse::<u32>() {
+        Ok(v) if v <= max => Ok(v),
+        _ => Err(format!(
+            "{whole:?}: {key} must be a whole number 0..={max}, not {value:?}"
+        )),
+    }
+}
+
+impl FromStr for TrialConfig {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut parts = s.split(',');
+        let swap: SwapConfig = parts.next().unwrap_or("").parse()?;
+        let mut c = TrialConfig::from(swap);
+        for kv in parts {
+            let Some((k, v)) = kv.split_once('=') else {
+                return Err(format!(
+                    "{s:?}: {kv:?} is not KEY=VALUE (keys: swappiness, page-cluster)"
+                ));
+            };
+            let slot = match k.trim() {
+                "swappiness" => (&mut c.swappiness, 200),
+                "page-cluster" | "page_cluster" => (&mut c.page_cluster, 31),
+                other => {
+                    return Err(format!(
+                        "{s:?}: unknown key {other:?} (keys: swappiness, page-cluster)"
+                    ))
+                }
+            };
+            if slot.0.is_some() {
+                return Err(format!("{s:?}: {} is given twice", k.trim()));
+            }
+            *slot.0 = Some(sysctl_value(s, k.trim(), v, slot.1)?);
+        }
+        Ok(c)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,10 +349,43 @@ mod tests {
     }
 
     #[test]
+    fn per_configuration_sysctls() {
+        let c: TrialConfig = "zram:lz4,swappiness=180,page-cluster=0".parse().unwrap();
+        assert_eq!(
+            c,
+            TrialConfig {
+                swap: SwapConfig::Zram {
+                    algo: "lz4".into(),
+                    size: None
+                },
+                swappiness: Some(180),
+                page_cluster: Some(0)
+            }
+        );
+        assert_eq!(c.to_string(), "zram:lz4,swappiness=180,page-cluster=0");
+        let d: TrialConfig = "disk".parse().unwrap();
+        assert_eq!(d, TrialConfig::from(SwapConfig::Disk));
+        assert_eq!(d.to_string(), "disk");
+        for (s, want) in [
+            ("zram:lz4,swappiness=201", "0..=200"),
+            ("zram:lz4,page-cluster=32", "0..=31"),
+            ("zram:lz4,swappiness", "KEY=VALUE"),
+            ("zram:lz4,nice=3", "unknown key"),
+            ("zram:lz4,swappiness=1,swappiness=2", "twice"),
+            ("zram:lz4,swappiness=-1", "0..=200"),
+            ("zram,swappiness=1", "unknown swap configuration"),
+        ] {
+            let e = s.parse::<TrialConfig>().unwrap_err();
+            assert!(e.contains(want), "{s}: {e}");
+        }
+    }
+
+    #[test]
     fn arbitrary_strings_never_panic() {
-        let alphabet = b"zramswpdiklno:+%0123456789MGK-_ .";
+        let alphabet = b"zramswpdiklno:+%0123456789MGK-_ .,=";
         for s in zmem_sysfs::testutil::random_strings(0x9e3779b97f4a7c15, alphabet, 20, 5000) {
             let _ = s.parse::<SwapConfig>();
+            let _ = s.parse::<TrialConfig>();
             let _ = parse_size(&s);
         }
     }

@@ -22,6 +22,7 @@
 //!  │     │        │
 //!  │     │        └─────► host ──► swap
 //!  │     └──────────────► host, swap, config
+//!  ├─► learn ──► measure (one unpressured run, watched)
 //!  ├─► measure ─► cgroup ─► host
 //!  ├─► report ──► measure, cgroup
 //!  └─► signal, config, workload            (leaves)
@@ -36,12 +37,14 @@
 //! * [`cgroup`], [`measure`] (running and measuring one workload),
 //!   [`report`] (statistics, table, CSV, serde structs), [`config`]
 //!   (configuration names), [`workload`] (the built-in `memalloc`),
-//!   [`signal`] (Ctrl-C/SIGTERM/SIGHUP).
+//!   [`signal`] (Ctrl-C/SIGTERM/SIGHUP), [`learn`] (one run without
+//!   pressure: time and anonymous footprint, with a hook on its processes).
 
 pub mod cgroup;
 pub mod config;
 pub mod host;
 pub mod journal;
+pub mod learn;
 pub mod measure;
 pub mod report;
 pub mod setup;
@@ -59,7 +62,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 pub use cgroup::{CgroupVersion, MemoryHierarchy};
-pub use config::SwapConfig;
+pub use config::{SwapConfig, TrialConfig};
+pub use learn::Learned;
 pub use measure::{Outcome, RunRecord};
 pub use report::{ConfigSummary, Stats, TrialReport};
 pub use signal::SignalWatch;
@@ -73,8 +77,12 @@ use zmem_units::format_size;
 pub struct TrialSpec {
     /// RAM limit of the workload's cgroup, bytes.
     pub memory_limit: u64,
-    /// Configurations in run order; each round runs all of them in this order.
-    pub configs: Vec<SwapConfig>,
+    /// Configurations in run order; each round runs all of them in this order
+    /// (rotated by one more place every round with `interleave`).
+    pub configs: Vec<TrialConfig>,
+    /// Rotate the order every round, so slow drift of the machine spreads
+    /// over every configuration instead of favouring the first.
+    pub interleave: bool,
     /// Rounds.
     pub repeat: u32,
     /// Configuration the ratio column compares to (default: `disk` if present,
@@ -120,9 +128,9 @@ pub enum TrialError {
 }
 
 /// The default baseline: `disk` if it is one of the configurations, else the first.
-pub fn default_baseline(configs: &[SwapConfig]) -> String {
-    if configs.contains(&SwapConfig::Disk) {
-        "disk".into()
+pub fn default_baseline(configs: &[TrialConfig]) -> String {
+    if let Some(d) = configs.iter().find(|c| c.swap == SwapConfig::Disk) {
+        d.to_string()
     } else {
         configs.first().map(|c| c.to_string()).unwrap_or_default()
     }
@@ -161,7 +169,7 @@ fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
         if !spec
             .configs
             .iter()
-            .any(|c| &c.to_string() == b || b.parse::<SwapConfig>().ok().as_ref() == Some(c))
+            .any(|c| &c.to_string() == b || b.parse::<TrialConfig>().ok().as_ref() == Some(c))
         {
             return bad(format!("--baseline {b} is not one of the configurations"));
         }
@@ -261,7 +269,7 @@ pub fn preflight(
     refuse_unless_root_and_recovered(sys)?;
     let mut missing = Vec::new();
     let hierarchy = cgroup::detect(sys).map_err(|e| missing.push(e)).ok();
-    let needs_swap = spec.configs.iter().any(|c| *c != SwapConfig::None);
+    let needs_swap = spec.configs.iter().any(|c| c.swap != SwapConfig::None);
     if needs_swap && !sys.exists("/proc/swaps") {
         missing.push("the kernel has no swap support (/proc/swaps missing)".into());
     }
@@ -269,8 +277,14 @@ pub fn preflight(
     missing_zswap(spec, sys, &mut missing);
     missing_swap_dir(spec, &mut missing);
     for (knob, set) in [
-        (host::SWAPPINESS, spec.swappiness.is_some()),
-        (host::PAGE_CLUSTER, spec.page_cluster.is_some()),
+        (
+            host::SWAPPINESS,
+            spec.swappiness.is_some() || spec.configs.iter().any(|c| c.swappiness.is_some()),
+        ),
+        (
+            host::PAGE_CLUSTER,
+            spec.page_cluster.is_some() || spec.configs.iter().any(|c| c.page_cluster.is_some()),
+        ),
     ] {
         if set && !sys.exists(knob) {
             missing.push(format!("{knob} is missing"));
@@ -288,7 +302,7 @@ pub fn preflight(
 }
 
 /// Not root, or a killed trial's journal still pending: refuse before anything else.
-fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialError> {
+pub(crate) fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialError> {
     if !sys.is_fixture() && geteuid() != 0 {
         return Err(TrialError::Refused(vec![
             "not running as root (a trial creates cgroups, swap areas and zram devices)".into(),
@@ -309,7 +323,11 @@ fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialError> {
 /// The zram algorithms the configurations need, probed on a device of our
 /// own (never zram0 or anyone else's).
 fn missing_zram(spec: &TrialSpec, missing: &mut Vec<String>) {
-    let zram_algos: Vec<&str> = spec.configs.iter().filter_map(|c| c.zram_algo()).collect();
+    let zram_algos: Vec<&str> = spec
+        .configs
+        .iter()
+        .filter_map(|c| c.swap.zram_algo())
+        .collect();
     if zram_algos.is_empty() {
         return;
     }
@@ -336,7 +354,7 @@ fn missing_zswap(spec: &TrialSpec, sys: &Sys, missing: &mut Vec<String>) {
     let zswap_comps: Vec<&str> = spec
         .configs
         .iter()
-        .filter_map(|c| c.zswap_compressor())
+        .filter_map(|c| c.swap.zswap_compressor())
         .collect();
     if zswap_comps.is_empty() {
         return;
@@ -357,7 +375,7 @@ fn missing_zswap(spec: &TrialSpec, sys: &Sys, missing: &mut Vec<String>) {
 
 /// Room for the disk swap file, on a filesystem that can hold one.
 fn missing_swap_dir(spec: &TrialSpec, missing: &mut Vec<String>) {
-    if !spec.configs.iter().any(|c| c.uses_disk()) {
+    if !spec.configs.iter().any(|c| c.swap.uses_disk()) {
         return;
     }
     if !spec.swap_dir.is_dir() {
@@ -480,6 +498,21 @@ fn set_sysctls(spec: &TrialSpec, global: &mut Guard) -> Result<(), TrialError> {
     Ok(())
 }
 
+/// A configuration's own vm.swappiness and vm.page-cluster, restored by the
+/// run's guard (to the trial's values) when the run is torn down.
+fn set_own_sysctls(cfg: &TrialConfig, g: &mut Guard) -> Result<(), String> {
+    for (knob, value) in [
+        (host::SWAPPINESS, cfg.swappiness),
+        (host::PAGE_CLUSTER, cfg.page_cluster),
+    ] {
+        if let Some(v) = value {
+            g.set_knob(knob, &v.to_string())
+                .map_err(|e| format!("setting {knob} to {v}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// What the rounds produced so far.
 #[derive(Default)]
 struct Rounds {
@@ -504,8 +537,14 @@ impl Trial<'_> {
         let spec = self.spec;
         let pid = std::process::id();
         let mut n = 0u32;
+        let k = spec.configs.len();
         for round in 1..=spec.repeat {
-            for cfg in &spec.configs {
+            let shift = if spec.interleave {
+                (round as usize - 1) % k
+            } else {
+                0
+            };
+            for cfg in (0..k).map(|j| &spec.configs[(j + shift) % k]) {
                 if self.signals.fired() {
                     done.interrupted = true;
                     return;
@@ -533,19 +572,27 @@ impl Trial<'_> {
         }
     }
 
-    /// One run: set up `cfg`, run the workload in a fresh cgroup, tear down.
-    fn run_config(&self, cfg: &SwapConfig, round: u32, tag: &str, done: &mut Rounds) -> RunRecord {
+    /// One run: set up `cfg` (and its own sysctls), run the workload in a
+    /// fresh cgroup, tear down.
+    fn run_config(&self, cfg: &TrialConfig, round: u32, tag: &str, done: &mut Rounds) -> RunRecord {
         let name = cfg.to_string();
         let mut g = Guard::with_journal(self.sys, name.clone(), Rc::clone(self.journal));
+        if let Err(e) = set_own_sysctls(cfg, &mut g) {
+            done.cleanup_errors.extend(g.unwind());
+            return RunRecord::not_run(name, round, Outcome::SetupFailed { error: e });
+        }
         let params = setup::SetupParams {
             sys: self.sys,
             swap_dir: &self.spec.swap_dir,
             swap_size: self.spec.swap_size,
             tag,
         };
-        let record = match setup::setup(cfg, &params, &mut g) {
+        let record = match setup::setup(&cfg.swap, &params, &mut g) {
             Err(e) => RunRecord::not_run(name, round, Outcome::SetupFailed { error: e }),
-            Ok(prepared) => self.run_in_cgroup(&name, round, tag, &prepared, done),
+            Ok(prepared) => {
+                let swappiness = cfg.swappiness.or(self.spec.swappiness);
+                self.run_in_cgroup(&name, round, tag, &prepared, swappiness, done)
+            }
         };
         done.cleanup_errors.extend(g.unwind());
         record
@@ -558,50 +605,98 @@ impl Trial<'_> {
         round: u32,
         tag: &str,
         prepared: &setup::Prepared,
+        swappiness: Option<u32>,
         done: &mut Rounds,
     ) -> RunRecord {
-        let failed =
-            |e: String| RunRecord::not_run(name.into(), round, Outcome::SetupFailed { error: e });
-        let cg_name = format!("zmem-trial.{tag}");
+        let place = CgroupPlace {
+            sys: self.sys,
+            hierarchy: self.hierarchy,
+            journal: self.journal,
+        };
+        let run = CgroupRun {
+            command: &self.spec.command,
+            name,
+            round,
+            tag,
+            limit: self.spec.memory_limit,
+            swappiness,
+            zram_sys: prepared.zram_sys.as_deref(),
+            zswap: prepared.zswap,
+            stop: self.signals.flag(),
+            observe: None,
+        };
+        let (record, cleanup) = place.run(&run);
+        done.cleanup_errors.extend(cleanup);
+        record
+    }
+}
+
+/// Where workloads run: below the memory hierarchy's parent, each cgroup
+/// journaled before it is created and unjournaled once it is removed.
+pub(crate) struct CgroupPlace<'a> {
+    pub(crate) sys: &'a Sys,
+    pub(crate) hierarchy: &'a MemoryHierarchy,
+    pub(crate) journal: &'a Rc<RefCell<journal::Journal>>,
+}
+
+/// One workload run in a cgroup of its own.
+pub(crate) struct CgroupRun<'a> {
+    pub(crate) command: &'a [String],
+    pub(crate) name: &'a str,
+    pub(crate) round: u32,
+    /// Unique part of the cgroup's name.
+    pub(crate) tag: &'a str,
+    pub(crate) limit: u64,
+    pub(crate) swappiness: Option<u32>,
+    pub(crate) zram_sys: Option<&'a str>,
+    pub(crate) zswap: bool,
+    pub(crate) stop: &'a std::sync::atomic::AtomicBool,
+    pub(crate) observe: Option<&'a dyn Fn(&cgroup::Cgroup)>,
+}
+
+impl CgroupPlace<'_> {
+    /// Create the cgroup, run the workload in it, remove it. Returns the
+    /// record and, if removing the cgroup failed, why.
+    pub(crate) fn run(&self, r: &CgroupRun<'_>) -> (RunRecord, Option<String>) {
+        let failed = |e: String| {
+            RunRecord::not_run(r.name.into(), r.round, Outcome::SetupFailed { error: e })
+        };
+        let cg_name = format!("zmem-trial.{}", r.tag);
         let cg_line = undo::cgroup_line(&format!("{}/{cg_name}", self.hierarchy.parent));
         if let Some(l) = &cg_line {
             self.journal.borrow_mut().push(l.clone());
         }
-        let spec = self.spec;
-        let cg = match cgroup::Cgroup::create(
-            self.sys,
-            self.hierarchy,
-            &cg_name,
-            spec.memory_limit,
-            spec.swappiness,
-        ) {
-            Ok(cg) => cg,
-            Err(e) => {
-                // `create` removed the directory again (or reported why not).
-                if let Some(l) = &cg_line {
-                    self.journal.borrow_mut().remove(l);
+        let cg =
+            match cgroup::Cgroup::create(self.sys, self.hierarchy, &cg_name, r.limit, r.swappiness)
+            {
+                Ok(cg) => cg,
+                Err(e) => {
+                    // `create` removed the directory again (or reported why not).
+                    if let Some(l) = &cg_line {
+                        self.journal.borrow_mut().remove(l);
+                    }
+                    return (failed(e.to_string()), None);
                 }
-                return failed(e.to_string());
-            }
-        };
+            };
         let env = measure::RunEnv {
             sys: self.sys,
             cgroup: &cg,
-            zram_sys: prepared.zram_sys.as_deref(),
-            zswap: prepared.zswap,
-            stop: self.signals.flag(),
+            zram_sys: r.zram_sys,
+            zswap: r.zswap,
+            stop: r.stop,
+            observe: r.observe,
         };
-        let record = measure::run_workload(&spec.command, name, round, &env)
+        let record = measure::run_workload(r.command, r.name, r.round, &env)
             .unwrap_or_else(|e| failed(e.to_string()));
         match cg.remove() {
             Ok(()) => {
                 if let Some(l) = &cg_line {
                     self.journal.borrow_mut().remove(l);
                 }
+                (record, None)
             }
-            Err(e) => done.cleanup_errors.push(e.to_string()),
+            Err(e) => (record, Some(e.to_string())),
         }
-        record
     }
 }
 
@@ -615,7 +710,7 @@ fn build_report(
 ) -> TrialReport {
     let baseline = match &spec.baseline {
         Some(b) => b
-            .parse::<SwapConfig>()
+            .parse::<TrialConfig>()
             .map(|c| c.to_string())
             .unwrap_or_else(|_| b.clone()),
         None => default_baseline(&spec.configs),
@@ -653,7 +748,8 @@ mod tests {
     fn spec() -> TrialSpec {
         TrialSpec {
             memory_limit: 64 << 20,
-            configs: vec![SwapConfig::None, SwapConfig::Disk],
+            configs: vec![SwapConfig::None.into(), SwapConfig::Disk.into()],
+            interleave: false,
             repeat: 1,
             baseline: None,
             command: vec!["true".into()],
@@ -669,7 +765,7 @@ mod tests {
     #[test]
     fn validation_errors() {
         let mut s = spec();
-        s.configs.push(SwapConfig::Disk);
+        s.configs.push(SwapConfig::Disk.into());
         assert!(validate(&s).unwrap_err().to_string().contains("twice"));
         let mut s = spec();
         s.repeat = 0;
@@ -702,7 +798,8 @@ mod tests {
             default_baseline(&[SwapConfig::Zram {
                 algo: "lz4".into(),
                 size: None
-            }]),
+            }
+            .into()]),
             "zram:lz4"
         );
     }
@@ -747,10 +844,13 @@ mod tests {
     fn preflight_passes_on_a_clean_machine() {
         let (root, h) = fake_host("clean");
         let mut s = spec();
-        s.configs.push(SwapConfig::Zswap {
-            compressor: "lzo".into(),
-            pool_percent: None,
-        });
+        s.configs.push(
+            SwapConfig::Zswap {
+                compressor: "lzo".into(),
+                pool_percent: None,
+            }
+            .into(),
+        );
         let (hier, forced) = preflight(&s, &h).unwrap();
         assert_eq!(hier.version, CgroupVersion::V1);
         assert!(forced.is_empty());
@@ -784,17 +884,21 @@ mod tests {
         let (root, h) = fake_host("missing");
         fs::remove_file(h.path(host::ZSWAP_PARAMS).join("enabled")).unwrap();
         let mut s = spec();
-        s.configs.push(SwapConfig::Zswap {
-            compressor: "lzo".into(),
-            pool_percent: None,
-        });
+        s.configs.push(
+            SwapConfig::Zswap {
+                compressor: "lzo".into(),
+                pool_percent: None,
+            }
+            .into(),
+        );
         let e = preflight(&s, &h).unwrap_err().to_string();
         assert!(e.contains("no zswap"), "{e}");
         fs::write(h.path(host::ZSWAP_PARAMS).join("enabled"), "N\n").unwrap();
         s.configs[2] = SwapConfig::Zswap {
             compressor: "zstd".into(),
             pool_percent: None,
-        };
+        }
+        .into();
         let e = preflight(&s, &h).unwrap_err().to_string();
         assert!(
             e.contains("zswap compressor zstd is not available") && e.contains("available: lzo"),

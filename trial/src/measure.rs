@@ -259,6 +259,8 @@ pub struct RunEnv<'a> {
     pub zswap: bool,
     /// Raised by a signal: kill the workload and return.
     pub stop: &'a AtomicBool,
+    /// Called every 50 ms while the workload runs (e.g. to look at its processes).
+    pub observe: Option<&'a dyn Fn(&Cgroup)>,
 }
 
 /// A started workload; killed (whole process group) and reaped if dropped
@@ -463,6 +465,9 @@ pub fn run_workload(
             running.kill();
         }
         sampler.sample();
+        if let Some(f) = env.observe {
+            f(env.cgroup);
+        }
         poll_pidfd(pidfd, 50);
     };
     let wall = start.elapsed().as_secs_f64();

@@ -5,8 +5,15 @@
 //! back in, which is the experiment of the reference articles ("a program
 //! allocating 100 MiB more than free memory").
 //!
-//! It runs in a child process (`zmem trial --worker memalloc …`) so the cgroup
-//! limit applies to it alone.
+//! The built-in workload `kvstore`: a key-value table of 4 KiB values with
+//! hot and cold keys, looked up and updated with a skewed, repeated access
+//! pattern (80 % of the operations go to the 30 % hot keys), every lookup
+//! verified. With a table larger than the memory limit, its working set does
+//! not fit either: pages go out and come back many times, as in a cache or a
+//! database under memory pressure, where memalloc writes once and reads once.
+//!
+//! Both run in a child process (`zmem trial --worker memalloc|kvstore …`) so
+//! the cgroup limit applies to them alone.
 
 /// Page granularity of the content generator (independent of the system page
 /// size so the content is the same everywhere).
@@ -96,6 +103,79 @@ pub fn memalloc(bytes: u64, seed: u64, passes: u32) -> Result<MemallocOutcome, M
     Ok(MemallocOutcome { pages, passes })
 }
 
+/// Share of the keys that are hot, and of the operations that go to them.
+pub const KV_HOT_KEYS: f64 = 0.30;
+pub const KV_HOT_OPS: f64 = 0.80;
+/// One operation in this many is an update (the value is rewritten).
+pub const KV_UPDATE_EVERY: u64 = 10;
+/// Operations per key of the table.
+pub const KV_OPS_PER_KEY: u64 = 4;
+
+/// What a kvstore run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvOutcome {
+    pub keys: u64,
+    pub lookups: u64,
+    pub updates: u64,
+}
+
+/// The content seed of `key`'s value at `version`.
+fn kv_seed(seed: u64, version: u16) -> u64 {
+    seed ^ (u64::from(version) << 48)
+}
+
+/// A table of `bytes` of 4 KiB values (every one written once), then
+/// `KV_OPS_PER_KEY` × keys operations: 80 % on the 30 % hot keys (spread over
+/// the table), one in ten an update, every lookup compared byte for byte
+/// with what the key must hold.
+pub fn kvstore(bytes: u64, seed: u64) -> Result<KvOutcome, Mismatch> {
+    let keys = bytes.div_ceil(PAGE as u64).max(1);
+    let mut table = vec![0u8; keys as usize * PAGE];
+    let mut versions = vec![0u16; keys as usize];
+    let mut st = seed ^ 0x006b_7673_746f_7265;
+    let hot: Vec<u64> = (0..keys)
+        .filter(|_| (splitmix(&mut st) % 1000) < (KV_HOT_KEYS * 1000.0) as u64)
+        .collect();
+    for (i, v) in table.chunks_exact_mut(PAGE).enumerate() {
+        fill_page(v, i as u64, kv_seed(seed, 0));
+    }
+    let mut want = vec![0u8; PAGE];
+    let mut out = KvOutcome {
+        keys,
+        lookups: 0,
+        updates: 0,
+    };
+    for op in 0..keys * KV_OPS_PER_KEY {
+        let r = splitmix(&mut st);
+        let key = if !hot.is_empty() && (r % 1000) < (KV_HOT_OPS * 1000.0) as u64 {
+            hot[((r >> 10) % hot.len() as u64) as usize]
+        } else {
+            (r >> 10) % keys
+        };
+        let at = key as usize * PAGE;
+        let value = &mut table[at..at + PAGE];
+        if op % KV_UPDATE_EVERY == KV_UPDATE_EVERY - 1 {
+            let v = &mut versions[key as usize];
+            *v = v.wrapping_add(1);
+            fill_page(value, key, kv_seed(seed, *v));
+            out.updates += 1;
+            continue;
+        }
+        fill_page(&mut want, key, kv_seed(seed, versions[key as usize]));
+        if let Some(offset) = value.iter().zip(&want).position(|(a, b)| a != b) {
+            return Err(Mismatch {
+                page: key,
+                offset,
+                pass: 1,
+                expected: want[offset],
+                found: value[offset],
+            });
+        }
+        out.lookups += 1;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +227,16 @@ mod tests {
         );
         let r = memalloc(5000, 3, 1).unwrap();
         assert_eq!(r.pages, 2);
+    }
+
+    #[test]
+    fn kvstore_verifies_and_skews() {
+        let r = kvstore(2 << 20, 5).unwrap();
+        assert_eq!(r.keys, 512);
+        assert_eq!(r.lookups + r.updates, 512 * KV_OPS_PER_KEY);
+        assert_eq!(r.updates, 512 * KV_OPS_PER_KEY / KV_UPDATE_EVERY);
+        // Deterministic for a seed.
+        assert_eq!(kvstore(2 << 20, 5).unwrap(), r);
+        assert_eq!(kvstore(4096, 1).unwrap().keys, 1);
     }
 }

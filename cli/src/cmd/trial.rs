@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use zmem_trial::{self as trial, SignalWatch, SwapConfig, TrialError, TrialSpec};
+use zmem_trial::{self as trial, SignalWatch, TrialConfig, TrialError, TrialSpec};
 
 use crate::output::Format;
 
@@ -14,12 +14,46 @@ pub enum Builtin {
     /// Allocate SIZE of moderately compressible memory (about 2.2:1), then
     /// re-read it verifying every byte
     Memalloc,
+    /// A SIZE key-value table of 4 KiB values: 4 operations per key, 80 % of
+    /// them on 30 % hot keys, one in ten an update, every lookup verified
+    Kvstore,
+}
+
+impl Builtin {
+    /// The name `--builtin` and `--worker` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Memalloc => "memalloc",
+            Builtin::Kvstore => "kvstore",
+        }
+    }
+}
+
+/// The command that runs built-in workload `kind` over `size` bytes in a
+/// child process (this zmem binary with the hidden `--worker` flag), and its
+/// short name for reports.
+pub fn builtin_command(kind: Builtin, size: u64) -> anyhow::Result<(Vec<String>, String)> {
+    let exe =
+        std::env::current_exe().context("finding the zmem binary to run the built-in workload")?;
+    let cmd = vec![
+        exe.to_string_lossy().into_owned(),
+        "trial".into(),
+        "--worker".into(),
+        kind.name().into(),
+        "--size".into(),
+        size.to_string(),
+    ];
+    Ok((
+        cmd,
+        format!("{} {}", kind.name(), zmem_units::format_size(size)),
+    ))
 }
 
 /// Arguments of `zmem trial`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Configurations: none | disk | zram:ALGO[:SIZE] | zram:ALGO[:SIZE]+disk | zswap:COMPRESSOR[:POOL%]\n\
+    after_help = "Configurations: none | disk | zram:ALGO[:SIZE] | zram:ALGO[:SIZE]+disk | zswap:COMPRESSOR[:POOL%], \
+each optionally followed by ,swappiness=N and/or ,page-cluster=N for its runs only\n\
 Example: zmem trial --builtin memalloc --memory 256M --config none --config disk --config zram:lz4 --config zswap:lzo\n\
 Needs root. Refuses when swap is active or zswap is enabled (unless --force). Everything it sets up \
 (cgroups, swap file, zram devices, zswap parameters, sysctls) is removed or restored afterwards, also on Ctrl-C."
@@ -28,9 +62,13 @@ pub struct Args {
     /// RAM limit of the workload's cgroup (e.g. 256M)
     #[arg(long, value_name = "SIZE", value_parser = crate::args::size, required_unless_present_any = ["worker", "recover"])]
     pub memory: Option<u64>,
-    /// Swap configuration to run under (repeat the flag; runs in this order each round)
-    #[arg(long = "config", value_name = "NAME", value_parser = |s: &str| s.parse::<SwapConfig>())]
-    pub configs: Vec<SwapConfig>,
+    /// Swap configuration to run under, optionally with its own sysctls
+    /// (zram:lz4,swappiness=180,page-cluster=0); repeat the flag; runs in this order each round
+    #[arg(long = "config", value_name = "NAME", value_parser = |s: &str| s.parse::<TrialConfig>())]
+    pub configs: Vec<TrialConfig>,
+    /// Rotate the run order by one place every round (drift of the machine spreads over every configuration)
+    #[arg(long)]
+    pub interleave: bool,
     /// Rounds (every configuration runs once per round)
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
@@ -49,7 +87,7 @@ pub struct Args {
     /// Run a built-in workload instead of COMMAND
     #[arg(long, value_enum, conflicts_with = "command")]
     pub builtin: Option<Builtin>,
-    /// Size for --builtin memalloc [default: 1.5 × --memory]
+    /// Size for --builtin memalloc|kvstore [default: 1.5 × --memory]
     #[arg(long, value_name = "SIZE", value_parser = crate::args::size)]
     pub size: Option<u64>,
     /// Directory for the disk swap file zmem creates (not tmpfs)
@@ -78,21 +116,19 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-fn worker(kind: Builtin, size: Option<u64>, seed: u64) -> anyhow::Result<()> {
-    match kind {
-        Builtin::Memalloc => {
-            let Some(size) = size else {
-                bail!("--worker memalloc needs --size")
-            };
-            match trial::workload::memalloc(size, seed, 1) {
-                Ok(_) => Ok(()),
-                Err(m) => {
-                    eprintln!("zmem: {m}");
-                    std::process::exit(3);
-                }
-            }
-        }
+pub fn worker(kind: Builtin, size: Option<u64>, seed: u64) -> anyhow::Result<()> {
+    let Some(size) = size else {
+        bail!("--worker {} needs --size", kind.name())
+    };
+    let result = match kind {
+        Builtin::Memalloc => trial::workload::memalloc(size, seed, 1).map(|_| ()),
+        Builtin::Kvstore => trial::workload::kvstore(size, seed).map(|_| ()),
+    };
+    if let Err(m) = result {
+        eprintln!("zmem: {kind:?} {m}");
+        std::process::exit(3);
     }
+    Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -111,31 +147,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let memory = args.memory.context("--memory is required")?;
     let (command, workload, builtin_size) = match (args.builtin, args.command.is_empty()) {
-        (Some(Builtin::Memalloc), true) => {
+        (Some(kind), true) => {
             let size = args.size.unwrap_or(memory / 2 * 3);
-            let exe = std::env::current_exe()
-                .context("finding the zmem binary to run the built-in workload")?;
-            let cmd = vec![
-                exe.to_string_lossy().into_owned(),
-                "trial".into(),
-                "--worker".into(),
-                "memalloc".into(),
-                "--size".into(),
-                size.to_string(),
-            ];
-            (
-                cmd,
-                format!("memalloc {}", zmem_units::format_size(size)),
-                Some(size),
-            )
+            let (cmd, name) = builtin_command(kind, size)?;
+            (cmd, name, Some(size))
         }
         (None, false) => {
             if args.size.is_some() {
-                bail!("--size is for --builtin memalloc");
+                bail!("--size is for --builtin memalloc|kvstore");
             }
             (args.command.clone(), args.command.join(" "), None)
         }
-        (None, true) => bail!("no workload: give --builtin memalloc or `-- COMMAND [ARGS]`"),
+        (None, true) => {
+            bail!("no workload: give --builtin memalloc|kvstore or `-- COMMAND [ARGS]`")
+        }
         (Some(_), false) => bail!("give either --builtin or a COMMAND, not both"),
     };
     let swap_size = args.swap_size.unwrap_or_else(|| match builtin_size {
@@ -145,6 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let spec = TrialSpec {
         memory_limit: memory,
         configs: args.configs,
+        interleave: args.interleave,
         repeat: args.repeat,
         baseline: args.baseline,
         command,
