@@ -499,6 +499,12 @@ pub fn capture_pids(pids: &[u32], max_bytes: Option<u64>, out: &mut dyn Write) -
     capture_procs(pids, true, max_bytes, out, "pid")
 }
 
+/// A group of processes (e.g. a cgroup's): those that exited or cannot be
+/// read in the meantime are skipped and counted, as with `--all`.
+pub fn capture_group(pids: &[u32], max_bytes: Option<u64>, out: &mut dyn Write) -> Result<Sidecar> {
+    capture_procs(pids, false, max_bytes, out, "cgroup")
+}
+
 /// Every process on the machine except this one; unreadable ones are skipped and listed.
 pub fn capture_all(max_bytes: Option<u64>, out: &mut dyn Write) -> Result<Sidecar> {
     let me = std::process::id();

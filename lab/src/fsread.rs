@@ -1,6 +1,7 @@
 //! How fast this machine's filesystem serves random 4 KiB reads: the other
 //! side of the vm.swappiness formula (relative cost of swap-in vs file
-//! refault). Reads a scratch file with O_DIRECT so the page cache does not
+//! refault). The scratch file's write (1 MiB writes, then fsync) gives the
+//! write speed too, what a swap-out to a disk swap file costs per page. Reads a scratch file with O_DIRECT so the page cache does not
 //! answer; where O_DIRECT is refused (tmpfs), reads after dropping the file's
 //! cached pages (POSIX_FADV_DONTNEED), and says so.
 
@@ -21,6 +22,8 @@ use crate::synth::Rng;
 pub struct FsRead {
     pub dir: PathBuf,
     pub mib_s: f64,
+    /// Writing the scratch file and syncing it to the disk, MiB/s.
+    pub write_mib_s: f64,
     pub mean_us: f64,
     pub reads: usize,
     pub direct_io: bool,
@@ -36,6 +39,7 @@ pub fn measure(dir: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
 
 fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
     let mut rng = Rng::new(0xf5);
+    let written = Instant::now();
     {
         let mut f = File::create(path)
             .with_context(|| format!("creating scratch file in {}", dir.display()))?;
@@ -46,6 +50,7 @@ fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<
         }
         f.sync_all()?;
     }
+    let write_s = written.elapsed().as_secs_f64().max(1e-9);
     let pages = (file_mib << 20) / 4096;
     let (f, direct) = match OpenOptions::new()
         .read(true)
@@ -73,6 +78,7 @@ fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<
     Ok(FsRead {
         dir: dir.to_path_buf(),
         mib_s: (reads * 4096) as f64 / s / (1 << 20) as f64,
+        write_mib_s: file_mib as f64 / write_s,
         mean_us: s * 1e6 / reads as f64,
         reads,
         direct_io: direct,
@@ -85,7 +91,7 @@ mod tests {
     fn measures_something_and_cleans_up() {
         let dir = std::env::temp_dir();
         let r = super::measure(&dir, 4, 200).unwrap();
-        assert!(r.mib_s > 0.0 && r.mean_us > 0.0);
+        assert!(r.mib_s > 0.0 && r.mean_us > 0.0 && r.write_mib_s > 0.0);
         assert!(!dir
             .join(format!(".zmem-fsread-{}", std::process::id()))
             .exists());

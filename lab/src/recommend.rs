@@ -345,12 +345,23 @@ fn zram_generator_conf(
     sz: &Sizes,
     recompress: Option<&str>,
 ) -> String {
+    let from = format!("`zmem recommend` ({} on corpus {})", primary, t.corpus);
+    zram_section(&from, primary, ram_mib, sz, recompress)
+}
+
+/// The `[zram0]` section (with its header comment) for `primary` at sizes
+/// `sz`, as `zmem recommend` writes it; `from` names what chose it
+/// (`` `zmem tune` (…) ``). The first line is the marker that lets zmem
+/// replace a file it wrote.
+pub fn zram_section(
+    from: &str,
+    primary: &str,
+    ram_mib: u64,
+    sz: &Sizes,
+    recompress: Option<&str>,
+) -> String {
     let mut conf = String::new();
-    let _ = writeln!(
-        conf,
-        "# zram-generator.conf from `zmem recommend` ({} on corpus {})",
-        primary, t.corpus
-    );
+    let _ = writeln!(conf, "# zram-generator.conf from {from}");
     let _ = writeln!(
         conf,
         "# Sizes scale with RAM (`ram` = MemTotal in MiB). On this machine ({ram_mib} MiB):"
