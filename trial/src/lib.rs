@@ -246,6 +246,16 @@ fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
     ))
 }
 
+/// The compressors zswap can use on this kernel, of those the kernel has
+/// (crypto/*.ko or built in, or already in /proc/crypto).
+pub fn zswap_compressors(sys: &Sys) -> Vec<String> {
+    ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"]
+        .iter()
+        .filter(|c| zswap_compressor_available(sys, c).is_ok())
+        .map(|c| c.to_string())
+        .collect()
+}
+
 fn free_space(dir: &Path) -> Option<(u64, i64)> {
     let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
     // SAFETY: statfs is plain old data; all-zero is valid.

@@ -350,7 +350,7 @@ pub fn render_csv(r: &TrialReport) -> String {
     out
 }
 
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -358,7 +358,7 @@ fn esc(s: &str) -> String {
 }
 
 /// Horizontal bars with optional min–max whiskers; rows without a value show `note`.
-fn svg_bars(title: &str, unit: &str, rows: &[(String, Option<Stats>, String)]) -> String {
+pub fn svg_bars(title: &str, unit: &str, rows: &[(String, Option<Stats>, String)]) -> String {
     let (label_w, bar_w, row_h) = (170.0, 420.0, 26.0);
     let max = rows
         .iter()

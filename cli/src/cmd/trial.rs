@@ -60,7 +60,7 @@ Needs root. Refuses when swap is active or zswap is enabled (unless --force). Ev
 )]
 pub struct Args {
     /// RAM limit of the workload's cgroup (e.g. 256M)
-    #[arg(long, value_name = "SIZE", value_parser = crate::args::size, required_unless_present_any = ["worker", "recover"])]
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size, required_unless_present_any = ["worker", "recover", "replay"])]
     pub memory: Option<u64>,
     /// Swap configuration to run under, optionally with its own sysctls
     /// (zram:lz4,swappiness=180,page-cluster=0); repeat the flag; runs in this order each round
@@ -108,6 +108,9 @@ pub struct Args {
     /// Internal: run a built-in workload in this process (what a trial starts in its cgroup)
     #[arg(long, value_enum, hide = true)]
     pub worker: Option<Builtin>,
+    /// Internal: replay the pages of this corpus file over --size (what `zmem tune --corpus` trials)
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
     /// Internal: content seed of the worker
     #[arg(long, hide = true, default_value_t = 1)]
     pub seed: u64,
@@ -131,19 +134,40 @@ pub fn worker(kind: Builtin, size: Option<u64>, seed: u64) -> anyhow::Result<()>
     Ok(())
 }
 
+/// The replay worker: the corpus's pages repeated over `size` bytes, checked.
+fn replay_worker(path: &std::path::Path, size: Option<u64>) -> anyhow::Result<()> {
+    let corpus = zmem_lab::corpus::Corpus::load(path)?;
+    let size = size.unwrap_or((corpus.page_count() * 4096) as u64);
+    let pages = corpus.bytes().to_vec();
+    drop(corpus);
+    if let Err(m) = trial::workload::replay(pages, size) {
+        eprintln!("zmem: replay: {m}");
+        std::process::exit(3);
+    }
+    Ok(())
+}
+
+/// `--recover`: replay the crash journals of trials (and tunes) that died.
+pub fn run_recover() -> anyhow::Result<()> {
+    let done = trial::recover()?;
+    if done.is_empty() {
+        println!("nothing to recover");
+    }
+    for d in done {
+        println!("recovered: {d}");
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(path) = &args.replay {
+        return replay_worker(path, args.size);
+    }
     if let Some(kind) = args.worker {
         return worker(kind, args.size, args.seed);
     }
     if args.recover {
-        let done = trial::recover()?;
-        if done.is_empty() {
-            println!("nothing to recover");
-        }
-        for d in done {
-            println!("recovered: {d}");
-        }
-        return Ok(());
+        return run_recover();
     }
     let memory = args.memory.context("--memory is required")?;
     let (command, workload, builtin_size) = match (args.builtin, args.command.is_empty()) {
