@@ -40,6 +40,9 @@ enum Command {
     Recommend(cmd::recommend::Args),
     /// Run a workload under real memory pressure against swap configurations
     Trial(cmd::trial::Args),
+    /// Prove the recommendation on your own workload under real memory pressure: predicted
+    /// beside measured ranks, and the winner as one config file
+    Tune(cmd::tune::Args),
     /// Serve a zmem device over NBD (qemu, nbdcopy, fio, nbdfuse, nbd-client)
     Serve(cmd::serve::Args),
     /// Read or write attributes of a zram device or a `zmem serve` device
@@ -66,6 +69,7 @@ fn main() {
         Command::Dict(a) => cmd::dict::run(a),
         Command::Recommend(a) => cmd::recommend::run(a),
         Command::Trial(a) => cmd::trial::run(a),
+        Command::Tune(a) => cmd::tune::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Ctl(a) => cmd::ctl::run(a),
         Command::Status(a) => cmd::status::run(a),

@@ -15,3 +15,4 @@ pub mod recommend;
 pub mod serve;
 pub mod status;
 pub mod trial;
+pub mod tune;

@@ -1,0 +1,181 @@
+//! `zmem tune`: the lab's prediction checked by trials of the user's own
+//! workload under real memory pressure, and the winner as one config file
+//! (docs/tune.md).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use zmem_trial::{SignalWatch, TrialError};
+use zmem_tune::{render, TuneSpec};
+
+use super::trial::{builtin_command, Builtin};
+use crate::output::Format;
+
+/// Arguments of `zmem tune`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Steps: learn (one run without pressure, its memory captured near the peak), \
+predict (the lab's verdict on those pages and a model of every configuration this kernel can run), \
+measure (the best --candidates plus disk swap alone and what runs now, in interleaved rounds under --memory), \
+compare (predicted beside measured ranks, ties called) and deploy (the winner as DIR/zmem.conf for \
+`zmem apply` and `zmem persist`; nothing is applied).\n\
+Example: zmem tune --memory 128M --builtin memalloc --size 256M --repeat 2 --out-dir /tmp/tuned\n\
+Needs root. Everything it sets up is removed or restored afterwards, also on Ctrl-C; after a crash run `zmem trial --recover`."
+)]
+pub struct Args {
+    /// Memory limit the trials run the workload under (e.g. 128M)
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size, required_unless_present = "recover")]
+    pub memory: Option<u64>,
+    /// Runs per candidate (interleaved rounds)
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// How many of the prediction's best configurations to trial (the baselines come on top)
+    #[arg(long, default_value_t = 3)]
+    pub candidates: usize,
+    /// Write the winner's configuration as DIR/zmem.conf
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write a self-contained HTML page: predicted beside measured, the table, the winner's file
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+    /// A built-in workload instead of COMMAND
+    #[arg(long, value_enum, conflicts_with = "command")]
+    pub builtin: Option<Builtin>,
+    /// Size for --builtin (default 2 × --memory), or how much of --corpus to replay (default: all of it)
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size)]
+    pub size: Option<u64>,
+    /// Predict from these pages instead of capturing the workload's; alone, the trials replay them
+    #[arg(long, value_name = "FILE")]
+    pub corpus: Option<PathBuf>,
+    /// At most this much of the workload's memory is captured (sampled evenly)
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size, default_value = "64M")]
+    pub capture_max: u64,
+    /// The lab's interleaved rounds for the prediction
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// The lab's random 4 KiB reads per candidate per round
+    #[arg(long, default_value_t = 4000)]
+    pub requests: usize,
+    /// Directory for the disk swap file (not tmpfs); the disk's speed is measured there too
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    pub swap_dir: PathBuf,
+    /// Size of the disk swap file and of zram devices without a size [default: max(2 × --memory, 2 × the workload's peak)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::size)]
+    pub swap_size: Option<u64>,
+    /// Run even though active swap or enabled zswap would distort the results
+    #[arg(long)]
+    pub force: bool,
+    /// Undo what a tune or trial killed with SIGKILL left behind, and exit
+    #[arg(long)]
+    pub recover: bool,
+    /// The workload to run (after `--`)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// The workload: its command and short name.
+fn workload(a: &Args, memory: u64) -> Result<(Vec<String>, String)> {
+    match (a.builtin, a.command.is_empty(), &a.corpus) {
+        (Some(kind), true, _) => builtin_command(kind, a.size.unwrap_or(2 * memory)),
+        (None, false, _) => {
+            if a.size.is_some() {
+                bail!("--size is for --builtin or a replayed --corpus");
+            }
+            Ok((a.command.clone(), a.command.join(" ")))
+        }
+        (None, true, Some(c)) => {
+            zmem_lab::corpus::Corpus::load(c)?;
+            let exe = std::env::current_exe().context("finding the zmem binary")?;
+            let mut cmd = vec![
+                exe.to_string_lossy().into_owned(),
+                "trial".into(),
+                "--replay".into(),
+                c.to_string_lossy().into_owned(),
+            ];
+            if let Some(s) = a.size {
+                cmd.extend(["--size".into(), s.to_string()]);
+            }
+            Ok((cmd, format!("replay of {}", c.display())))
+        }
+        (None, true, None) => bail!(
+            "no workload: give --builtin memalloc|kvstore, --corpus FILE or `-- COMMAND [ARGS]`"
+        ),
+        (Some(_), false, _) => bail!("give either --builtin or a COMMAND, not both"),
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    if a.recover {
+        return super::trial::run_recover();
+    }
+    let memory = a.memory.context("--memory is required")?;
+    let (command, name) = workload(&a, memory)?;
+    let spec = TuneSpec {
+        memory_limit: memory,
+        repeat: a.repeat,
+        candidates: a.candidates,
+        command,
+        workload: name,
+        corpus: a.corpus.clone(),
+        capture_max: a.capture_max,
+        swap_dir: a.swap_dir.clone(),
+        swap_size: a.swap_size,
+        force: a.force,
+        rounds: a.rounds,
+        requests: a.requests,
+    };
+    let signals = SignalWatch::install().context("installing signal handlers")?;
+    let result = zmem_tune::run(&spec, &signals, &mut |l| eprintln!("zmem tune: {l}"));
+    drop(signals);
+    let t = match result {
+        Ok(t) => t,
+        Err(e) => {
+            if let Some(TrialError::Interrupted(_)) = e.downcast_ref::<TrialError>() {
+                eprintln!("zmem: tune interrupted; everything it set up was removed and restored");
+                std::process::exit(130);
+            }
+            return Err(e);
+        }
+    };
+    let path = a.out_dir.as_ref().map(|d| d.join("zmem.conf"));
+    if let (Some(p), Some(text)) = (&path, &t.config_text) {
+        super::bench::verdict::write_config(p, text)?;
+        eprintln!("zmem tune: wrote {}", p.display());
+    }
+    if let Some(r) = &a.report {
+        std::fs::write(r, render::render_html(&t))
+            .with_context(|| format!("writing {}", r.display()))?;
+        eprintln!("zmem tune: report written to {}", r.display());
+    }
+    match a.format {
+        Format::Table => {
+            print!("{}", render::render_table(&t));
+            print_deploy(&t, path.as_deref());
+        }
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&render::to_json(&t, path.as_deref()))?
+        ),
+        Format::Csv => print!("{}", render::render_csv(&t)),
+    }
+    Ok(())
+}
+
+fn print_deploy(t: &zmem_tune::Tune, path: Option<&std::path::Path>) {
+    let Some(w) = &t.winner else { return };
+    println!();
+    match (path, &t.config_text) {
+        (Some(p), Some(_)) => {
+            println!("winner: {w}; its configuration is in {}", p.display());
+            println!("  apply now:        zmem apply {}", p.display());
+            println!("  after every boot: zmem persist {}", p.display());
+        }
+        (None, Some(text)) => {
+            println!("winner: {w}; its configuration (write it with --out-dir DIR):");
+            print!("{text}");
+        }
+        _ => println!("winner: {w}"),
+    }
+}

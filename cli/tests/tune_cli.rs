@@ -1,0 +1,187 @@
+//! `zmem tune` end to end on the kernel's own zram, zswap and a disk swap
+//! file (root only): it learns, predicts, trials at least three candidates,
+//! names a winner and writes its configuration, and leaves the machine
+//! exactly as it found it, also after a SIGINT in the middle of the trials.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+#[macro_use]
+mod machine_common;
+use machine_common::*;
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    for (args, want) in [
+        (vec!["tune"], "--memory"),
+        (vec!["tune", "--memory", "128M"], "no workload"),
+        (
+            vec!["tune", "--memory", "12Q", "--builtin", "memalloc"],
+            "not a size",
+        ),
+        (
+            vec!["tune", "--memory", "128M", "--size", "1M", "--", "true"],
+            "--size is for --builtin",
+        ),
+        (
+            vec!["tune", "--memory", "128M", "--corpus", "/dev/zero"],
+            "/dev/zero",
+        ),
+    ] {
+        let o = zmem().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn tune_learns_predicts_measures_and_restores_everything() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("tune_learns_predicts_measures_and_restores_everything");
+    let dir = std::env::temp_dir().join(format!("zmem-tune-test.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = dir.join("tune.html");
+    let before = snapshot();
+    // The command, with an HTML report.
+    let out = zmem()
+        .args([
+            "tune",
+            "--memory",
+            "128M",
+            "--builtin",
+            "memalloc",
+            "--size",
+            "256M",
+        ])
+        .args(["--repeat", "2", "--format", "json", "--out-dir"])
+        .arg(&dir)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let after = snapshot();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_same(&before, &after);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cands = v["candidates"].as_array().unwrap();
+    assert!(cands.len() >= 3, "{cands:?}");
+    for c in cands {
+        assert!(c["predicted_rank"].as_u64().unwrap() >= 1, "{c}");
+        assert!(c["measured_rank"].as_u64().unwrap() >= 1, "{c}");
+        assert_eq!(c["runs"], 2, "{c}");
+    }
+    assert!(cands
+        .iter()
+        .any(|c| c["config"] == "disk" && c["role"] == "baseline"));
+    let winner = v["winner"]["config"].as_str().unwrap();
+    assert!(cands.iter().any(|c| c["config"] == winner));
+    assert!(v["prediction_held"].is_boolean());
+    assert!(v["learn"]["peak_anon_bytes"].as_u64().unwrap() > 200 << 20);
+    assert!(
+        v["learn"]["pages"].as_u64().unwrap() > 1000,
+        "{}",
+        v["learn"]
+    );
+    // The winner's file, for apply and persist as is.
+    let conf = dir.join("zmem.conf");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(
+        text.starts_with("# zram-generator.conf from `zmem tune`"),
+        "{text}"
+    );
+    assert_eq!(v["winner"]["config_text"], text.as_str());
+    let dry = zmem()
+        .args(["apply", "--dry-run"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(
+        dry.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    let page = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(
+        page.matches("<svg").count(),
+        2,
+        "predicted and measured charts"
+    );
+    assert!(page.contains(winner.split(',').next().unwrap()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Start a tune, wait until a trial's workload runs in its cgroup, SIGINT it.
+fn interrupt_a_trial() -> (Option<i32>, String) {
+    let parents = cgroup_parents();
+    let mut child = zmem()
+        .args([
+            "tune",
+            "--memory",
+            "64M",
+            "--builtin",
+            "memalloc",
+            "--size",
+            "192M",
+        ])
+        .args(["--repeat", "2", "--rounds", "1", "--requests", "500"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let (mut measuring, mut hit) = (false, false);
+    while Instant::now() < deadline && !hit {
+        while let Ok(l) = rx.try_recv() {
+            measuring |= l.contains("measure: round 1/2:");
+        }
+        hit = measuring
+            && parents.iter().any(|p| {
+                subdirs(p)
+                    .iter()
+                    .filter(|d| d.starts_with("zmem-trial."))
+                    .any(|d| {
+                        std::fs::read_to_string(p.join(d).join("cgroup.procs"))
+                            .is_ok_and(|s| !s.trim().is_empty())
+                    })
+            });
+        if !hit {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    if !hit {
+        let _ = child.kill();
+    }
+    assert!(hit, "never saw a trial's workload in its cgroup");
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    (status.code(), reader.join().unwrap())
+}
+
+#[test]
+fn sigint_during_the_trials_restores_everything() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("sigint_during_the_trials_restores_everything");
+    let before = snapshot();
+    let (code, log) = interrupt_a_trial();
+    let after = snapshot();
+    assert_eq!(code, Some(130), "{log}");
+    assert!(log.contains("interrupted"), "{log}");
+    assert_same(&before, &after);
+}

@@ -1,0 +1,33 @@
+//! `zmem tune`: the lab's prediction checked against the user's own workload
+//! under real memory pressure, and the winner written as one config file.
+//!
+//! 1. **Learn** ([`zmem_trial::learn`]): run the workload once in a cgroup of
+//!    its own without pressure, and capture its anonymous pages near their
+//!    peak (or take `--corpus`): the lab measures the pages this workload
+//!    really swaps.
+//! 2. **Predict** ([`predict`]): the lab's verdict on those pages
+//!    ([`zmem_lab::verdict::rank`]: kernel zram rows, interleaved rounds)
+//!    gives each tier's per-page costs; a model turns them into the swap
+//!    time of every configuration this kernel can run.
+//! 3. **Measure** ([`zmem_trial::run`]): the best `K` and the baselines, in
+//!    interleaved rounds under the memory limit, everything restored.
+//! 4. **Compare** ([`compare`]): measured ranks with intervals and ties,
+//!    beside the predicted ones, the rank correlation, and what it means.
+//! 5. **Deploy** ([`deploy`]): the winner as the file `zmem recommend
+//!    --out-dir` writes, for `zmem apply` and `zmem persist`.
+//!
+//! Modules: `predict` and `compare` are pure (tested on figures), `candidates`
+//! picks what to trial, `deploy` writes the file, `render` prints, and this
+//! file runs the steps in order.
+
+pub mod candidates;
+pub mod compare;
+pub mod deploy;
+pub mod predict;
+pub mod render;
+mod steps;
+
+pub use candidates::{Candidate, Role};
+pub use compare::Measured;
+pub use predict::{Costs, Expect, ModelInputs, Prediction};
+pub use steps::{run, Tune, TuneSpec};

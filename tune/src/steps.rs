@@ -1,0 +1,414 @@
+//! The five steps in order, and what they produce.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use zmem_lab::corpus::Corpus;
+use zmem_lab::verdict::{self, Ranked, Ranking};
+use zmem_sysfs::Sys;
+use zmem_trial::{
+    self as trial, Learned, SignalWatch, SwapConfig, TrialError, TrialReport, TrialSpec,
+};
+
+use crate::candidates::{self, Candidate};
+use crate::compare::{self, Measured};
+use crate::deploy;
+use crate::predict::{self, Costs, ModelInputs, Prediction};
+
+/// What to tune for.
+#[derive(Debug, Clone)]
+pub struct TuneSpec {
+    /// The memory limit the trials run under, bytes.
+    pub memory_limit: u64,
+    /// Runs per candidate.
+    pub repeat: u32,
+    /// How many of the prediction's best to trial.
+    pub candidates: usize,
+    /// The workload: program and arguments.
+    pub command: Vec<String>,
+    /// Its short name.
+    pub workload: String,
+    /// Predict from these pages instead of capturing the workload's.
+    pub corpus: Option<PathBuf>,
+    /// At most this much of the workload's memory is captured (sampled evenly).
+    pub capture_max: u64,
+    /// Directory of the trials' disk swap file (and of the disk measurement).
+    pub swap_dir: PathBuf,
+    /// Disk swap file size; default max(2 × limit, 2 × footprint).
+    pub swap_size: Option<u64>,
+    /// Run although active swap or zswap would distort the results.
+    pub force: bool,
+    /// The lab's interleaved rounds.
+    pub rounds: usize,
+    /// The lab's random 4 KiB reads per candidate per round.
+    pub requests: usize,
+}
+
+/// Step 1's result, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Learn {
+    /// The unpressured run's wall time without the time spent capturing, s.
+    pub wall_s: f64,
+    pub peak_anon_bytes: u64,
+    pub cgroup_peak_bytes: Option<u64>,
+    /// Time spent capturing, s (the workload ran on meanwhile).
+    pub capture_s: f64,
+    /// Where the predicted pages come from.
+    pub corpus: String,
+    pub pages: usize,
+}
+
+/// Everything `zmem tune` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tune {
+    pub workload: String,
+    pub memory_limit_bytes: u64,
+    pub repeat: u32,
+    pub learn: Learn,
+    pub overflow_bytes: u64,
+    /// The disk's per-page costs, measured in the swap directory.
+    pub disk: Costs,
+    /// Every configuration this kernel can run, predicted, best first.
+    pub predictions: Vec<Prediction>,
+    /// The trialed ones.
+    pub candidates: Vec<Candidate>,
+    /// Their measurements, best first.
+    pub measured: Vec<Measured>,
+    pub winner: Option<String>,
+    pub tie: Vec<String>,
+    /// The predicted best of the trialed candidates won or tied with the winner.
+    pub prediction_held: Option<bool>,
+    /// Spearman's rank correlation of predicted and measured ranks.
+    pub rank_correlation: Option<f64>,
+    /// What the comparison means, in sentences.
+    pub findings: Vec<String>,
+    /// The winner's config file (what `--out-dir` writes).
+    pub config_text: Option<String>,
+    pub ranking: Ranking,
+    pub trial: TrialReport,
+}
+
+fn validate(s: &TuneSpec) -> Result<()> {
+    if s.memory_limit < 8 << 20 {
+        bail!("--memory must be at least 8M");
+    }
+    if s.repeat == 0 || s.candidates == 0 || s.rounds == 0 {
+        bail!("--repeat, --candidates and --rounds must be at least 1");
+    }
+    if s.command.is_empty() {
+        bail!("no workload: give --builtin memalloc|kvstore, --corpus FILE or `-- COMMAND [ARGS]`");
+    }
+    Ok(())
+}
+
+/// Refuse before spending minutes: what a trial with the disk baseline would refuse.
+fn preflight(s: &TuneSpec, sys: &Sys) -> Result<()> {
+    let probe = TrialSpec {
+        memory_limit: s.memory_limit,
+        configs: vec![SwapConfig::Disk.into()],
+        interleave: true,
+        repeat: 1,
+        baseline: None,
+        command: s.command.clone(),
+        workload: s.workload.clone(),
+        force: s.force,
+        swap_dir: s.swap_dir.clone(),
+        swap_size: s.swap_size.unwrap_or(2 * s.memory_limit),
+        swappiness: None,
+        page_cluster: None,
+    };
+    trial::preflight(&probe, sys)?;
+    Ok(())
+}
+
+/// What the learning run captured: the newest capture's pages.
+#[derive(Default)]
+struct Captures {
+    pages: Vec<u8>,
+    at_anon: u64,
+    seconds: f64,
+    error: Option<String>,
+}
+
+/// Step 1: one unpressured run; capture the processes' pages each time their
+/// anonymous memory has grown by 15 % since the last capture, so the last
+/// capture is within 15 % of the peak.
+fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
+    let cap = RefCell::new(Captures::default());
+    let want = s.corpus.is_none();
+    let hook = |pids: &[i32], anon: u64| {
+        let mut c = cap.borrow_mut();
+        if !want || anon < (1 << 20) || (anon as f64) < c.at_anon as f64 * 1.15 {
+            return;
+        }
+        let t = Instant::now();
+        let pids: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
+        let mut buf = Vec::new();
+        match zmem_lab::capture::capture_group(&pids, Some(s.capture_max), &mut buf) {
+            Ok(_) => {
+                c.pages = buf;
+                c.at_anon = anon;
+            }
+            Err(e) => c.error = Some(e.to_string()),
+        }
+        c.seconds += t.elapsed().as_secs_f64();
+    };
+    let learned = trial::learn::learn(&s.command, signals, &hook)?;
+    if signals.fired() {
+        return Err(TrialError::Interrupted(Box::new(empty_report(s))).into());
+    }
+    if !learned.record.outcome.ok() {
+        bail!(
+            "the workload failed without memory pressure ({}); tune needs a workload that succeeds",
+            learned.record.outcome.short()
+        );
+    }
+    Ok((learned, cap.into_inner()))
+}
+
+/// An empty report for an interruption before the trials started.
+fn empty_report(s: &TuneSpec) -> TrialReport {
+    TrialReport {
+        kernel: String::new(),
+        cpus: 0,
+        cgroup: zmem_trial::CgroupVersion::V2,
+        memory_limit: s.memory_limit,
+        swap_size: 0,
+        swappiness: None,
+        page_cluster: None,
+        command: s.command.clone(),
+        workload: s.workload.clone(),
+        repeat: s.repeat,
+        baseline: String::new(),
+        configs: Vec::new(),
+        forced_over: Vec::new(),
+        interrupted: true,
+        runs: Vec::new(),
+        summaries: Vec::new(),
+    }
+}
+
+fn corpus_of(s: &TuneSpec, cap: &Captures, learned: &Learned) -> Result<Corpus> {
+    if let Some(p) = &s.corpus {
+        return Corpus::load(p);
+    }
+    if cap.pages.is_empty() {
+        bail!(
+            "captured nothing: the workload's anonymous memory peaked at {} KiB{}; give --corpus FILE",
+            learned.peak_anon_bytes >> 10,
+            cap.error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+        );
+    }
+    let name = format!("{} (captured)", s.workload);
+    Corpus::from_bytes(name.clone(), name, cap.pages.clone())
+}
+
+/// The lab's row for `algo`: the kernel's when measured, else the engine's.
+fn row<'a>(r: &'a Ranking, algo: &str) -> Option<&'a Ranked> {
+    r.ranked
+        .iter()
+        .find(|x| x.algo == algo && x.target == "kernel")
+        .or_else(|| r.engine.iter().find(|x| x.algo == algo))
+}
+
+fn costs(x: &Ranked) -> Costs {
+    Costs::from_speeds(
+        x.read_lat_ns.median,
+        x.write_mibps.median,
+        x.effective_ratio,
+        &format!("{} rows", x.target),
+    )
+}
+
+/// Step 2's inputs: the lab's verdict on the pages and the disk's speed.
+fn model(
+    s: &TuneSpec,
+    corpus: &Corpus,
+    learned: &Learned,
+    capture_s: f64,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(ModelInputs, Ranking)> {
+    let zram_algos = zmem_lab::bench::kernel::algorithms();
+    let zswap_comps = trial::zswap_compressors(&Sys::real());
+    let mut algos: Vec<String> = zram_algos.clone();
+    for c in &zswap_comps {
+        if !algos.contains(c) && zmem_codec_known(c) {
+            algos.push(c.clone());
+        }
+    }
+    let opts = verdict::Options {
+        rounds: s.rounds,
+        requests: s.requests,
+        algorithms: algos,
+        ..Default::default()
+    };
+    let ranking = verdict::rank(corpus, &opts, &mut |done, total, what| {
+        progress(&format!("predict: lab {done}/{total}: {what}"));
+    })?;
+    progress(&format!("predict: disk speed in {}", s.swap_dir.display()));
+    let fs = zmem_lab::fsread::measure(&s.swap_dir, 64, 2000)
+        .with_context(|| format!("measuring the disk in {}", s.swap_dir.display()))?;
+    let disk = Costs::from_speeds(
+        fs.mean_us * 1e3,
+        fs.write_mib_s,
+        1.0,
+        &format!("a file in {}", s.swap_dir.display()),
+    );
+    let pick = |names: &[String]| -> Vec<(String, Costs)> {
+        names
+            .iter()
+            .filter_map(|a| Some((a.clone(), costs(row(&ranking, a)?))))
+            .collect()
+    };
+    let m = ModelInputs {
+        footprint_bytes: learned.peak_anon_bytes,
+        memory_limit: s.memory_limit,
+        base_wall_s: (learned.record.wall_s - capture_s).max(0.0),
+        zram: pick(&zram_algos),
+        zswap: pick(&zswap_comps),
+        disk,
+    };
+    Ok((m, ranking))
+}
+
+fn zmem_codec_known(name: &str) -> bool {
+    zmem_codec::find(name).is_ok()
+}
+
+/// Steps 3 and 4: the trials, then the comparison.
+fn measure(
+    s: &TuneSpec,
+    chosen: &[Candidate],
+    footprint: u64,
+    signals: &SignalWatch,
+    progress: &mut dyn FnMut(&str),
+) -> Result<TrialReport, TrialError> {
+    let spec = TrialSpec {
+        memory_limit: s.memory_limit,
+        configs: chosen.iter().map(|c| c.config().clone()).collect(),
+        interleave: true,
+        repeat: s.repeat,
+        baseline: None,
+        command: s.command.clone(),
+        workload: s.workload.clone(),
+        force: s.force,
+        swap_dir: s.swap_dir.clone(),
+        swap_size: s
+            .swap_size
+            .unwrap_or((2 * s.memory_limit).max(2 * footprint)),
+        swappiness: None,
+        page_cluster: None,
+    };
+    trial::run(&spec, signals, &mut |l| progress(&format!("measure: {l}")))
+}
+
+/// Run the five steps. `progress` gets a line per step and run.
+pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) -> Result<Tune> {
+    validate(s)?;
+    let sys = Sys::real();
+    preflight(s, &sys)?;
+    progress("learn: running the workload once without memory pressure");
+    let (learned, cap) = learn(s, signals)?;
+    let corpus = corpus_of(s, &cap, &learned)?;
+    progress(&format!(
+        "learn: {:.2} s, anonymous peak {} MiB; {} pages to predict from",
+        learned.record.wall_s,
+        learned.peak_anon_bytes >> 20,
+        corpus.page_count()
+    ));
+    let (m, ranking) = model(s, &corpus, &learned, cap.seconds, progress)?;
+    let mut predictions = predict::predict(&m);
+    for p in &mut predictions {
+        candidates::with_sysctls(p, &m);
+    }
+    let current = candidates::current(&sys);
+    let chosen = candidates::choose(&predictions, s.candidates, current.as_ref());
+    let report = measure(s, &chosen, m.footprint_bytes, signals, progress)?;
+    let names: Vec<String> = chosen.iter().map(|c| c.config().to_string()).collect();
+    let outcome = compare::compare(&report, &names);
+    let learn = Learn {
+        wall_s: m.base_wall_s,
+        peak_anon_bytes: learned.peak_anon_bytes,
+        cgroup_peak_bytes: learned.record.cgroup_peak_bytes,
+        capture_s: cap.seconds,
+        corpus: corpus.name.clone(),
+        pages: corpus.page_count(),
+    };
+    Ok(finish(
+        s,
+        learn,
+        &m,
+        predictions,
+        chosen,
+        outcome,
+        ranking,
+        report,
+    ))
+}
+
+/// The comparison's verdict and the winner's file.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    s: &TuneSpec,
+    learn: Learn,
+    m: &ModelInputs,
+    predictions: Vec<Prediction>,
+    chosen: Vec<Candidate>,
+    outcome: compare::Outcome,
+    ranking: Ranking,
+    report: TrialReport,
+) -> Tune {
+    let held = crate::render::prediction_held(&chosen, &outcome);
+    let rho = crate::render::rank_correlation(&chosen, &outcome.measured);
+    let config_text = outcome.winner.as_ref().and_then(|w| {
+        let c = chosen.iter().find(|c| &c.config().to_string() == w)?;
+        let wall = outcome.measured.iter().find(|x| &x.config == w)?.wall_s?;
+        let ratio = c
+            .config()
+            .swap
+            .zram_algo()
+            .or(c.config().swap.zswap_compressor())
+            .and_then(|a| row(&ranking, a))
+            .map_or(1.0, |r| r.effective_ratio);
+        let (_, disk_swap, zswap, _) = zmem_lab::recommend::machine_facts();
+        let machine = deploy::Machine {
+            ram_mib: zmem_lab::recommend::machine_facts().0.unwrap_or(0) >> 20,
+            disk_swap,
+            zswap_enabled: zswap == Some(true),
+        };
+        let why = deploy::Why {
+            trial: format!(
+                "{} under {}",
+                s.workload,
+                zmem_units::format_size(s.memory_limit)
+            ),
+            wall_s: wall.median,
+            ratio,
+        };
+        Some(deploy::config_file(c.config(), &why, &machine))
+    });
+    let mut t = Tune {
+        workload: s.workload.clone(),
+        memory_limit_bytes: s.memory_limit,
+        repeat: s.repeat,
+        learn,
+        overflow_bytes: m.overflow(),
+        disk: m.disk.clone(),
+        predictions,
+        candidates: chosen,
+        measured: outcome.measured,
+        winner: outcome.winner,
+        tie: outcome.tie,
+        prediction_held: held,
+        rank_correlation: rho,
+        findings: Vec::new(),
+        config_text,
+        ranking,
+        trial: report,
+    };
+    t.findings = crate::render::findings(&t);
+    t
+}
