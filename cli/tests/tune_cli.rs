@@ -103,6 +103,7 @@ fn tune_learns_predicts_measures_and_restores_everything() {
         "{}",
         String::from_utf8_lossy(&dry.stderr)
     );
+    every_field_is_in_the_glossary(&v);
     let page = std::fs::read_to_string(&report).unwrap();
     assert_eq!(
         page.matches("<svg").count(),
@@ -111,6 +112,48 @@ fn tune_learns_predicts_measures_and_restores_everything() {
     );
     assert!(page.contains(winner.split(',').next().unwrap()));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// One vocabulary: tune's own JSON fields (the lab's `ranking` and the
+/// trial's report have their own checks) are in docs/fields.md.
+fn every_field_is_in_the_glossary(v: &serde_json::Value) {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/fields.md"),
+    )
+    .unwrap();
+    let known: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| {
+            l.split('|')
+                .nth(1)
+                .unwrap_or("")
+                .split('`')
+                .skip(1)
+                .step_by(2)
+        })
+        .collect();
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    out.push(k.clone());
+                    if k != "ranking" && k != "trial" {
+                        walk(x, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut keys = Vec::new();
+    walk(v, &mut keys);
+    let missing: Vec<&String> = keys
+        .iter()
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "not in docs/fields.md: {missing:?}");
 }
 
 /// Start a tune, wait until a trial's workload runs in its cgroup, SIGINT it.

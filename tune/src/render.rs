@@ -326,7 +326,10 @@ pub fn to_json(t: &Tune, config_file: Option<&std::path::Path>) -> Value {
             "config_file": config_file,
             "config_text": t.config_text,
         })),
-        "tie": t.tie,
+        "tie": (t.tie.len() > 1).then(|| json!({
+            "between": t.tie,
+            "rule": "the higher compression ratio measured wins a tie (memory is what compression saves)",
+        })),
         "prediction_held": t.prediction_held,
         "rank_correlation": t.rank_correlation,
         "findings": t.findings,
