@@ -1,4 +1,7 @@
-//! `zmem bench --zswap` through the binary.
+//! `zmem bench --zswap` through the binary. The kernel test changes swap,
+//! zswap parameters, vm.page-cluster, a cgroup and the debugfs mount (all
+//! restored): run it under the machine-wide lock,
+//! `flock /tmp/zmem-kernel.lock cargo test -p zmem --test zswap_cli`.
 
 use std::process::Command;
 
@@ -11,7 +14,15 @@ fn zmem(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn bench_zswap_prints_both_engines_on_the_default_corpus() {
-    let out = zmem(&["bench", "--zswap", "--accesses", "3000", "--budget", "0.25"]);
+    let out = zmem(&[
+        "bench",
+        "--zswap",
+        "--no-kernel",
+        "--accesses",
+        "3000",
+        "--budget",
+        "0.25",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -24,6 +35,10 @@ fn bench_zswap_prints_both_engines_on_the_default_corpus() {
         "ram_used",
         "lat_p99_us",
         "backing_r/w",
+        "target",
+        "B/stored",
+        "limit_hits",
+        "rejects",
     ] {
         assert!(stdout.contains(col), "column {col} missing:\n{stdout}");
     }
@@ -32,11 +47,13 @@ fn bench_zswap_prints_both_engines_on_the_default_corpus() {
         .filter(|l| l.starts_with("zswap ") || l.starts_with("zram "))
         .collect();
     assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(rows.iter().all(|r| r.contains(" engine ")), "{stdout}");
     assert!(stdout.contains("corpus default"), "{stdout}");
 
     let out = zmem(&[
         "bench",
         "--zswap",
+        "--no-kernel",
         "--accesses",
         "500",
         "--format",
@@ -55,6 +72,7 @@ fn bench_zswap_prints_both_engines_on_the_default_corpus() {
     let rows = v.as_array().expect("array");
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["engine"], "zswap");
+    assert_eq!(rows[0]["target"], "engine");
     assert_eq!(rows[0]["allocator"], "z3fold");
     assert_eq!(rows[1]["engine"], "zram");
     assert_eq!(
@@ -80,4 +98,89 @@ fn bench_zswap_bad_options_are_clear_errors() {
         assert!(err.contains(want), "{a:?}: {err}");
         assert!(!err.contains("panicked"), "{a:?}: {err}");
     }
+}
+
+/// What the kernel run must leave as it found it.
+fn kernel_state() -> Vec<String> {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let mut v: Vec<String> = [
+        "enabled",
+        "compressor",
+        "max_pool_percent",
+        "accept_threshold_percent",
+    ]
+    .iter()
+    .map(|n| read(&format!("/sys/module/zswap/parameters/{n}")))
+    .collect();
+    v.push(read("/proc/swaps"));
+    v.push(read("/proc/sys/vm/page-cluster"));
+    let mounts = read("/proc/mounts");
+    v.push(format!("debugfs mounted: {}", mounts.contains(" debugfs ")));
+    v.push(format!("bench cgroups left: {:?}", bench_cgroups()));
+    v
+}
+
+/// As root with zswap and no other swap active: kernel rows beside the
+/// engine's, pool bytes per stored page within 2 % of the engine at the same
+/// limit, and every setting, swap area and mount as before.
+#[test]
+fn bench_zswap_kernel_rows_beside_the_engine() {
+    let root = euid() == 0;
+    let zswap = std::path::Path::new("/sys/module/zswap/parameters/enabled").exists();
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    if !root || !zswap || swaps.lines().count() > 1 {
+        zmem_sysfs::testutil::skip(
+            "SKIP bench_zswap_kernel_rows_beside_the_engine: needs root, zswap and no active swap",
+        );
+        return;
+    }
+    let before = kernel_state();
+    let out = zmem(&["bench", "--zswap", "--accesses", "1500", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert_eq!(kernel_state(), before, "everything restored");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let rows = v.as_array().expect("array");
+    assert_eq!(rows.len(), 4, "{v:#}\n{stderr}");
+    let (engine, kernel) = (&rows[2], &rows[3]);
+    assert_eq!(engine["target"], "engine");
+    assert_eq!(kernel["target"], "kernel");
+    assert_eq!(engine["budget_bytes"], kernel["budget_bytes"]);
+    let stored = kernel["stored_pages"].as_u64().unwrap();
+    assert!(stored > 0, "{kernel:#}");
+    assert_eq!(kernel["stored_pages"], engine["stored_pages"], "{v:#}");
+    let bpp = |r: &serde_json::Value| r["bytes_per_stored_page"].as_f64().unwrap();
+    let diff = (bpp(kernel) - bpp(engine)).abs() / bpp(engine);
+    assert!(
+        diff <= 0.02,
+        "pool bytes per stored page differ by {diff}: {v:#}"
+    );
+    assert!(bench_cgroups().is_empty());
+}
+
+/// `zmem-bench-zswap.*` cgroups below this process's own cgroups.
+fn bench_cgroups() -> Vec<String> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut left = Vec::new();
+    for path in own.lines().filter_map(|l| l.splitn(3, ':').nth(2)) {
+        for base in [
+            "/sys/fs/cgroup/memory",
+            "/sys/fs/cgroup/unified",
+            "/sys/fs/cgroup",
+        ] {
+            let dir = format!("{base}{path}");
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("zmem-bench-zswap") {
+                    left.push(format!("{dir}/{name}"));
+                }
+            }
+        }
+    }
+    left
+}
+
+fn euid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
 }

@@ -3,7 +3,7 @@
 //!
 //! A write is a swap-out of each page (zeromap, pool, or the backing file
 //! when zswap refuses it); a read is a non-exclusive swap-in (the entry stays
-//! and is marked referenced). Pages written back by the shrink worker read
+//! where it is on the LRU). Pages written back by the shrink worker read
 //! back from the file. Partial-page writes read-modify-write the page.
 
 use std::path::Path;

@@ -38,6 +38,9 @@ pub(crate) struct Inner {
     /// Pages read from the backing store since the shrinker last counted
     /// (the per-lruvec "disk swapins" protection).
     pub disk_swapins: u64,
+    /// Σ entry lengths: what the kernel charges to the memory cgroup
+    /// (`obj_cgroup_charge_zswap`, `MEMCG_ZSWAP_B`).
+    pub compressed_bytes: u64,
 }
 
 /// Build-time configuration.
@@ -47,12 +50,16 @@ pub struct Config {
     pub ram_bytes: u64,
     pub params: Params,
     pub worker: ShrinkWorker,
+    /// Whether the modelled kernel has memory cgroups enabled (the
+    /// `zswap_shrinker_count` formula depends on it).
+    pub memcg: bool,
 }
 
 /// zswap over a backing store.
 pub struct Zswap {
     pub(crate) ram_bytes: u64,
     pub(crate) worker: ShrinkWorker,
+    pub(crate) memcg: bool,
     pub(crate) params: RwLock<Params>,
     /// Codecs by name; only grows (entries keep the one they were stored with,
     /// as old zswap pools keep serving their entries after a compressor change).
@@ -125,6 +132,7 @@ impl Default for ZswapBuilder {
                 ram_bytes: mem_total(),
                 params: Params::default(),
                 worker: ShrinkWorker::Inline,
+                memcg: true,
             },
         }
     }
@@ -173,6 +181,13 @@ impl ZswapBuilder {
         self.config.worker = w;
         self
     }
+    /// `false` models a kernel booted with `cgroup_disable=memory`:
+    /// `zswap_shrinker_count` then scales by pool pages instead of the
+    /// cgroup's compressed bytes (default `true`).
+    pub fn memcg(mut self, on: bool) -> Self {
+        self.config.memcg = on;
+        self
+    }
 
     /// Builds the engine over `backing`. Bad names or values give the
     /// parameter setters' errors.
@@ -189,6 +204,7 @@ impl ZswapBuilder {
         Ok(Zswap {
             ram_bytes: self.config.ram_bytes,
             worker: self.config.worker,
+            memcg: self.config.memcg,
             params: RwLock::new(Params {
                 compressor: backend.name().into(),
                 zpool: zname.into(),
@@ -203,6 +219,7 @@ impl ZswapBuilder {
                 pool,
                 zeromap: HashSet::new(),
                 disk_swapins: 0,
+                compressed_bytes: 0,
             }),
             backing,
             counters: Counters::default(),
@@ -263,6 +280,23 @@ impl Zswap {
     /// Number of entries on the LRU.
     pub fn lru_len(&self) -> usize {
         self.lock().lru.len()
+    }
+
+    /// The LRU from the oldest entry (the one the shrinker looks at next) to
+    /// the youngest: (swap offset, `referenced`).
+    pub fn lru_snapshot(&self) -> Vec<(u64, bool)> {
+        let inner = self.lock();
+        inner
+            .lru
+            .offsets()
+            .map(|o| (o, inner.tree[&o].referenced))
+            .collect()
+    }
+
+    /// Σ compressed lengths of the stored entries: what the kernel charges to
+    /// the memory cgroup (memory.stat `zswap`, `MEMCG_ZSWAP_B`).
+    pub fn compressed_bytes(&self) -> u64 {
+        self.lock().compressed_bytes
     }
 
     pub(crate) fn codec(&self, i: usize) -> Arc<StreamPool> {
@@ -343,7 +377,7 @@ impl Zswap {
     /// Swap core read of `offset` into `out`: zeromap, then [`Zswap::load`],
     /// then the backing file. `exclusive` frees the page afterwards (swap-in
     /// followed by the slot being freed, 6.18's exclusive load); otherwise the
-    /// page stays where it is (a pool hit marks the entry referenced).
+    /// page stays where it is (a pool hit leaves `referenced` alone).
     pub fn swap_in(
         &self,
         offset: u64,

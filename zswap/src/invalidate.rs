@@ -22,6 +22,7 @@ impl Zswap {
     pub(crate) fn free_entry(&self, inner: &mut Inner, e: Entry) {
         inner.lru.remove(e.seq);
         let _ = inner.pool.free(e.handle);
+        inner.compressed_bytes -= u64::from(e.length);
         dec(&self.counters.stored_pages);
         if e.length as usize == PAGE_SIZE {
             dec(&self.counters.stored_incompressible_pages);

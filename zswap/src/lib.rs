@@ -30,6 +30,7 @@ pub use backing::{Backing, BackingError};
 pub use blockdev::ZswapDevice;
 pub use engine::{Config, Source, Zswap, ZswapBuilder, ZswapError};
 pub use params::{Incompressible, Params, ShrinkWorker};
+pub use shrink::{Attempt, Visit, WorkerRun, MAX_RECLAIM_RETRIES};
 pub use stats::Stats;
 pub use store::StoreReject;
 pub use zmem_codec::PAGE_SIZE;

@@ -8,8 +8,9 @@ impl Zswap {
     /// Loads the page at `offset` into `out` (PAGE_SIZE bytes). Returns
     /// `Ok(false)` if zswap holds no entry there (the caller reads the backing
     /// store). `exclusive` (6.18's swap-cache path) erases the entry after a
-    /// successful load; otherwise the entry stays and is marked referenced
-    /// (6.15–6.18's private-page path keeps it). A decompression failure
+    /// successful load; otherwise the entry stays where it is on the LRU (the
+    /// swap-cache bypass of older kernels kept it). No load touches
+    /// `referenced`: mm/zswap.c sets it only in `zswap_store_page`. A decompression failure
     /// counts `decompress_fail`, keeps the entry and is an error (-EIO).
     pub fn load(&self, offset: u64, out: &mut [u8], exclusive: bool) -> Result<bool, ZswapError> {
         if out.len() != PAGE_SIZE {
@@ -24,8 +25,6 @@ impl Zswap {
         if exclusive {
             inner.tree.remove(&offset);
             self.free_entry(&mut inner, e);
-        } else if let Some(e) = inner.tree.get_mut(&offset) {
-            e.referenced = true;
         }
         Ok(true)
     }

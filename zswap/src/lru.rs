@@ -35,6 +35,11 @@ impl Lru {
         self.by_seq.iter().next().map(|(s, o)| (*s, *o))
     }
 
+    /// Offsets from the tail (oldest) to the head (youngest).
+    pub fn offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        self.by_seq.values().copied()
+    }
+
     pub fn len(&self) -> usize {
         self.by_seq.len()
     }

@@ -30,14 +30,18 @@ pub enum StoreReject {
 impl Zswap {
     /// Stores one page at swap offset `offset`. On any refusal the stale entry
     /// at `offset` (if any) is invalidated, as the kernel does so a later
-    /// writeback cannot overwrite newer data on the backing store.
+    /// writeback cannot overwrite newer data on the backing store. A refusal
+    /// while the pool is marked full (`zswap_pool_reached_full`), whatever
+    /// its reason, starts the shrink worker (mm/zswap.c queues
+    /// `zswap_shrink_work`); a store refused because zswap is disabled does
+    /// not.
     pub fn store(&self, offset: u64, page: &[u8]) -> Result<(), StoreReject> {
         let r = self.try_store(offset, page);
         if let Err(e) = &r {
             self.invalidate(offset);
-            if matches!(e, StoreReject::LimitHit | StoreReject::Hysteresis)
-                && self.worker == ShrinkWorker::Inline
-            {
+            let full = self.lock().limit.reached_full;
+            let reached_check = !matches!(e, StoreReject::Disabled | StoreReject::BadPage);
+            if full && reached_check && self.worker == ShrinkWorker::Inline {
                 self.run_shrink_worker();
             }
         }
@@ -113,6 +117,7 @@ impl Zswap {
         if let Some(old) = inner.tree.remove(&offset) {
             self.free_entry(&mut inner, old);
         }
+        inner.compressed_bytes += data.len() as u64;
         let seq = inner.lru.add(offset);
         let entry = Entry {
             handle,

@@ -55,7 +55,7 @@ pub struct Args {
     /// Device mode: random-read requests per page-cluster value
     #[arg(long, default_value_t = 20_000)]
     pub requests: usize,
-    /// Device mode: skip the kernel zram rows
+    /// Device and zswap modes: skip the kernel rows
     #[arg(long)]
     pub no_kernel: bool,
     /// The complete table: codec and device figures for every algorithm plus zstd with a
@@ -94,6 +94,9 @@ pub struct Args {
     /// zswap mode: zswap allocator (zsmalloc, zbud, z3fold)
     #[arg(long, default_value = "zsmalloc")]
     pub zpool: String,
+    /// zswap mode: run the kernel rows even if other swap areas are active or zswap is enabled
+    #[arg(long)]
+    pub force: bool,
     /// Recompression: write the corpus with the primary (first --algo, default lz4), mark
     /// all idle, recompress with ALGO; ratio and mem_used_total before/after, against ALGO
     /// alone. Without corpus files, a heap-like corpus is used

@@ -9,6 +9,8 @@ pub mod random_read;
 pub mod recomp;
 pub mod writeback;
 pub mod zswap;
+pub mod zswap_kernel;
+mod zswap_worker;
 
 /// Nearest-rank percentile `p` (0..=1) of sorted samples; 0 when empty.
 pub(crate) fn percentile(sorted: &[u64], p: f64) -> f64 {

@@ -12,6 +12,10 @@
 //! zram keeps whichever pages arrived while it had room and never moves them
 //! (no writeback in this model); zswap's limit path writes the LRU tail back,
 //! so hot pages stay in RAM.
+//!
+//! [`run_with_kernel`] adds the kernel's zswap on the same corpus and sequence
+//! ([`super::zswap_kernel`]) and the engine at exactly the kernel's pool limit
+//! beside it.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -23,6 +27,8 @@ use zmem_sysfs::BlockDevice;
 use zmem_zram::Zram;
 use zmem_zswap::{Backing, Source, Zswap};
 
+use super::device::Target;
+use super::zswap_kernel::{self, KernelOptions, Measured};
 use crate::corpus::Corpus;
 
 /// What to run.
@@ -108,6 +114,8 @@ fn zmem_zpool_names() -> [&'static str; 3] {
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub engine: String,
+    /// The engine (zmem's library) or the running kernel's zswap.
+    pub target: Target,
     pub algo: String,
     pub allocator: String,
     pub corpus: String,
@@ -131,18 +139,36 @@ pub struct Row {
     pub backing_reads: u64,
     #[serde(rename = "backing_written_pages")]
     pub backing_writes: u64,
+    /// Pages in the pool at the end (zswap `stored_pages`; zram: pages in the device).
+    pub stored_pages: u64,
+    /// `ram_used_bytes` / `stored_pages`.
+    pub bytes_per_stored_page: Option<f64>,
+    /// zswap `pool_limit_hit`; zram: writes refused at mem_limit. None when unknown.
+    pub pool_limit_hit: Option<u64>,
+    /// zswap: Σ `reject_*` (compress_poor, compress_fail, alloc_fail,
+    /// kmemcache_fail, reclaim_fail); None for zram.
+    pub rejects: Option<u64>,
+    /// zswap: stored pages and pool bytes right after every page was swapped
+    /// out once (before the accesses).
+    pub fill_stored_pages: Option<u64>,
+    pub fill_pool_bytes: Option<u64>,
 }
 
-pub const COLUMNS: [&str; 13] = [
+pub const COLUMNS: [&str; 18] = [
     "engine",
+    "target",
     "algo",
     "pool",
     "pages",
     "budget",
     "accesses",
     "hit_rate",
-    "written_back",
+    "stored",
     "ram_used",
+    "B/stored",
+    "written_back",
+    "limit_hits",
+    "rejects",
     "ram_peak",
     "lat_mean_us",
     "lat_p99_us",
@@ -151,16 +177,23 @@ pub const COLUMNS: [&str; 13] = [
 
 impl Row {
     pub fn cells(&self) -> Vec<String> {
+        let opt = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
         vec![
             self.engine.clone(),
+            self.target.name().into(),
             self.algo.clone(),
             self.allocator.clone(),
             self.pages.to_string(),
             self.budget_bytes.to_string(),
             self.accesses.to_string(),
             format!("{:.3}", self.hit_rate),
-            self.written_back.to_string(),
+            self.stored_pages.to_string(),
             self.ram_used.to_string(),
+            self.bytes_per_stored_page
+                .map_or("-".into(), |b| format!("{b:.1}")),
+            self.written_back.to_string(),
+            opt(self.pool_limit_hit),
+            opt(self.rejects),
             self.ram_peak.to_string(),
             format!("{:.2}", self.lat_mean_ns / 1000.0),
             format!("{:.2}", self.lat_p99_ns / 1000.0),
@@ -236,6 +269,21 @@ fn backing_path(dir: &Path, engine: &str) -> PathBuf {
     ))
 }
 
+/// The RAM budget in bytes for `corpus`.
+fn budget_of(corpus: &Corpus, opts: &Options) -> u64 {
+    opts.budget_bytes
+        .unwrap_or(((corpus.page_count() * PAGE_SIZE) as f64 * opts.budget_fraction) as u64)
+        .max(PAGE_SIZE as u64)
+}
+
+/// zswap's pool limit: bytes (the bench's budget) or, as the kernel sets it,
+/// a percent of a RAM size.
+#[derive(Debug, Clone, Copy)]
+enum PoolLimit {
+    Bytes(u64),
+    Percent { ram: u64, pct: u32 },
+}
+
 /// Runs both engines on `corpus`.
 pub fn run(corpus: &Corpus, opts: &Options) -> Result<Vec<Row>> {
     opts.validate()?;
@@ -246,77 +294,194 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<Vec<Row>> {
         corpus.name,
         pages
     );
-    let budget = opts
-        .budget_bytes
-        .unwrap_or(((pages * PAGE_SIZE) as f64 * opts.budget_fraction) as u64)
-        .max(PAGE_SIZE as u64);
+    let budget = budget_of(corpus, opts);
     let seq = accesses(pages, opts);
     Ok(vec![
-        run_zswap(corpus, opts, budget, &seq)?,
+        run_zswap(corpus, opts, PoolLimit::Bytes(budget), &seq)?,
         run_zram(corpus, opts, budget, &seq)?,
     ])
 }
 
-fn run_zswap(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Result<Row> {
+/// [`run`], then the kernel's zswap on the same corpus and sequence with the
+/// engine at exactly the kernel's pool limit beside it. When the kernel rows
+/// cannot run here, the engine rows and the reason.
+pub fn run_with_kernel(
+    corpus: &Corpus,
+    opts: &Options,
+    k: &KernelOptions,
+) -> Result<(Vec<Row>, Option<String>)> {
+    let mut rows = run(corpus, opts)?;
+    let sys = zmem_sysfs::Sys::real();
+    if let Some(why) = zswap_kernel::unavailable(&sys, &opts.zpool, k.force) {
+        return Ok((rows, Some(why)));
+    }
+    let mem_total = sys
+        .meminfo_get("MemTotal")?
+        .context("/proc/meminfo has no MemTotal")?;
+    let (pct, limit) = zswap_kernel::kernel_limit(mem_total, budget_of(corpus, opts));
+    let seq = accesses(corpus.page_count(), opts);
+    let at_limit = PoolLimit::Percent {
+        ram: mem_total,
+        pct,
+    };
+    rows.push(run_zswap(corpus, opts, at_limit, &seq)?);
+    let m = zswap_kernel::run(
+        corpus,
+        &seq,
+        &opts.algorithm,
+        (pct, limit),
+        opts.accept_threshold_percent,
+        k,
+    )
+    .context("the kernel's zswap")?;
+    rows.push(kernel_row(corpus, opts, limit, &m)?);
+    Ok((rows, None))
+}
+
+/// Σ of the `reject_*` counters.
+fn rejects(get: impl Fn(&str) -> Option<u64>) -> Option<u64> {
+    [
+        "reject_compress_poor",
+        "reject_compress_fail",
+        "reject_alloc_fail",
+        "reject_kmemcache_fail",
+        "reject_reclaim_fail",
+    ]
+    .iter()
+    .map(|k| get(k))
+    .sum()
+}
+
+fn per_page(bytes: u64, pages: u64) -> Option<f64> {
+    (pages > 0).then(|| bytes as f64 / pages as f64)
+}
+
+/// The kernel's row from the worker's counters.
+fn kernel_row(corpus: &Corpus, opts: &Options, limit: u64, m: &Measured) -> Result<Row> {
+    anyhow::ensure!(
+        m.wrong_pages == 0,
+        "the kernel returned wrong data for {} accesses",
+        m.wrong_pages
+    );
+    let (s, f, e) = (&m.start, &m.filled, &m.end);
+    let delta = |k: &str| Some(e.dbg(k)?.saturating_sub(s.dbg(k)?));
+    let accesses = m.lat_ns.len();
+    let disk_reads = e.vm("pswpin").saturating_sub(f.vm("pswpin"));
+    let mut lat = m.lat_ns.clone();
+    lat.sort_unstable();
+    let n = lat.len().max(1) as f64;
+    let hits = (accesses as u64).saturating_sub(disk_reads);
+    Ok(Row {
+        engine: "zswap".into(),
+        target: Target::Kernel,
+        algo: opts.algorithm.clone(),
+        allocator: "zsmalloc".into(),
+        corpus: corpus.name.clone(),
+        pages: corpus.page_count(),
+        budget_bytes: limit,
+        accesses,
+        hits,
+        hit_rate: hits as f64 / n,
+        written_back: delta("written_back_pages")
+            .unwrap_or(e.vm("zswpwb").saturating_sub(s.vm("zswpwb"))),
+        ram_used: e.pool_bytes(),
+        ram_peak: m.pool_peak,
+        lat_mean_ns: lat.iter().sum::<u64>() as f64 / n,
+        lat_p99_ns: super::percentile(&lat, 0.99),
+        backing_reads: e.vm("pswpin").saturating_sub(s.vm("pswpin")),
+        backing_writes: e.vm("pswpout").saturating_sub(s.vm("pswpout")),
+        stored_pages: e.stored_pages(),
+        bytes_per_stored_page: per_page(e.pool_bytes(), e.stored_pages()),
+        pool_limit_hit: delta("pool_limit_hit"),
+        rejects: rejects(delta),
+        fill_stored_pages: Some(f.stored_pages()),
+        fill_pool_bytes: Some(f.pool_bytes()),
+    })
+}
+
+fn run_zswap(corpus: &Corpus, opts: &Options, limit: PoolLimit, seq: &[usize]) -> Result<Row> {
     let pages = corpus.page_count();
     let path = backing_path(&opts.dir, "zswap");
     let backing = Backing::create(&path, pages as u64)?;
-    let z = Zswap::builder()
+    let builder = Zswap::builder()
         .compressor(opts.algorithm.clone())
         .zpool(opts.zpool.clone())
-        .max_pool_bytes(budget)
-        .accept_threshold_percent(opts.accept_threshold_percent)
+        .accept_threshold_percent(opts.accept_threshold_percent);
+    let builder = match limit {
+        PoolLimit::Bytes(b) => builder.max_pool_bytes(b),
+        PoolLimit::Percent { ram, pct } => builder.ram_size(ram).max_pool_percent(pct),
+    };
+    let z = builder
         .build(backing)
         .map_err(|e| anyhow::anyhow!("zswap: {e}"))?;
-    let res = (|| -> Result<Row> {
-        let mut peak = 0;
-        for i in 0..pages {
-            z.swap_out(i as u64, corpus.page(i))?;
-            peak = peak.max(z.pool_pages());
-        }
-        let mut t = Tally {
-            hits: 0,
-            lat: Vec::with_capacity(seq.len()),
-            peak: 0,
-        };
-        let mut buf = vec![0u8; PAGE_SIZE];
-        for &i in seq {
-            let t0 = Instant::now();
-            let src = z.swap_in(i as u64, &mut buf, true)?;
-            t.lat.push(t0.elapsed().as_nanos() as u64);
-            anyhow::ensure!(
-                buf == corpus.page(i),
-                "zswap returned wrong data for page {i} (from {src:?})"
-            );
-            if matches!(src, Source::Pool | Source::Zero) {
-                t.hits += 1;
-            }
-            z.swap_out(i as u64, &buf)?;
-            peak = peak.max(z.pool_pages());
-        }
-        t.peak = peak * PAGE_SIZE as u64;
-        let st = z.stats();
-        Ok(t.finish(Row {
-            engine: "zswap".into(),
-            algo: opts.algorithm.clone(),
-            allocator: opts.zpool.clone(),
-            corpus: corpus.name.clone(),
-            pages,
-            budget_bytes: budget,
-            accesses: seq.len(),
-            hits: 0,
-            hit_rate: 0.0,
-            written_back: st.written_back_pages,
-            ram_used: st.pool_total_size,
-            ram_peak: 0,
-            lat_mean_ns: 0.0,
-            lat_p99_ns: 0.0,
-            backing_reads: st.backing_reads,
-            backing_writes: st.backing_writes,
-        }))
-    })();
+    let shown = match limit {
+        PoolLimit::Bytes(b) => b,
+        PoolLimit::Percent { .. } => z.limits().0 * PAGE_SIZE as u64,
+    };
+    let res = replay_zswap(&z, corpus, opts, seq).map(|r| Row {
+        budget_bytes: shown,
+        ..r
+    });
     let _ = std::fs::remove_file(&path);
     res
+}
+
+/// Every page out, then `seq` (swap-in, check, swap-out), on engine `z`.
+fn replay_zswap(z: &Zswap, corpus: &Corpus, opts: &Options, seq: &[usize]) -> Result<Row> {
+    let pages = corpus.page_count();
+    let mut peak = 0;
+    for i in 0..pages {
+        z.swap_out(i as u64, corpus.page(i))?;
+        peak = peak.max(z.pool_pages());
+    }
+    let fill = z.stats();
+    let mut t = Tally {
+        hits: 0,
+        lat: Vec::with_capacity(seq.len()),
+        peak: 0,
+    };
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for &i in seq {
+        let t0 = Instant::now();
+        let src = z.swap_in(i as u64, &mut buf, true)?;
+        t.lat.push(t0.elapsed().as_nanos() as u64);
+        anyhow::ensure!(
+            buf == corpus.page(i),
+            "zswap returned wrong data for page {i} (from {src:?})"
+        );
+        if matches!(src, Source::Pool | Source::Zero) {
+            t.hits += 1;
+        }
+        z.swap_out(i as u64, &buf)?;
+        peak = peak.max(z.pool_pages());
+    }
+    t.peak = peak * PAGE_SIZE as u64;
+    let st = z.stats();
+    Ok(t.finish(Row {
+        engine: "zswap".into(),
+        target: Target::Engine,
+        algo: opts.algorithm.clone(),
+        allocator: opts.zpool.clone(),
+        corpus: corpus.name.clone(),
+        pages,
+        budget_bytes: 0,
+        accesses: seq.len(),
+        hits: 0,
+        hit_rate: 0.0,
+        written_back: st.written_back_pages,
+        ram_used: st.pool_total_size,
+        ram_peak: 0,
+        lat_mean_ns: 0.0,
+        lat_p99_ns: 0.0,
+        backing_reads: st.backing_reads,
+        backing_writes: st.backing_writes,
+        stored_pages: st.stored_pages,
+        bytes_per_stored_page: per_page(st.pool_total_size, st.stored_pages),
+        pool_limit_hit: Some(st.pool_limit_hit),
+        rejects: rejects(|k| st.get(k)),
+        fill_stored_pages: Some(fill.stored_pages),
+        fill_pool_bytes: Some(fill.pool_total_size),
+    }))
 }
 
 fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Result<Row> {
@@ -333,6 +498,7 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
     let res = (|| -> Result<Row> {
         let mut in_zram = vec![false; pages];
         let (mut reads, mut writes) = (0u64, 0u64);
+        // Writes refused at mem_limit (each goes to the disk file).
         let out = |i: usize, page: &[u8], in_zram: &mut [bool], writes: &mut u64| -> Result<()> {
             let off = (i * PAGE_SIZE) as u64;
             match dev.write_at(off, page) {
@@ -378,8 +544,10 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
         }
         t.peak = peak;
         let m = dev.mm_stat();
+        let stored = in_zram.iter().filter(|b| **b).count() as u64;
         Ok(t.finish(Row {
             engine: "zram".into(),
+            target: Target::Engine,
             algo: opts.algorithm.clone(),
             allocator: "zsmalloc".into(),
             corpus: corpus.name.clone(),
@@ -395,6 +563,12 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
             lat_p99_ns: 0.0,
             backing_reads: reads,
             backing_writes: writes,
+            stored_pages: stored,
+            bytes_per_stored_page: per_page(m.mem_used_total, stored),
+            pool_limit_hit: Some(writes),
+            rejects: None,
+            fill_stored_pages: None,
+            fill_pool_bytes: None,
         }))
     })();
     let _ = std::fs::remove_file(&path);

@@ -1,8 +1,10 @@
 //! `zmem bench --zswap [CORPUS...]`: the corpus through zswap and through
 //! zram + disk swap at the same RAM budget, with a hot/cold access pattern
-//! (`zmem_lab::bench::zswap`).
+//! (`zmem_lab::bench::zswap`); as root with zswap, also through the kernel's
+//! zswap (`zmem_lab::bench::zswap_kernel`) unless `--no-kernel`.
 
 use zmem_lab::bench::zswap::{self, Options, Row, COLUMNS};
+use zmem_lab::bench::zswap_kernel::KernelOptions;
 use zmem_lab::corpus;
 
 use crate::output::{Format, Table};
@@ -56,17 +58,33 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
     } else {
         corpus::load_all(&args.corpus)?
     };
+    let kernel = KernelOptions {
+        force: args.force,
+        dir: base.dir.clone(),
+    };
     let mut rows: Vec<Row> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     for c in &corpora {
         for a in &algos {
-            rows.extend(zswap::run(
-                c,
-                &Options {
-                    algorithm: a.clone(),
-                    ..base.clone()
-                },
-            )?);
+            let o = Options {
+                algorithm: a.clone(),
+                ..base.clone()
+            };
+            if args.no_kernel {
+                rows.extend(zswap::run(c, &o)?);
+                continue;
+            }
+            let (r, why) = zswap::run_with_kernel(c, &o, &kernel)?;
+            rows.extend(r);
+            if let Some(why) = why {
+                if !notes.contains(&why) {
+                    notes.push(why);
+                }
+            }
         }
+    }
+    for n in &notes {
+        eprintln!("zmem bench: no kernel rows: {n}");
     }
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
@@ -86,7 +104,9 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
             println!(
                 "pattern: {:.0}% of the pages get {:.0}% of {} swap-ins (each followed by a swap-out); budget = zswap \
                  pool limit = zram mem_limit in bytes; zram overflows to a disk swap file and never writes back; \
-                 hit = served from RAM; latency of the swap-in in microseconds; backing_r/w = page reads/writes of the file",
+                 hit = served from RAM; latency of the swap-in in microseconds; backing_r/w = page reads/writes of the file; \
+                 stored = pages in the pool at the end, B/stored = ram_used / stored; target kernel = the running kernel's zswap \
+                 (pool limit = max_pool_percent of RAM, at least 1 %), with the engine at that same limit in the row before it",
                 args.hot * 100.0,
                 args.hot_access * 100.0,
                 args.accesses
