@@ -1,7 +1,6 @@
-//! 4 KiB pages owned by the allocators, and the per-thread copy buffer.
+//! 4 KiB pages owned by zbud and z3fold (zsmalloc's come from its arena).
 
 use crate::{ZpoolError, PAGE_SIZE};
-use std::cell::Cell;
 
 /// One order-0 page: 4096 bytes from the global allocator, freed on drop.
 pub(crate) type Page = Box<[u8; PAGE_SIZE]>;
@@ -13,21 +12,4 @@ pub(crate) fn alloc_page() -> Result<Page, ZpoolError> {
         .map_err(|_| ZpoolError::NoMemory)?;
     v.resize(PAGE_SIZE, 0);
     Ok(v.into_boxed_slice().try_into().expect("exactly one page"))
-}
-
-thread_local! {
-    /// The per-thread buffer objects spanning two pages are linearised into
-    /// (zsmalloc's per-CPU `local_copy`). Taken out while in use, so a nested
-    /// read on the same thread gets a fresh buffer instead of a conflict.
-    static LOCAL_COPY: Cell<Option<Box<[u8; PAGE_SIZE]>>> = const { Cell::new(None) };
-}
-
-/// Run `f` with the thread's copy buffer (allocated once per thread).
-pub(crate) fn with_local_copy<R>(f: impl FnOnce(&mut [u8; PAGE_SIZE]) -> R) -> R {
-    let mut buf = LOCAL_COPY
-        .with(|c| c.take())
-        .unwrap_or_else(|| Box::new([0u8; PAGE_SIZE]));
-    let r = f(&mut buf);
-    LOCAL_COPY.with(|c| c.set(Some(buf)));
-    r
 }

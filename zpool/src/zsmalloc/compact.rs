@@ -1,17 +1,16 @@
 //! Compaction (`__zs_compact`): move objects from the sparsest zspages into
 //! the fullest ones of the same class, and free the zspages left empty.
 
+use super::arena::Arena;
 use super::class::ClassGeom;
 use super::state::ClassState;
 use super::zspage::fullness_group;
-use crate::PAGE_SIZE;
 
 /// `migrate_zspage`: move allocated objects of `src`, in address order, into
 /// `dst` until `dst` is full or `src` is empty; handle cells are rewritten so
 /// handles stay valid.
 fn migrate(st: &mut ClassState, class: &ClassGeom, src: u32, dst: u32) {
     let mut src_z = st.zspages[src as usize].take().expect("live src zspage");
-    let mut chunk = [0u8; PAGE_SIZE];
     for idx in 0..class.objs_per_zspage as u32 {
         if src_z.inuse == 0 {
             break;
@@ -20,9 +19,8 @@ fn migrate(st: &mut ClassState, class: &ClassGeom, src: u32, dst: u32) {
             continue;
         };
         let dst_z = st.zspages[dst as usize].as_mut().expect("live dst zspage");
-        src_z.read_chunk(class, idx, &mut chunk);
         let new_idx = dst_z.obj_malloc(class, slot);
-        dst_z.write_chunk(class, new_idx, &chunk);
+        dst_z.write_chunk(class, new_idx, src_z.chunk(class, idx));
         src_z.obj_free(class, idx);
         let loc = st
             .handles
@@ -38,7 +36,7 @@ fn migrate(st: &mut ClassState, class: &ClassGeom, src: u32, dst: u32) {
 }
 
 /// Compact one class; returns the pages freed.
-pub(super) fn compact_class(st: &mut ClassState, class: &ClassGeom) -> u64 {
+pub(super) fn compact_class(st: &mut ClassState, class: &ClassGeom, arena: &Arena) -> u64 {
     let mut freed = 0;
     let mut dst: Option<u32> = None;
     while st.can_compact(class) > 0 {
@@ -56,7 +54,7 @@ pub(super) fn compact_class(st: &mut ClassState, class: &ClassGeom) -> u64 {
         migrate(st, class, src, d);
         // putback_zspage(src); an empty source is freed.
         if fullness_group(st.zspage(src).inuse as usize, class.objs_per_zspage) == 0 {
-            st.free_zspage(class, src);
+            st.free_zspage(class, src, arena);
             freed += class.pages_per_zspage as u64;
         } else {
             st.insert(class, src);

@@ -8,14 +8,16 @@
 //! shared; allocation, free, writes and compaction take it exclusively.
 //! Pool-wide counters are atomics.
 
+mod arena;
 pub mod class;
 mod compact;
 mod state;
 mod zspage;
 
 use crate::handle::HandleCodec;
-use crate::page::with_local_copy;
 use crate::{Handle, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
+use arena::Arena;
+pub use arena::ArenaStats;
 use class::{ClassTable, CHAIN_SIZE_RANGE, ZS_MAX_ALLOC_SIZE};
 use state::{ClassState, ObjLoc};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -47,7 +49,10 @@ pub struct ClassStat {
 /// A zsmalloc pool.
 pub struct ZsPool {
     table: ClassTable,
+    /// Declared before `arena`: the zspages (owners of arena runs) are
+    /// dropped before the arena unmaps its chunks.
     classes: Box<[RwLock<ClassState>]>,
+    arena: Arena,
     codec: HandleCodec,
     pages_allocated: AtomicU64,
     objects: AtomicU64,
@@ -82,6 +87,7 @@ impl ZsPool {
         Ok(ZsPool {
             table,
             classes,
+            arena: Arena::new(),
             codec: HandleCodec::new(),
             pages_allocated: AtomicU64::new(0),
             objects: AtomicU64::new(0),
@@ -95,6 +101,11 @@ impl ZsPool {
     /// The class table (geometry, merging, huge_class_size).
     pub fn class_table(&self) -> &ClassTable {
         &self.table
+    }
+
+    /// The zspage memory source: pages mapped, in use, free and resident.
+    pub fn arena_stats(&self) -> ArenaStats {
+        self.arena.stats()
     }
 
     /// Per-class figures for every distinct class, ascending size.
@@ -156,7 +167,7 @@ impl Zpool for ZsPool {
         })?;
         let id = match st.find_get_zspage() {
             Some(id) => id,
-            None => match st.alloc_zspage(class) {
+            None => match st.alloc_zspage(class, &self.arena) {
                 Ok(id) => {
                     self.pages_allocated
                         .fetch_add(class.pages_per_zspage as u64, Relaxed);
@@ -193,7 +204,7 @@ impl Zpool for ZsPool {
         st.zspage_mut(loc.zspage).obj_free(class, loc.idx);
         st.objs_inuse -= 1;
         if st.fix_fullness(class, loc.zspage) == 0 {
-            st.free_zspage(class, loc.zspage);
+            st.free_zspage(class, loc.zspage, &self.arena);
             self.pages_allocated
                 .fetch_sub(class.pages_per_zspage as u64, Relaxed);
         }
@@ -232,15 +243,11 @@ impl Zpool for ZsPool {
             .handles
             .get(slot, gen)
             .ok_or(ZpoolError::BadHandle(handle.0.get()))?;
-        let z = st.zspage(loc.zspage);
-        let len = loc.size as usize;
-        match z.contiguous(class, loc.idx, len) {
-            Some(bytes) => f(bytes),
-            None => with_local_copy(|buf| {
-                z.read_obj(class, loc.idx, &mut buf[..len]);
-                f(&buf[..len]);
-            }),
-        }
+        let obj = st
+            .zspage(loc.zspage)
+            .object(class, loc.idx, loc.size as usize);
+        prefetch(obj);
+        f(obj);
         Ok(())
     }
 
@@ -266,7 +273,7 @@ impl Zpool for ZsPool {
         let mut freed = 0;
         for (class, lock) in self.table.classes.iter().zip(self.classes.iter()).rev() {
             let mut st = write_lock(lock);
-            let n = compact::compact_class(&mut st, class);
+            let n = compact::compact_class(&mut st, class, &self.arena);
             if n > 0 {
                 self.pages_allocated.fetch_sub(n, Relaxed);
             }
@@ -310,3 +317,22 @@ impl Zpool for ZsPool {
 }
 
 const _: () = assert!(ZS_MAX_ALLOC_SIZE == PAGE_SIZE);
+
+/// Ask for every cache line of an object at once, before the decompressor
+/// walks it: the lines are then fetched in parallel rather than one miss
+/// after another (a random object of a pool larger than the cache is cold).
+#[inline]
+fn prefetch(obj: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in obj.chunks(64) {
+        // SAFETY: a prefetch is a hint; it never faults and has no effect on
+        // program state. SSE (which provides it) is part of x86_64.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                line.as_ptr().cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = obj;
+}

@@ -1,6 +1,7 @@
 //! Per-size-class state (one lock each): zspages, fullness lists, the
 //! class's handle table and its object counters.
 
+use super::arena::Arena;
 use super::class::ClassGeom;
 use super::zspage::{fullness_group, Zspage, NIL, NO_OBJ, NR_FULLNESS_GROUPS, RATIO_10, RATIO_99};
 use crate::handle::HandleTable;
@@ -125,8 +126,8 @@ impl ClassState {
     }
 
     /// Allocate a zspage and file it; returns its id.
-    pub fn alloc_zspage(&mut self, class: &ClassGeom) -> Result<u32, ZpoolError> {
-        let z = Zspage::new(class)?;
+    pub fn alloc_zspage(&mut self, class: &ClassGeom, arena: &Arena) -> Result<u32, ZpoolError> {
+        let z = Zspage::new(class, arena)?;
         let id = match self.free_ids.pop() {
             Some(id) => {
                 self.zspages[id as usize] = Some(z);
@@ -148,14 +149,14 @@ impl ClassState {
     }
 
     /// `free_zspage`: unlink an empty zspage and give its pages back.
-    pub fn free_zspage(&mut self, class: &ClassGeom, id: u32) {
+    pub fn free_zspage(&mut self, class: &ClassGeom, id: u32, arena: &Arena) {
         if self.zspage(id).listed {
             self.unlink(id);
         }
         let z = self.zspages[id as usize].take().expect("live zspage id");
         debug_assert_eq!(z.inuse, 0);
         debug_assert!(class.is_huge() || z.freeobj != NO_OBJ);
-        drop(z);
+        arena.free(z.mem);
         self.free_ids.push(id);
         self.objs_allocated -= class.objs_per_zspage as u64;
         self.nr_zspages -= 1;

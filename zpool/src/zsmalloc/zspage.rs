@@ -1,6 +1,7 @@
 //! A zspage: `pages_per_zspage` order-0 pages treated as one byte range cut
 //! into `objs_per_zspage` chunks of the class size. Chunks may straddle a
-//! page boundary.
+//! page boundary; the pages are virtually contiguous (a run of the pool's
+//! arena, `arena.rs`), so a straddling object is still one slice.
 //!
 //! In-memory layout, as the kernel's:
 //! * an allocated non-huge chunk starts with an 8-byte header
@@ -10,9 +11,9 @@
 //! * a huge zspage (1 page, 1 object) has no header: the object starts at
 //!   byte 0 and its handle slot is kept in the zspage descriptor.
 
+use super::arena::{Arena, Run};
 use super::class::{ClassGeom, ZS_HANDLE_SIZE};
-use crate::page::{alloc_page, Page};
-use crate::{ZpoolError, PAGE_SIZE};
+use crate::ZpoolError;
 
 /// Bit 0 of an allocated chunk's header.
 pub(super) const OBJ_ALLOCATED_TAG: u64 = 1;
@@ -24,7 +25,8 @@ pub(super) const NO_OBJ: u32 = u32::MAX;
 pub(super) const NIL: u32 = u32::MAX;
 
 pub(super) struct Zspage {
-    pub pages: Box<[Page]>,
+    /// The zspage's `pages_per_zspage` pages, contiguous.
+    pub mem: Run,
     /// Allocated objects.
     pub inuse: u32,
     /// Head of the free-object list (index), or `NO_OBJ`.
@@ -42,13 +44,9 @@ pub(super) struct Zspage {
 impl Zspage {
     /// Allocate the pages and thread all chunks on the free list
     /// (`alloc_zspage` + `init_zspage`).
-    pub fn new(class: &ClassGeom) -> Result<Self, ZpoolError> {
-        let mut pages = Vec::with_capacity(class.pages_per_zspage);
-        for _ in 0..class.pages_per_zspage {
-            pages.push(alloc_page()?);
-        }
+    pub fn new(class: &ClassGeom, arena: &Arena) -> Result<Self, ZpoolError> {
         let mut z = Zspage {
-            pages: pages.into_boxed_slice(),
+            mem: arena.alloc(class.pages_per_zspage)?,
             inuse: 0,
             freeobj: 0,
             fullness: 0,
@@ -71,14 +69,11 @@ impl Zspage {
     }
 
     fn read_word(&self, off: usize) -> u64 {
-        // A header never straddles: chunk offsets are multiples of 16.
-        let (p, o) = (off / PAGE_SIZE, off % PAGE_SIZE);
-        u64::from_ne_bytes(self.pages[p][o..o + 8].try_into().expect("8 bytes"))
+        u64::from_ne_bytes(self.mem.bytes()[off..off + 8].try_into().expect("8 bytes"))
     }
 
     fn write_word(&mut self, off: usize, v: u64) {
-        let (p, o) = (off / PAGE_SIZE, off % PAGE_SIZE);
-        self.pages[p][o..o + 8].copy_from_slice(&v.to_ne_bytes());
+        self.mem.bytes_mut()[off..off + 8].copy_from_slice(&v.to_ne_bytes());
     }
 
     /// The handle slot of chunk `idx` if it is allocated (`find_alloced_obj`).
@@ -132,51 +127,29 @@ impl Zspage {
         idx as usize * class.size + if class.is_huge() { 0 } else { ZS_HANDLE_SIZE }
     }
 
-    /// The object bytes if they lie in one page.
-    pub fn contiguous(&self, class: &ClassGeom, idx: u32, len: usize) -> Option<&[u8]> {
+    /// The object's bytes, in place (pages are contiguous, so an object
+    /// spanning two pages is one slice too).
+    #[inline]
+    pub fn object(&self, class: &ClassGeom, idx: u32, len: usize) -> &[u8] {
         let off = Self::data_offset(class, idx);
-        let (p, o) = (off / PAGE_SIZE, off % PAGE_SIZE);
-        (o + len <= PAGE_SIZE).then(|| &self.pages[p][o..o + len])
+        &self.mem.bytes()[off..off + len]
     }
 
-    /// Copy `dst.len()` bytes starting at zspage byte `off` (may straddle).
-    fn copy_out_at(&self, off: usize, dst: &mut [u8]) {
-        let (p, o) = (off / PAGE_SIZE, off % PAGE_SIZE);
-        let first = dst.len().min(PAGE_SIZE - o);
-        dst[..first].copy_from_slice(&self.pages[p][o..o + first]);
-        if first < dst.len() {
-            let rest = dst.len() - first;
-            dst[first..].copy_from_slice(&self.pages[p + 1][..rest]);
-        }
-    }
-
-    fn copy_in_at(&mut self, off: usize, src: &[u8]) {
-        let (p, o) = (off / PAGE_SIZE, off % PAGE_SIZE);
-        let first = src.len().min(PAGE_SIZE - o);
-        self.pages[p][o..o + first].copy_from_slice(&src[..first]);
-        if first < src.len() {
-            let rest = src.len() - first;
-            self.pages[p + 1][..rest].copy_from_slice(&src[first..]);
-        }
-    }
-
-    /// Copy the object's bytes out (two partial copies if it straddles).
-    pub fn read_obj(&self, class: &ClassGeom, idx: u32, dst: &mut [u8]) {
-        self.copy_out_at(Self::data_offset(class, idx), dst);
-    }
-
-    /// Write the object's bytes (two partial copies if it straddles).
+    /// Write the object's bytes.
     pub fn write_obj(&mut self, class: &ClassGeom, idx: u32, src: &[u8]) {
-        self.copy_in_at(Self::data_offset(class, idx), src);
+        let off = Self::data_offset(class, idx);
+        self.mem.bytes_mut()[off..off + src.len()].copy_from_slice(src);
     }
 
     /// The whole chunk `idx` (header included), for migration.
-    pub fn read_chunk(&self, class: &ClassGeom, idx: u32, dst: &mut [u8]) {
-        self.copy_out_at(idx as usize * class.size, &mut dst[..class.size]);
+    pub fn chunk(&self, class: &ClassGeom, idx: u32) -> &[u8] {
+        let off = idx as usize * class.size;
+        &self.mem.bytes()[off..off + class.size]
     }
 
     pub fn write_chunk(&mut self, class: &ClassGeom, idx: u32, src: &[u8]) {
-        self.copy_in_at(idx as usize * class.size, &src[..class.size]);
+        let off = idx as usize * class.size;
+        self.mem.bytes_mut()[off..off + class.size].copy_from_slice(src);
     }
 
     pub fn is_full(&self, class: &ClassGeom) -> bool {

@@ -1,0 +1,319 @@
+//! Zspage memory: runs of virtually contiguous 4 KiB pages carved from
+//! chunks the pool maps from the OS in batches.
+//!
+//! The kernel's zsmalloc takes each zspage page from the buddy allocator
+//! (`alloc_zspage` → `alloc_page`), already resident; a user-space pool that
+//! grows its heap instead pays a first-touch page fault (trap + zeroing) on
+//! every new page, in the write path. Here the pool maps chunks of 64 KiB
+//! doubling up to 2 MiB, asks for transparent huge pages on the 2 MiB ones
+//! (`MADV_HUGEPAGE`, which `madvise` mode honours) and populates each chunk at
+//! once (`MADV_POPULATE_WRITE`, Linux 5.14+; older kernels fault on first
+//! touch as before). A zspage gets `pages_per_zspage` contiguous pages of a
+//! chunk, so an object spanning two pages is one slice (no copy on read) and
+//! the read path reaches the object bytes through the zspage with no page
+//! array in between.
+//!
+//! Freed runs are kept on free lists by length and reused, resident, by the
+//! next zspage of that length; above a cap (an eighth of the pages in use,
+//! at least one 2 MiB chunk) a freed run is given back to the OS with
+//! `MADV_DONTNEED` (its next use faults again). The accounting the kernel
+//! exposes (`pages_allocated`, mem_used_total) counts zspage pages only, as
+//! `zs_get_total_pages`; the resident memory of the process is that plus the
+//! resident free runs (≤ the cap) plus the populated, not yet used tail of
+//! the newest chunk (< 2 MiB). docs/zpool.md states this cost.
+
+use crate::{ZpoolError, PAGE_SIZE};
+use std::ptr::NonNull;
+use std::sync::Mutex;
+
+/// Largest run: `CONFIG_ZSMALLOC_CHAIN_SIZE` is at most 16.
+pub(super) const MAX_RUN_PAGES: usize = 16;
+/// First chunk: 16 pages (64 KiB), so a small pool costs little.
+const FIRST_CHUNK_PAGES: usize = 16;
+/// Chunks double up to 512 pages (2 MiB, one PMD-sized huge page).
+const MAX_CHUNK_PAGES: usize = 512;
+const HUGE_BYTES: usize = MAX_CHUNK_PAGES * PAGE_SIZE;
+
+/// `pages` contiguous pages owned by one zspage: like a `Box<[u8]>` whose
+/// memory belongs to the pool's [`Arena`] and goes back to it with
+/// [`Arena::free`] (not on drop).
+pub(super) struct Run {
+    ptr: NonNull<u8>,
+    pages: usize,
+}
+
+// SAFETY: a `Run` is the only handle to its bytes (the arena hands each run
+// out once and takes it back by value), so it may move to and be shared
+// between threads exactly like the `Box<[u8]>` it replaces; `&Run` gives
+// only shared access, `&mut Run` exclusive access.
+unsafe impl Send for Run {}
+// SAFETY: see `Send`: shared references only read.
+unsafe impl Sync for Run {}
+
+impl Run {
+    /// The run's bytes.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` points at `pages * PAGE_SIZE` bytes mapped readable
+        // and writable for the arena's lifetime, which outlives every run
+        // (runs live in the pool's classes; the arena is dropped after them
+        // and unmaps only then). The bytes are initialised: fresh mappings
+        // are zero-filled by the kernel, reused ones hold old data. No `&mut`
+        // to them exists while `&self` is borrowed (unique ownership).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.pages * PAGE_SIZE) }
+    }
+
+    /// The run's bytes, writable.
+    #[inline]
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`; `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.pages * PAGE_SIZE) }
+    }
+
+    #[cfg(test)]
+    pub fn pages(&self) -> usize {
+        self.pages
+    }
+}
+
+/// One mapping from the OS.
+struct Chunk {
+    base: NonNull<u8>,
+    pages: usize,
+}
+
+struct Inner {
+    chunks: Vec<Chunk>,
+    /// Pages handed out from the newest chunk.
+    bump: usize,
+    /// Free resident runs by length (index = pages).
+    free: [Vec<NonNull<u8>>; MAX_RUN_PAGES + 1],
+    /// Free runs given back to the OS (MADV_DONTNEED), by length.
+    cold: [Vec<NonNull<u8>>; MAX_RUN_PAGES + 1],
+    /// Pages on the free lists that are still resident.
+    free_resident: usize,
+    /// Pages in runs owned by zspages.
+    in_use: usize,
+}
+
+/// The pool's source of zspage memory.
+pub(super) struct Arena {
+    inner: Mutex<Inner>,
+}
+
+// SAFETY: the raw pointers in `Inner` refer to mappings the arena owns; they
+// are only used under the mutex.
+unsafe impl Send for Arena {}
+// SAFETY: as for `Send`: every access goes through the mutex.
+unsafe impl Sync for Arena {}
+
+/// Counters of an arena, for tests and docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArenaStats {
+    /// Pages mapped from the OS.
+    pub mapped_pages: u64,
+    /// Pages in runs owned by zspages (= the pool's pages_allocated).
+    pub in_use_pages: u64,
+    /// Pages on the free lists still resident.
+    pub free_resident_pages: u64,
+}
+
+/// Map `pages` pages: 2 MiB-aligned with huge pages requested when a chunk
+/// is 2 MiB, then populated. `None` when the OS refuses.
+fn map_chunk(pages: usize) -> Option<NonNull<u8>> {
+    let len = pages * PAGE_SIZE;
+    let huge = len == HUGE_BYTES;
+    // Over-map by 2 MiB so an aligned window exists; trim the rest.
+    let map_len = if huge { len + HUGE_BYTES } else { len };
+    // SAFETY: an anonymous private mapping at an address the kernel picks
+    // touches no existing memory; the result is checked for MAP_FAILED.
+    let raw = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            map_len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return None;
+    }
+    let mut base = raw.cast::<u8>();
+    if huge {
+        let head = base.align_offset(HUGE_BYTES);
+        let tail = map_len - head - len;
+        // SAFETY: both ranges lie inside the mapping just created and are
+        // not used by anything; unmapping them cannot fail in a way that
+        // leaves `base..base+len` unmapped.
+        unsafe {
+            if head > 0 {
+                libc::munmap(raw, head);
+            }
+            base = base.add(head);
+            if tail > 0 {
+                libc::munmap(base.add(len).cast(), tail);
+            }
+            // Advice only: failure (no THP, old kernel) leaves 4 KiB pages.
+            libc::madvise(base.cast(), len, libc::MADV_HUGEPAGE);
+        }
+    }
+    // SAFETY: advice on our own mapping; on kernels without
+    // MADV_POPULATE_WRITE it fails with EINVAL and pages fault on first
+    // touch instead.
+    unsafe {
+        libc::madvise(base.cast(), len, libc::MADV_POPULATE_WRITE);
+    }
+    NonNull::new(base)
+}
+
+impl Arena {
+    pub fn new() -> Self {
+        Arena {
+            inner: Mutex::new(Inner {
+                chunks: Vec::new(),
+                bump: 0,
+                free: std::array::from_fn(|_| Vec::new()),
+                cold: std::array::from_fn(|_| Vec::new()),
+                free_resident: 0,
+                in_use: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A run of `pages` contiguous pages (1..=16).
+    pub fn alloc(&self, pages: usize) -> Result<Run, ZpoolError> {
+        debug_assert!((1..=MAX_RUN_PAGES).contains(&pages));
+        let mut a = self.lock();
+        let ptr = match a.free[pages].pop() {
+            Some(p) => {
+                a.free_resident -= pages;
+                p
+            }
+            None => match a.cold[pages].pop() {
+                Some(p) => p,
+                None => a.carve(pages)?,
+            },
+        };
+        a.in_use += pages;
+        Ok(Run { ptr, pages })
+    }
+
+    /// Take a run back; it is reused by the next zspage of its length.
+    pub fn free(&self, run: Run) {
+        let mut a = self.lock();
+        a.in_use -= run.pages;
+        let cap = MAX_CHUNK_PAGES.max(a.in_use / 8);
+        if a.free_resident + run.pages > cap {
+            // SAFETY: the run is ours (taken by value) and no longer used by
+            // any zspage; MADV_DONTNEED on private anonymous memory only
+            // drops its contents (the next touch maps a zero page).
+            unsafe {
+                libc::madvise(
+                    run.ptr.as_ptr().cast(),
+                    run.pages * PAGE_SIZE,
+                    libc::MADV_DONTNEED,
+                );
+            }
+            a.cold[run.pages].push(run.ptr);
+        } else {
+            a.free_resident += run.pages;
+            a.free[run.pages].push(run.ptr);
+        }
+    }
+
+    pub fn stats(&self) -> ArenaStats {
+        let a = self.lock();
+        ArenaStats {
+            mapped_pages: a.chunks.iter().map(|c| c.pages as u64).sum(),
+            in_use_pages: a.in_use as u64,
+            free_resident_pages: a.free_resident as u64,
+        }
+    }
+}
+
+impl Inner {
+    /// Cut `pages` from the newest chunk, mapping a new one when it is short
+    /// (its remainder becomes one free run).
+    fn carve(&mut self, pages: usize) -> Result<NonNull<u8>, ZpoolError> {
+        let room = self.chunks.last().map_or(0, |c| c.pages - self.bump);
+        if room < pages {
+            if room > 0 {
+                let c = self.chunks.last().expect("room > 0");
+                // SAFETY: `bump + room == c.pages`, inside the chunk.
+                let rest = unsafe { c.base.add(self.bump * PAGE_SIZE) };
+                self.free[room].push(rest);
+                self.free_resident += room;
+            }
+            let next = self
+                .chunks
+                .last()
+                .map_or(FIRST_CHUNK_PAGES, |c| (c.pages * 2).min(MAX_CHUNK_PAGES));
+            let base = map_chunk(next).ok_or(ZpoolError::NoMemory)?;
+            self.chunks.push(Chunk { base, pages: next });
+            self.bump = 0;
+        }
+        let c = self.chunks.last().expect("a chunk with room");
+        // SAFETY: `bump + pages <= c.pages`, so the run lies in the chunk.
+        let p = unsafe { c.base.add(self.bump * PAGE_SIZE) };
+        self.bump += pages;
+        Ok(p)
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        let a = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        for c in a.chunks.drain(..) {
+            // SAFETY: each chunk is a mapping we created with this length;
+            // the pool's zspages (the only users of its runs) are gone.
+            unsafe {
+                libc::munmap(c.base.as_ptr().cast(), c.pages * PAGE_SIZE);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_disjoint_reused_and_counted() {
+        let a = Arena::new();
+        let mut runs: Vec<Run> = (1..=MAX_RUN_PAGES)
+            .cycle()
+            .take(200)
+            .map(|p| a.alloc(p).unwrap())
+            .collect();
+        for (i, r) in runs.iter_mut().enumerate() {
+            assert!(r.bytes().len() == r.pages() * PAGE_SIZE);
+            r.bytes_mut().fill(i as u8);
+        }
+        for (i, r) in runs.iter().enumerate() {
+            assert!(
+                r.bytes().iter().all(|&b| b == i as u8),
+                "run {i} overwritten"
+            );
+        }
+        let used: usize = runs.iter().map(|r| r.pages()).sum();
+        assert_eq!(a.stats().in_use_pages, used as u64);
+        let p3 = runs.iter().position(|r| r.pages() == 3).unwrap();
+        let addr = runs[p3].bytes().as_ptr();
+        a.free(runs.swap_remove(p3));
+        let again = a.alloc(3).unwrap();
+        assert_eq!(again.bytes().as_ptr(), addr, "a freed run is reused");
+        runs.push(again);
+        for r in runs {
+            a.free(r);
+        }
+        let s = a.stats();
+        assert_eq!(s.in_use_pages, 0);
+        assert!(s.free_resident_pages <= MAX_CHUNK_PAGES as u64);
+    }
+}
