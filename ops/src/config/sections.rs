@@ -435,9 +435,11 @@ fn check_zswap(e: Entry) -> Result<Entry, String> {
             }
         },
         "compressor" => {
-            if !KNOWN_ALGORITHMS.contains(&v) || v == "lzo-rle" {
+            // zswap takes any crypto API compressor the kernel has; lzo-rle
+            // is one (crypto/lzo-rle.c registers "lzo-rle").
+            if !KNOWN_ALGORITHMS.contains(&v) {
                 return Err(format!(
-                    "unknown zswap compressor `{v}`; known: lzo, lz4, lz4hc, zstd, deflate, 842"
+                    "unknown zswap compressor `{v}`; known: lzo, lzo-rle, lz4, lz4hc, zstd, deflate, 842"
                 ));
             }
             v.to_string()
