@@ -3,9 +3,8 @@
 //! in the middle of a run), and it refuses to run over active swap.
 
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use zmem_trial::swap;
@@ -127,23 +126,8 @@ fn interrupt_during(config: &str, configs: &[&str], signal: &str) -> (Option<i32
     for c in configs {
         cmd.args(["--config", c]);
     }
-    let mut child = cmd
-        .args(["--swappiness", "150", "--page-cluster", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line.clone());
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
+    let (mut child, rx, reader) =
+        spawn_watching_stderr(cmd.args(["--swappiness", "150", "--page-cluster", "1"]));
     let started = format!("round 1/2: {config}");
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut seen = false;
@@ -155,16 +139,7 @@ fn interrupt_during(config: &str, configs: &[&str], signal: &str) -> (Option<i32
             }
         }
         if seen {
-            hit = parents.iter().any(|p| {
-                subdirs(p)
-                    .iter()
-                    .filter(|d| d.starts_with("zmem-trial."))
-                    .any(|d| {
-                        fs::read_to_string(p.join(d).join("cgroup.procs"))
-                            .map(|s| !s.trim().is_empty())
-                            .unwrap_or(false)
-                    })
-            });
+            hit = a_trial_workload_runs(&parents);
         }
         if !hit {
             std::thread::sleep(Duration::from_millis(2));

@@ -3,8 +3,6 @@
 //! names a winner and writes its configuration, and leaves the machine
 //! exactly as it found it, also after a SIGINT in the middle of the trials.
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 #[macro_use]
@@ -159,48 +157,25 @@ fn every_field_is_in_the_glossary(v: &serde_json::Value) {
 /// Start a tune, wait until a trial's workload runs in its cgroup, SIGINT it.
 fn interrupt_a_trial() -> (Option<i32>, String) {
     let parents = cgroup_parents();
-    let mut child = zmem()
-        .args([
-            "tune",
-            "--memory",
-            "64M",
-            "--builtin",
-            "memalloc",
-            "--size",
-            "192M",
-        ])
-        .args(["--repeat", "2", "--rounds", "1", "--requests", "500"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line.clone());
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
+    let mut cmd = zmem();
+    cmd.args([
+        "tune",
+        "--memory",
+        "64M",
+        "--builtin",
+        "memalloc",
+        "--size",
+        "192M",
+    ])
+    .args(["--repeat", "2", "--rounds", "1", "--requests", "500"]);
+    let (mut child, rx, reader) = spawn_watching_stderr(&mut cmd);
     let deadline = Instant::now() + Duration::from_secs(300);
     let (mut measuring, mut hit) = (false, false);
     while Instant::now() < deadline && !hit {
         while let Ok(l) = rx.try_recv() {
             measuring |= l.contains("measure: round 1/2:");
         }
-        hit = measuring
-            && parents.iter().any(|p| {
-                subdirs(p)
-                    .iter()
-                    .filter(|d| d.starts_with("zmem-trial."))
-                    .any(|d| {
-                        std::fs::read_to_string(p.join(d).join("cgroup.procs"))
-                            .is_ok_and(|s| !s.trim().is_empty())
-                    })
-            });
+        hit = measuring && a_trial_workload_runs(&parents);
         if !hit {
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -291,7 +291,8 @@ pub fn render_table(r: &TrialReport) -> String {
     out
 }
 
-fn csv_field(s: &str) -> String {
+/// A CSV cell: quoted when it holds a comma, a quote or a newline.
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

@@ -167,26 +167,7 @@ mod tests {
     use crate::predict::predict;
 
     fn inputs() -> ModelInputs {
-        ModelInputs {
-            footprint_bytes: 100 << 20,
-            memory_limit: 64 << 20,
-            base_wall_s: 1.0,
-            zram: vec![
-                (
-                    "lz4".into(),
-                    Costs::from_speeds(2_000.0, 800.0, 2.2, "kernel"),
-                ),
-                (
-                    "lzo".into(),
-                    Costs::from_speeds(3_000.0, 700.0, 2.3, "kernel"),
-                ),
-            ],
-            zswap: vec![(
-                "lzo".into(),
-                Costs::from_speeds(3_000.0, 700.0, 2.3, "kernel"),
-            )],
-            disk: Costs::from_speeds(100_000.0, 200.0, 1.0, "disk"),
-        }
+        crate::predict::sample_inputs(100, 64)
     }
 
     #[test]

@@ -304,31 +304,37 @@ pub fn rank(v: &mut [Prediction]) {
     }
 }
 
+/// Figures like this machine's, for tests.
+#[cfg(test)]
+pub(crate) fn sample_inputs(footprint_mib: u64, limit_mib: u64) -> ModelInputs {
+    ModelInputs {
+        footprint_bytes: footprint_mib << 20,
+        memory_limit: limit_mib << 20,
+        base_wall_s: 1.0,
+        zram: vec![
+            (
+                "lz4".into(),
+                Costs::from_speeds(2_000.0, 800.0, 2.2, "kernel"),
+            ),
+            (
+                "lzo".into(),
+                Costs::from_speeds(3_000.0, 700.0, 2.3, "kernel"),
+            ),
+        ],
+        zswap: vec![(
+            "lzo".into(),
+            Costs::from_speeds(3_000.0, 700.0, 2.3, "kernel"),
+        )],
+        disk: Costs::from_speeds(100_000.0, 200.0, 1.0, "disk"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn inputs(footprint_mib: u64, limit_mib: u64) -> ModelInputs {
-        ModelInputs {
-            footprint_bytes: footprint_mib << 20,
-            memory_limit: limit_mib << 20,
-            base_wall_s: 1.0,
-            zram: vec![
-                (
-                    "lz4".into(),
-                    Costs::from_speeds(2_000.0, 800.0, 2.2, "kernel"),
-                ),
-                (
-                    "lzo".into(),
-                    Costs::from_speeds(3_000.0, 700.0, 2.3, "kernel"),
-                ),
-            ],
-            zswap: vec![(
-                "lzo".into(),
-                Costs::from_speeds(3_000.0, 700.0, 2.3, "kernel"),
-            )],
-            disk: Costs::from_speeds(100_000.0, 200.0, 1.0, "disk"),
-        }
+        sample_inputs(footprint_mib, limit_mib)
     }
 
     fn find<'a>(v: &'a [Prediction], name: &str) -> &'a Prediction {

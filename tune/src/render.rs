@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
-use zmem_trial::report::{esc, svg_bars};
+use zmem_trial::report::{csv_field, esc, svg_bars};
 use zmem_trial::Stats;
 use zmem_units::format_size;
 
@@ -397,14 +397,6 @@ pub fn render_csv(t: &Tune) -> String {
         o.push('\n');
     }
     o
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 /// A self-contained page: predicted beside measured wall time, the table,

@@ -5,9 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::sync::Mutex;
+use std::thread::JoinHandle;
 
 /// The tests change machine-wide state (swap areas): one at a time.
 pub static MACHINE: Mutex<()> = Mutex::new(());
@@ -177,4 +180,39 @@ pub fn assert_same(before: &BTreeMap<String, String>, after: &BTreeMap<String, S
         assert_eq!(after.get(k), Some(v), "{k} changed");
     }
     assert_eq!(before.len(), after.len(), "set of snapshot keys changed");
+}
+
+/// Start `cmd` with its stderr read line by line: each line arrives on the
+/// receiver as it is printed, and the handle returns all of them at the end.
+pub fn spawn_watching_stderr(cmd: &mut Command) -> (Child, Receiver<String>, JoinHandle<String>) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    (child, rx, reader)
+}
+
+/// Whether a trial cgroup (`zmem-trial.*`) below `parents` has a process in it.
+pub fn a_trial_workload_runs(parents: &[PathBuf]) -> bool {
+    parents.iter().any(|p| {
+        subdirs(p)
+            .iter()
+            .filter(|d| d.starts_with("zmem-trial."))
+            .any(|d| {
+                fs::read_to_string(p.join(d).join("cgroup.procs"))
+                    .is_ok_and(|s| !s.trim().is_empty())
+            })
+    })
 }
