@@ -56,7 +56,7 @@ pub struct KernelOptions {
 }
 
 /// Why kernel rows cannot be produced here (`None` when they can).
-pub fn unavailable(sys: &Sys, zpool: &str, force: bool) -> Option<String> {
+pub fn unavailable(sys: &Sys, zpool: &str, compressor: &str, force: bool) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some(
@@ -71,6 +71,17 @@ pub fn unavailable(sys: &Sys, zpool: &str, force: bool) -> Option<String> {
     if zpool != "zsmalloc" {
         return Some(format!(
             "the kernel's zswap allocates from zsmalloc only (6.18), not {zpool}"
+        ));
+    }
+    let have = zmem_trial::zswap_compressors(sys);
+    if !have.iter().any(|c| c == compressor) {
+        return Some(format!(
+            "the kernel's zswap has no compressor {compressor} (it has: {})",
+            if have.is_empty() {
+                "none".to_string()
+            } else {
+                have.join(", ")
+            }
         ));
     }
     if let Err(e) = zmem_trial::cgroup::detect(sys) {
