@@ -312,7 +312,7 @@ pub fn run_with_kernel(
 ) -> Result<(Vec<Row>, Option<String>)> {
     let mut rows = run(corpus, opts)?;
     let sys = zmem_sysfs::Sys::real();
-    if let Some(why) = zswap_kernel::unavailable(&sys, &opts.zpool, k.force) {
+    if let Some(why) = zswap_kernel::unavailable(&sys, &opts.algorithm, &opts.zpool, k.force) {
         return Ok((rows, Some(why)));
     }
     let mem_total = sys

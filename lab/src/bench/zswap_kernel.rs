@@ -55,8 +55,20 @@ pub struct KernelOptions {
     pub dir: PathBuf,
 }
 
+/// Whether the kernel's crypto API lists `algo` (/proc/crypto `name :`
+/// lines); zswap's compressors come from there (`crypto_has_acomp`), unlike
+/// zram's, which has its own backends.
+fn crypto_has(sys: &Sys, algo: &str) -> bool {
+    sys.read("/proc/crypto").is_ok_and(|t| {
+        t.lines().any(|l| {
+            l.split_once(':')
+                .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == algo)
+        })
+    })
+}
+
 /// Why kernel rows cannot be produced here (`None` when they can).
-pub fn unavailable(sys: &Sys, zpool: &str, force: bool) -> Option<String> {
+pub fn unavailable(sys: &Sys, algo: &str, zpool: &str, force: bool) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some(
@@ -71,6 +83,11 @@ pub fn unavailable(sys: &Sys, zpool: &str, force: bool) -> Option<String> {
     if zpool != "zsmalloc" {
         return Some(format!(
             "the kernel's zswap allocates from zsmalloc only (6.18), not {zpool}"
+        ));
+    }
+    if !crypto_has(sys, algo) {
+        return Some(format!(
+            "the kernel's crypto API has no {algo} for zswap (not in /proc/crypto)"
         ));
     }
     if let Err(e) = zmem_trial::cgroup::detect(sys) {
