@@ -89,6 +89,7 @@ fn bench_zswap_bad_options_are_clear_errors() {
         (vec!["--budget", "lots"], "--budget"),
         (vec!["--zpool", "zfoo"], "zfoo"),
         (vec!["--algo", "lz5"], "lz5"),
+        (vec!["--worker", "paced:0"], "--worker"),
     ] {
         let mut a = vec!["bench", "--zswap"];
         a.extend(args.iter().copied());

@@ -41,6 +41,8 @@ pub(crate) struct Inner {
     /// Σ entry lengths: what the kernel charges to the memory cgroup
     /// (`obj_cgroup_charge_zswap`, `MEMCG_ZSWAP_B`).
     pub compressed_bytes: u64,
+    /// [`ShrinkWorker::Paced`]: the run queued by a refused store.
+    pub queued_worker: Option<crate::shrink::WorkerState>,
 }
 
 /// Build-time configuration.
@@ -220,6 +222,7 @@ impl ZswapBuilder {
                 zeromap: HashSet::new(),
                 disk_swapins: 0,
                 compressed_bytes: 0,
+                queued_worker: None,
             }),
             backing,
             counters: Counters::default(),
@@ -275,6 +278,11 @@ impl Zswap {
     /// Whether `offset` has an entry in the pool.
     pub fn contains(&self, offset: u64) -> bool {
         self.lock().tree.contains_key(&offset)
+    }
+
+    /// Whether a shrink-worker run is queued ([`ShrinkWorker::Paced`]).
+    pub fn worker_queued(&self) -> bool {
+        self.lock().queued_worker.is_some()
     }
 
     /// Number of entries on the LRU.

@@ -17,6 +17,7 @@ impl Zswap {
             return Err(ZswapError::BadLength(out.len()));
         }
         let mut inner = self.lock();
+        self.pace_worker(&mut inner);
         let Some(e) = inner.tree.get(&offset).copied() else {
             return Ok(false);
         };

@@ -35,6 +35,12 @@ pub enum ShrinkWorker {
     /// Only when [`crate::Zswap::run_shrink_worker`] is called (tests and
     /// callers that schedule it themselves).
     Manual,
+    /// Queued, then run alongside the swap path as the kernel's workqueue
+    /// runs it: each later store or load first lets the queued run make
+    /// this many steps of its loop (a step is one `shrink_memcg` attempt or
+    /// the end of a cgroup walk). A refused store while a run is queued
+    /// does not queue another (`queue_work` on pending work is a no-op).
+    Paced(u32),
 }
 
 /// Current parameter values.

@@ -10,6 +10,7 @@
 //! under memory pressure, not from zswap).
 
 use crate::engine::{Inner, Zswap};
+use crate::params::ShrinkWorker;
 use crate::pool;
 use crate::stats::inc;
 use crate::PAGE_SIZE;
@@ -172,6 +173,39 @@ impl Zswap {
         written
     }
 
+    /// One step of `shrink_worker`'s loop on `st`: a `shrink_memcg`
+    /// attempt, or the end of the cgroup walk (a failure only if the walk
+    /// found no entry). The engine has one cgroup, so the two alternate.
+    /// Returns whether the run goes on: not after [`MAX_RECLAIM_RETRIES`]
+    /// failures, nor once the pool is at or below `thr`.
+    pub(crate) fn worker_step(&self, inner: &mut Inner, st: &mut WorkerState, thr: u64) -> bool {
+        if st.at_walk_end {
+            st.at_walk_end = false;
+            if st.walk_attempts == 0 && count_failure(&mut st.run) {
+                return false;
+            }
+            st.walk_attempts = 0;
+        } else {
+            st.at_walk_end = true;
+            match self.shrink_memcg(inner) {
+                Attempt::NoEntry => {}
+                Attempt::WrittenBack => {
+                    st.run.attempts += 1;
+                    st.walk_attempts += 1;
+                    st.run.written_back += 1;
+                }
+                Attempt::Again => {
+                    st.run.attempts += 1;
+                    st.walk_attempts += 1;
+                    if count_failure(&mut st.run) {
+                        return false;
+                    }
+                }
+            }
+        }
+        inner.pool.total_pages() > thr
+    }
+
     /// `shrink_worker`: repeats `shrink_memcg` until the pool is at or below
     /// the accept threshold (checked after each step, so a run makes at least
     /// one attempt), ending early after [`MAX_RECLAIM_RETRIES`] failures.
@@ -184,38 +218,36 @@ impl Zswap {
     pub fn run_shrink_worker(&self) -> WorkerRun {
         let thr = pool::accept_pages(self.ram_bytes, &self.params());
         let mut inner = self.lock();
-        let mut run = WorkerRun::default();
-        let mut walk_attempts = 0;
-        loop {
-            match self.shrink_memcg(&mut inner) {
-                Attempt::NoEntry => {}
-                Attempt::WrittenBack => {
-                    run.attempts += 1;
-                    walk_attempts += 1;
-                    run.written_back += 1;
-                }
-                Attempt::Again => {
-                    run.attempts += 1;
-                    walk_attempts += 1;
-                    if count_failure(&mut run) {
-                        break;
-                    }
-                }
-            }
-            if inner.pool.total_pages() <= thr {
-                break;
-            }
-            // End of the cgroup walk: a failure only if the walk found nothing.
-            if walk_attempts == 0 && count_failure(&mut run) {
-                break;
-            }
-            walk_attempts = 0;
-            if inner.pool.total_pages() <= thr {
-                break;
+        let mut st = WorkerState::default();
+        while self.worker_step(&mut inner, &mut st, thr) {}
+        st.run
+    }
+
+    /// [`ShrinkWorker::Paced`]: the queued run (if any) makes its next
+    /// `steps` steps. Called at the start of every store and load.
+    pub(crate) fn pace_worker(&self, inner: &mut Inner) {
+        let ShrinkWorker::Paced(steps) = self.worker else {
+            return;
+        };
+        let Some(mut st) = inner.queued_worker.take() else {
+            return;
+        };
+        let thr = pool::accept_pages(self.ram_bytes, &self.params());
+        for _ in 0..steps {
+            if !self.worker_step(inner, &mut st, thr) {
+                return;
             }
         }
-        run
+        inner.queued_worker = Some(st);
     }
+}
+
+/// A shrink-worker run in progress (the state of `shrink_worker`'s loop).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WorkerState {
+    run: WorkerRun,
+    walk_attempts: usize,
+    at_walk_end: bool,
 }
 
 /// Counts one failure; true when the run must end.

@@ -39,10 +39,18 @@ impl Zswap {
         let r = self.try_store(offset, page);
         if let Err(e) = &r {
             self.invalidate(offset);
-            let full = self.lock().limit.reached_full;
-            let reached_check = !matches!(e, StoreReject::Disabled | StoreReject::BadPage);
-            if full && reached_check && self.worker == ShrinkWorker::Inline {
-                self.run_shrink_worker();
+            let mut inner = self.lock();
+            let queue = inner.limit.reached_full
+                && !matches!(e, StoreReject::Disabled | StoreReject::BadPage);
+            match self.worker {
+                ShrinkWorker::Inline if queue => {
+                    drop(inner);
+                    self.run_shrink_worker();
+                }
+                ShrinkWorker::Paced(_) if queue && inner.queued_worker.is_none() => {
+                    inner.queued_worker = Some(Default::default());
+                }
+                _ => {}
             }
         }
         r
@@ -62,6 +70,7 @@ impl Zswap {
         );
         {
             let mut inner = self.lock();
+            self.pace_worker(&mut inner);
             let cur = inner.pool.total_pages();
             match inner.limit.check(cur, max, accept) {
                 Check::Accept => {}

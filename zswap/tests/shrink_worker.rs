@@ -208,3 +208,45 @@ fn shrinker_count_memcg_bytes_or_pool_pages() {
         let _ = std::fs::remove_file(tmp("count"));
     }
 }
+
+#[test]
+fn a_paced_worker_is_queued_and_steps_with_the_swap_path() {
+    let backing = Backing::create(tmp("paced"), 64).unwrap();
+    let z = Zswap::builder()
+        .compressor("lzo")
+        .max_pool_bytes(20 * PAGE_SIZE as u64)
+        .accept_threshold_percent(90)
+        .worker(ShrinkWorker::Paced(2))
+        .build(backing)
+        .unwrap();
+    fill(&z, 0);
+    // The refused store queued a run; nothing happened yet.
+    assert!(z.worker_queued());
+    assert!(z.lru_snapshot().iter().all(|(_, r)| *r));
+    // Each later store or load lets the run make 2 steps: one attempt on the
+    // cgroup, then the end of the cgroup walk (no failure: it had an attempt).
+    let mut buf = vec![0u8; PAGE_SIZE];
+    for k in 1..=15u64 {
+        assert!(z.load(19, &mut buf, false).unwrap());
+        assert!(z.worker_queued(), "after {k} loads");
+        let cleared = z.lru_snapshot().iter().filter(|(_, r)| !*r).count();
+        assert_eq!(cleared as u64, k);
+    }
+    // The 16th failure ends the run.
+    assert!(z.load(19, &mut buf, false).unwrap());
+    assert!(!z.worker_queued());
+    // Another refused store while FULL queues the next run; a store refused
+    // while one is queued does not start a second.
+    assert_eq!(z.store(998, &random_page(998)), Err(StoreReject::LimitHit));
+    assert!(z.worker_queued());
+    // Its steps reach 16..19 (referenced: failures), then write back 0 and 1.
+    for _ in 0..5 {
+        let _ = z.load(19, &mut buf, false);
+    }
+    assert_eq!(z.stats().written_back_pages, 1);
+    let _ = z.load(19, &mut buf, false);
+    assert_eq!(z.stats().written_back_pages, 2);
+    assert_eq!(z.pool_pages(), 18);
+    assert!(!z.worker_queued(), "at the accept threshold the run ends");
+    let _ = std::fs::remove_file(tmp("paced"));
+}

@@ -97,6 +97,11 @@ pub struct Args {
     /// zswap mode: run the kernel rows even if other swap areas are active or zswap is enabled
     #[arg(long)]
     pub force: bool,
+    /// zswap mode: when the engine's shrink worker runs: `paced:N` (queued by a refused store,
+    /// then N steps of its loop per later store or load, as the kernel's workqueue) or `inline`
+    /// (to the end, right after the refused store)
+    #[arg(long, value_name = "inline|paced:N", default_value = "paced:4")]
+    pub worker: String,
     /// Recompression: write the corpus with the primary (first --algo, default lz4), mark
     /// all idle, recompress with ALGO; ratio and mem_used_total before/after, against ALGO
     /// alone. Without corpus files, a heap-like corpus is used

@@ -43,6 +43,7 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
         hot: args.hot,
         hot_access: args.hot_access,
         accesses: args.accesses,
+        worker: zswap::parse_worker(&args.worker)?,
         ..Options::default()
     };
     // Bad options fail before the corpus is built.
