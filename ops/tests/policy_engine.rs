@@ -113,6 +113,28 @@ fn round_recompresses_fast_slots_within_max_pages() {
 }
 
 #[test]
+fn round_ends_with_compaction_counted_in_pages_compacted() {
+    let d = dev(false, true);
+    for i in 0..64 {
+        d.write_page_fast(i, &phrases(i as u64)).unwrap();
+    }
+    let log = run(&d, &policy(None), &mut DeviceState::default(), 1000);
+    let line = log
+        .lines()
+        .last()
+        .filter(|l| l.starts_with("serve:t: write compact: ok, "))
+        .unwrap_or_else(|| panic!("the round ends with compact: {log}"));
+    let freed: u64 = line
+        .trim_start_matches("serve:t: write compact: ok, ")
+        .trim_end_matches(" pages freed")
+        .parse()
+        .expect(line);
+    let mm = zmem_sysfs::MmStat::parse(&d.attr_read("mm_stat").unwrap()).unwrap();
+    assert_eq!(mm.pages_compacted, freed, "{log}");
+    verify(&d, 64);
+}
+
+#[test]
 fn fast_slots_first_then_secondaries() {
     let d = dev(true, true);
     for i in 0..10 {

@@ -85,9 +85,9 @@ pub trait Zpool: Send + Sync {
     fn free(&self, handle: Handle) -> Result<(), ZpoolError>;
     /// Write the object's bytes; `src.len()` must equal its size.
     fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError>;
-    /// Give the object's bytes to `f`. Contiguous objects are passed in place;
-    /// an object spanning two pages is linearised into a per-thread buffer, with
-    /// no heap allocation per call. `f` runs under the object's (class) lock,
+    /// Give the object's bytes to `f`, in place (no allocator here splits an
+    /// object: zsmalloc's zspage pages are contiguous, zbud and z3fold objects
+    /// lie in one page). `f` runs under the object's (class) lock,
     /// held shared: it must not malloc, free or write in the same pool.
     /// Bytes never written are unspecified (never another live object's).
     fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError>;

@@ -184,6 +184,12 @@ proptest! {
             let cs = pool.class_stats();
             // pages == Σ zspages × pages_per_zspage
             assert_eq!(st.pages, cs.iter().map(|c| c.zspages * c.pages_per_zspage as u64).sum::<u64>());
+            // The arena's runs owned by zspages are exactly those pages; its
+            // resident free runs stay under the cap (2 MiB at these sizes).
+            let ar = pool.arena_stats();
+            assert_eq!(ar.in_use_pages, st.pages);
+            assert!(ar.free_resident_pages <= 512);
+            assert!(ar.in_use_pages + ar.free_resident_pages <= ar.mapped_pages);
             assert_eq!(st.objects, cs.iter().map(|c| c.obj_used).sum::<u64>());
             // internal fragmentation = Σ (class size − object size)
             let frag: u64 = m.live.values().map(|v| (table.classes[table.class_for_alloc(v.len())].size - v.len()) as u64).sum();

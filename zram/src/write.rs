@@ -79,6 +79,22 @@ impl Meta {
         limit == 0 || total <= limit
     }
 
+    /// At mem_limit, before the write is refused: compact the pool if that
+    /// can free pages (zsmalloc's shrinker: `zs_shrinker_count` = Σ
+    /// `zs_can_compact`, then `zs_shrinker_scan` = `zs_compact`, counted in
+    /// pages_compacted), then check the limit again. The kernel runs that
+    /// shrinker from memory reclaim, not from zram's mem_limit check; this is
+    /// zmem's stand-in for "the kernel would have compacted by now"
+    /// (docs/zram.md, "Compaction").
+    #[cold]
+    fn compact_then_can_store(&self, limit_pages: &AtomicU64) -> bool {
+        if self.pool.compactable_pages() == 0 {
+            return false;
+        }
+        self.pool.compact();
+        self.can_store(limit_pages)
+    }
+
     /// Write one full page at `index`; `fast`: compress with the fast
     /// algorithm (when the device has one) instead of the primary.
     pub(crate) fn write_page(
@@ -139,7 +155,7 @@ impl Meta {
             ZpoolError::NoMemory => IoError::NoSpace(format!("allocator out of memory: {e}")),
             e => IoError::Io(format!("allocation of {} bytes failed: {e}", obj.len())),
         })?;
-        if !self.can_store(limit_pages) {
+        if !self.can_store(limit_pages) && !self.compact_then_can_store(limit_pages) {
             let _ = self.pool.free(h);
             return Err(IoError::NoSpace(format!(
                 "mem_limit of {} bytes reached",

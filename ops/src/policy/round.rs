@@ -119,6 +119,9 @@ pub fn round(
     if p.writeback {
         r.writeback_stage(env, &mm, has("writeback"));
     }
+    if (p.recompress_fast || p.recompress || p.writeback) && has("compact") {
+        r.compact_stage();
+    }
 }
 
 impl Round<'_> {
@@ -199,6 +202,22 @@ impl Round<'_> {
             _ => String::new(),
         };
         let line = format!("{}: write recompress {v}: {}{gain}", self.dev, result(&r));
+        self.log(line);
+    }
+
+    /// Recompression and writeback free objects and leave holes in zspages;
+    /// the kernel's zsmalloc shrinker compacts such holes under memory
+    /// pressure (`zs_shrinker_scan` → `zs_compact`, mm/zsmalloc.c). The round
+    /// ends with `compact` and logs the pages it freed (mm_stat
+    /// pages_compacted).
+    fn compact_stage(&mut self) {
+        let before = mm_stat(self.t).map(|m| m.pages_compacted);
+        let r = self.t.write_attr("compact", "1");
+        let freed = match (before, mm_stat(self.t)) {
+            (Some(b), Some(a)) => format!(", {} pages freed", a.pages_compacted.saturating_sub(b)),
+            _ => String::new(),
+        };
+        let line = format!("{}: write compact: {}{freed}", self.dev, result(&r));
         self.log(line);
     }
 

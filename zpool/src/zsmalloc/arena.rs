@@ -13,6 +13,12 @@
 //! the read path reaches the object bytes through the zspage with no page
 //! array in between.
 //!
+//! When a pool is dropped, its 2 MiB chunks go to a process-wide cache (up
+//! to 128 MiB) after `MADV_FREE`: the next pool takes them back, still
+//! resident unless the kernel reclaimed them under pressure, with no fault
+//! and no zeroing — as the kernel's zsmalloc reuses pages through the buddy
+//! allocator.
+//!
 //! Freed runs are kept on free lists by length and reused, resident, by the
 //! next zspage of that length; above a cap (an eighth of the pages in use,
 //! at least one 2 MiB chunk) a freed run is given back to the OS with
@@ -33,6 +39,15 @@ const FIRST_CHUNK_PAGES: usize = 16;
 /// Chunks double up to 512 pages (2 MiB, one PMD-sized huge page).
 const MAX_CHUNK_PAGES: usize = 512;
 const HUGE_BYTES: usize = MAX_CHUNK_PAGES * PAGE_SIZE;
+/// Most bytes of 2 MiB chunks the process keeps for the next pool.
+const SPARE_MAX_BYTES: usize = 128 << 20;
+
+/// 2 MiB chunks of dropped pools (addresses), lazily freed (`MADV_FREE`).
+static SPARE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn spare() -> std::sync::MutexGuard<'static, Vec<usize>> {
+    SPARE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// `pages` contiguous pages owned by one zspage: like a `Box<[u8]>` whose
 /// memory belongs to the pool's [`Arena`] and goes back to it with
@@ -119,10 +134,16 @@ pub struct ArenaStats {
 }
 
 /// Map `pages` pages: 2 MiB-aligned with huge pages requested when a chunk
-/// is 2 MiB, then populated. `None` when the OS refuses.
+/// is 2 MiB, then populated; a 2 MiB chunk comes from the spare chunks of
+/// dropped pools when there is one. `None` when the OS refuses.
 fn map_chunk(pages: usize) -> Option<NonNull<u8>> {
     let len = pages * PAGE_SIZE;
     let huge = len == HUGE_BYTES;
+    if huge {
+        if let Some(addr) = spare().pop() {
+            return NonNull::new(addr as *mut u8);
+        }
+    }
     // Over-map by 2 MiB so an aligned window exists; trim the rest.
     let map_len = if huge { len + HUGE_BYTES } else { len };
     // SAFETY: an anonymous private mapping at an address the kernel picks
@@ -269,11 +290,20 @@ impl Inner {
 impl Drop for Arena {
     fn drop(&mut self) {
         let a = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut spare = spare();
         for c in a.chunks.drain(..) {
-            // SAFETY: each chunk is a mapping we created with this length;
-            // the pool's zspages (the only users of its runs) are gone.
-            unsafe {
-                libc::munmap(c.base.as_ptr().cast(), c.pages * PAGE_SIZE);
+            let len = c.pages * PAGE_SIZE;
+            let p = c.base.as_ptr().cast();
+            if len == HUGE_BYTES && (spare.len() + 1) * HUGE_BYTES <= SPARE_MAX_BYTES {
+                // SAFETY: the chunk is a mapping this arena owns and no zspage
+                // uses any more (the pool's zspages are gone); MADV_FREE lets
+                // the kernel drop its pages under pressure, after which they
+                // read as zero. Ownership passes to the spare cache.
+                unsafe { libc::madvise(p, len, libc::MADV_FREE) };
+                spare.push(p as usize);
+            } else {
+                // SAFETY: as above, a mapping of exactly `len` bytes we own.
+                unsafe { libc::munmap(p, len) };
             }
         }
     }
