@@ -9,6 +9,13 @@ type Params = Vec<(String, String)>;
 
 /// Parse `compression-algorithm`: `lzo-rle zstd(level=3) (type=idle)`.
 pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
+    parse_algorithms_with_warnings(s).map(|(a, _)| a)
+}
+
+/// Parse `compression-algorithm`, with warnings for what the kernel takes but does not do
+/// as written (a level it clamps, a parameter it ignores; such parameters are dropped).
+pub fn parse_algorithms_with_warnings(s: &str) -> Result<(Algorithms, Vec<String>), String> {
+    let mut warnings = Vec::new();
     let mut algos = Vec::new();
     let mut global = Vec::new();
     for t in tokens(s)? {
@@ -21,7 +28,7 @@ pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
             global = params;
             continue;
         }
-        check_algorithm(name, &params)?;
+        let params = check_algorithm(name, params, &mut warnings)?;
         algos.push(Algo {
             name: name.to_string(),
             params,
@@ -40,11 +47,12 @@ pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
     if !global.is_empty() && algos.is_empty() {
         return Err("recompression parameters given but no recompression algorithm".into());
     }
-    Ok(Algorithms {
+    let a = Algorithms {
         primary,
         recompress: algos,
         recompress_params: global,
-    })
+    };
+    Ok((a, warnings))
 }
 
 /// Split on whitespace outside parentheses (one level of them).
@@ -124,19 +132,51 @@ fn check_recompress_params(params: &[(String, String)]) -> Result<(), String> {
     Ok(())
 }
 
-/// A known algorithm with parameters algorithm_params takes (level, dict, deflate.winbits).
-fn check_algorithm(name: &str, params: &[(String, String)]) -> Result<(), String> {
+/// The `level` range of each algorithm that has one: the ranges `zmem codecs` lists (the
+/// codec crate's `ParamInfo::range`), and what the kernel's backend does outside them.
+pub const LEVEL_RANGES: [(&str, i32, i32, OutOfRange); 4] = [
+    // backend_zstd.c passes the level to zstd_get_params(); lib/zstd clamps it to
+    // ZSTD_minCLevel()..=ZSTD_MAX_CLEVEL (22).
+    ("zstd", -131072, 22, OutOfRange::Clamped),
+    // lib/lz4/lz4hc_compress.c: above LZ4HC_MAX_CLEVEL (12) → 12, below 1 → the default 9.
+    ("lz4hc", 1, 12, OutOfRange::Clamped),
+    // backend_lz4.c passes the level as LZ4_compress_fast()'s acceleration.
+    ("lz4", 1, 65537, OutOfRange::Clamped),
+    // backend_deflate.c: zlib_deflateInit2() returns Z_STREAM_ERROR outside -1..=9, so
+    // creating the stream fails and so does the disksize write.
+    ("deflate", -1, 9, OutOfRange::Refused),
+];
+
+/// What the kernel does with a level outside [`LEVEL_RANGES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutOfRange {
+    /// Takes it and uses the nearest level it has (a warning).
+    Clamped,
+    /// Fails when the device is initialised (an error).
+    Refused,
+}
+
+/// A known algorithm with the parameters algorithm_params takes (level, dict,
+/// deflate.winbits). Returns the parameters to write: zram_drv.c's `algorithm_params_store`
+/// (6.18) skips keys it does not know, so those are dropped with a warning.
+fn check_algorithm(
+    name: &str,
+    params: Params,
+    warnings: &mut Vec<String>,
+) -> Result<Params, String> {
     if !KNOWN_ALGORITHMS.contains(&name) {
         return Err(format!(
             "unknown algorithm `{name}`; zram knows {}",
             KNOWN_ALGORITHMS.join(", ")
         ));
     }
+    let mut kept = Vec::new();
     for (k, v) in params {
         match k.as_str() {
             "level" => {
-                v.parse::<i32>()
+                let level = zmem_sysfs::kstrtoint(&v, 10)
                     .map_err(|_| format!("{name} level must be an integer, not `{v}`"))?;
+                check_level(name, level, warnings)?;
             }
             "dict" => {
                 if !v.starts_with('/') {
@@ -144,17 +184,42 @@ fn check_algorithm(name: &str, params: &[(String, String)]) -> Result<(), String
                 }
             }
             "deflate.winbits" => {
-                v.parse::<i32>()
+                zmem_sysfs::kstrtoint(&v, 10)
                     .map_err(|_| format!("deflate.winbits must be an integer, not `{v}`"))?;
             }
             _ => {
-                return Err(format!(
-                    "unknown parameter `{k}` for {name}; known: level, dict, deflate.winbits"
-                ))
+                warnings.push(format!(
+                    "{name}: parameter `{k}={v}` is not written: the kernel's algorithm_params ignores keys other than level, dict, deflate.winbits"
+                ));
+                continue;
             }
         }
+        kept.push((k, v));
     }
-    Ok(())
+    Ok(kept)
+}
+
+/// A level outside the algorithm's range: a warning when the kernel clamps it, an error when
+/// the kernel would fail.
+fn check_level(name: &str, level: i32, warnings: &mut Vec<String>) -> Result<(), String> {
+    let Some(&(_, lo, hi, what)) = LEVEL_RANGES.iter().find(|r| r.0 == name) else {
+        return Ok(());
+    };
+    if (lo..=hi).contains(&level) {
+        return Ok(());
+    }
+    let range = format!("{name} levels go from {lo} to {hi} (`zmem codecs`)");
+    match what {
+        OutOfRange::Refused => Err(format!(
+            "{name} level {level} is refused by the kernel when the device is set up; {range}"
+        )),
+        OutOfRange::Clamped => {
+            warnings.push(format!(
+                "{name} level {level}: {range}; the kernel's {name} uses its nearest level instead"
+            ));
+            Ok(())
+        }
+    }
 }
 
 fn parse_params(s: &str) -> Result<Params, String> {
