@@ -533,7 +533,7 @@ impl<'a> Planner<'a> {
                 .map(|i| format!("zram{i}"))
                 .collect();
             self.plan.notes.push(format!(
-                "{}: hot_add gives the lowest free number, so {} are created first and left unconfigured (as zram-generator)",
+                "{}: hot_add gives the lowest free number, so it first creates {} (left unconfigured, as zram-generator leaves them)",
                 d.name,
                 below.join(" ")
             ));

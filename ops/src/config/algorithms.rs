@@ -19,15 +19,14 @@ pub fn parse_algorithms_with_warnings(s: &str) -> Result<(Algorithms, Vec<String
     let mut algos = Vec::new();
     let mut global = Vec::new();
     for t in tokens(s)? {
-        let (name, params) = name_and_params(&t)?;
-        if name.is_empty() {
+        if t.starts_with('(') {
             if !global.is_empty() {
                 return Err("more than one global `(…)` parameter group".into());
             }
-            check_recompress_params(&params)?;
-            global = params;
+            global = global_params(&t, &mut warnings)?;
             continue;
         }
+        let (name, params) = name_and_params(&t)?;
         let params = check_algorithm(name, params, &mut warnings)?;
         algos.push(Algo {
             name: name.to_string(),
@@ -45,7 +44,11 @@ pub fn parse_algorithms_with_warnings(s: &str) -> Result<(Algorithms, Vec<String
     }
     let primary = algos.remove(0);
     if !global.is_empty() && algos.is_empty() {
-        return Err("recompression parameters given but no recompression algorithm".into());
+        warnings.push(format!(
+            "recompression parameters `{}` given but no recompression algorithm; ignored",
+            key_values(&global)
+        ));
+        global.clear();
     }
     let a = Algorithms {
         primary,
@@ -53,6 +56,38 @@ pub fn parse_algorithms_with_warnings(s: &str) -> Result<(Algorithms, Vec<String
         recompress_params: global,
     };
     Ok((a, warnings))
+}
+
+/// The global group `(type=huge,threshold=1024)`: the parameters `zmem policy` recompresses
+/// with. zram-generator keeps the group without reading it and writes nothing of it at
+/// setup, so words that are not `key=value` are dropped with a warning; known keys with bad
+/// values are errors.
+fn global_params(t: &str, warnings: &mut Vec<String>) -> Result<Params, String> {
+    let inner = t[1..]
+        .strip_suffix(')')
+        .ok_or_else(|| format!("text after `)` in `{t}`"))?;
+    let mut kept = Vec::new();
+    for p in inner
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+    {
+        match parse_params(p) {
+            Ok(mut one) => kept.append(&mut one),
+            Err(_) => warnings.push(format!(
+                "recompression parameter `{p}` is not key=value; ignored"
+            )),
+        }
+    }
+    check_recompress_params(&kept)?;
+    Ok(kept)
+}
+
+fn key_values(params: &[(String, String)]) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Split on whitespace outside parentheses (one level of them).

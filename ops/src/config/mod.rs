@@ -319,7 +319,10 @@ mod tests {
             .unwrap_err()
             .contains("unknown algorithm `zsdt`"));
         assert!(parse_algorithms("zstd(level=x)").is_err());
-        assert!(parse_algorithms("zstd (type=huge)").is_err());
+        let (a, w) = parse_algorithms_with_warnings("zstd (type=huge)").unwrap();
+        assert!(a.recompress_params.is_empty() && w[0].contains("no recompression algorithm"));
+        let (a, w) = parse_algorithms_with_warnings("zstd lz4 (recompargs)").unwrap();
+        assert!(a.recompress_params.is_empty() && w[0].contains("`recompargs` is not key=value"));
         assert!(parse_algorithms("zstd lz4 (type=cold)").is_err());
         assert!(parse_algorithms("zstd(level=3").is_err());
     }
