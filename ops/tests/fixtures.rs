@@ -6,6 +6,10 @@
 //! apply again and expect no change (idempotent); revert and compare the revert's writes with
 //! expected-revert.log and the tree with the original.
 //!
+//! zg-* cases are zram-generator's own tests (its repository's tests/01-basic … 11-obsolete)
+//! with their zram-generator.conf files inside root/; they also compare `apply --dry-run`'s
+//! text with expected-dry-run.log.
+//!
 //! `ZMEM_BLESS=1 cargo test -p zmem-ops --test fixtures` rewrites the expected files from
 //! what the code does now (review the diff before committing).
 
@@ -186,7 +190,7 @@ fn run_case(dir: &Path) {
 
 #[test]
 fn apply_fixture_cases() {
-    let mut n = 0;
+    let (mut n, mut zg) = (0, 0);
     let mut dirs: Vec<PathBuf> = fs::read_dir(fixtures())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -200,8 +204,11 @@ fn apply_fixture_cases() {
         }
         run_case(&d);
         n += 1;
+        zg += name.starts_with("zg-") as usize;
     }
     assert!(n >= 10, "only {n} fixture cases found");
+    // zram-generator's tests/ 01-basic … 11-obsolete, with 07a.
+    assert_eq!(zg, 12, "zram-generator's cases");
 }
 
 #[test]
