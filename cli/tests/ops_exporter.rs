@@ -463,7 +463,7 @@ fn check_queries_against_series(
                     .map(|(s, _)| s)
                     .unwrap_or("");
                 for m in selector.split(',').filter(|m| !m.is_empty()) {
-                    let label = m.split(|c| c == '=' || c == '!').next().unwrap().trim();
+                    let label = m.split(['=', '!']).next().unwrap().trim();
                     if label == "job" || label == "instance" {
                         continue;
                     }
