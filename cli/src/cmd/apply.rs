@@ -59,6 +59,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let cfg = if args.zram_generator {
+        if config::locate_fragments(&args.root).is_empty() {
+            out(&format!(
+                "# no zram-generator.conf and no drop-in under {} ({{/usr/lib,/usr/local/lib,/etc,/run}}/systemd/zram-generator.conf[.d/*.conf])\n",
+                args.root.display()
+            ));
+        }
         config::load_system(&args.root, args.strict)?
     } else {
         let path = args.config.context("a configuration file is needed")?;
