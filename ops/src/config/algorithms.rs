@@ -175,8 +175,9 @@ pub const LEVEL_RANGES: [(&str, i32, i32, OutOfRange); 4] = [
     ("zstd", -131072, 22, OutOfRange::Clamped),
     // lib/lz4/lz4hc_compress.c: above LZ4HC_MAX_CLEVEL (12) → 12, below 1 → the default 9.
     ("lz4hc", 1, 12, OutOfRange::Clamped),
-    // backend_lz4.c passes the level as LZ4_compress_fast()'s acceleration.
-    ("lz4", 1, 65537, OutOfRange::Clamped),
+    // backend_lz4.c passes the level as LZ4_compress_fast()'s acceleration; the kernel's
+    // lib/lz4 turns one below 1 into 1 and has no upper bound (lz4 1.9's 65537 is not there).
+    ("lz4", 1, 65537, OutOfRange::Taken),
     // backend_deflate.c: zlib_deflateInit2() returns Z_STREAM_ERROR outside -1..=9, so
     // creating the stream fails and so does the disksize write.
     ("deflate", -1, 9, OutOfRange::Refused),
@@ -187,6 +188,8 @@ pub const LEVEL_RANGES: [(&str, i32, i32, OutOfRange); 4] = [
 pub enum OutOfRange {
     /// Takes it and uses the nearest level it has (a warning).
     Clamped,
+    /// Takes it (a warning): lz4's acceleration has no upper bound in the kernel.
+    Taken,
     /// Fails when the device is initialised (an error).
     Refused,
 }
@@ -251,6 +254,12 @@ fn check_level(name: &str, level: i32, warnings: &mut Vec<String>) -> Result<(),
         OutOfRange::Clamped => {
             warnings.push(format!(
                 "{name} level {level}: {range}; the kernel's {name} uses its nearest level instead"
+            ));
+            Ok(())
+        }
+        OutOfRange::Taken => {
+            warnings.push(format!(
+                "{name} level {level}: {range}; the kernel's {name} takes it (below 1 as 1; above, as a larger acceleration that compresses less)"
             ));
             Ok(())
         }
