@@ -105,24 +105,70 @@ fn apply_twice_then_revert() {
     let _ = fs::remove_dir_all(&root);
 }
 
+/// An unknown key is a warning, as zram-generator takes it ("unknown key …, ignoring"), and
+/// an error naming file, line and reason with --strict.
 #[test]
-fn bad_config_names_file_line_and_reason() {
+fn unknown_keys_warn_and_strict_refuses_them() {
     let root = scratch("bad");
     copy_tree(&fixture("08-bad-key/root"), &root);
     let conf = fixture("08-bad-key/zmem.conf");
-    let (ok, _, err) = zmem(&[
-        "apply",
-        conf.to_str().unwrap(),
-        "--root",
-        root.to_str().unwrap(),
-    ]);
+    let (c, r) = (conf.to_str().unwrap(), root.to_str().unwrap());
+    let (ok, out, err) = zmem(&["apply", c, "--dry-run", "--root", r]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("# warning: ")
+            && out.contains("zmem.conf:3: unknown key `compresion-algorithm` in [zram0], ignored"),
+        "{out}"
+    );
+    assert!(out.contains("write /sys/block/zram0/disksize"), "{out}");
+    let (ok, _, err) = zmem(&["apply", c, "--strict", "--root", r]);
     assert!(!ok);
     assert!(
-        err.contains("zmem.conf:3: unknown key `compresion-algorithm`"),
+        err.contains("zmem.conf:3: unknown key `compresion-algorithm` in [zram0]; known keys")
+            && err.contains("(an error with --strict)"),
         "{err}"
     );
     assert!(!root.join("zmem-fixture.log").exists());
+    let (ok, _, err) = zmem(&["persist", c, "--strict", "--dry-run"]);
+    assert!(
+        !ok && err.contains("unknown key `compresion-algorithm`"),
+        "{err}"
+    );
     let _ = fs::remove_dir_all(&root);
+}
+
+/// `--zram-generator` reads zram-generator's own files in its order (zram-generator's
+/// 04-dropins) and prints what the fixture test expects.
+#[test]
+fn zram_generator_files_and_dropins_dry_run() {
+    let root = scratch("zg04");
+    copy_tree(&fixture("zg-04-dropins/root"), &root);
+    let r = root.to_str().unwrap();
+    let (ok, out, err) = zmem(&["apply", "--zram-generator", "--dry-run", "--root", r]);
+    assert!(ok, "{err}");
+    let want = fs::read_to_string(fixture("zg-04-dropins/expected-dry-run.log")).unwrap();
+    assert_eq!(out, want);
+    assert!(!root.join("zmem-fixture.log").exists());
+    let (ok, _, err) = zmem(&["apply", "x.conf", "--zram-generator", "--root", r]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+    let _ = fs::remove_dir_all(&root);
+}
+
+/// apply's level ranges are the ones `zmem codecs` prints (one table of truth per
+/// algorithm: the codec crate's parameter ranges).
+#[test]
+fn apply_level_ranges_agree_with_zmem_codecs() {
+    for (algo, lo, hi, _) in zmem_ops::config::LEVEL_RANGES {
+        let backend = zmem_codec::all()
+            .iter()
+            .find(|b| b.name() == algo)
+            .unwrap_or_else(|| panic!("{algo} is not in zmem codecs"));
+        let level = backend.params().iter().find(|p| p.key == "level").unwrap();
+        assert_eq!(level.range, format!("{lo}..={hi}"), "{algo}");
+    }
+    let (ok, out, _) = zmem(&["codecs", "--format", "csv"]);
+    assert!(ok);
+    assert!(out.contains("level=3 (-131072..=22)"), "{out}");
 }
 
 #[test]

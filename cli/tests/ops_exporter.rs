@@ -350,9 +350,11 @@ fn http_metrics_endpoint() {
     assert!(child.wait().unwrap().success());
 }
 
-#[test]
-fn grafana_dashboard_uses_only_exported_metrics() {
-    let root = std::env::temp_dir().join(format!("zmem-cli-grafana-{}", std::process::id()));
+/// A real scrape (`zmem exporter --once`) of fixture 15-policy (a device with recompression
+/// and writeback) with zswap's debugfs counters present: (tree, exposition text). The
+/// caller removes the tree.
+fn scrape_fixture_with_zswap(name: &str) -> (PathBuf, String) {
+    let root = std::env::temp_dir().join(format!("zmem-cli-{name}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&root);
     copy_tree(&fixture("15-policy/root"), &root);
     let dbg = root.join("sys/kernel/debug/zswap");
@@ -371,7 +373,21 @@ fn grafana_dashboard_uses_only_exported_metrics() {
         .args(["exporter", "--once", "--root", root.to_str().unwrap()])
         .output()
         .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    (root, String::from_utf8(out.stdout).unwrap())
+}
+
+/// The `# TYPE` of every metric in an exposition.
+fn types_of(text: &str) -> BTreeMap<&str, &str> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .collect()
+}
+
+#[test]
+fn grafana_dashboard_uses_only_exported_metrics() {
+    let (root, text) = scrape_fixture_with_zswap("grafana");
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let names: BTreeSet<&str> = samples.iter().map(|s| s.0.as_str()).collect();
     let dash =
@@ -416,6 +432,88 @@ fn grafana_dashboard_uses_only_exported_metrics() {
             "dashboard uses {n}, which the exporter does not export"
         );
     }
+    check_queries_against_series(&d, &samples, &types_of(&text));
+    let _ = fs::remove_dir_all(&root);
+}
+
+/// Every dashboard query against the scraped series: a `rate(…)` is over a counter and a
+/// plain panel over a gauge, and every label a selector filters on (other than the `job`
+/// and `instance` Prometheus adds) is on every series of that metric.
+fn check_queries_against_series(
+    d: &serde_json::Value,
+    samples: &[Sample],
+    types: &BTreeMap<&str, &str>,
+) {
+    let mut checked = 0;
+    for p in d["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let e = t["expr"].as_str().unwrap_or("");
+            for (i, _) in e.match_indices("zmem_") {
+                let name: String = e[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let in_rate = e[..i].ends_with("rate(");
+                let ty = types.get(name.as_str()).copied().unwrap_or("none");
+                assert_eq!(in_rate, ty == "counter", "{name} is a {ty}: {e}");
+                let rest = &e[i + name.len()..];
+                let selector = rest
+                    .strip_prefix('{')
+                    .and_then(|r| r.split_once('}'))
+                    .map(|(s, _)| s)
+                    .unwrap_or("");
+                for m in selector.split(',').filter(|m| !m.is_empty()) {
+                    let label = m.split(['=', '!']).next().unwrap().trim();
+                    if label == "job" || label == "instance" {
+                        continue;
+                    }
+                    let series: Vec<_> = samples.iter().filter(|s| s.0 == name).collect();
+                    assert!(
+                        !series.is_empty() && series.iter().all(|s| s.1.contains_key(label)),
+                        "{e}: not every {name} series has the label {label}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} metric uses checked");
+}
+
+/// `promtool check metrics` (Prometheus's own linter) on a real scrape, where promtool is
+/// installed (Debian: package prometheus).
+#[test]
+fn promtool_check_metrics_on_a_real_scrape() {
+    let Ok(mut child) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        zmem_sysfs::testutil::skip(
+            "SKIP promtool_check_metrics_on_a_real_scrape: promtool is not installed (Debian package prometheus)",
+        );
+        return;
+    };
+    let (root, text) = scrape_fixture_with_zswap("promtool");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {report}\n{text}"
+    );
+    assert_eq!(report.trim(), "", "promtool's lint findings");
     let _ = fs::remove_dir_all(&root);
 }
 

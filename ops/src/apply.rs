@@ -11,7 +11,7 @@
 use std::fmt;
 use std::io;
 
-use crate::config::{Algorithms, Config, DeviceConfig};
+use crate::config::{self, Algorithms, Config, DeviceConfig};
 use crate::zram::{self, ZramDevice};
 use crate::zswap;
 use zmem_sysfs::{Errno, SwapEntry, Sys};
@@ -308,7 +308,7 @@ fn restore_ops(cur: &ZramDevice) -> Vec<Op> {
 /// Work out what has to change. Reads only; nothing is written.
 pub fn plan(sys: &Sys, cfg: &Config, opts: Options) -> Result<Plan, ApplyError> {
     let mut planner = Planner::new(sys, cfg, opts)?;
-    for d in &cfg.devices {
+    for d in &planner.devices(cfg)? {
         if let Some(mp) = &d.mount_point {
             check_mount_point(&d.name, mp, opts.force)?;
         }
@@ -319,6 +319,28 @@ pub fn plan(sys: &Sys, cfg: &Config, opts: Options) -> Result<Plan, ApplyError> 
     planner.zswap()?;
     planner.warn_zswap_in_front_of_zram();
     Ok(planner.plan)
+}
+
+/// What `zmem apply --dry-run` prints: the configuration's warnings, the plan's notes (each
+/// after `# `), then every operation in order, or that there is nothing to do.
+pub fn render_dry_run(cfg: &Config, plan: &Plan) -> String {
+    let mut out = String::new();
+    for w in &cfg.warnings {
+        out.push_str(&format!("# warning: {w}\n"));
+    }
+    for n in &plan.notes {
+        out.push_str(&format!("# {n}\n"));
+    }
+    if plan.steps.is_empty() {
+        out.push_str(&format!(
+            "nothing to do: the system already matches {}\n",
+            cfg.file.display()
+        ));
+    }
+    for s in &plan.steps {
+        out.push_str(&format!("{}\n", s.op));
+    }
+    out
 }
 
 /// The plan being built and what it is built from.
@@ -361,6 +383,33 @@ impl<'a> Planner<'a> {
             ids,
             probe,
         })
+    }
+
+    /// The devices to set up: the configuration's, unless the kernel command line's
+    /// `systemd.zram` says otherwise (zram-generator's `kernel_zram_option`): `=0` sets up
+    /// none, `=1` (or the bare word) adds a zram0 with the defaults when there is none.
+    fn devices(&mut self, cfg: &Config) -> Result<Vec<DeviceConfig>, ApplyError> {
+        let cmdline = self.sys.read_opt("/proc/cmdline").map_err(read_err)?;
+        let mut devices = cfg.devices.clone();
+        match cmdline.as_deref().and_then(config::kernel_zram_option) {
+            Some(false) => {
+                if !devices.is_empty() {
+                    self.plan.notes.push(format!(
+                        "systemd.zram=0 on the kernel command line: the {} zram device section(s) are not set up (as zram-generator)",
+                        devices.len()
+                    ));
+                }
+                devices.clear();
+            }
+            Some(true) if !devices.iter().any(|d| d.id == 0) => {
+                self.plan.notes.push(
+                    "systemd.zram on the kernel command line: zram0 added with zram-generator's defaults (zram-size = min(ram / 2, 4096))".into(),
+                );
+                devices.insert(0, DeviceConfig::new(0, 0));
+            }
+            _ => {}
+        }
+        Ok(devices)
     }
 
     fn step(&mut self, op: Op, undo: Vec<Op>) {
@@ -457,7 +506,10 @@ impl<'a> Planner<'a> {
         Ok(Some((size, resident)))
     }
 
-    /// Create the device through /sys/class/zram-control/hot_add, which takes the lowest free id.
+    /// Create the device through /sys/class/zram-control/hot_add, which takes the lowest free
+    /// id: as zram-generator's `run_generator`, hot_add is read until it returns the
+    /// section's number, so `[zram11]` also creates the free ids below 11 (left
+    /// unconfigured; `--revert` removes them again).
     fn hot_add(&mut self, d: &DeviceConfig) -> Result<(), ApplyError> {
         if !self.sys.exists("/sys/class/zram-control/hot_add") {
             return Err(ApplyError::MissingFeature(format!(
@@ -465,19 +517,27 @@ impl<'a> Planner<'a> {
                 d.name
             )));
         }
-        let next = (0..).find(|i| !self.ids.contains(i)).unwrap_or(0);
-        if next != d.id {
-            return Err(ApplyError::MissingFeature(format!(
-                "{} does not exist and hot_add would create zram{next}; name the section [zram{next}] (zram numbers devices from the lowest free id)",
-                d.name
-            )));
+        let mut added = Vec::new();
+        while let Some(next) = (0..=d.id).find(|i| !self.ids.contains(i)) {
+            self.ids.push(next);
+            added.push(next);
+            let dir = format!("/sys/block/zram{next}");
+            self.step(
+                Op::HotAdd(next),
+                vec![Op::write(format!("{dir}/reset"), "1"), Op::HotRemove(next)],
+            );
         }
-        self.ids.push(d.id);
-        let dir = format!("/sys/block/{}", d.name);
-        self.step(
-            Op::HotAdd(d.id),
-            vec![Op::write(format!("{dir}/reset"), "1"), Op::HotRemove(d.id)],
-        );
+        if added.len() > 1 {
+            let below: Vec<String> = added[..added.len() - 1]
+                .iter()
+                .map(|i| format!("zram{i}"))
+                .collect();
+            self.plan.notes.push(format!(
+                "{}: hot_add gives the lowest free number, so it first creates {} (left unconfigured, as zram-generator leaves them)",
+                d.name,
+                below.join(" ")
+            ));
+        }
         Ok(())
     }
 
@@ -575,6 +635,11 @@ impl<'a> Planner<'a> {
         match d.fs_type.as_str() {
             "none" => {}
             "swap" => self.swap_on(d, configured, cur_swap),
+            fs if d.mount_point.is_none() => {
+                if configured {
+                    self.step(mkfs(fs, &format!("/dev/{}", d.name)), vec![]);
+                }
+            }
             fs => self.mount(d, fs, configured, cur_mount),
         }
     }
@@ -617,12 +682,15 @@ impl<'a> Planner<'a> {
             return;
         }
         if configured {
-            self.step(Op::Run(vec![format!("mkfs.{fs}"), dev.clone()]), vec![]);
+            self.step(mkfs(fs, &dev), vec![]);
         }
         let mut m = vec!["mount".to_string(), "-t".into(), fs.to_string()];
-        if let Some(o) = &d.options {
+        // zram-generator's default options are `discard` for mounts too (the mount unit's
+        // Options=); `options =` (empty) clears them.
+        let opts = d.options.clone().unwrap_or_else(|| "discard".into());
+        if !opts.is_empty() {
             m.push("-o".into());
-            m.push(o.clone());
+            m.push(opts);
         }
         m.push(dev);
         m.push(mp.clone());
@@ -904,6 +972,11 @@ fn key_values(params: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `mkfs.TYPE DEV` (zram-generator runs systemd-makefs, which runs mkfs.TYPE).
+fn mkfs(fs: &str, dev: &str) -> Op {
+    Op::Run(vec![format!("mkfs.{fs}"), dev.to_string()])
 }
 
 /// swapoff DEV, undone by swapon at the priority it had.

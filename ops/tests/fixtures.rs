@@ -6,6 +6,10 @@
 //! apply again and expect no change (idempotent); revert and compare the revert's writes with
 //! expected-revert.log and the tree with the original.
 //!
+//! zg-* cases are zram-generator's own tests (its repository's tests/01-basic … 11-obsolete)
+//! with their zram-generator.conf files inside root/; they also compare `apply --dry-run`'s
+//! text with expected-dry-run.log.
+//!
 //! `ZMEM_BLESS=1 cargo test -p zmem-ops --test fixtures` rewrites the expected files from
 //! what the code does now (review the diff before committing).
 
@@ -88,28 +92,46 @@ fn assert_same_tree(case: &str, original: &Path, now: &Path, allowed: &[String])
     }
 }
 
+/// The case's configuration: its zmem.conf, or (zram-generator's cases, zg-*) the
+/// zram-generator files inside the tree, read as zram-generator reads them.
+fn load_case(dir: &Path, root: &Path, strict: bool) -> Result<config::Config, String> {
+    let conf = dir.join("zmem.conf");
+    if conf.exists() {
+        config::load_with(&conf, strict)
+    } else {
+        config::load_system(root, strict)
+    }
+    .map_err(|e| e.to_string())
+}
+
 fn run_case(dir: &Path) {
     let case = dir.file_name().unwrap().to_string_lossy().into_owned();
-    let conf = dir.join("zmem.conf");
     let args = fs::read_to_string(dir.join("args")).unwrap_or_default();
     let opts = Options {
         force: args.contains("--force"),
     };
+    let strict = args.contains("--strict");
     let root = scratch(&case);
     copy_tree(&dir.join("root"), &root);
     let sys = Sys::new(&root);
     let expected_error = fs::read_to_string(dir.join("expected-error")).ok();
-    let result = config::load(&conf)
-        .map_err(|e| e.to_string())
-        .and_then(|cfg| {
-            let plan = apply::plan(&sys, &cfg, opts).map_err(|e| e.to_string())?;
-            apply::execute(&sys, &plan, &mut |_| {}).map_err(|e| e.to_string())
-        });
+    let dry_run_file = dir.join("expected-dry-run.log");
+    let result = load_case(dir, &root, strict).and_then(|cfg| {
+        let plan = apply::plan(&sys, &cfg, opts).map_err(|e| e.to_string())?;
+        if dry_run_file.exists() || (bless() && case.starts_with("zg-")) {
+            expect_file(
+                dir,
+                "expected-dry-run.log",
+                &apply::render_dry_run(&cfg, &plan),
+            );
+        }
+        apply::execute(&sys, &plan, &mut |_| {}).map_err(|e| e.to_string())
+    });
     match (result, expected_error) {
         (Ok(()), None) => {
             expect_file(dir, "expected-apply.log", &log_of(&root));
             // Idempotent: a second apply plans nothing.
-            let cfg = config::load(&conf).unwrap();
+            let cfg = load_case(dir, &root, strict).unwrap();
             let again = apply::plan(&sys, &cfg, opts).unwrap();
             assert!(
                 again.steps.is_empty(),
@@ -168,11 +190,11 @@ fn run_case(dir: &Path) {
 
 #[test]
 fn apply_fixture_cases() {
-    let mut n = 0;
+    let (mut n, mut zg) = (0, 0);
     let mut dirs: Vec<PathBuf> = fs::read_dir(fixtures())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.join("zmem.conf").exists())
+        .filter(|p| p.join("zmem.conf").exists() || p.join("root").is_dir())
         .collect();
     dirs.sort();
     for d in dirs {
@@ -182,8 +204,11 @@ fn apply_fixture_cases() {
         }
         run_case(&d);
         n += 1;
+        zg += name.starts_with("zg-") as usize;
     }
     assert!(n >= 10, "only {n} fixture cases found");
+    // zram-generator's tests/ 01-basic … 11-obsolete, with 07a.
+    assert_eq!(zg, 12, "zram-generator's cases");
 }
 
 #[test]

@@ -11,8 +11,17 @@ use zmem_sysfs::Sys;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Configuration file (zram-generator.conf format plus [sysctl], [zswap], [disk-swap], [policy])
-    #[arg(required_unless_present = "revert")]
+    #[arg(required_unless_present_any = ["revert", "zram_generator"], conflicts_with = "zram_generator")]
     pub config: Option<PathBuf>,
+    /// Instead of CONFIG, read zram-generator's own files under --root as zram-generator
+    /// does: the one main zram-generator.conf of highest precedence, then the drop-ins of
+    /// {/usr/lib,/usr/local/lib,/etc,/run}/systemd/zram-generator.conf.d/*.conf by name
+    #[arg(long)]
+    pub zram_generator: bool,
+    /// Unknown keys and sections (warnings by default, as zram-generator takes them), and
+    /// levels the kernel would clamp, are errors
+    #[arg(long)]
+    pub strict: bool,
     /// Print every sysfs write and command in order, change nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -49,24 +58,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out(&format!("reverted ({n} operations)\n"));
         return Ok(());
     }
-    let path = args.config.context("a configuration file is needed")?;
-    let cfg = config::load(&path)?;
+    let cfg = if args.zram_generator {
+        if config::locate_fragments(&args.root).is_empty() {
+            out(&format!(
+                "# no zram-generator.conf and no drop-in under {} ({{/usr/lib,/usr/local/lib,/etc,/run}}/systemd/zram-generator.conf[.d/*.conf])\n",
+                args.root.display()
+            ));
+        }
+        config::load_system(&args.root, args.strict)?
+    } else {
+        let path = args.config.context("a configuration file is needed")?;
+        config::load_with(&path, args.strict)?
+    };
     let plan = apply::plan(&sys, &cfg, Options { force: args.force })?;
+    if args.dry_run || plan.steps.is_empty() {
+        out(&apply::render_dry_run(&cfg, &plan));
+        return Ok(());
+    }
+    for w in &cfg.warnings {
+        out(&format!("# warning: {w}\n"));
+    }
     for n in &plan.notes {
         out(&format!("# {n}\n"));
-    }
-    if plan.steps.is_empty() {
-        out(&format!(
-            "nothing to do: the system already matches {}\n",
-            path.display()
-        ));
-        return Ok(());
-    }
-    if args.dry_run {
-        for s in &plan.steps {
-            out(&format!("{}\n", s.op));
-        }
-        return Ok(());
     }
     if !sys.is_fixture() && !is_root() {
         anyhow::bail!("applying changes the kernel's settings and needs root (use --dry-run to see the {} change(s))", plan.steps.len());

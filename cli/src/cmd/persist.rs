@@ -18,10 +18,17 @@ pub struct Args {
     /// Replace files zmem did not write
     #[arg(long)]
     pub force: bool,
+    /// Unknown keys and sections (warnings by default, as zram-generator takes them) are
+    /// errors
+    #[arg(long)]
+    pub strict: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let cfg = config::load(&args.config)?;
+    let cfg = config::load_with(&args.config, args.strict)?;
+    for w in &cfg.warnings {
+        eprintln!("warning: {w}");
+    }
     let exe = std::env::current_exe()
         .ok()
         .and_then(|p| p.to_str().map(str::to_string))

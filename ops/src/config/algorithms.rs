@@ -9,19 +9,25 @@ type Params = Vec<(String, String)>;
 
 /// Parse `compression-algorithm`: `lzo-rle zstd(level=3) (type=idle)`.
 pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
+    parse_algorithms_with_warnings(s).map(|(a, _)| a)
+}
+
+/// Parse `compression-algorithm`, with warnings for what the kernel takes but does not do
+/// as written (a level it clamps, a parameter it ignores; such parameters are dropped).
+pub fn parse_algorithms_with_warnings(s: &str) -> Result<(Algorithms, Vec<String>), String> {
+    let mut warnings = Vec::new();
     let mut algos = Vec::new();
     let mut global = Vec::new();
     for t in tokens(s)? {
-        let (name, params) = name_and_params(&t)?;
-        if name.is_empty() {
+        if t.starts_with('(') {
             if !global.is_empty() {
                 return Err("more than one global `(…)` parameter group".into());
             }
-            check_recompress_params(&params)?;
-            global = params;
+            global = global_params(&t, &mut warnings)?;
             continue;
         }
-        check_algorithm(name, &params)?;
+        let (name, params) = name_and_params(&t)?;
+        let params = check_algorithm(name, params, &mut warnings)?;
         algos.push(Algo {
             name: name.to_string(),
             params,
@@ -38,13 +44,50 @@ pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
     }
     let primary = algos.remove(0);
     if !global.is_empty() && algos.is_empty() {
-        return Err("recompression parameters given but no recompression algorithm".into());
+        warnings.push(format!(
+            "recompression parameters `{}` given but no recompression algorithm; ignored",
+            key_values(&global)
+        ));
+        global.clear();
     }
-    Ok(Algorithms {
+    let a = Algorithms {
         primary,
         recompress: algos,
         recompress_params: global,
-    })
+    };
+    Ok((a, warnings))
+}
+
+/// The global group `(type=huge,threshold=1024)`: the parameters `zmem policy` recompresses
+/// with. zram-generator keeps the group without reading it and writes nothing of it at
+/// setup, so words that are not `key=value` are dropped with a warning; known keys with bad
+/// values are errors.
+fn global_params(t: &str, warnings: &mut Vec<String>) -> Result<Params, String> {
+    let inner = t[1..]
+        .strip_suffix(')')
+        .ok_or_else(|| format!("text after `)` in `{t}`"))?;
+    let mut kept = Vec::new();
+    for p in inner
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+    {
+        match parse_params(p) {
+            Ok(mut one) => kept.append(&mut one),
+            Err(_) => warnings.push(format!(
+                "recompression parameter `{p}` is not key=value; ignored"
+            )),
+        }
+    }
+    check_recompress_params(&kept)?;
+    Ok(kept)
+}
+
+fn key_values(params: &[(String, String)]) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Split on whitespace outside parentheses (one level of them).
@@ -124,19 +167,54 @@ fn check_recompress_params(params: &[(String, String)]) -> Result<(), String> {
     Ok(())
 }
 
-/// A known algorithm with parameters algorithm_params takes (level, dict, deflate.winbits).
-fn check_algorithm(name: &str, params: &[(String, String)]) -> Result<(), String> {
+/// The `level` range of each algorithm that has one: the ranges `zmem codecs` lists (the
+/// codec crate's `ParamInfo::range`), and what the kernel's backend does outside them.
+pub const LEVEL_RANGES: [(&str, i32, i32, OutOfRange); 4] = [
+    // backend_zstd.c passes the level to zstd_get_params(); lib/zstd clamps it to
+    // ZSTD_minCLevel()..=ZSTD_MAX_CLEVEL (22).
+    ("zstd", -131072, 22, OutOfRange::Clamped),
+    // lib/lz4/lz4hc_compress.c: above LZ4HC_MAX_CLEVEL (12) → 12, below 1 → the default 9.
+    ("lz4hc", 1, 12, OutOfRange::Clamped),
+    // backend_lz4.c passes the level as LZ4_compress_fast()'s acceleration; the kernel's
+    // lib/lz4 turns one below 1 into 1 and has no upper bound (lz4 1.9's 65537 is not there).
+    ("lz4", 1, 65537, OutOfRange::Taken),
+    // backend_deflate.c: zlib_deflateInit2() returns Z_STREAM_ERROR outside -1..=9, so
+    // creating the stream fails and so does the disksize write.
+    ("deflate", -1, 9, OutOfRange::Refused),
+];
+
+/// What the kernel does with a level outside [`LEVEL_RANGES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutOfRange {
+    /// Takes it and uses the nearest level it has (a warning).
+    Clamped,
+    /// Takes it (a warning): lz4's acceleration has no upper bound in the kernel.
+    Taken,
+    /// Fails when the device is initialised (an error).
+    Refused,
+}
+
+/// A known algorithm with the parameters algorithm_params takes (level, dict,
+/// deflate.winbits). Returns the parameters to write: zram_drv.c's `algorithm_params_store`
+/// (6.18) skips keys it does not know, so those are dropped with a warning.
+fn check_algorithm(
+    name: &str,
+    params: Params,
+    warnings: &mut Vec<String>,
+) -> Result<Params, String> {
     if !KNOWN_ALGORITHMS.contains(&name) {
         return Err(format!(
             "unknown algorithm `{name}`; zram knows {}",
             KNOWN_ALGORITHMS.join(", ")
         ));
     }
+    let mut kept = Vec::new();
     for (k, v) in params {
         match k.as_str() {
             "level" => {
-                v.parse::<i32>()
+                let level = zmem_sysfs::kstrtoint(&v, 10)
                     .map_err(|_| format!("{name} level must be an integer, not `{v}`"))?;
+                check_level(name, level, warnings)?;
             }
             "dict" => {
                 if !v.starts_with('/') {
@@ -144,17 +222,48 @@ fn check_algorithm(name: &str, params: &[(String, String)]) -> Result<(), String
                 }
             }
             "deflate.winbits" => {
-                v.parse::<i32>()
+                zmem_sysfs::kstrtoint(&v, 10)
                     .map_err(|_| format!("deflate.winbits must be an integer, not `{v}`"))?;
             }
             _ => {
-                return Err(format!(
-                    "unknown parameter `{k}` for {name}; known: level, dict, deflate.winbits"
-                ))
+                warnings.push(format!(
+                    "{name}: parameter `{k}={v}` is not written: the kernel's algorithm_params ignores keys other than level, dict, deflate.winbits"
+                ));
+                continue;
             }
         }
+        kept.push((k, v));
     }
-    Ok(())
+    Ok(kept)
+}
+
+/// A level outside the algorithm's range: a warning when the kernel clamps it, an error when
+/// the kernel would fail.
+fn check_level(name: &str, level: i32, warnings: &mut Vec<String>) -> Result<(), String> {
+    let Some(&(_, lo, hi, what)) = LEVEL_RANGES.iter().find(|r| r.0 == name) else {
+        return Ok(());
+    };
+    if (lo..=hi).contains(&level) {
+        return Ok(());
+    }
+    let range = format!("{name} levels go from {lo} to {hi} (`zmem codecs`)");
+    match what {
+        OutOfRange::Refused => Err(format!(
+            "{name} level {level} is refused by the kernel when the device is set up; {range}"
+        )),
+        OutOfRange::Clamped => {
+            warnings.push(format!(
+                "{name} level {level}: {range}; the kernel's {name} uses its nearest level instead"
+            ));
+            Ok(())
+        }
+        OutOfRange::Taken => {
+            warnings.push(format!(
+                "{name} level {level}: {range}; the kernel's {name} takes it (below 1 as 1; above, as a larger acceleration that compresses less)"
+            ));
+            Ok(())
+        }
+    }
 }
 
 fn parse_params(s: &str) -> Result<Params, String> {

@@ -22,7 +22,9 @@ impl SizeExpr {
     pub fn eval_mib(&self, ram_mib: f64) -> Result<f64, String> {
         eval(&self.expr, ram_mib)
     }
-    /// Value in bytes (rounded down to whole 4 KiB pages). NaN, infinite
+    /// Value in bytes, truncated as zram-generator's `process_size` does (`(mib * 1024.0 *
+    /// 1024.0) as u64`); the kernel's disksize_store rounds it up to whole pages
+    /// (`PAGE_ALIGN`). NaN, infinite
     /// and negative results are refused, and so is a size this machine
     /// could not hold: one whose slot table alone (16 bytes per 4 KiB page,
     /// zram_drv.c's `struct zram_table_entry`) would need more than its RAM,
@@ -40,8 +42,7 @@ impl SizeExpr {
                 self.source
             ));
         }
-        let b = (mib * 1048576.0) as u64;
-        Ok(b / 4096 * 4096)
+        Ok((mib * 1048576.0) as u64)
     }
 }
 

@@ -26,8 +26,14 @@ mod algorithms;
 mod expressions;
 mod sections;
 
-pub use algorithms::parse_algorithms;
+pub use algorithms::{parse_algorithms, parse_algorithms_with_warnings, OutOfRange, LEVEL_RANGES};
 pub use expressions::SizeExpr;
+pub use fragments::{kernel_zram_option, load_system, locate_fragments};
+
+mod fragments;
+
+/// zram-generator's default `zram-size` (src/config.rs: `DEFAULT_ZRAM_SIZE`).
+pub const DEFAULT_ZRAM_SIZE: &str = "min(ram / 2, 4096)";
 
 /// Algorithms the kernel's zram knows by name (any kernel version).
 pub const KNOWN_ALGORITHMS: [&str; 7] =
@@ -100,6 +106,34 @@ pub struct DeviceConfig {
     pub raw: Vec<(String, String)>,
 }
 
+impl DeviceConfig {
+    /// `[zramN]` with zram-generator's defaults (src/config.rs: `Device::new`); `line` is
+    /// that of its header (0 for the device `systemd.zram` adds).
+    pub fn new(id: u32, line: usize) -> DeviceConfig {
+        DeviceConfig {
+            name: format!("zram{id}"),
+            id,
+            line,
+            zram_size: SizeExpr::parse(DEFAULT_ZRAM_SIZE, line).expect("default expression"),
+            resident_limit: None,
+            host_memory_limit: None,
+            algorithms: None,
+            writeback_device: None,
+            swap_priority: 100,
+            fs_type: "swap".into(),
+            mount_point: None,
+            options: None,
+            raw: Vec::new(),
+        }
+    }
+
+    /// A filesystem made on the device but not mounted (`fs-type` without `mount-point`:
+    /// zram-generator's "plain device").
+    pub fn is_plain(&self) -> bool {
+        self.fs_type != "swap" && self.fs_type != "none" && self.mount_point.is_none()
+    }
+}
+
 /// The `[disk-swap]` tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskSwap {
@@ -125,6 +159,9 @@ pub struct Config {
     pub zswap: Vec<Entry>,
     pub disk_swap: Option<DiskSwap>,
     pub policy: Vec<Entry>,
+    /// What zram-generator ignores with a warning (unknown keys and sections) and what the
+    /// kernel takes but does not do as written; errors when read with `strict`.
+    pub warnings: Vec<ConfigError>,
 }
 
 impl Config {
@@ -145,6 +182,17 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// are refused by [`zmem_sysfs::input`] before anything is read), UTF-8, at
 /// most [`MAX_CONFIG_BYTES`].
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, false)
+}
+
+/// [`load`], with unknown keys and sections as errors when `strict`.
+pub fn load_with(path: &Path, strict: bool) -> Result<Config, ConfigError> {
+    let text = read_text(path)?;
+    parse_with(&text, path, strict)
+}
+
+/// The text of a configuration file (see [`load`]).
+fn read_text(path: &Path) -> Result<String, ConfigError> {
     let err = |reason: String| ConfigError {
         file: path.to_path_buf(),
         line: 0,
@@ -156,17 +204,27 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let prefix = format!("config {}: ", path.display());
         err(full.strip_prefix(&prefix).unwrap_or(&full).to_string())
     })?;
-    let text = String::from_utf8(bytes).map_err(|e| err(format!("not UTF-8 text: {e}")))?;
-    parse(&text, path)
+    String::from_utf8(bytes).map_err(|e| err(format!("not UTF-8 text: {e}")))
 }
 
-/// Parse the text of a file (`file` is used in errors only).
+/// Parse the text of a file (`file` is used in errors only); unknown keys and sections are
+/// warnings, as zram-generator takes them.
 pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
-    let mut reader = sections::Reader::new(file);
+    parse_with(text, file, false)
+}
+
+/// [`parse`], with unknown keys and sections as errors when `strict`.
+pub fn parse_with(text: &str, file: &Path, strict: bool) -> Result<Config, ConfigError> {
+    let mut reader = sections::Reader::new(file, strict);
+    read_lines(&mut reader, text)?;
+    reader.finish()
+}
+
+fn read_lines(reader: &mut sections::Reader, text: &str) -> Result<(), ConfigError> {
     for (i, l) in text.lines().enumerate() {
         reader.line(i + 1, l.trim())?;
     }
-    reader.finish()
+    Ok(())
 }
 
 #[cfg(test)]
@@ -261,7 +319,10 @@ mod tests {
             .unwrap_err()
             .contains("unknown algorithm `zsdt`"));
         assert!(parse_algorithms("zstd(level=x)").is_err());
-        assert!(parse_algorithms("zstd (type=huge)").is_err());
+        let (a, w) = parse_algorithms_with_warnings("zstd (type=huge)").unwrap();
+        assert!(a.recompress_params.is_empty() && w[0].contains("no recompression algorithm"));
+        let (a, w) = parse_algorithms_with_warnings("zstd lz4 (recompargs)").unwrap();
+        assert!(a.recompress_params.is_empty() && w[0].contains("`recompargs` is not key=value"));
         assert!(parse_algorithms("zstd lz4 (type=cold)").is_err());
         assert!(parse_algorithms("zstd(level=3").is_err());
     }
@@ -276,15 +337,20 @@ mod tests {
         assert_eq!(c.disk_swap.as_ref().unwrap().priority, 5);
     }
 
+    fn strict(s: &str) -> Result<Config, ConfigError> {
+        parse_with(s, Path::new("t.conf"), true)
+    }
+
     #[test]
     fn errors_carry_line_and_reason() {
-        let e = p("[zram0]\nzram-size = ram\nzram-sise = 5\n").unwrap_err();
+        let e = strict("[zram0]\nzram-size = ram\nzram-sise = 5\n").unwrap_err();
         assert_eq!(e.line, 3);
         assert!(
             e.to_string()
                 .starts_with("t.conf:3: unknown key `zram-sise`"),
             "{e}"
         );
+        assert!(e.reason.ends_with("(an error with --strict)"), "{e}");
         let e = p("[zram0]\n\nzram-size = ram **\n").unwrap_err();
         assert_eq!(
             (e.line, e.reason.starts_with("bad size expression")),
@@ -296,16 +362,87 @@ mod tests {
             e.to_string().contains("t.conf:2: unknown algorithm `lz5`"),
             "{e}"
         );
-        let e = p("[zramx]\n").unwrap_err();
+        let e = strict("[zramx]\n").unwrap_err();
         assert_eq!(e.line, 1);
+        let e = p("[zram01]\n").unwrap_err();
+        assert!(e.reason.contains("write [zram1]"), "{e}");
         let e = p("[zram0]\n[disk-swap]\ndevice=/s\npriority=200\n").unwrap_err();
         assert!(e.reason.contains("must be below"), "{e}");
-        let e = p("zram-size = 1\n").unwrap_err();
+        let e = strict("zram-size = 1\n").unwrap_err();
         assert!(e.reason.contains("outside any section"));
         let e = p("[zswap]\ncompressor = lzma\n").unwrap_err();
         assert_eq!(e.line, 2);
         // zswap takes lzo-rle like any crypto compressor (what zmem tune may write).
         assert!(p("[zswap]\nenabled = Y\ncompressor = lzo-rle\n").is_ok());
+        let e = p("set!top = echo 3\n").unwrap_err();
+        assert!(e.reason.contains("runs a program"), "{e}");
+    }
+
+    /// What zram-generator ignores with a warning is a warning here (an error with strict).
+    #[test]
+    fn unknown_keys_and_sections_are_warnings() {
+        let c = p("foo = 1\nbar!x = 2\n[zram0]\nzram-sise = 5\n[zramx]\nzram-size = 1\n[other]\na = b\n[zswap]\nfoo = 1\n").unwrap();
+        let w: Vec<String> = c.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(w.len(), 6, "{w:?}");
+        assert!(w[0].starts_with("t.conf:1: key `foo` outside any section, ignored"));
+        assert!(w[1].starts_with("t.conf:2: unknown outside-of-section operation `bar!`"));
+        assert!(w[2].starts_with("t.conf:4: unknown key `zram-sise` in [zram0], ignored"));
+        assert!(w[3].starts_with("t.conf:5: unknown section [zramx], ignored"));
+        assert!(w[4].starts_with("t.conf:7: unknown section [other]"));
+        assert!(w[5].starts_with("t.conf:10: unknown key `foo` in [zswap]"));
+        assert_eq!(c.devices.len(), 1);
+        assert_eq!(c.devices[0].zram_size.source, DEFAULT_ZRAM_SIZE);
+    }
+
+    /// A section given twice is one device, merged key by key (zram-generator's
+    /// 11-obsolete gives [zram1] twice); devices come out by number.
+    #[test]
+    fn sections_merge_key_by_key() {
+        let c = p("[zram2]\n[zram1]\nhost-memory-limit = 2\nzram-size = 5\n[zram1]\nmemory-limit = none\n").unwrap();
+        let ids: Vec<u32> = c.devices.iter().map(|d| d.id).collect();
+        assert_eq!(ids, [1, 2]);
+        assert_eq!(c.devices[0].host_memory_limit, None);
+        assert_eq!(c.devices[0].zram_size.source, "5");
+        assert_eq!(c.devices[0].line, 2);
+    }
+
+    #[test]
+    fn plain_device_and_mount_points() {
+        let c = p("[zram11]\nfs-type = ext2\n[zram12]\nmount-point = /foo//bar/./baz/\n[zram13]\nmount-point = ///\n").unwrap();
+        assert!(c.devices[0].is_plain());
+        assert_eq!(c.devices[1].mount_point.as_deref(), Some("/foo/bar/baz"));
+        assert_eq!(c.devices[1].fs_type, "ext2");
+        assert_eq!(c.devices[2].mount_point.as_deref(), Some("/"));
+        assert!(p("[zram0]\nmount-point = /a/../b\n").is_err());
+        assert!(p("[zram0]\nmount-point = a/b\n").is_err());
+        assert!(p("[zram0]\nfs-type = swap\nmount-point = /a\n").is_err());
+    }
+
+    /// Levels: the ranges of `zmem codecs`; outside them a warning where the kernel clamps
+    /// (zstd 30 → 22), an error where it would fail (deflate); unknown parameters dropped.
+    #[test]
+    fn algorithm_levels_and_parameters() {
+        let c = p("[zram0]\ncompression-algorithm = zstd(level=30)\n").unwrap();
+        assert!(
+            c.warnings[0]
+                .reason
+                .contains("zstd levels go from -131072 to 22"),
+            "{:?}",
+            c.warnings
+        );
+        assert!(strict("[zram0]\ncompression-algorithm = zstd(level=30)\n").is_err());
+        assert!(p("[zram0]\ncompression-algorithm = zstd(level=22)\n")
+            .unwrap()
+            .warnings
+            .is_empty());
+        let e = p("[zram0]\ncompression-algorithm = deflate(level=10)\n").unwrap_err();
+        assert!(e.reason.contains("refused by the kernel"), "{e}");
+        let c = p("[zram0]\ncompression-algorithm = zstd(dictionary=/etc/d,level=9)\n").unwrap();
+        let a = c.devices[0].algorithms.as_ref().unwrap();
+        assert_eq!(a.primary.params, [("level".to_string(), "9".to_string())]);
+        assert!(c.warnings[0]
+            .reason
+            .contains("`dictionary=/etc/d` is not written"));
     }
 
     #[test]
@@ -313,6 +450,10 @@ mod tests {
         let c = p("[zram0]\nzram-fraction = 0.25\nmax-zram-size = 1000\n").unwrap();
         assert_eq!(c.devices[0].zram_size.eval_mib(8000.0).unwrap(), 1000.0);
         assert_eq!(c.devices[0].zram_size.eval_mib(2000.0).unwrap(), 500.0);
+        // zram-generator truncates ram * fraction to whole MiB: 782 * 0.1 = 78.
+        let c = p("[zram0]\nzram-fraction = 0.10\nmax-zram-size = none\n").unwrap();
+        assert_eq!(c.devices[0].zram_size.eval_bytes(782.0).unwrap(), 78 << 20);
+        assert!(p("[zram0]\nmax-zram-size = 2048.5\n").is_err());
     }
 
     #[test]

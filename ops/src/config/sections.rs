@@ -1,11 +1,11 @@
 //! Sections and keys of zram-generator.conf and zmem's extensions: `[zramN]`, `[sysctl]`,
 //! `[zswap]`, `[disk-swap]` and `[policy]`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use super::algorithms::parse_algorithms_with_warnings;
 use super::{
-    parse_algorithms, Config, ConfigError, DeviceConfig, DiskSwap, Entry, SizeExpr,
-    KNOWN_ALGORITHMS, ZSWAP_PARAMS,
+    Config, ConfigError, DeviceConfig, DiskSwap, Entry, SizeExpr, KNOWN_ALGORITHMS, ZSWAP_PARAMS,
 };
 
 const DEVICE_KEYS: [&str; 12] = [
@@ -25,6 +25,8 @@ const DEVICE_KEYS: [&str; 12] = [
 
 enum Section {
     None,
+    /// A section zmem does not know: its keys are skipped (after one warning).
+    Ignored,
     Device(usize),
     Sysctl,
     Zswap,
@@ -32,20 +34,29 @@ enum Section {
     Policy,
 }
 
-/// The file read line by line: entries are checked as they come, `[zramN]` and
-/// `[disk-swap]` keys are interpreted once the whole file is read.
+/// A `key = value` and the file it came from (drop-ins make several files).
+type Keyed = (PathBuf, Entry);
+
+/// The files read line by line: entries are checked as they come, `[zramN]` and
+/// `[disk-swap]` keys are interpreted once every file is read. A section given twice (in one
+/// file or in several) is merged key by key, later keys winning, as zram-generator's
+/// `read_devices` does (src/config.rs: `devices.entry(name).or_insert_with(..)`).
 pub(super) struct Reader {
     cfg: Config,
+    /// The file being read now.
+    file: PathBuf,
+    /// Unknown keys and sections are errors instead of warnings.
+    strict: bool,
     section: Section,
-    /// Per device: raw keys collected first, interpreted at the end of the file.
-    dev_keys: Vec<Vec<Entry>>,
-    disk_swap_keys: Vec<Entry>,
-    /// Line of the `[disk-swap]` header; 0 when there is none.
+    /// Per device: raw keys collected first, interpreted at the end.
+    dev_keys: Vec<Vec<Keyed>>,
+    disk_swap_keys: Vec<Keyed>,
+    /// Line of the first `[disk-swap]` header; 0 when there is none.
     disk_swap_line: usize,
 }
 
 impl Reader {
-    pub(super) fn new(file: &Path) -> Reader {
+    pub(super) fn new(file: &Path, strict: bool) -> Reader {
         Reader {
             cfg: Config {
                 file: file.to_path_buf(),
@@ -54,12 +65,43 @@ impl Reader {
                 zswap: Vec::new(),
                 disk_swap: None,
                 policy: Vec::new(),
+                warnings: Vec::new(),
             },
+            file: file.to_path_buf(),
+            strict,
             section: Section::None,
             dev_keys: Vec::new(),
             disk_swap_keys: Vec::new(),
             disk_swap_line: 0,
         }
+    }
+
+    /// The next file (a drop-in): sections do not carry over from the previous one.
+    pub(super) fn next_file(&mut self, file: &Path) {
+        self.file = file.to_path_buf();
+        self.section = Section::None;
+    }
+
+    fn err(&self, line: usize, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.clone(),
+            line,
+            reason: reason.into(),
+        }
+    }
+
+    /// Something zram-generator ignores with a warning: a warning, or an error when strict.
+    fn warn(&mut self, line: usize, reason: String) -> Result<(), ConfigError> {
+        let e = self.err(line, reason);
+        if self.strict {
+            let reason = e.reason.replacen(", ignored", "", 1);
+            return Err(ConfigError {
+                reason: format!("{reason} (an error with --strict)"),
+                ..e
+            });
+        }
+        self.cfg.warnings.push(e);
+        Ok(())
     }
 
     /// One trimmed line: blank, comment, section header or `key = value`.
@@ -70,21 +112,17 @@ impl Reader {
         if let Some(rest) = l.strip_prefix('[') {
             let name = rest
                 .strip_suffix(']')
-                .ok_or_else(|| {
-                    self.cfg
-                        .err(line, format!("section header `{l}` has no closing `]`"))
-                })?
+                .ok_or_else(|| self.err(line, format!("section header `{l}` has no closing `]`")))?
                 .trim();
             self.section = self.header(line, name)?;
             return Ok(());
         }
-        let (k, v) = l.split_once('=').ok_or_else(|| {
-            self.cfg
-                .err(line, format!("expected `key = value`, found `{l}`"))
-        })?;
+        let (k, v) = l
+            .split_once('=')
+            .ok_or_else(|| self.err(line, format!("expected `key = value`, found `{l}`")))?;
         let key = k.trim().to_string();
         if key.starts_with("set!") {
-            return Err(self.cfg.err(line, format!("`{key}` runs a program at boot; zmem does not run programs from configuration (compute the value and write it into the size expression)")));
+            return Err(self.err(line, format!("`{key}` runs a program at boot; zmem does not run programs from configuration (compute the value and write it into the size expression)")));
         }
         self.entry(Entry {
             key,
@@ -96,101 +134,110 @@ impl Reader {
     /// The section a `[name]` header opens.
     fn header(&mut self, line: usize, name: &str) -> Result<Section, ConfigError> {
         if let Some(n) = name.strip_prefix("zram") {
-            return self.device_section(line, name, n);
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                return self.device_section(line, name, n);
+            }
         }
         match name {
             "sysctl" => Ok(Section::Sysctl),
             "zswap" => Ok(Section::Zswap),
             "disk-swap" => {
-                if self.disk_swap_line != 0 {
-                    return Err(self.cfg.err(line, "section [disk-swap] appears twice"));
+                if self.disk_swap_line == 0 {
+                    self.disk_swap_line = line;
                 }
-                self.disk_swap_line = line;
                 Ok(Section::DiskSwap)
             }
             "policy" => Ok(Section::Policy),
-            _ => Err(self.cfg.err(
-                line,
-                format!("unknown section [{name}]: expected [zramN], [sysctl], [zswap], [disk-swap] or [policy]"),
-            )),
+            _ => {
+                self.warn(
+                    line,
+                    format!("unknown section [{name}], ignored: expected [zramN], [sysctl], [zswap], [disk-swap] or [policy]"),
+                )?;
+                Ok(Section::Ignored)
+            }
         }
     }
 
-    /// `[zramN]`: a new device with zram-generator's defaults.
+    /// `[zramN]`: a new device with zram-generator's defaults, or the one of an earlier
+    /// `[zramN]` (merged).
     fn device_section(&mut self, line: usize, name: &str, n: &str) -> Result<Section, ConfigError> {
-        let id: u32 = n.parse().map_err(|_| {
-            self.cfg.err(
-                line,
-                format!("unknown section [{name}]: device sections are [zramN]"),
-            )
-        })?;
-        if self.cfg.devices.iter().any(|d| d.id == id) {
-            return Err(self
-                .cfg
-                .err(line, format!("section [{name}] appears twice")));
+        let id: u32 =
+            n.parse()
+                .ok()
+                .filter(|id: &u32| id.to_string() == n)
+                .ok_or_else(|| {
+                    self.err(
+                        line,
+                        format!(
+                        "section [{name}] names no zram device the kernel creates (write [zram{}])",
+                        n.parse::<u64>().map(|x| x.to_string()).unwrap_or_else(|_| n.into())
+                    ),
+                    )
+                })?;
+        if let Some(i) = self.cfg.devices.iter().position(|d| d.id == id) {
+            return Ok(Section::Device(i));
         }
-        self.cfg.devices.push(DeviceConfig {
-            name: name.to_string(),
-            id,
-            line,
-            zram_size: SizeExpr::parse("min(ram / 2, 4096)", line).expect("default expression"),
-            resident_limit: None,
-            host_memory_limit: None,
-            algorithms: None,
-            writeback_device: None,
-            swap_priority: 100,
-            fs_type: "swap".into(),
-            mount_point: None,
-            options: None,
-            raw: Vec::new(),
-        });
+        self.cfg.devices.push(DeviceConfig::new(id, line));
         self.dev_keys.push(Vec::new());
         Ok(Section::Device(self.cfg.devices.len() - 1))
+    }
+
+    /// A `key = value` outside any section: zram-generator's `set!` is refused above; any
+    /// other key is ignored with a warning there (src/config.rs: `toplevel_line`).
+    fn toplevel(&mut self, e: Entry) -> Result<(), ConfigError> {
+        let reason = match e.key.split_once('!') {
+            Some((op, _)) => format!("unknown outside-of-section operation `{op}!`, ignored"),
+            None => format!("key `{}` outside any section, ignored", e.key),
+        };
+        self.warn(e.line, reason)
     }
 
     /// A `key = value` in the current section.
     fn entry(&mut self, e: Entry) -> Result<(), ConfigError> {
         let line = e.line;
         match self.section {
-            Section::None => Err(self
-                .cfg
-                .err(line, format!("key `{}` outside any section", e.key))),
+            Section::None => self.toplevel(e),
+            Section::Ignored => Ok(()),
             Section::Device(i) => {
                 if !DEVICE_KEYS.contains(&e.key.as_str()) {
-                    return Err(self.cfg.err(
-                        line,
-                        format!(
-                            "unknown key `{}` in [{}]; known keys: {}",
-                            e.key,
-                            self.cfg.devices[i].name,
-                            DEVICE_KEYS.join(", ")
-                        ),
-                    ));
+                    let reason = format!(
+                        "unknown key `{}` in [{}], ignored; known keys: {}",
+                        e.key,
+                        self.cfg.devices[i].name,
+                        DEVICE_KEYS.join(", ")
+                    );
+                    return self.warn(line, reason);
                 }
-                self.dev_keys[i].push(e);
+                self.dev_keys[i].push((self.file.clone(), e));
                 Ok(())
             }
             Section::Sysctl => {
-                check_sysctl(&e).map_err(|r| self.cfg.err(line, r))?;
+                check_sysctl(&e).map_err(|r| self.err(line, r))?;
                 self.cfg.sysctls.push(e);
                 Ok(())
             }
             Section::Zswap => {
-                let e = check_zswap(e).map_err(|r| self.cfg.err(line, r))?;
+                if !ZSWAP_PARAMS.contains(&e.key.as_str()) {
+                    let reason = format!(
+                        "unknown key `{}` in [zswap], ignored; known keys: {}",
+                        e.key,
+                        ZSWAP_PARAMS.join(", ")
+                    );
+                    return self.warn(line, reason);
+                }
+                let e = check_zswap(e).map_err(|r| self.err(line, r))?;
                 self.cfg.zswap.push(e);
                 Ok(())
             }
             Section::DiskSwap => {
                 if e.key != "device" && e.key != "priority" {
-                    return Err(self.cfg.err(
-                        line,
-                        format!(
-                            "unknown key `{}` in [disk-swap]; known keys: device, priority",
-                            e.key
-                        ),
-                    ));
+                    let reason = format!(
+                        "unknown key `{}` in [disk-swap], ignored; known keys: device, priority",
+                        e.key
+                    );
+                    return self.warn(line, reason);
                 }
-                self.disk_swap_keys.push(e);
+                self.disk_swap_keys.push((self.file.clone(), e));
                 Ok(())
             }
             Section::Policy => {
@@ -200,12 +247,17 @@ impl Reader {
         }
     }
 
-    /// The end of the file: interpret the device and disk-swap keys.
+    /// The end of the files: interpret the device and disk-swap keys, devices by number.
     pub(super) fn finish(mut self) -> Result<Config, ConfigError> {
         for (i, keys) in std::mem::take(&mut self.dev_keys).into_iter().enumerate() {
-            device_keys(&mut self.cfg.devices[i], keys)
-                .map_err(|(line, r)| self.cfg.err(line, r))?;
+            let mut warnings = Vec::new();
+            device_keys(&mut self.cfg.devices[i], keys, &mut warnings)?;
+            for (file, line, reason) in warnings {
+                self.file = file;
+                self.warn(line, reason)?;
+            }
         }
+        self.cfg.devices.sort_by_key(|d| d.id);
         if self.disk_swap_line != 0 {
             let keys = std::mem::take(&mut self.disk_swap_keys);
             let ds = disk_swap(&self.cfg, keys, self.disk_swap_line)?;
@@ -235,25 +287,50 @@ fn check_sysctl(e: &Entry) -> Result<(), String> {
 #[derive(Default)]
 struct ObsoleteSize {
     fraction: Option<(f64, usize)>,
-    max_size: Option<(f64, usize)>,
+    /// MiB; `None` inside = `none` (no maximum).
+    max_size: Option<(Option<u64>, usize)>,
 }
 
-/// Interpret the keys of one `[zramN]` section; errors carry their line.
-fn device_keys(dev: &mut DeviceConfig, keys: Vec<Entry>) -> Result<(), (usize, String)> {
+/// (file, line, reason) of a warning found while interpreting keys.
+type Warning = (PathBuf, usize, String);
+
+/// Interpret the keys of one `[zramN]` section (all its occurrences, in reading order:
+/// a later key overrides an earlier one).
+fn device_keys(
+    dev: &mut DeviceConfig,
+    keys: Vec<Keyed>,
+    warnings: &mut Vec<Warning>,
+) -> Result<(), ConfigError> {
     let mut obsolete = ObsoleteSize::default();
-    for e in keys {
+    let mut last_file = None;
+    for (file, e) in keys {
         dev.raw.push((e.key.clone(), e.value.clone()));
-        device_key(dev, &e, &mut obsolete).map_err(|r| (e.line, r))?;
+        let mut w = Vec::new();
+        device_key(dev, &e, &mut obsolete, &mut w).map_err(|reason| ConfigError {
+            file: file.clone(),
+            line: e.line,
+            reason,
+        })?;
+        warnings.extend(w.into_iter().map(|r| (file.clone(), e.line, r)));
+        last_file = Some(file);
     }
-    obsolete_size(dev, &obsolete)?;
-    check_fs_type(dev).map_err(|r| (dev.line, r))
+    let file = last_file.unwrap_or_default();
+    let at = |(line, reason): (usize, String)| ConfigError {
+        file: file.clone(),
+        line,
+        reason,
+    };
+    obsolete_size(dev, &obsolete).map_err(at)?;
+    check_fs_type(dev).map_err(|r| at((dev.line, r)))
 }
 
-/// One key of a `[zramN]` section (checked against DEVICE_KEYS already).
+/// One key of a `[zramN]` section (checked against DEVICE_KEYS already); `warnings` gets
+/// what the kernel takes but would not do as written.
 fn device_key(
     dev: &mut DeviceConfig,
     e: &Entry,
     obsolete: &mut ObsoleteSize,
+    warnings: &mut Vec<String>,
 ) -> Result<(), String> {
     let (line, v) = (e.line, e.value.as_str());
     match e.key.as_str() {
@@ -264,11 +341,15 @@ fn device_key(
         }
         "zram-fraction" => obsolete.fraction = Some((zram_fraction(v)?, line)),
         "max-zram-size" => obsolete.max_size = Some((max_zram_size(v)?, line)),
-        "compression-algorithm" => dev.algorithms = Some(parse_algorithms(v)?),
-        "writeback-device" => dev.writeback_device = Some(absolute_path("writeback-device", v)?),
+        "compression-algorithm" => {
+            let (a, w) = parse_algorithms_with_warnings(v)?;
+            warnings.extend(w);
+            dev.algorithms = Some(a);
+        }
+        "writeback-device" => dev.writeback_device = Some(normal_path("writeback-device", v)?),
         "swap-priority" => dev.swap_priority = swap_priority(v)?,
         "fs-type" => dev.fs_type = fs_type(v)?,
-        "mount-point" => dev.mount_point = Some(absolute_path("mount-point", v)?),
+        "mount-point" => dev.mount_point = Some(normal_path("mount-point", v)?),
         "options" => dev.options = Some(v.to_string()),
         _ => unreachable!("checked against DEVICE_KEYS"),
     }
@@ -289,30 +370,41 @@ fn host_memory_limit(key: &str, v: &str) -> Result<Option<u64>, String> {
         .map_err(|_| format!("{key} must be a number of MiB or `none`, not `{v}`"))
 }
 
+/// A fraction of `ram`, >= 0 (zram-generator: `f >= 0.`; 0 makes no device).
 fn zram_fraction(v: &str) -> Result<f64, String> {
     let f: f64 = v
         .parse()
         .map_err(|_| format!("zram-fraction must be a number, not `{v}`"))?;
-    if !(f > 0.0 && f.is_finite()) {
-        return Err(format!("zram-fraction must be positive, not `{v}`"));
+    if !(f >= 0.0 && f.is_finite()) {
+        return Err(format!("zram-fraction must be 0 or more, not `{v}`"));
     }
     Ok(f)
 }
 
-/// MiB, or `none` (infinite).
-fn max_zram_size(v: &str) -> Result<f64, String> {
+/// Whole MiB, or `none` (no maximum), as zram-generator's `parse_optional_size`.
+fn max_zram_size(v: &str) -> Result<Option<u64>, String> {
     if v == "none" {
-        return Ok(f64::INFINITY);
+        return Ok(None);
     }
     v.parse()
-        .map_err(|_| format!("max-zram-size must be MiB or `none`, not `{v}`"))
+        .map(Some)
+        .map_err(|_| format!("max-zram-size must be whole MiB or `none`, not `{v}`"))
 }
 
-fn absolute_path(key: &str, v: &str) -> Result<String, String> {
+/// An absolute path without `..`, normalised as zram-generator's `verify_mount_point`
+/// does (`Path::components`): `//` and `/./` collapse, a trailing `/` goes.
+fn normal_path(key: &str, v: &str) -> Result<String, String> {
     if !v.starts_with('/') {
         return Err(format!("{key} must be an absolute path, not `{v}`"));
     }
-    Ok(v.to_string())
+    let parts: Vec<&str> = v
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.contains(&"..") {
+        return Err(format!("{key} `{v}` is not normalised (it contains `..`)"));
+    }
+    Ok(format!("/{}", parts.join("/")))
 }
 
 /// A swap priority as swapon(8) takes it: -1…32767.
@@ -337,26 +429,32 @@ fn fs_type(v: &str) -> Result<String, String> {
     Ok(v.to_string())
 }
 
-/// zram-generator's obsolete keys: zram-size = min(ram * zram-fraction, max-zram-size),
-/// with defaults 0.5 and 4096.
+/// zram-generator's obsolete keys: zram-size = min(whole MiB of ram * zram-fraction,
+/// max-zram-size), defaults 0.5 and 4096 (src/config.rs, `set_disksize_if_enabled`:
+/// `(fraction * memtotal_mb) as u64`, then `.min(max)`).
 fn obsolete_size(dev: &mut DeviceConfig, o: &ObsoleteSize) -> Result<(), (usize, String)> {
     if o.fraction.is_none() && o.max_size.is_none() {
         return Ok(());
     }
     let f = o.fraction.map(|x| x.0).unwrap_or(0.5);
-    let m = o.max_size.map(|x| x.0).unwrap_or(4096.0);
-    let line = o.fraction.or(o.max_size).map(|x| x.1).unwrap_or(dev.line);
-    let src = if m.is_infinite() {
-        format!("ram * {f}")
-    } else {
-        format!("min(ram * {f}, {m})")
+    let m = o.max_size.map(|x| x.0).unwrap_or(Some(4096));
+    let line = o
+        .fraction
+        .or(o.max_size.map(|x| (0.0, x.1)))
+        .map(|x| x.1)
+        .unwrap_or(dev.line);
+    let src = match m {
+        None => format!("int(ram * {f})"),
+        Some(m) => format!("min(int(ram * {f}), {m})"),
     };
     dev.zram_size = SizeExpr::parse(&src, line).map_err(|r| (line, r))?;
     Ok(())
 }
 
 /// fs-type and mount-point agree: a mount point without fs-type means ext2
-/// (zram-generator), a filesystem needs a mount point.
+/// (zram-generator); a filesystem without a mount point is a formatted plain device
+/// (zram-generator's 08-plain-device); a mount point with an explicit `fs-type = swap`
+/// is refused (zram-generator would mkswap and then mount it, which fails).
 fn check_fs_type(dev: &mut DeviceConfig) -> Result<(), String> {
     if dev.mount_point.is_some() && dev.fs_type == "swap" {
         let explicit = dev.raw.iter().any(|(k, _)| k == "fs-type");
@@ -365,24 +463,24 @@ fn check_fs_type(dev: &mut DeviceConfig) -> Result<(), String> {
         }
         dev.fs_type = "ext2".into();
     }
-    if dev.fs_type != "swap" && dev.fs_type != "none" && dev.mount_point.is_none() {
-        return Err(format!(
-            "[{}] has fs-type = {} but no mount-point",
-            dev.name, dev.fs_type
-        ));
-    }
     Ok(())
 }
 
 /// The `[disk-swap]` tier: a device and a priority below every zram swap's.
-fn disk_swap(cfg: &Config, keys: Vec<Entry>, line: usize) -> Result<DiskSwap, ConfigError> {
+fn disk_swap(cfg: &Config, keys: Vec<Keyed>, line: usize) -> Result<DiskSwap, ConfigError> {
     let mut device = None;
     let mut priority = 10;
-    for e in keys {
+    let at = |file: &Path, line: usize, reason: String| ConfigError {
+        file: file.to_path_buf(),
+        line,
+        reason,
+    };
+    for (file, e) in keys {
         match e.key.as_str() {
             "device" => {
                 if !e.value.starts_with('/') {
-                    return Err(cfg.err(
+                    return Err(at(
+                        &file,
                         e.line,
                         format!(
                             "disk-swap device must be an absolute path, not `{}`",
@@ -392,7 +490,7 @@ fn disk_swap(cfg: &Config, keys: Vec<Entry>, line: usize) -> Result<DiskSwap, Co
                 }
                 device = Some(e.value);
             }
-            _ => priority = disk_swap_priority(&e.value).map_err(|r| cfg.err(e.line, r))?,
+            _ => priority = disk_swap_priority(&e.value).map_err(|r| at(&file, e.line, r))?,
         }
     }
     let device = device.ok_or_else(|| cfg.err(line, "[disk-swap] needs `device = /path`"))?;

@@ -1,0 +1,154 @@
+//! zram-generator's own files: the one main `zram-generator.conf` and the drop-ins of
+//! `zram-generator.conf.d/`, found and ordered as zram-generator's `locate_fragments`
+//! (src/config.rs) does, and the `systemd.zram` option of the kernel command line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{read_lines, read_text, sections, Config, ConfigError};
+
+/// The directories zram-generator reads, lowest precedence first (zram-generator.conf(5)).
+pub const BASE_DIRS: [&str; 4] = ["/usr/lib", "/usr/local/lib", "/etc", "/run"];
+
+/// The files zram-generator reads under `root`, in reading order, as absolute paths inside
+/// the root (`/etc/systemd/zram-generator.conf`):
+///
+/// * the main file: only one, from the directory of highest precedence that has one
+///   (`/run` over `/etc` over `/usr/local/lib` over `/usr/lib`);
+/// * then the drop-ins `*.conf` of every `systemd/zram-generator.conf.d/`, sorted by file
+///   name whatever their directory; a name in a directory of higher precedence replaces the
+///   same name in a lower one (liboverdrop's `scan`); names starting with `.` are skipped.
+///
+/// Later files override earlier ones key by key.
+pub fn locate_fragments(root: &Path) -> Vec<PathBuf> {
+    let mut dropins: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for base in BASE_DIRS {
+        let dir = format!("{base}/systemd/zram-generator.conf.d");
+        let Ok(entries) = std::fs::read_dir(inside(root, &dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let is_file = std::fs::metadata(e.path())
+                .map(|m| m.is_file())
+                .unwrap_or(false);
+            if name.starts_with('.') || !name.ends_with(".conf") || !is_file {
+                continue;
+            }
+            dropins.insert(name.clone(), PathBuf::from(format!("{dir}/{name}")));
+        }
+    }
+    let main = BASE_DIRS
+        .iter()
+        .rev()
+        .map(|base| PathBuf::from(format!("{base}/systemd/zram-generator.conf")))
+        .find(|p| inside(root, &p.to_string_lossy()).is_file());
+    main.into_iter().chain(dropins.into_values()).collect()
+}
+
+/// `path` (absolute) inside `root`.
+fn inside(root: &Path, path: &str) -> PathBuf {
+    root.join(path.trim_start_matches('/'))
+}
+
+/// Read zram-generator's configuration under `root` ([`locate_fragments`]) into one
+/// [`Config`]; errors and warnings name the files as absolute paths inside the root. With
+/// no file at all, the configuration is empty (zram-generator: "No configuration found.").
+pub fn load_system(root: &Path, strict: bool) -> Result<Config, ConfigError> {
+    let files = locate_fragments(root);
+    let first = files
+        .first()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("/etc/systemd/zram-generator.conf"));
+    let mut reader = sections::Reader::new(&first, strict);
+    for f in &files {
+        let text = read_text(&inside(root, &f.to_string_lossy())).map_err(|e| ConfigError {
+            file: f.clone(),
+            ..e
+        })?;
+        reader.next_file(f);
+        read_lines(&mut reader, &text)?;
+    }
+    reader.finish()
+}
+
+/// The `systemd.zram` option of a kernel command line (/proc/cmdline), as zram-generator's
+/// `kernel_has_option` reads it: the last word that is `systemd.zram`, `systemd.zram=1|yes|
+/// true|on` (`Some(true)`: add a default zram0) or `systemd.zram=0|no|false|off`
+/// (`Some(false)`: no zram devices); words with any other value are skipped.
+pub fn kernel_zram_option(cmdline: &str) -> Option<bool> {
+    const WORD: &str = "systemd.zram";
+    cmdline
+        .split_whitespace()
+        .rev()
+        .find_map(|w| match w.strip_prefix(WORD)? {
+            "" | "=1" | "=yes" | "=true" | "=on" => Some(true),
+            "=0" | "=no" | "=false" | "=off" => Some(false),
+            _ => None,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdline_option_last_word_wins() {
+        assert_eq!(kernel_zram_option("foo=1 systemd.zram=0"), Some(false));
+        assert_eq!(kernel_zram_option("\n\nsystemd.zram\n\n"), Some(true));
+        assert_eq!(
+            kernel_zram_option("systemd.zram=0 systemd.zram=on"),
+            Some(true)
+        );
+        assert_eq!(
+            kernel_zram_option("systemd.zram=1 systemd.zram=x"),
+            Some(true)
+        );
+        assert_eq!(kernel_zram_option("systemd.zramx=0 quiet"), None);
+        assert_eq!(kernel_zram_option(""), None);
+    }
+
+    #[test]
+    fn fragments_in_zram_generators_order() {
+        let root = std::env::temp_dir().join(format!("zmem-fragments-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let w = |p: &str, t: &str| {
+            let p = inside(&root, p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, t).unwrap();
+        };
+        w("/usr/lib/systemd/zram-generator.conf", "[zram0]\n");
+        w(
+            "/etc/systemd/zram-generator.conf",
+            "[zram0]\nzram-size = 1\n",
+        );
+        w(
+            "/usr/lib/systemd/zram-generator.conf.d/10-a.conf",
+            "[zram0]\nzram-size = 2\n",
+        );
+        w("/etc/systemd/zram-generator.conf.d/10-a.conf", "");
+        w("/run/systemd/zram-generator.conf.d/05-b.conf", "[zram1]\n");
+        w(
+            "/etc/systemd/zram-generator.conf.d/.hidden.conf",
+            "[zram9]\n",
+        );
+        w("/etc/systemd/zram-generator.conf.d/notes.txt", "[zram9]\n");
+        let got: Vec<String> = locate_fragments(&root)
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "/etc/systemd/zram-generator.conf",
+                "/run/systemd/zram-generator.conf.d/05-b.conf",
+                "/etc/systemd/zram-generator.conf.d/10-a.conf",
+            ]
+        );
+        let cfg = load_system(&root, false).unwrap();
+        let ids: Vec<u32> = cfg.devices.iter().map(|d| d.id).collect();
+        assert_eq!(ids, [0, 1]);
+        assert_eq!(cfg.devices[0].zram_size.source, "1");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
