@@ -457,10 +457,13 @@ mod tests {
     #[test]
     fn random_input_never_panics() {
         // A deterministic xorshift over config-ish bytes.
-        let alphabet = b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!";
+        let alphabet =
+            b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!/levfsytpmun:";
         for s in zmem_sysfs::testutil::random_strings(0x9E3779B97F4A7C15, alphabet, 120, 3000) {
             let _ = p(&s);
-            let _ = parse_algorithms(&s);
+            let _ = strict(&s);
+            let _ = parse_algorithms_with_warnings(&s);
+            let _ = kernel_zram_option(&s);
             if let Ok(e) = SizeExpr::parse(&s, 1) {
                 let _ = e.eval_bytes(1000.0);
             }
