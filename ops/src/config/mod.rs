@@ -165,6 +165,15 @@ pub struct Config {
 }
 
 impl Config {
+    /// An error about a size expression, naming the file it was read from.
+    pub fn expr_err(&self, e: &SizeExpr, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: e.file.clone().unwrap_or_else(|| self.file.clone()),
+            line: e.line,
+            reason: reason.into(),
+        }
+    }
+
     pub fn err(&self, line: usize, reason: impl Into<String>) -> ConfigError {
         ConfigError {
             file: self.file.clone(),
