@@ -482,7 +482,7 @@ impl<'a> Planner<'a> {
         let size = d.zram_size.eval_bytes(ram_mib).map_err(|e| {
             ApplyError::Read(
                 self.cfg
-                    .err(d.zram_size.line, format!("zram-size: {e}"))
+                    .expr_err(&d.zram_size, format!("zram-size: {e}"))
                     .to_string(),
             )
         })?;
@@ -497,7 +497,7 @@ impl<'a> Planner<'a> {
             Some(e) => e.eval_bytes(ram_mib).map_err(|r| {
                 ApplyError::Read(
                     self.cfg
-                        .err(e.line, format!("zram-resident-limit: {r}"))
+                        .expr_err(e, format!("zram-resident-limit: {r}"))
                         .to_string(),
                 )
             })?,

@@ -13,7 +13,10 @@ fuzz_target!(|data: &[u8]| {
         let _ = zmem_ops::policy::Policy::from_config(&cfg);
         let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem");
     }
-    let _ = zmem_ops::config::parse_algorithms(text);
+    // Strict: unknown keys and sections are errors instead of warnings.
+    let _ = zmem_ops::config::parse_with(text, std::path::Path::new("fuzz.conf"), true);
+    let _ = zmem_ops::config::parse_algorithms_with_warnings(text);
+    let _ = zmem_ops::config::kernel_zram_option(text);
     // The same [policy] keys as `zmem serve --maint=…`.
     let _ = zmem_ops::policy::Policy::default().with_spec(text);
     let _ = (

@@ -6,6 +6,8 @@
 pub struct SizeExpr {
     pub source: String,
     pub line: usize,
+    /// The file it was read from, when it is not the configuration's first file (a drop-in).
+    pub file: Option<std::path::PathBuf>,
     expr: Expr,
 }
 
@@ -15,6 +17,7 @@ impl SizeExpr {
         Ok(SizeExpr {
             source: source.to_string(),
             line,
+            file: None,
             expr,
         })
     }

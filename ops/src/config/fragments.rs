@@ -127,7 +127,10 @@ mod tests {
             "[zram0]\nzram-size = 2\n",
         );
         w("/etc/systemd/zram-generator.conf.d/10-a.conf", "");
-        w("/run/systemd/zram-generator.conf.d/05-b.conf", "[zram1]\n");
+        w(
+            "/run/systemd/zram-generator.conf.d/05-b.conf",
+            "[zram1]\nzram-size = -1\n",
+        );
         w(
             "/etc/systemd/zram-generator.conf.d/.hidden.conf",
             "[zram9]\n",
@@ -149,6 +152,13 @@ mod tests {
         let ids: Vec<u32> = cfg.devices.iter().map(|d| d.id).collect();
         assert_eq!(ids, [0, 1]);
         assert_eq!(cfg.devices[0].zram_size.source, "1");
+        // An expression names the file it came from (the error appears only when applied).
+        let z1 = &cfg.devices[1].zram_size;
+        let e = cfg.expr_err(z1, "zram-size: negative").to_string();
+        assert_eq!(
+            e,
+            "/run/systemd/zram-generator.conf.d/05-b.conf:2: zram-size: negative"
+        );
         let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -165,6 +165,15 @@ pub struct Config {
 }
 
 impl Config {
+    /// An error about a size expression, naming the file it was read from.
+    pub fn expr_err(&self, e: &SizeExpr, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: e.file.clone().unwrap_or_else(|| self.file.clone()),
+            line: e.line,
+            reason: reason.into(),
+        }
+    }
+
     pub fn err(&self, line: usize, reason: impl Into<String>) -> ConfigError {
         ConfigError {
             file: self.file.clone(),
@@ -459,10 +468,13 @@ mod tests {
     #[test]
     fn random_input_never_panics() {
         // A deterministic xorshift over config-ish bytes.
-        let alphabet = b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!";
+        let alphabet =
+            b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!/levfsytpmun:";
         for s in zmem_sysfs::testutil::random_strings(0x9E3779B97F4A7C15, alphabet, 120, 3000) {
             let _ = p(&s);
-            let _ = parse_algorithms(&s);
+            let _ = strict(&s);
+            let _ = parse_algorithms_with_warnings(&s);
+            let _ = kernel_zram_option(&s);
             if let Ok(e) = SizeExpr::parse(&s, 1) {
                 let _ = e.eval_bytes(1000.0);
             }

@@ -312,6 +312,15 @@ fn device_keys(
             reason,
         })?;
         warnings.extend(w.into_iter().map(|r| (file.clone(), e.line, r)));
+        match e.key.as_str() {
+            "zram-size" => dev.zram_size.file = Some(file.clone()),
+            "zram-resident-limit" => {
+                if let Some(r) = dev.resident_limit.as_mut() {
+                    r.file = Some(file.clone());
+                }
+            }
+            _ => {}
+        }
         last_file = Some(file);
     }
     let file = last_file.unwrap_or_default();
@@ -321,6 +330,9 @@ fn device_keys(
         reason,
     };
     obsolete_size(dev, &obsolete).map_err(at)?;
+    if obsolete.fraction.is_some() || obsolete.max_size.is_some() {
+        dev.zram_size.file = Some(file.clone());
+    }
     check_fs_type(dev).map_err(|r| at((dev.line, r)))
 }
 
