@@ -149,7 +149,13 @@ fn bench_zswap_kernel_rows_beside_the_engine() {
     assert_eq!(engine["budget_bytes"], kernel["budget_bytes"]);
     let stored = kernel["stored_pages"].as_u64().unwrap();
     assert!(stored > 0, "{kernel:#}");
-    assert_eq!(kernel["stored_pages"], engine["stored_pages"], "{v:#}");
+    // The same pages are stored on both sides (the counters are machine-wide:
+    // a page of another process swapped meanwhile would add to the kernel's).
+    let engine_stored = engine["stored_pages"].as_u64().unwrap();
+    assert!(
+        stored.abs_diff(engine_stored) <= engine_stored / 100,
+        "stored pages {stored} vs {engine_stored}: {v:#}"
+    );
     let bpp = |r: &serde_json::Value| r["bytes_per_stored_page"].as_f64().unwrap();
     let diff = (bpp(kernel) - bpp(engine)).abs() / bpp(engine);
     assert!(
