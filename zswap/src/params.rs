@@ -124,7 +124,7 @@ pub fn param_size(name: &str, s: &str) -> Result<u64, AttrError> {
 }
 
 /// A compressor name known to the codec registry; unknown is ENOENT as in
-/// `__zswap_param_set` (the crypto API has no such algorithm).
+/// `zswap_compressor_param_set` (`crypto_has_acomp` fails: no such algorithm).
 pub fn parse_compressor(s: &str) -> Result<&'static dyn zmem_codec::Backend, AttrError> {
     zmem_codec::find(shown(s))
         .map_err(|e| AttrError::new(Errno::ENOENT, format!("compressor: {e}")))
