@@ -13,8 +13,8 @@
 //! the read path reaches the object bytes through the zspage with no page
 //! array in between.
 //!
-//! When a pool is dropped, its 2 MiB chunks go to a process-wide cache (up
-//! to 128 MiB) after `MADV_FREE`: the next pool takes them back, still
+//! When a pool is dropped, its chunks go to a process-wide cache (up to
+//! 128 MiB) after `MADV_FREE`: the next pool takes them back, still
 //! resident unless the kernel reclaimed them under pressure, with no fault
 //! and no zeroing — as the kernel's zsmalloc reuses pages through the buddy
 //! allocator.
@@ -39,14 +39,21 @@ const FIRST_CHUNK_PAGES: usize = 16;
 /// Chunks double up to 512 pages (2 MiB, one PMD-sized huge page).
 const MAX_CHUNK_PAGES: usize = 512;
 const HUGE_BYTES: usize = MAX_CHUNK_PAGES * PAGE_SIZE;
-/// Most bytes of 2 MiB chunks the process keeps for the next pool.
+/// Most bytes of chunks the process keeps for the next pool.
 const SPARE_MAX_BYTES: usize = 128 << 20;
 
-/// 2 MiB chunks of dropped pools (addresses), lazily freed (`MADV_FREE`).
-static SPARE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Chunks of dropped pools, lazily freed (`MADV_FREE`): (address, pages).
+static SPARE: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
-fn spare() -> std::sync::MutexGuard<'static, Vec<usize>> {
+fn spare() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
     SPARE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A spare chunk of exactly `pages` pages, if the cache has one.
+fn take_spare(pages: usize) -> Option<NonNull<u8>> {
+    let mut sp = spare();
+    let i = sp.iter().rposition(|&(_, n)| n == pages)?;
+    NonNull::new(sp.swap_remove(i).0 as *mut u8)
 }
 
 /// `pages` contiguous pages owned by one zspage: like a `Box<[u8]>` whose
@@ -134,16 +141,14 @@ pub struct ArenaStats {
 }
 
 /// Map `pages` pages: 2 MiB-aligned with huge pages requested when a chunk
-/// is 2 MiB, then populated; a 2 MiB chunk comes from the spare chunks of
-/// dropped pools when there is one. `None` when the OS refuses.
+/// is 2 MiB, then populated; it comes from the spare chunks of dropped pools
+/// when there is one of that size. `None` when the OS refuses.
 fn map_chunk(pages: usize) -> Option<NonNull<u8>> {
+    if let Some(p) = take_spare(pages) {
+        return Some(p);
+    }
     let len = pages * PAGE_SIZE;
     let huge = len == HUGE_BYTES;
-    if huge {
-        if let Some(addr) = spare().pop() {
-            return NonNull::new(addr as *mut u8);
-        }
-    }
     // Over-map by 2 MiB so an aligned window exists; trim the rest.
     let map_len = if huge { len + HUGE_BYTES } else { len };
     // SAFETY: an anonymous private mapping at an address the kernel picks
@@ -291,16 +296,18 @@ impl Drop for Arena {
     fn drop(&mut self) {
         let a = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut spare = spare();
+        let mut held: usize = spare.iter().map(|&(_, n)| n * PAGE_SIZE).sum();
         for c in a.chunks.drain(..) {
             let len = c.pages * PAGE_SIZE;
             let p = c.base.as_ptr().cast();
-            if len == HUGE_BYTES && (spare.len() + 1) * HUGE_BYTES <= SPARE_MAX_BYTES {
+            if held + len <= SPARE_MAX_BYTES {
+                held += len;
                 // SAFETY: the chunk is a mapping this arena owns and no zspage
                 // uses any more (the pool's zspages are gone); MADV_FREE lets
                 // the kernel drop its pages under pressure, after which they
                 // read as zero. Ownership passes to the spare cache.
                 unsafe { libc::madvise(p, len, libc::MADV_FREE) };
-                spare.push(p as usize);
+                spare.push((p as usize, c.pages));
             } else {
                 // SAFETY: as above, a mapping of exactly `len` bytes we own.
                 unsafe { libc::munmap(p, len) };
