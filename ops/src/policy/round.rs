@@ -119,7 +119,12 @@ pub fn round(
     if p.writeback {
         r.writeback_stage(env, &mm, has("writeback"));
     }
-    if (p.recompress_fast || p.recompress || p.writeback) && has("compact") {
+    // Compact only when the stages moved or freed objects (the holes the
+    // kernel's shrinker would compact); a round that backed off leaves none.
+    let moved = mm_stat(t).is_some_and(|a| {
+        a.compr_data_size != mm.compr_data_size || a.mem_used_total != mm.mem_used_total
+    });
+    if (p.recompress_fast || p.recompress || p.writeback) && moved && has("compact") {
         r.compact_stage();
     }
 }
