@@ -211,14 +211,22 @@ fn geteuid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The compressors zswap can be asked for (crypto API names).
+const ZSWAP_COMPRESSORS: [&str; 7] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
+
+/// Whether /proc/crypto's text lists `name`.
+fn crypto_lists(crypto: &str, name: &str) -> bool {
+    crypto.lines().any(|l| {
+        l.split_once(':')
+            .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == name)
+    })
+}
+
 /// Whether the kernel can give zswap this compressor: loaded in /proc/crypto,
 /// or available as a (built-in or loadable) crypto module.
 fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
     let crypto = sys.read("/proc/crypto").unwrap_or_default();
-    if crypto.lines().any(|l| {
-        l.split_once(':')
-            .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == name)
-    }) {
+    if crypto_lists(&crypto, name) {
         return Ok(());
     }
     let rel = sys.read("/proc/sys/kernel/osrelease").unwrap_or_default();
@@ -229,16 +237,9 @@ fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
             return Ok(());
         }
     }
-    let known = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
-    let have: Vec<&str> = known
-        .iter()
-        .copied()
-        .filter(|k| {
-            crypto.lines().any(|l| {
-                l.split_once(':')
-                    .is_some_and(|(a, v)| a.trim() == "name" && v.trim() == *k)
-            })
-        })
+    let have: Vec<&str> = ZSWAP_COMPRESSORS
+        .into_iter()
+        .filter(|k| crypto_lists(&crypto, k))
         .collect();
     Err(format!(
         "zswap compressor {name} is not available: not in /proc/crypto and no crypto/{name}.ko module (compressors available: {})",
@@ -249,10 +250,10 @@ fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
 /// The compressors zswap can use on this kernel, of those the kernel has
 /// (crypto/*.ko or built in, or already in /proc/crypto).
 pub fn zswap_compressors(sys: &Sys) -> Vec<String> {
-    ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"]
-        .iter()
+    ZSWAP_COMPRESSORS
+        .into_iter()
         .filter(|c| zswap_compressor_available(sys, c).is_ok())
-        .map(|c| c.to_string())
+        .map(String::from)
         .collect()
 }
 
@@ -478,7 +479,7 @@ pub fn run(
     let mut done = Rounds::default();
     {
         let mut global = Guard::with_journal(&sys, "trial", Rc::clone(&journal));
-        set_sysctls(spec, &mut global)?;
+        set_sysctls(&mut global, spec.swappiness, spec.page_cluster).map_err(TrialError::Io)?;
         trial.run_rounds(&mut done, progress);
         done.cleanup_errors.extend(global.unwind());
     }
@@ -493,27 +494,16 @@ pub fn run(
     Ok(report)
 }
 
-/// vm.swappiness and vm.page-cluster for the whole trial, restored by `global`.
-fn set_sysctls(spec: &TrialSpec, global: &mut Guard) -> Result<(), TrialError> {
+/// vm.swappiness and vm.page-cluster, each when given, restored by `g`: the
+/// trial's for its whole duration, a configuration's for its own runs.
+fn set_sysctls(
+    g: &mut Guard,
+    swappiness: Option<u32>,
+    page_cluster: Option<u32>,
+) -> Result<(), String> {
     for (knob, value) in [
-        (host::SWAPPINESS, spec.swappiness),
-        (host::PAGE_CLUSTER, spec.page_cluster),
-    ] {
-        if let Some(v) = value {
-            global
-                .set_knob(knob, &v.to_string())
-                .map_err(|e| TrialError::Io(e.to_string()))?;
-        }
-    }
-    Ok(())
-}
-
-/// A configuration's own vm.swappiness and vm.page-cluster, restored by the
-/// run's guard (to the trial's values) when the run is torn down.
-fn set_own_sysctls(cfg: &TrialConfig, g: &mut Guard) -> Result<(), String> {
-    for (knob, value) in [
-        (host::SWAPPINESS, cfg.swappiness),
-        (host::PAGE_CLUSTER, cfg.page_cluster),
+        (host::SWAPPINESS, swappiness),
+        (host::PAGE_CLUSTER, page_cluster),
     ] {
         if let Some(v) = value {
             g.set_knob(knob, &v.to_string())
@@ -587,7 +577,7 @@ impl Trial<'_> {
     fn run_config(&self, cfg: &TrialConfig, round: u32, tag: &str, done: &mut Rounds) -> RunRecord {
         let name = cfg.to_string();
         let mut g = Guard::with_journal(self.sys, name.clone(), Rc::clone(self.journal));
-        if let Err(e) = set_own_sysctls(cfg, &mut g) {
+        if let Err(e) = set_sysctls(&mut g, cfg.swappiness, cfg.page_cluster) {
             done.cleanup_errors.extend(g.unwind());
             return RunRecord::not_run(name, round, Outcome::SetupFailed { error: e });
         }
