@@ -124,12 +124,7 @@ pub fn choose(
 /// disk behind it when there is disk swap too), zswap in front of disk swap,
 /// or disk swap alone; `None` when nothing is swapped to.
 pub fn current(sys: &zmem_sysfs::Sys) -> Option<SwapConfig> {
-    let swaps = sys.read("/proc/swaps").ok()?;
-    let areas: Vec<String> = swaps
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_whitespace().next().map(String::from))
-        .collect();
+    let areas: Vec<String> = sys.swaps().ok()?.into_iter().map(|a| a.device).collect();
     let zram = areas.iter().find_map(|a| {
         let dev = a.strip_prefix("/dev/")?;
         dev.starts_with("zram").then(|| {

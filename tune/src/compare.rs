@@ -43,6 +43,7 @@ pub struct Measured {
     /// This candidate's wall time minus the leader's, paired by round, s.
     pub behind_leader: Option<Interval>,
     /// 1 is best; candidates tied with the winner share rank 1.
+    #[serde(rename = "measured_rank")]
     pub rank: usize,
     pub tied_with_winner: bool,
 }

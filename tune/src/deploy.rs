@@ -56,19 +56,14 @@ fn disk_tier(m: &Machine) -> String {
     }
 }
 
-fn header(c: &TrialConfig, why: &Why) -> String {
-    format!(
-        "# zram-generator.conf from `zmem tune` ({c} won: {:.2} s median on {})\n",
-        why.wall_s, why.trial
-    )
-}
-
 /// The config file for `winner`.
 pub fn config_file(winner: &TrialConfig, why: &Why, m: &Machine) -> String {
     let from = format!(
         "`zmem tune` ({winner} won: {:.2} s median on {})",
         why.wall_s, why.trial
     );
+    // The marker line zmem recognises as its own (zram_section writes it too).
+    let header = format!("# zram-generator.conf from {from}\n");
     let mut f = String::new();
     match &winner.swap {
         SwapConfig::Zram { algo, .. } | SwapConfig::ZramDisk { algo, .. } => {
@@ -86,7 +81,7 @@ pub fn config_file(winner: &TrialConfig, why: &Why, m: &Machine) -> String {
             compressor,
             pool_percent,
         } => {
-            f.push_str(&header(winner, why));
+            f.push_str(&header);
             let _ = writeln!(f, "[zswap]\nenabled = Y\ncompressor = {compressor}");
             if let Some(p) = pool_percent {
                 let _ = writeln!(f, "max_pool_percent = {p}");
@@ -95,7 +90,7 @@ pub fn config_file(winner: &TrialConfig, why: &Why, m: &Machine) -> String {
             f.push_str(&disk_tier(m));
         }
         SwapConfig::Disk => {
-            f.push_str(&header(winner, why));
+            f.push_str(&header);
             f.push_str("# Disk swap alone: no zram device and zswap off.\n");
             f.push_str(&sysctl(winner));
             f.push_str(&disk_tier(m));
@@ -104,7 +99,7 @@ pub fn config_file(winner: &TrialConfig, why: &Why, m: &Machine) -> String {
             }
         }
         SwapConfig::None => {
-            f.push_str(&header(winner, why));
+            f.push_str(&header);
             f.push_str(
                 "# No swap: the workload ran best (or only) without it; nothing to set up.\n",
             );

@@ -273,12 +273,12 @@ fn columns(rows: &[Vec<String>]) -> String {
     o
 }
 
-/// One candidate as JSON: its prediction beside its measurements.
-fn candidate_json(c: &Candidate, m: Option<&Measured>) -> Value {
+/// One candidate as JSON: its prediction beside its measurements (the
+/// `Measured` fields as they serialise; `compare` measures every candidate).
+fn candidate_json(c: &Candidate, m: &Measured) -> Value {
     let p = &c.prediction;
     let fin = |x: f64| x.is_finite().then_some(x);
-    json!({
-        "config": c.config().to_string(),
+    let mut v = json!({
         "role": c.role,
         "predicted_rank": p.rank,
         "predicted_outcome": p.outcome,
@@ -286,32 +286,24 @@ fn candidate_json(c: &Candidate, m: Option<&Measured>) -> Value {
         "predicted_wall_s": fin(p.wall_s),
         "predicted_swapped_pages": p.swapped_pages,
         "basis": p.basis,
-        "measured_rank": m.map(|m| m.rank),
-        "wall_s": m.and_then(|m| m.wall_s),
-        "behind_leader": m.and_then(|m| m.behind_leader),
-        "tied_with_winner": m.is_some_and(|m| m.tied_with_winner),
-        "runs": m.map(|m| m.runs),
-        "ok": m.map(|m| m.ok),
-        "failures": m.map(|m| m.failures.clone()),
-        "user_s": m.and_then(|m| m.user_s),
-        "sys_s": m.and_then(|m| m.sys_s),
-        "major_faults": m.and_then(|m| m.major_faults),
-        "pswpin": m.and_then(|m| m.pswpin),
-        "pswpout": m.and_then(|m| m.pswpout),
-        "zswpin": m.and_then(|m| m.zswpin),
-        "zswpout": m.and_then(|m| m.zswpout),
-        "zswpwb": m.and_then(|m| m.zswpwb),
-        "cgroup_peak_bytes": m.and_then(|m| m.cgroup_peak_bytes),
-        "compression_ratio": m.and_then(|m| m.compression_ratio),
-    })
+    });
+    if let (Value::Object(o), Ok(Value::Object(ms))) = (&mut v, serde_json::to_value(m)) {
+        o.extend(ms);
+    }
+    v
+}
+
+/// The measurements of each trialed candidate, in candidate order.
+fn candidate_rows(t: &Tune) -> impl Iterator<Item = (&Candidate, &Measured)> {
+    t.candidates
+        .iter()
+        .filter_map(|c| Some((c, measured(t, &c.config().to_string())?)))
 }
 
 /// The whole result as JSON; `config_file` is where the winner's file was written.
 pub fn to_json(t: &Tune, config_file: Option<&std::path::Path>) -> Value {
-    let cands: Vec<Value> = t
-        .candidates
-        .iter()
-        .map(|c| candidate_json(c, measured(t, &c.config().to_string())))
+    let cands: Vec<Value> = candidate_rows(t)
+        .map(|(c, m)| candidate_json(c, m))
         .collect();
     json!({
         "workload": t.workload,
@@ -376,8 +368,8 @@ pub fn render_csv(t: &Tune) -> String {
     ];
     let mut o = cols.join(",");
     o.push('\n');
-    for c in &t.candidates {
-        let v = candidate_json(c, measured(t, &c.config().to_string()));
+    for (c, m) in candidate_rows(t) {
+        let v = candidate_json(c, m);
         let cell = |k: &str| -> String {
             let x = match k {
                 "wall_s" | "ci_low" | "ci_high" => {

@@ -235,7 +235,7 @@ fn model(
     let zswap_comps = trial::zswap_compressors(&Sys::real());
     let mut algos: Vec<String> = zram_algos.clone();
     for c in &zswap_comps {
-        if !algos.contains(c) && zmem_codec_known(c) {
+        if !algos.contains(c) && zmem_codec::find(c).is_ok() {
             algos.push(c.clone());
         }
     }
@@ -272,10 +272,6 @@ fn model(
         disk,
     };
     Ok((m, ranking))
-}
-
-fn zmem_codec_known(name: &str) -> bool {
-    zmem_codec::find(name).is_ok()
 }
 
 /// Steps 3 and 4: the trials, then the comparison.
@@ -373,9 +369,9 @@ fn finish(
             .or(c.config().swap.zswap_compressor())
             .and_then(|a| row(&ranking, a))
             .map_or(1.0, |r| r.effective_ratio);
-        let (_, disk_swap, zswap, _) = zmem_lab::recommend::machine_facts();
+        let (ram, disk_swap, zswap, _) = zmem_lab::recommend::machine_facts();
         let machine = deploy::Machine {
-            ram_mib: zmem_lab::recommend::machine_facts().0.unwrap_or(0) >> 20,
+            ram_mib: ram.unwrap_or(0) >> 20,
             disk_swap,
             zswap_enabled: zswap == Some(true),
         };
