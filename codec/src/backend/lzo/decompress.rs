@@ -137,6 +137,13 @@ impl Dec<'_, '_> {
     }
 
     /// Copy `len` bytes from `dist` back in the output (overlap allowed).
+    ///
+    /// Far matches move 16 bytes at a time and near ones 8, each chunk
+    /// loaded whole before it is stored (`copy_within`): a chunk only reads
+    /// bytes written before it because the distance is at least the chunk
+    /// size. Up to a chunk past the match is overwritten, harmlessly, where
+    /// the output has room; near the end, and for distances below 8, bytes
+    /// are copied one at a time.
     #[inline(always)]
     fn copy_match(&mut self, dist: usize, len: usize) -> R<()> {
         let op = self.op;
@@ -144,16 +151,21 @@ impl Dec<'_, '_> {
             return Err(DecodeError::LookbehindOverrun);
         }
         let m = op - dist;
-        if dist >= 8 && op + len + 8 <= self.out.len() {
-            // Each 8-byte word reads only bytes already written (dist >= 8).
+        let room = self.out.len();
+        if dist >= 16 && op + len + 16 <= room {
             let mut k = 0;
             while k < len {
-                let w: [u8; 8] = self.out[m + k..m + k + 8].try_into().unwrap();
-                self.out[op + k..op + k + 8].copy_from_slice(&w);
+                self.out.copy_within(m + k..m + k + 16, op + k);
+                k += 16;
+            }
+        } else if dist >= 8 && op + len + 8 <= room {
+            let mut k = 0;
+            while k < len {
+                self.out.copy_within(m + k..m + k + 8, op + k);
                 k += 8;
             }
         } else {
-            if op + len > self.out.len() {
+            if op + len > room {
                 return Err(DecodeError::OutputOverrun);
             }
             if dist == 1 {

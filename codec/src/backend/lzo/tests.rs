@@ -191,6 +191,44 @@ fn round_trips_pages_and_long_inputs() {
     }
 }
 
+/// Matches at every distance the decoder copies differently (below 8 byte
+/// by byte, 8..16 in words, 16 and more in 16-byte chunks), overlapping
+/// their own output (length > distance), short and long, and ending at
+/// every position near the end of the page, where the chunked copies have no
+/// room to overshoot.
+#[test]
+fn matches_of_every_distance_and_overlap_round_trip() {
+    let mut rng = Rng(11);
+    for period in 1..=40usize {
+        let unit: Vec<u8> = (0..period).map(|_| rng.next() as u8 | 1).collect();
+        for tail in [0usize, 1, 3, 7, 15, 16, 17, 31, 40] {
+            // Random head, the pattern repeated, then `tail` random bytes.
+            let mut page: Vec<u8> = (0..64).map(|_| rng.next() as u8).collect();
+            while page.len() < PAGE_SIZE - tail {
+                page.push(unit[page.len() % period]);
+            }
+            page.extend((0..tail).map(|_| rng.next() as u8));
+            page.truncate(PAGE_SIZE);
+            for rle in [false, true] {
+                round_trip(&page, rle);
+            }
+        }
+        // Short repeats (M2 matches of 3..8 bytes) between random literals.
+        let mut page = Vec::with_capacity(PAGE_SIZE);
+        while page.len() < PAGE_SIZE {
+            let k = rng.below(8) + 3;
+            let start = page.len().saturating_sub(period);
+            let rep: Vec<u8> = (0..k).map(|i| page.get(start + i).copied().unwrap_or(9)).collect();
+            page.extend(rep);
+            page.extend((0..rng.below(4)).map(|_| rng.next() as u8));
+        }
+        page.truncate(PAGE_SIZE);
+        for rle in [false, true] {
+            round_trip(&page, rle);
+        }
+    }
+}
+
 #[test]
 fn decoder_rejects_malformed_streams() {
     let mut out = [0u8; 64];
