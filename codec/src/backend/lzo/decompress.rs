@@ -138,12 +138,14 @@ impl Dec<'_, '_> {
 
     /// Copy `len` bytes from `dist` back in the output (overlap allowed).
     ///
-    /// Far matches move 16 bytes at a time and near ones 8, each chunk
-    /// loaded whole before it is stored (`copy_within`): a chunk only reads
-    /// bytes written before it because the distance is at least the chunk
-    /// size. Up to a chunk past the match is overwritten, harmlessly, where
-    /// the output has room; near the end, and for distances below 8, bytes
-    /// are copied one at a time.
+    /// A short match (at most 8 bytes, as every M2) is one 8-byte word; longer
+    /// far matches move 16 bytes at a time and near ones 8. Each chunk is
+    /// loaded whole before it is stored (`copy_within`), and only reads bytes
+    /// written before it because the distance is at least the chunk size.
+    /// Up to a chunk past the match is overwritten, harmlessly, where the
+    /// output has room; near the end, and for distances below 8, bytes are
+    /// copied one at a time. (16-byte chunks for short matches too were
+    /// slower on heap pages: docs/lzo.md, "Speed".)
     #[inline(always)]
     fn copy_match(&mut self, dist: usize, len: usize) -> R<()> {
         let op = self.op;
@@ -152,7 +154,9 @@ impl Dec<'_, '_> {
         }
         let m = op - dist;
         let room = self.out.len();
-        if dist >= 16 && op + len + 16 <= room {
+        if len <= 8 && dist >= 8 && op + 8 <= room {
+            self.out.copy_within(m..m + 8, op);
+        } else if dist >= 16 && op + len + 16 <= room {
             let mut k = 0;
             while k < len {
                 self.out.copy_within(m + k..m + k + 16, op + k);
