@@ -218,7 +218,9 @@ fn matches_of_every_distance_and_overlap_round_trip() {
         while page.len() < PAGE_SIZE {
             let k = rng.below(8) + 3;
             let start = page.len().saturating_sub(period);
-            let rep: Vec<u8> = (0..k).map(|i| page.get(start + i).copied().unwrap_or(9)).collect();
+            let rep: Vec<u8> = (0..k)
+                .map(|i| page.get(start + i).copied().unwrap_or(9))
+                .collect();
             page.extend(rep);
             page.extend((0..rng.below(4)).map(|_| rng.next() as u8));
         }
