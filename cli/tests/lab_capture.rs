@@ -20,14 +20,7 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+use zmem_sysfs::euid_is_root as is_root;
 
 /// A Python process holding recognisable data until its stdin closes.
 struct Holder(std::process::Child);

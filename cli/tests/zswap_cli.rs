@@ -131,7 +131,7 @@ fn kernel_state() -> Vec<String> {
 #[test]
 fn bench_zswap_kernel_rows_beside_the_engine() {
     let _one = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let root = euid() == 0;
+    let root = zmem_sysfs::euid_is_root();
     let zswap = std::path::Path::new("/sys/module/zswap/parameters/enabled").exists();
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     if !root || !zswap || swaps.lines().count() > 1 {
@@ -192,11 +192,6 @@ fn bench_cgroups() -> Vec<String> {
     left
 }
 
-fn euid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
-}
-
 /// SIGINT while the kernel run is under way: zmem stops its worker, undoes
 /// everything and says so.
 #[test]
@@ -204,7 +199,7 @@ fn bench_zswap_kernel_run_interrupted_restores_everything() {
     let _one = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     let zswap = std::path::Path::new("/sys/module/zswap/parameters/enabled").exists();
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    if euid() != 0 || !zswap || swaps.lines().count() > 1 {
+    if !zmem_sysfs::euid_is_root() || !zswap || swaps.lines().count() > 1 {
         zmem_sysfs::testutil::skip(
             "SKIP bench_zswap_kernel_run_interrupted_restores_everything: needs root, zswap and no active swap",
         );

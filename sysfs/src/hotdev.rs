@@ -29,7 +29,7 @@ impl HotDevice {
     /// Whether this process can create zram devices. `Err` carries the reason
     /// (not root, no zram module, no hot_add).
     pub fn available() -> Result<(), KernelZramUnavailable> {
-        if unsafe_geteuid() != 0 {
+        if !crate::euid_is_root() {
             return Err(KernelZramUnavailable("not running as root".into()));
         }
         if !Path::new(CONTROL).join("hot_add").exists() {
@@ -145,9 +145,4 @@ impl Drop for HotDevice {
             self.id
         );
     }
-}
-
-fn unsafe_geteuid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }

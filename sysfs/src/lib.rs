@@ -26,6 +26,7 @@ mod fixture;
 mod hotdev;
 pub mod input;
 mod parse;
+mod privilege;
 pub mod proc;
 pub mod signature;
 mod stat;
@@ -43,6 +44,7 @@ pub use parse::{
     kstrtobool, kstrtoint, kstrtoll, kstrtou16, kstrtoul, kstrtoull, memparse, next_args,
     sysfs_streq,
 };
+pub use privilege::euid_is_root;
 pub use proc::SwapEntry;
 pub use stat::{
     parse_comp_algorithm, parse_debug_stat_miss_free, parse_recomp_algorithm, render_debug_stat,

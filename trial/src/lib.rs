@@ -206,11 +206,6 @@ fn find_program(prog: &str) -> Option<PathBuf> {
         .find(|p| exec(p))
 }
 
-fn geteuid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// The compressors zswap can be asked for (crypto API names).
 const ZSWAP_COMPRESSORS: [&str; 7] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
 
@@ -314,7 +309,7 @@ pub fn preflight(
 
 /// Not root, or a killed trial's journal still pending: refuse before anything else.
 pub(crate) fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialError> {
-    if !sys.is_fixture() && geteuid() != 0 {
+    if !sys.is_fixture() && !zmem_sysfs::euid_is_root() {
         return Err(TrialError::Refused(vec![
             "not running as root (a trial creates cgroups, swap areas and zram devices)".into(),
         ]));
@@ -447,7 +442,7 @@ fn distorting_state(sys: &Sys, needs_swap: bool) -> Vec<String> {
 /// Undo what trials that died without cleaning up (SIGKILL, crash) left
 /// behind, from their crash journals. Returns what was done.
 pub fn recover() -> Result<Vec<String>, TrialError> {
-    if geteuid() != 0 {
+    if !zmem_sysfs::euid_is_root() {
         return Err(TrialError::Refused(vec!["not running as root".into()]));
     }
     let r = undo::recover(&Sys::real());

@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.revert {
-        if !sys.is_fixture() && !is_root() {
+        if !sys.is_fixture() && !zmem_sysfs::euid_is_root() {
             anyhow::bail!("reverting changes the kernel's settings and needs root");
         }
         let n = apply::revert(&sys, &mut |l| out(&format!("{l}\n"))).map_err(anyhow::Error::msg)?;
@@ -81,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for n in &plan.notes {
         out(&format!("# {n}\n"));
     }
-    if !sys.is_fixture() && !is_root() {
+    if !sys.is_fixture() && !zmem_sysfs::euid_is_root() {
         anyhow::bail!("applying changes the kernel's settings and needs root (use --dry-run to see the {} change(s))", plan.steps.len());
     }
     apply::execute(&sys, &plan, &mut |l| log_line(l))?;
@@ -90,14 +90,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         plan.steps.len()
     ));
     Ok(())
-}
-
-/// Whether this process runs as root (owner of /proc/self).
-fn is_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self")
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false)
 }
 
 /// Print to stdout; a closed pipe (`| head`) ends the program quietly instead of panicking.

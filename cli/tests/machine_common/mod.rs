@@ -19,16 +19,7 @@ pub fn zmem() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
 }
 
-pub fn is_root() -> bool {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+pub use zmem_sysfs::euid_is_root as is_root;
 
 pub fn zswap_enabled() -> bool {
     fs::read_to_string("/sys/module/zswap/parameters/enabled")

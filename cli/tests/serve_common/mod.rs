@@ -30,16 +30,8 @@ pub fn have(tool: &str) -> bool {
         .is_ok()
 }
 
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+#[allow(unused_imports)]
+pub use zmem_sysfs::euid_is_root as is_root;
 
 pub struct Served {
     pub child: Child,

@@ -57,8 +57,7 @@ pub struct KernelOptions {
 
 /// Why kernel rows cannot be produced here (`None` when they can).
 pub fn unavailable(sys: &Sys, zpool: &str, compressor: &str, force: bool) -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !zmem_sysfs::euid_is_root() {
         return Some(
             "not root (the kernel rows need swapon, zswap parameters and a cgroup)".into(),
         );
