@@ -269,6 +269,15 @@ struct Tally {
 }
 
 impl Tally {
+    /// An empty tally for `requests` timed swap-ins.
+    fn new(requests: usize) -> Self {
+        Tally {
+            hits: 0,
+            lat: Vec::with_capacity(requests),
+            peak: 0,
+        }
+    }
+
     fn finish(mut self, base: Row) -> Row {
         self.lat.sort_unstable();
         let n = self.lat.len().max(1) as f64;
@@ -457,11 +466,7 @@ fn replay_zswap(z: &Zswap, corpus: &Corpus, opts: &Options, seq: &[usize]) -> Re
         peak = peak.max(z.pool_pages());
     }
     let fill = z.stats();
-    let mut t = Tally {
-        hits: 0,
-        lat: Vec::with_capacity(seq.len()),
-        peak: 0,
-    };
+    let mut t = Tally::new(seq.len());
     let mut buf = vec![0u8; PAGE_SIZE];
     for &i in seq {
         let t0 = Instant::now();
@@ -537,11 +542,7 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
             out(i, corpus.page(i), &mut in_zram, &mut writes)?;
         }
         let mut peak = dev.mm_stat().mem_used_total;
-        let mut t = Tally {
-            hits: 0,
-            lat: Vec::with_capacity(seq.len()),
-            peak: 0,
-        };
+        let mut t = Tally::new(seq.len());
         let mut buf = vec![0u8; PAGE_SIZE];
         for &i in seq {
             let off = (i * PAGE_SIZE) as u64;
