@@ -657,17 +657,36 @@ pub fn to_file(
     f: impl FnOnce(&mut dyn Write) -> Result<Sidecar>,
 ) -> Result<Sidecar> {
     check_output(path, force)?;
+    let sc = replace_private(path, f)?;
+    sc.write_for(path)?;
+    Ok(sc)
+}
+
+/// Write `bytes` to `path` as a private file (mode 0600), replacing it only
+/// once everything is written: for data derived from memory, such as a
+/// dictionary trained on a capture (its content is raw sample bytes). The
+/// caller decides whether an existing `path` may be replaced.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_private(path, |w| {
+        w.write_all(bytes)
+            .with_context(|| format!("writing {}", path.display()))
+    })
+}
+
+/// Run `f` on a new 0600 file beside `path`, then rename it over `path`; on
+/// any error the temporary file is removed and `path` is left as it was.
+fn replace_private<T>(path: &Path, f: impl FnOnce(&mut dyn Write) -> Result<T>) -> Result<T> {
     let tmp = temp_beside(path);
     let file = private_file(&tmp)?;
     let mut w = io::BufWriter::new(file);
-    let res = f(&mut w).and_then(|sc| {
+    let res = f(&mut w).and_then(|v| {
         w.flush()
             .with_context(|| format!("writing {}", tmp.display()))?;
-        Ok(sc)
+        Ok(v)
     });
     drop(w);
-    let sc = match res {
-        Ok(sc) => sc,
+    let v = match res {
+        Ok(v) => v,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
@@ -677,8 +696,7 @@ pub fn to_file(
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()));
     }
-    sc.write_for(path)?;
-    Ok(sc)
+    Ok(v)
 }
 
 /// An output path zmem may write: absent, or a zmem corpus (its sidecar

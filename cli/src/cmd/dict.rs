@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use zmem_lab::corpus::Corpus;
 
 use crate::output::Format;
@@ -80,7 +80,8 @@ fn train(t: TrainArgs) -> Result<()> {
     let c = Corpus::load(&t.corpus)?;
     let samples = zmem_lab::dict::samples(c.bytes(), 1).len();
     let d = zmem_lab::dict::train(c.bytes(), usize::try_from(size).unwrap_or(usize::MAX), 1)?;
-    std::fs::write(&t.output, &d).with_context(|| format!("writing {}", t.output.display()))?;
+    // Its content section is raw bytes of the corpus's pages: private, like the capture.
+    zmem_lab::capture::write_private(&t.output, &d)?;
     match t.format {
         Format::Table => {
             println!("dictionary  {} ({} bytes, zstd format)", t.output.display(), d.len());
