@@ -2,7 +2,6 @@
 //! corpus: the complete table, the best-for lines and the recommendation.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn zmem(args: &[&str]) -> Output {
@@ -12,15 +11,8 @@ fn zmem(args: &[&str]) -> Output {
         .expect("run zmem")
 }
 
-/// A scratch path in a directory of its own per name (tests run in parallel
-/// and one removes its directory when done).
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-lab-capture-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
-
 use zmem_sysfs::euid_is_root as is_root;
+use zmem_sysfs::testutil::ScratchDir;
 
 /// A Python process holding recognisable data until its stdin closes.
 struct Holder(std::process::Child);
@@ -66,7 +58,8 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
         return;
     };
     let pid = h.0.id().to_string();
-    let out = tmp("py.pages");
+    let dir = ScratchDir::new("lab-capture");
+    let out = dir.join("py.pages");
     let o = zmem(&[
         "capture",
         "--pid",
@@ -99,7 +92,7 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
     assert!(side.contains("\"source\": \"pid\""), "{side}");
     drop(h);
 
-    let report = tmp("py.html");
+    let report = dir.join("py.html");
     let o = zmem(&[
         "bench",
         "--full",
@@ -160,13 +153,12 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
     assert!(std::fs::read_to_string(&report)
         .unwrap()
         .contains("id=\"chart-pareto\""));
-    let _ = std::fs::remove_dir_all(out.parent().unwrap());
-    let _ = std::fs::remove_dir_all(report.parent().unwrap());
 }
 
 #[test]
 fn capture_errors_are_clear() {
-    let out = tmp("bad.pages");
+    let dir = ScratchDir::new("lab-capture");
+    let out = dir.join("bad.pages");
     let o = zmem(&["capture", "--pid", "4000000", "-o", out.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
@@ -193,7 +185,8 @@ fn capture_errors_are_clear() {
 
 #[test]
 fn capture_all_lists_what_it_skipped_or_takes_everything() {
-    let out = tmp("all.pages");
+    let dir = ScratchDir::new("lab-capture");
+    let out = dir.join("all.pages");
     let o = zmem(&[
         "capture",
         "--all",
@@ -243,7 +236,8 @@ fn capture_device_dumps_a_hot_added_zram_device() {
         f.write_all(&pages).unwrap();
         f.sync_all().unwrap();
     }
-    let out = tmp("dev.pages");
+    let dir = ScratchDir::new("lab-capture");
+    let out = dir.join("dev.pages");
     let o = zmem(&[
         "capture",
         "--device",

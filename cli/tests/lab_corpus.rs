@@ -1,7 +1,7 @@
 //! `zmem corpus gen` / `info` and `zmem dict train` through the binary.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
+use zmem_sysfs::testutil::ScratchDir;
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
@@ -10,17 +10,12 @@ fn zmem(args: &[&str]) -> Output {
         .expect("run zmem")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-lab-corpus-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
-
 #[test]
 fn every_kind_is_generated_deterministically() {
+    let dir = ScratchDir::new("lab-corpus");
     for kind in ["text", "zero-mixed", "fio-style", "zram-perf", "random"] {
-        let a = tmp(&format!("{kind}-a"));
-        let b = tmp(&format!("{kind}-b"));
+        let a = dir.join(&format!("{kind}-a"));
+        let b = dir.join(&format!("{kind}-b"));
         for p in [&a, &b] {
             let o = zmem(&[
                 "corpus",
@@ -54,7 +49,7 @@ fn every_kind_is_generated_deterministically() {
             "{csv}"
         );
     }
-    let z = tmp("zero-mixed-a");
+    let z = dir.join("zero-mixed-a");
     let o = zmem(&["corpus", "info", z.to_str().unwrap()]);
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(t.contains("same-filled") && t.contains("zero-mixed"), "{t}");
@@ -62,7 +57,8 @@ fn every_kind_is_generated_deterministically() {
 
 #[test]
 fn fio_style_percentage_and_bad_input() {
-    let p = tmp("fio80");
+    let dir = ScratchDir::new("lab-corpus");
+    let p = dir.join("fio80");
     let o = zmem(&[
         "corpus",
         "gen",
@@ -133,7 +129,8 @@ fn fio_style_percentage_and_bad_input() {
 
 #[test]
 fn dict_train_writes_a_zstd_dictionary() {
-    let c = tmp("dict-corpus");
+    let dir = ScratchDir::new("lab-corpus");
+    let c = dir.join("dict-corpus");
     assert!(zmem(&[
         "corpus",
         "gen",
@@ -145,7 +142,7 @@ fn dict_train_writes_a_zstd_dictionary() {
     ])
     .status
     .success());
-    let d = tmp("pages.dict");
+    let d = dir.join("pages.dict");
     let o = zmem(&[
         "dict",
         "train",
@@ -157,6 +154,15 @@ fn dict_train_writes_a_zstd_dictionary() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dict = std::fs::read(&d).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&d).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o600,
+            "a dictionary holds bytes of the corpus: private"
+        );
+    }
     assert!(dict.len() <= 8192 && dict.len() > 1024);
     assert_eq!(
         &dict[..4],
@@ -188,7 +194,7 @@ fn dict_train_writes_a_zstd_dictionary() {
         csv.lines().any(|l| l.starts_with("engine,zstd+dict,0,")),
         "{csv}"
     );
-    let z = tmp("zeros");
+    let z = dir.join("zeros");
     std::fs::write(&z, vec![0u8; 64 * 4096]).unwrap();
     let o = zmem(&[
         "dict",

@@ -58,3 +58,72 @@ pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// A scratch directory for one test: private (mode 0700, as the memory
+/// captures and corpora tests write into it are private data) and removed
+/// with everything in it when dropped, also when the test panics.
+#[derive(Debug)]
+pub struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    /// `$TMPDIR/zmem-<name>-<pid>-<n>`, new and empty (`n` counts the scratch
+    /// directories of this process, so parallel tests never share one).
+    pub fn new(name: &str) -> ScratchDir {
+        use std::os::unix::fs::DirBuilderExt;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("zmem-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&d)
+            .unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
+        ScratchDir(d)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// A path inside the directory.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ScratchDir;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn scratch_dir_is_private_distinct_and_removed_on_drop() {
+        let a = ScratchDir::new("testutil");
+        let b = ScratchDir::new("testutil");
+        assert_ne!(a.path(), b.path());
+        let mode = std::fs::metadata(a.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::write(a.join("f"), b"x").unwrap();
+        let p = a.path().to_path_buf();
+        drop(a);
+        assert!(!p.exists(), "{} left behind", p.display());
+        // Also when the test panics.
+        let q = std::panic::catch_unwind(|| {
+            let c = ScratchDir::new("testutil");
+            let q = c.path().to_path_buf();
+            std::fs::write(c.join("g"), b"y").unwrap();
+            std::panic::panic_any(q);
+        })
+        .unwrap_err();
+        let q = q.downcast::<std::path::PathBuf>().unwrap();
+        assert!(!q.exists(), "{} left behind", q.display());
+    }
+}
