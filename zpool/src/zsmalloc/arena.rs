@@ -13,6 +13,13 @@
 //! the read path reaches the object bytes through the zspage with no page
 //! array in between.
 //!
+//! A pool that has reached 2 MiB chunks is growing: when it maps one, it
+//! asks a background thread (`zmem-populate`, started on the first such
+//! request) to map and populate the next one into the spare cache below, so
+//! the faults and the zeroing happen on another core while the write path
+//! fills the current chunk; the kernel's buddy allocator likewise has free
+//! pages ready. If the chunk is not ready in time, the pool maps its own.
+//!
 //! When a pool is dropped, its chunks go to a process-wide cache (up to
 //! 128 MiB) after `MADV_FREE`: the next pool takes them back, still
 //! resident unless the kernel reclaimed them under pressure, with no fault
@@ -26,11 +33,13 @@
 //! exposes (`pages_allocated`, mem_used_total) counts zspage pages only, as
 //! `zs_get_total_pages`; the resident memory of the process is that plus the
 //! resident free runs (≤ the cap) plus the populated, not yet used tail of
-//! the newest chunk (< 2 MiB). docs/zpool.md states this cost.
+//! the newest chunk (< 2 MiB) plus the chunks populated ahead (2 MiB each,
+//! at most two outstanding, kept in the spare cache when growth stops).
+//! docs/zpool.md states this cost.
 
 use crate::{ZpoolError, PAGE_SIZE};
 use std::ptr::NonNull;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 /// Largest run: `CONFIG_ZSMALLOC_CHAIN_SIZE` is at most 16.
 pub(super) const MAX_RUN_PAGES: usize = 16;
@@ -140,13 +149,15 @@ pub struct ArenaStats {
     pub free_resident_pages: u64,
 }
 
-/// Map `pages` pages: 2 MiB-aligned with huge pages requested when a chunk
-/// is 2 MiB, then populated; it comes from the spare chunks of dropped pools
-/// when there is one of that size. `None` when the OS refuses.
+/// A chunk of exactly `pages` pages: a spare one when the cache has it
+/// (a dropped pool's, or one the populator mapped ahead), else a fresh one.
 fn map_chunk(pages: usize) -> Option<NonNull<u8>> {
-    if let Some(p) = take_spare(pages) {
-        return Some(p);
-    }
+    take_spare(pages).or_else(|| map_fresh(pages))
+}
+
+/// Map `pages` pages: 2 MiB-aligned with huge pages requested when a chunk
+/// is 2 MiB, then populated. `None` when the OS refuses.
+fn map_fresh(pages: usize) -> Option<NonNull<u8>> {
     let len = pages * PAGE_SIZE;
     let huge = len == HUGE_BYTES;
     // Over-map by 2 MiB so an aligned window exists; trim the rest.
@@ -198,6 +209,71 @@ fn map_chunk(pages: usize) -> Option<NonNull<u8>> {
         }
     }
     NonNull::new(base)
+}
+
+/// Requests for 2 MiB chunks to map ahead of need, and the condition the
+/// populator thread waits on.
+static AHEAD: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+/// Most requests outstanding: pools growing side by side share them.
+const AHEAD_MAX: usize = 2;
+
+/// Chunks the populator has mapped, for the unit test.
+#[cfg(test)]
+static POPULATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Ask for one 2 MiB chunk to be mapped and populated in the background and
+/// left in the spare cache, where the next `map_chunk(MAX_CHUNK_PAGES)` of
+/// any pool takes it. The first request starts the populator thread; if the
+/// thread cannot be started, pools map their chunks themselves as before.
+fn populate_ahead() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("zmem-populate".into())
+            .spawn(populator);
+        if spawned.is_err() {
+            *AHEAD.0.lock().unwrap_or_else(|e| e.into_inner()) = usize::MAX;
+        }
+    });
+    let mut pending = AHEAD.0.lock().unwrap_or_else(|e| e.into_inner());
+    if *pending < AHEAD_MAX {
+        *pending += 1;
+        AHEAD.1.notify_one();
+    }
+}
+
+/// The populator: maps one 2 MiB chunk per request into the spare cache,
+/// while the cache has room (a chunk that does not fit is unmapped).
+fn populator() {
+    loop {
+        {
+            let mut pending = AHEAD.0.lock().unwrap_or_else(|e| e.into_inner());
+            while *pending == 0 {
+                pending = AHEAD.1.wait(pending).unwrap_or_else(|e| e.into_inner());
+            }
+            *pending -= 1;
+        }
+        if let Some(p) = map_fresh(MAX_CHUNK_PAGES) {
+            #[cfg(test)]
+            POPULATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            give_spare(p, MAX_CHUNK_PAGES);
+        }
+    }
+}
+
+/// Put a chunk nothing uses into the spare cache, or unmap it when the
+/// cache is full.
+fn give_spare(p: NonNull<u8>, pages: usize) {
+    let len = pages * PAGE_SIZE;
+    let mut sp = spare();
+    let held: usize = sp.iter().map(|&(_, n)| n * PAGE_SIZE).sum();
+    if held + len <= SPARE_MAX_BYTES {
+        sp.push((p.as_ptr() as usize, pages));
+    } else {
+        drop(sp);
+        // SAFETY: a mapping of exactly `len` bytes that nothing refers to.
+        unsafe { libc::munmap(p.as_ptr().cast(), len) };
+    }
 }
 
 impl Arena {
@@ -287,6 +363,11 @@ impl Inner {
                 .last()
                 .map_or(FIRST_CHUNK_PAGES, |c| (c.pages * 2).min(MAX_CHUNK_PAGES));
             let base = map_chunk(next).ok_or(ZpoolError::NoMemory)?;
+            if next == MAX_CHUNK_PAGES {
+                // A pool at full chunk size is growing: have its next chunk
+                // ready before this one runs out.
+                populate_ahead();
+            }
             self.chunks.push(Chunk { base, pages: next });
             self.bump = 0;
         }
@@ -358,5 +439,36 @@ mod tests {
         let s = a.stats();
         assert_eq!(s.in_use_pages, 0);
         assert!(s.free_resident_pages <= MAX_CHUNK_PAGES as u64);
+    }
+
+    #[test]
+    fn a_pool_at_full_chunk_size_gets_its_next_chunk_populated_ahead() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let before = POPULATED.load(Relaxed);
+        let a = Arena::new();
+        // 16 + 32 + 64 + 128 + 256 pages fill the growing chunks; one run
+        // more maps the first 2 MiB chunk, which asks for the next.
+        let growing = FIRST_CHUNK_PAGES * 31 / MAX_RUN_PAGES;
+        let mut runs: Vec<Run> = (0..=growing)
+            .map(|_| a.alloc(MAX_RUN_PAGES).unwrap())
+            .collect();
+        let t = std::time::Instant::now();
+        while POPULATED.load(Relaxed) == before {
+            assert!(t.elapsed().as_secs() < 30, "no chunk populated ahead");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // The pool keeps growing through as many 2 MiB chunks as it needs,
+        // whether the spare cache has them or not; every run is usable.
+        for i in 0..3 * MAX_CHUNK_PAGES / MAX_RUN_PAGES {
+            let mut r = a.alloc(MAX_RUN_PAGES).unwrap();
+            r.bytes_mut().fill(i as u8);
+            runs.push(r);
+        }
+        let s = a.stats();
+        assert_eq!(s.in_use_pages, (runs.len() * MAX_RUN_PAGES) as u64);
+        assert!(s.mapped_pages >= s.in_use_pages);
+        for r in runs {
+            a.free(r);
+        }
     }
 }
