@@ -133,9 +133,24 @@ struct Captures {
     error: Option<String>,
 }
 
+impl Captures {
+    /// Take a new capture, taken when the processes held `anon` bytes,
+    /// unless it is smaller than the one kept: a capture that the workload's
+    /// exit cut short (its address space read only partly) must not replace
+    /// a whole one taken earlier. A smaller one leaves `at_anon` as it was,
+    /// so the next look tries again.
+    fn offer(&mut self, pages: Vec<u8>, anon: u64) {
+        if pages.len() >= self.pages.len() {
+            self.pages = pages;
+            self.at_anon = anon;
+        }
+    }
+}
+
 /// Step 1: one unpressured run; capture the processes' pages each time their
-/// anonymous memory has grown by 15 % since the last capture, so the last
-/// capture is within 15 % of the peak.
+/// anonymous memory has grown by 15 % since the last capture kept, so the
+/// capture kept is within 15 % of the peak, unless the workload exited
+/// during a later one (then the earlier, whole capture is kept).
 fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
     let cap = RefCell::new(Captures::default());
     let want = s.corpus.is_none();
@@ -148,10 +163,7 @@ fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
         let pids: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
         let mut buf = Vec::new();
         match zmem_lab::capture::capture_group(&pids, Some(s.capture_max), &mut buf) {
-            Ok(_) => {
-                c.pages = buf;
-                c.at_anon = anon;
-            }
+            Ok(_) => c.offer(buf, anon),
             Err(e) => c.error = Some(e.to_string()),
         }
         c.seconds += t.elapsed().as_secs_f64();
@@ -407,4 +419,24 @@ fn finish(
     };
     t.findings = crate::render::findings(&t);
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Captures;
+
+    #[test]
+    fn a_capture_cut_short_does_not_replace_a_whole_one() {
+        let mut c = Captures::default();
+        c.offer(vec![1; 4 << 12], 4 << 20);
+        c.offer(vec![2; 64 << 12], 200 << 20);
+        assert_eq!((c.pages.len(), c.at_anon), (64 << 12, 200 << 20));
+        // The workload exited while the next was read: 3 pages of it.
+        c.offer(vec![3; 3 << 12], 260 << 20);
+        assert_eq!((c.pages.len(), c.at_anon), (64 << 12, 200 << 20));
+        assert!(c.pages.iter().all(|&b| b == 2));
+        // A later capture as large as the kept one replaces it.
+        c.offer(vec![4; 64 << 12], 270 << 20);
+        assert_eq!((c.pages[0], c.at_anon), (4, 270 << 20));
+    }
 }
