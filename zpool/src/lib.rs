@@ -21,7 +21,7 @@ pub mod zsmalloc;
 
 pub use z3fold::Z3foldPool;
 pub use zbud::ZbudPool;
-pub use zsmalloc::ZsPool;
+pub use zsmalloc::{wait_background, ZsPool};
 
 /// Page size of the pools.
 pub const PAGE_SIZE: usize = 4096;

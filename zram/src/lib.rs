@@ -56,3 +56,6 @@ pub use recompress::{RecompressParams, RecompressReport};
 pub use slot::SlotInfo;
 pub use writeback::{BackingFault, BdOp, WbLimit, WritebackParams, WritebackReport};
 pub use zmem_codec::PAGE_SIZE;
+/// The pools' background work (zspage memory populated ahead): wait for it
+/// before `fork`.
+pub use zmem_zpool::wait_background;

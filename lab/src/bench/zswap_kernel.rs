@@ -388,13 +388,29 @@ pub fn run(
     result
 }
 
+/// The number of this process's threads once the engines' background work
+/// is done: 1 unless something else runs. Waits for the pools' populating
+/// threads, then up to 1 s for the kernel to let go of their tasks (a
+/// joined thread may be listed in /proc/self/task for a moment longer).
+fn single_threaded() -> usize {
+    zmem_zram::wait_background();
+    let count = || std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut n = count();
+    while n != 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        n = count();
+    }
+    n
+}
+
 /// Forks the worker, waits for its result (killing it on Ctrl-C/SIGTERM).
 fn spawn_worker(
     plan: &Plan<'_>,
     procs: &Path,
     signals: &zmem_trial::SignalWatch,
 ) -> Result<Measured> {
-    let threads = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
+    let threads = single_threaded();
     if threads != 1 {
         bail!("the kernel run forks its worker and needs a single-threaded zmem (found {threads} threads)");
     }

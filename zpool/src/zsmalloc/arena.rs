@@ -14,11 +14,12 @@
 //! array in between.
 //!
 //! A pool that has reached 2 MiB chunks is growing: when it maps one, it
-//! asks a background thread (`zmem-populate`, started on the first such
-//! request) to map and populate the next one into the spare cache below, so
-//! the faults and the zeroing happen on another core while the write path
-//! fills the current chunk; the kernel's buddy allocator likewise has free
-//! pages ready. If the chunk is not ready in time, the pool maps its own.
+//! starts a short-lived thread (`zmem-populate`) that maps and populates the
+//! next one into the spare cache below, so the faults and the zeroing happen
+//! on another core while the write path fills the current chunk; the
+//! kernel's buddy allocator likewise has free pages ready. If the chunk is
+//! not ready in time, the pool maps its own. [`wait_background`] waits for
+//! such threads (a caller about to `fork` needs none running).
 //!
 //! When a pool is dropped, its chunks go to a process-wide cache (up to
 //! 128 MiB) after `MADV_FREE`: the next pool takes them back, still
@@ -39,7 +40,7 @@
 
 use crate::{ZpoolError, PAGE_SIZE};
 use std::ptr::NonNull;
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 
 /// Largest run: `CONFIG_ZSMALLOC_CHAIN_SIZE` is at most 16.
 pub(super) const MAX_RUN_PAGES: usize = 16;
@@ -211,53 +212,48 @@ fn map_fresh(pages: usize) -> Option<NonNull<u8>> {
     NonNull::new(base)
 }
 
-/// Requests for 2 MiB chunks to map ahead of need, and the condition the
-/// populator thread waits on.
-static AHEAD: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
-/// Most requests outstanding: pools growing side by side share them.
+/// Threads populating a 2 MiB chunk ahead of need (each maps one and ends).
+static AHEAD: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+/// Most such threads at once: pools growing side by side share them.
 const AHEAD_MAX: usize = 2;
 
-/// Chunks the populator has mapped, for the unit test.
+/// Chunks populated ahead, for the unit test.
 #[cfg(test)]
 static POPULATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Ask for one 2 MiB chunk to be mapped and populated in the background and
-/// left in the spare cache, where the next `map_chunk(MAX_CHUNK_PAGES)` of
-/// any pool takes it. The first request starts the populator thread; if the
-/// thread cannot be started, pools map their chunks themselves as before.
+/// Have one 2 MiB chunk mapped and populated by a short-lived thread
+/// (`zmem-populate`) and left in the spare cache, where the next
+/// `map_chunk(MAX_CHUNK_PAGES)` of any pool takes it. When the thread cannot
+/// be started, or two are already at work, the pool maps its own chunk when
+/// it needs one, as without this.
 fn populate_ahead() {
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    STARTED.call_once(|| {
-        let spawned = std::thread::Builder::new()
-            .name("zmem-populate".into())
-            .spawn(populator);
-        if spawned.is_err() {
-            *AHEAD.0.lock().unwrap_or_else(|e| e.into_inner()) = usize::MAX;
-        }
-    });
-    let mut pending = AHEAD.0.lock().unwrap_or_else(|e| e.into_inner());
-    if *pending < AHEAD_MAX {
-        *pending += 1;
-        AHEAD.1.notify_one();
+    let mut ahead = AHEAD.lock().unwrap_or_else(|e| e.into_inner());
+    ahead.retain(|h| !h.is_finished());
+    if ahead.len() >= AHEAD_MAX {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("zmem-populate".into())
+        .spawn(|| {
+            if let Some(p) = map_fresh(MAX_CHUNK_PAGES) {
+                #[cfg(test)]
+                POPULATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                give_spare(p, MAX_CHUNK_PAGES);
+            }
+        });
+    if let Ok(h) = spawned {
+        ahead.push(h);
     }
 }
 
-/// The populator: maps one 2 MiB chunk per request into the spare cache,
-/// while the cache has room (a chunk that does not fit is unmapped).
-fn populator() {
-    loop {
-        {
-            let mut pending = AHEAD.0.lock().unwrap_or_else(|e| e.into_inner());
-            while *pending == 0 {
-                pending = AHEAD.1.wait(pending).unwrap_or_else(|e| e.into_inner());
-            }
-            *pending -= 1;
-        }
-        if let Some(p) = map_fresh(MAX_CHUNK_PAGES) {
-            #[cfg(test)]
-            POPULATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            give_spare(p, MAX_CHUNK_PAGES);
-        }
+/// Wait for the chunks being populated in the background: afterwards no
+/// thread of the pools' runs (until a pool grows again). For callers that
+/// must be single-threaded, e.g. before `fork`.
+pub fn wait_background() {
+    let ahead = std::mem::take(&mut *AHEAD.lock().unwrap_or_else(|e| e.into_inner()));
+    for h in ahead {
+        // A populating thread that panicked left nothing behind to undo.
+        let _ = h.join();
     }
 }
 
@@ -470,5 +466,10 @@ mod tests {
         for r in runs {
             a.free(r);
         }
+        wait_background();
+        assert!(
+            AHEAD.lock().unwrap().is_empty(),
+            "threads left after waiting"
+        );
     }
 }

@@ -17,7 +17,7 @@ mod zspage;
 use crate::handle::HandleCodec;
 use crate::{Handle, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
 use arena::Arena;
-pub use arena::ArenaStats;
+pub use arena::{wait_background, ArenaStats};
 use class::{ClassTable, CHAIN_SIZE_RANGE, ZS_MAX_ALLOC_SIZE};
 use state::{ClassState, ObjLoc};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
