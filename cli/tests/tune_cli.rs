@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 #[macro_use]
 mod machine_common;
 use machine_common::*;
+use zmem_sysfs::testutil::ScratchDir;
 
 #[test]
 fn bad_arguments_are_clear_errors() {
@@ -38,8 +39,8 @@ fn bad_arguments_are_clear_errors() {
 fn tune_learns_predicts_measures_and_restores_everything() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     skip_unless_ready!("tune_learns_predicts_measures_and_restores_everything");
-    let dir = std::env::temp_dir().join(format!("zmem-tune-test.{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    // Removed when the test ends, also when it fails.
+    let dir = ScratchDir::new("tune-test");
     let report = dir.join("tune.html");
     let before = snapshot();
     // The command, with an HTML report.
@@ -54,7 +55,7 @@ fn tune_learns_predicts_measures_and_restores_everything() {
             "256M",
         ])
         .args(["--repeat", "2", "--format", "json", "--out-dir"])
-        .arg(&dir)
+        .arg(dir.path())
         .arg("--report")
         .arg(&report)
         .output()
@@ -109,7 +110,6 @@ fn tune_learns_predicts_measures_and_restores_everything() {
         "predicted and measured charts"
     );
     assert!(page.contains(winner.split(',').next().unwrap()));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// One vocabulary: tune's own JSON fields (the lab's `ranking` and the
