@@ -84,6 +84,9 @@ fn tune_learns_predicts_measures_and_restores_everything() {
         "{}",
         v["learn"]
     );
+    // The capture kept was taken with the workload well into its memory.
+    let at = v["learn"]["captured_at_anon_bytes"].as_u64().unwrap();
+    assert!(at >= 32 << 20, "{}", v["learn"]);
     // The winner's file, for apply and persist as is.
     let conf = dir.join("zmem.conf");
     let text = std::fs::read_to_string(&conf).unwrap();

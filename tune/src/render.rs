@@ -126,6 +126,20 @@ fn disagreements(t: &Tune, out: &mut Vec<String>) {
     }
 }
 
+/// A warning when the pages the prediction used were captured well below
+/// the workload's anonymous peak (it exited, or grew too fast, for a later
+/// capture): under half of it.
+fn capture_finding(l: &crate::steps::Learn) -> Option<String> {
+    let at = l.captured_at_anon_bytes?;
+    (at.saturating_mul(2) < l.peak_anon_bytes).then(|| {
+        format!(
+            "The pages were captured when the workload held {} of anonymous memory, under half of its peak ({}): a later capture was cut short or never taken. The prediction may not represent its memory at the peak; capture it at its peak yourself (zmem capture --pid PID -o FILE) and give --corpus FILE.",
+            format_size(at),
+            format_size(l.peak_anon_bytes)
+        )
+    })
+}
+
 /// What the comparison means, in sentences.
 pub fn findings(t: &Tune) -> Vec<String> {
     let mut out = vec![verdict_sentence(t)];
@@ -136,6 +150,7 @@ pub fn findings(t: &Tune) -> Vec<String> {
             format_size(t.memory_limit_bytes)
         ));
     }
+    out.extend(capture_finding(&t.learn));
     if t.tie.len() > 1 {
         out.push(format!(
             "{} tie within noise (each within 2 % of the leader, or its paired difference's interval reaches zero); the tie goes to the higher compression ratio: {}.",
@@ -179,9 +194,14 @@ pub fn render_table(t: &Tune) -> String {
         t.learn.wall_s,
         mib(t.overflow_bytes)
     );
+    let at = t
+        .learn
+        .captured_at_anon_bytes
+        .map(|b| format!(", taken at {} of anonymous memory", mib(b)))
+        .unwrap_or_default();
     let _ = writeln!(
         o,
-        "predicted from {} pages ({}), {} lab rounds; measured in {} interleaved rounds\n",
+        "predicted from {} pages ({}{at}), {} lab rounds; measured in {} interleaved rounds\n",
         t.learn.pages, t.learn.corpus, t.ranking.rounds, t.repeat
     );
     let head = [
@@ -448,4 +468,31 @@ pub fn render_html(t: &Tune) -> String {
     }
     o.push_str("</body></html>\n");
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capture_finding;
+    use crate::steps::Learn;
+
+    fn learn(at: Option<u64>, peak: u64) -> Learn {
+        Learn {
+            wall_s: 1.0,
+            peak_anon_bytes: peak,
+            cgroup_peak_bytes: None,
+            capture_s: 0.1,
+            corpus: "w (captured)".into(),
+            pages: 100,
+            captured_at_anon_bytes: at,
+        }
+    }
+
+    #[test]
+    fn a_capture_well_below_the_peak_is_a_finding() {
+        let f = capture_finding(&learn(Some(4 << 20), 256 << 20)).unwrap();
+        assert!(f.contains(" 4M ") && f.contains("(256M)"), "{f}");
+        assert!(f.contains("--corpus"), "{f}");
+        assert_eq!(capture_finding(&learn(Some(200 << 20), 256 << 20)), None);
+        assert_eq!(capture_finding(&learn(None, 256 << 20)), None, "--corpus");
+    }
 }

@@ -59,6 +59,9 @@ pub struct Learn {
     /// Where the predicted pages come from.
     pub corpus: String,
     pub pages: usize,
+    /// The workload's anonymous memory when the kept capture was taken
+    /// (none with --corpus).
+    pub captured_at_anon_bytes: Option<u64>,
 }
 
 /// Everything `zmem tune` found.
@@ -344,6 +347,7 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
         capture_s: cap.seconds,
         corpus: corpus.name.clone(),
         pages: corpus.page_count(),
+        captured_at_anon_bytes: s.corpus.is_none().then_some(cap.at_anon),
     };
     Ok(finish(
         s,
