@@ -238,7 +238,7 @@ fn populate_ahead() {
             if let Some(p) = map_fresh(MAX_CHUNK_PAGES) {
                 #[cfg(test)]
                 POPULATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                give_spare(p, MAX_CHUNK_PAGES);
+                give_spare(p, MAX_CHUNK_PAGES, false);
             }
         });
     if let Ok(h) = spawned {
@@ -258,18 +258,25 @@ pub fn wait_background() {
 }
 
 /// Put a chunk nothing uses into the spare cache, or unmap it when the
-/// cache is full.
-fn give_spare(p: NonNull<u8>, pages: usize) {
+/// cache is full. `lazy_free`: its contents are of no further use (a dropped
+/// pool's chunk), so it is advised `MADV_FREE` first and the kernel may take
+/// its pages under pressure (they then read as zero).
+fn give_spare(p: NonNull<u8>, pages: usize, lazy_free: bool) {
     let len = pages * PAGE_SIZE;
     let mut sp = spare();
     let held: usize = sp.iter().map(|&(_, n)| n * PAGE_SIZE).sum();
-    if held + len <= SPARE_MAX_BYTES {
-        sp.push((p.as_ptr() as usize, pages));
-    } else {
+    if held + len > SPARE_MAX_BYTES {
         drop(sp);
         // SAFETY: a mapping of exactly `len` bytes that nothing refers to.
         unsafe { libc::munmap(p.as_ptr().cast(), len) };
+        return;
     }
+    if lazy_free {
+        // SAFETY: advice on a mapping of exactly `len` bytes that nothing
+        // refers to; ownership passes to the spare cache below.
+        unsafe { libc::madvise(p.as_ptr().cast(), len, libc::MADV_FREE) };
+    }
+    sp.push((p.as_ptr() as usize, pages));
 }
 
 impl Arena {
@@ -378,23 +385,9 @@ impl Inner {
 impl Drop for Arena {
     fn drop(&mut self) {
         let a = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        let mut spare = spare();
-        let mut held: usize = spare.iter().map(|&(_, n)| n * PAGE_SIZE).sum();
+        // The pool's zspages are gone: no chunk is used any more.
         for c in a.chunks.drain(..) {
-            let len = c.pages * PAGE_SIZE;
-            let p = c.base.as_ptr().cast();
-            if held + len <= SPARE_MAX_BYTES {
-                held += len;
-                // SAFETY: the chunk is a mapping this arena owns and no zspage
-                // uses any more (the pool's zspages are gone); MADV_FREE lets
-                // the kernel drop its pages under pressure, after which they
-                // read as zero. Ownership passes to the spare cache.
-                unsafe { libc::madvise(p, len, libc::MADV_FREE) };
-                spare.push((p as usize, c.pages));
-            } else {
-                // SAFETY: as above, a mapping of exactly `len` bytes we own.
-                unsafe { libc::munmap(p, len) };
-            }
+            give_spare(c.base, c.pages, true);
         }
     }
 }
