@@ -301,6 +301,7 @@ impl Arena {
     pub fn alloc(&self, pages: usize) -> Result<Run, ZpoolError> {
         debug_assert!((1..=MAX_RUN_PAGES).contains(&pages));
         let mut a = self.lock();
+        let chunks = a.chunks.len();
         let ptr = match a.free[pages].pop() {
             Some(p) => {
                 a.free_resident -= pages;
@@ -312,6 +313,15 @@ impl Arena {
             },
         };
         a.in_use += pages;
+        // A pool that just mapped a full-size chunk is growing: have its
+        // next chunk ready before this one runs out. The thread is started
+        // after the lock is let go, so writers to this pool do not wait on it.
+        let grew_full =
+            a.chunks.len() > chunks && a.chunks.last().is_some_and(|c| c.pages == MAX_CHUNK_PAGES);
+        drop(a);
+        if grew_full {
+            populate_ahead();
+        }
         Ok(Run { ptr, pages })
     }
 
@@ -366,11 +376,6 @@ impl Inner {
                 .last()
                 .map_or(FIRST_CHUNK_PAGES, |c| (c.pages * 2).min(MAX_CHUNK_PAGES));
             let base = map_chunk(next).ok_or(ZpoolError::NoMemory)?;
-            if next == MAX_CHUNK_PAGES {
-                // A pool at full chunk size is growing: have its next chunk
-                // ready before this one runs out.
-                populate_ahead();
-            }
             self.chunks.push(Chunk { base, pages: next });
             self.bump = 0;
         }
