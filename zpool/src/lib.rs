@@ -15,10 +15,12 @@ use thiserror::Error;
 mod handle;
 mod list;
 mod page;
+mod prefetch;
 pub mod z3fold;
 pub mod zbud;
 pub mod zsmalloc;
 
+pub use prefetch::ObjHint;
 pub use z3fold::Z3foldPool;
 pub use zbud::ZbudPool;
 pub use zsmalloc::{wait_background, ZsPool};
@@ -83,8 +85,10 @@ pub trait Zpool: Send + Sync {
     fn malloc(&self, size: usize) -> Result<Handle, ZpoolError>;
     /// Free an object. A stale or foreign handle is an error.
     fn free(&self, handle: Handle) -> Result<(), ZpoolError>;
-    /// Write the object's bytes; `src.len()` must equal its size.
-    fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError>;
+    /// Write the object's bytes; `src.len()` must equal its size. Returns
+    /// where the bytes are now, for prefetching before a later read (an
+    /// [`ObjHint`]: compaction may move the object, so it is a hint only).
+    fn write(&self, handle: Handle, src: &[u8]) -> Result<ObjHint, ZpoolError>;
     /// Give the object's bytes to `f`, in place (no allocator here splits an
     /// object: zsmalloc's zspage pages are contiguous, zbud and z3fold objects
     /// lie in one page). `f` runs under the object's (class) lock,

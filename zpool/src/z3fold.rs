@@ -25,7 +25,7 @@
 use crate::handle::{HandleCodec, HandleTable};
 use crate::list::{Linked, Links, Slab};
 use crate::page::{alloc_page, Page};
-use crate::{Handle, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
+use crate::{Handle, ObjHint, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Chunk size.
@@ -474,7 +474,7 @@ impl Zpool for Z3foldPool {
         Ok(())
     }
 
-    fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError> {
+    fn write(&self, handle: Handle, src: &[u8]) -> Result<ObjHint, ZpoolError> {
         let (slot, gen) = self.parts(handle)?;
         let mut g = self.w();
         let loc = *g
@@ -489,8 +489,9 @@ impl Zpool for Z3foldPool {
         }
         let p = g.pages.get_mut(loc.page);
         let off = p.offset(loc.bud);
-        p.page[off..off + src.len()].copy_from_slice(src);
-        Ok(())
+        let dst = &mut p.page[off..off + src.len()];
+        dst.copy_from_slice(src);
+        Ok(ObjHint::of(dst))
     }
 
     fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError> {

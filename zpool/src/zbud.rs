@@ -15,7 +15,7 @@
 use crate::handle::{HandleCodec, HandleTable};
 use crate::list::{Linked, Links, Slab};
 use crate::page::{alloc_page, Page};
-use crate::{Handle, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
+use crate::{Handle, ObjHint, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Chunk size (`PAGE_SIZE >> NCHUNKS_ORDER`, order 6).
@@ -238,7 +238,7 @@ impl Zpool for ZbudPool {
         Ok(())
     }
 
-    fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError> {
+    fn write(&self, handle: Handle, src: &[u8]) -> Result<ObjHint, ZpoolError> {
         let (slot, gen) = self.parts(handle)?;
         let mut g = self.w();
         let loc = *g
@@ -253,8 +253,9 @@ impl Zpool for ZbudPool {
         }
         let p = g.pages.get_mut(loc.page);
         let off = p.offset(loc.bud);
-        p.page[off..off + src.len()].copy_from_slice(src);
-        Ok(())
+        let dst = &mut p.page[off..off + src.len()];
+        dst.copy_from_slice(src);
+        Ok(ObjHint::of(dst))
     }
 
     fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError> {

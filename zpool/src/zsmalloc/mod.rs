@@ -15,7 +15,8 @@ mod state;
 mod zspage;
 
 use crate::handle::HandleCodec;
-use crate::{Handle, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
+use crate::prefetch::prefetch;
+use crate::{Handle, ObjHint, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
 use arena::Arena;
 pub use arena::{wait_background, ArenaStats};
 use class::{ClassTable, CHAIN_SIZE_RANGE, ZS_MAX_ALLOC_SIZE};
@@ -217,7 +218,7 @@ impl Zpool for ZsPool {
         Ok(())
     }
 
-    fn write(&self, handle: Handle, src: &[u8]) -> Result<(), ZpoolError> {
+    fn write(&self, handle: Handle, src: &[u8]) -> Result<ObjHint, ZpoolError> {
         let (ci, slot, gen) = self.locate(handle)?;
         let class = &self.table.classes[ci];
         let mut st = write_lock(&self.classes[ci]);
@@ -231,8 +232,7 @@ impl Zpool for ZsPool {
                 got: src.len(),
             });
         }
-        st.zspage_mut(loc.zspage).write_obj(class, loc.idx, src);
-        Ok(())
+        Ok(st.zspage_mut(loc.zspage).write_obj(class, loc.idx, src))
     }
 
     fn read(&self, handle: Handle, f: &mut dyn FnMut(&[u8])) -> Result<(), ZpoolError> {
@@ -317,22 +317,3 @@ impl Zpool for ZsPool {
 }
 
 const _: () = assert!(ZS_MAX_ALLOC_SIZE == PAGE_SIZE);
-
-/// Ask for every cache line of an object at once, before the decompressor
-/// walks it: the lines are then fetched in parallel rather than one miss
-/// after another (a random object of a pool larger than the cache is cold).
-#[inline]
-fn prefetch(obj: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in obj.chunks(64) {
-        // SAFETY: a prefetch is a hint; it never faults and has no effect on
-        // program state. SSE (which provides it) is part of x86_64.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                line.as_ptr().cast(),
-            )
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = obj;
-}

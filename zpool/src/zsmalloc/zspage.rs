@@ -13,7 +13,7 @@
 
 use super::arena::{Arena, Run};
 use super::class::{ClassGeom, ZS_HANDLE_SIZE};
-use crate::ZpoolError;
+use crate::{ObjHint, ZpoolError};
 
 /// Bit 0 of an allocated chunk's header.
 pub(super) const OBJ_ALLOCATED_TAG: u64 = 1;
@@ -135,10 +135,12 @@ impl Zspage {
         &self.mem.bytes()[off..off + len]
     }
 
-    /// Write the object's bytes.
-    pub fn write_obj(&mut self, class: &ClassGeom, idx: u32, src: &[u8]) {
+    /// Write the object's bytes; returns where they are.
+    pub fn write_obj(&mut self, class: &ClassGeom, idx: u32, src: &[u8]) -> ObjHint {
         let off = Self::data_offset(class, idx);
-        self.mem.bytes_mut()[off..off + src.len()].copy_from_slice(src);
+        let dst = &mut self.mem.bytes_mut()[off..off + src.len()];
+        dst.copy_from_slice(src);
+        ObjHint::of(dst)
     }
 
     /// The whole chunk `idx` (header included), for migration.
