@@ -432,16 +432,20 @@ impl Meta {
                 format!("recompress: allocation of {len} bytes failed: {e}"),
             ),
         })?;
-        if let Err(e) = self.pool.write(h, obj) {
-            let _ = self.pool.free(h);
-            return Err(AttrError::new(
-                Errno::EIO,
-                format!("recompress: writing the object failed: {e}"),
-            ));
-        }
+        let hint = match self.pool.write(h, obj) {
+            Ok(hint) => hint,
+            Err(e) => {
+                let _ = self.pool.free(h);
+                return Err(AttrError::new(
+                    Errno::EIO,
+                    format!("recompress: writing the object failed: {e}"),
+                ));
+            }
+        };
         let ac_time = g.ac_time();
         self.free_slot(&mut g);
         g.set_handle(h.0.get());
+        g.set_hint(hint.raw());
         g.set_size(len);
         g.set_priority(prio as u8);
         if keep_ac_time && self.track_actime {

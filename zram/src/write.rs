@@ -56,6 +56,7 @@ impl Meta {
         }
         st.pages_stored.fetch_sub(1, Relaxed);
         g.set_handle(0);
+        g.set_hint(0);
         g.set_size(0);
     }
 
@@ -162,16 +163,20 @@ impl Meta {
                 limit_pages.load(Relaxed) * PAGE_SIZE as u64
             )));
         }
-        if let Err(e) = self.pool.write(h, obj) {
-            let _ = self.pool.free(h);
-            return Err(IoError::Io(format!("writing the object failed: {e}")));
-        }
+        let hint = match self.pool.write(h, obj) {
+            Ok(hint) => hint,
+            Err(e) => {
+                let _ = self.pool.free(h);
+                return Err(IoError::Io(format!("writing the object failed: {e}")));
+            }
+        };
         let mut g = self.table[index].lock();
         self.free_slot(&mut g);
         if huge {
             g.set(Flag::Huge);
         }
         g.set_handle(h.0.get());
+        g.set_hint(hint.raw());
         g.set_size(obj.len());
         g.set_priority(prio);
         if fast {
