@@ -146,10 +146,17 @@ pub fn read_device(sys: &Sys, name: &str) -> io::Result<ZramDevice> {
     })
 }
 
-/// Read every device.
+/// Read every device. A device removed while it is being read (`hot_remove`
+/// by another tool, a zram-generator unit stopping) is left out: its
+/// directory is gone, and what was read of it is partial.
 pub fn read_all(sys: &Sys) -> io::Result<Vec<ZramDevice>> {
-    list_devices(sys)?
-        .iter()
-        .map(|n| read_device(sys, n))
-        .collect()
+    let mut v = Vec::new();
+    for name in list_devices(sys)? {
+        let read = read_device(sys, &name);
+        if !sys.exists(&format!("/sys/block/{name}")) {
+            continue;
+        }
+        v.push(read?);
+    }
+    Ok(v)
 }

@@ -227,6 +227,24 @@ fn status_of_fixture_trees() {
 }
 
 #[test]
+fn status_leaves_out_a_device_removed_while_it_is_read() {
+    // /sys/block/zramN is a link into /sys/devices; after hot_remove it goes.
+    // A link that leads nowhere is what a reader sees between the listing
+    // and the read.
+    let dir = fixtures().join("01-basic");
+    let root = scratch("vanished");
+    copy_tree(&dir.join("root"), &root);
+    std::os::unix::fs::symlink(
+        "../devices/virtual/block/zram7",
+        root.join("sys/block/zram7"),
+    )
+    .unwrap();
+    let st = status::collect(&Sys::new(&root), false).unwrap();
+    expect_file(&dir, "expected-status.txt", &status::render_text(&st));
+    let _ = fs::remove_dir_all(&root);
+}
+
+#[test]
 fn status_warns_when_zram_and_zswap_both_active() {
     let dir = fixtures().join("06-in-use");
     let root = scratch("zswap-warn");
