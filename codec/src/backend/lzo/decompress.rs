@@ -157,17 +157,9 @@ impl Dec<'_, '_> {
         if len <= 8 && dist >= 8 && op + 8 <= room {
             self.out.copy_within(m..m + 8, op);
         } else if dist >= 16 && op + len + 16 <= room {
-            let mut k = 0;
-            while k < len {
-                self.out.copy_within(m + k..m + k + 16, op + k);
-                k += 16;
-            }
+            copy_chunks::<16>(self.out, m, op, len);
         } else if dist >= 8 && op + len + 8 <= room {
-            let mut k = 0;
-            while k < len {
-                self.out.copy_within(m + k..m + k + 8, op + k);
-                k += 8;
-            }
+            copy_chunks::<8>(self.out, m, op, len);
         } else {
             if op + len > room {
                 return Err(DecodeError::OutputOverrun);
@@ -183,6 +175,18 @@ impl Dec<'_, '_> {
         }
         self.op = op + len;
         Ok(())
+    }
+}
+
+/// Copy the match at `m` of `len` bytes to `op` in `C`-byte chunks, the last
+/// one overshooting by less than `C`. The caller checked that `m + C <= op`
+/// (each chunk reads only bytes already written) and that `op + len + C` fits.
+#[inline(always)]
+fn copy_chunks<const C: usize>(out: &mut [u8], m: usize, op: usize, len: usize) {
+    let mut k = 0;
+    while k < len {
+        out.copy_within(m + k..m + k + C, op + k);
+        k += C;
     }
 }
 
