@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use zmem_sysfs::testutil::ScratchDir;
+
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
         .args(args)
@@ -14,12 +16,8 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("zmem-bench-cli-{}-{name}", std::process::id()))
-}
-
-/// 48 pages: 16 zero, 16 text, 16 random (huge).
-fn write_corpus(name: &str) -> PathBuf {
+/// 48 pages: 16 zero, 16 text, 16 random (huge), in `dir`.
+fn write_corpus(dir: &ScratchDir, name: &str) -> PathBuf {
     let mut data = Vec::new();
     let mut x = 0x1234_5678_9abc_def1u64;
     for i in 0..48 {
@@ -43,14 +41,15 @@ fn write_corpus(name: &str) -> PathBuf {
         }
         data.extend_from_slice(&p);
     }
-    let path = tmp(name);
+    let path = dir.join(name);
     std::fs::write(&path, data).unwrap();
     path
 }
 
 #[test]
 fn json_rows_carry_the_documented_fields_and_kernel_accounting() {
-    let c = write_corpus("json");
+    let dir = ScratchDir::new("bench-cli");
+    let c = write_corpus(&dir, "json");
     let o = zmem(&[
         "bench",
         c.to_str().unwrap(),
@@ -95,12 +94,12 @@ fn json_rows_carry_the_documented_fields_and_kernel_accounting() {
         assert!(r["compr_data_size"].as_u64().unwrap() > 16 * 4096);
         assert!(r["iops"].as_f64().unwrap() > 0.0);
     }
-    std::fs::remove_file(c).unwrap();
 }
 
 #[test]
 fn table_explains_missing_kernel_rows_and_unavailable_algorithms() {
-    let c = write_corpus("table");
+    let dir = ScratchDir::new("bench-cli");
+    let c = write_corpus(&dir, "table");
     let o = zmem(&[
         "bench",
         c.to_str().unwrap(),
@@ -125,7 +124,6 @@ fn table_explains_missing_kernel_rows_and_unavailable_algorithms() {
     assert!(out.contains("lz4 overhead:"), "{out}");
     let engine_lines = out.lines().filter(|l| l.starts_with("engine")).count();
     assert_eq!(engine_lines, 8, "{out}");
-    std::fs::remove_file(c).unwrap();
 }
 
 #[test]
@@ -136,7 +134,8 @@ fn kernel_rows_beside_engine_rows_with_root() {
         ));
         return;
     }
-    let c = write_corpus("kernel");
+    let dir = ScratchDir::new("bench-cli");
+    let c = write_corpus(&dir, "kernel");
     let o = zmem(&[
         "bench",
         c.to_str().unwrap(),
@@ -161,7 +160,6 @@ fn kernel_rows_beside_engine_rows_with_root() {
     ] {
         assert_eq!(engine[k], kernel[0][k], "{k}");
     }
-    std::fs::remove_file(c).unwrap();
 }
 
 #[test]
@@ -184,7 +182,8 @@ fn bad_algorithm_and_bad_corpus_are_errors() {
 
 #[test]
 fn fastpath_mode_table_and_json() {
-    let c = write_corpus("fastpath");
+    let dir = ScratchDir::new("bench-cli");
+    let c = write_corpus(&dir, "fastpath");
     let o = zmem(&[
         "bench",
         "--fastpath",
@@ -243,5 +242,4 @@ fn fastpath_mode_table_and_json() {
         "{}",
         text(&o.stderr)
     );
-    std::fs::remove_file(c).unwrap();
 }

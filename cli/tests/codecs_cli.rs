@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use zmem_sysfs::testutil::ScratchDir;
+
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
         .args(args)
@@ -22,12 +24,8 @@ const ALL: [&str; 9] = [
     "lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842", "lz4m", "wkdm",
 ];
 
-fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("zmem-codecs-cli-{}-{name}", std::process::id()))
-}
-
-/// A small corpus file: text, pointer-like and zero pages.
-fn write_corpus(name: &str) -> PathBuf {
+/// A small corpus file in `dir`: text, pointer-like and zero pages.
+fn write_corpus(dir: &ScratchDir, name: &str) -> PathBuf {
     let mut data = Vec::new();
     for i in 0..24u64 {
         let mut p = vec![0u8; 4096];
@@ -53,7 +51,7 @@ fn write_corpus(name: &str) -> PathBuf {
         }
         data.extend_from_slice(&p);
     }
-    let path = tmp(name);
+    let path = dir.join(name);
     std::fs::write(&path, data).unwrap();
     path
 }
@@ -107,7 +105,8 @@ fn codecs_lists_every_algorithm_in_registry_order() {
 
 #[test]
 fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
-    let corpus = write_corpus("good.bin");
+    let dir = ScratchDir::new("codecs-cli");
+    let corpus = write_corpus(&dir, "good.bin");
     let o = zmem(&[
         "bench",
         "--codecs",
@@ -170,12 +169,12 @@ fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
         let r = rows.iter().find(|r| r["algo"] == name).unwrap();
         assert_eq!(r["status"], "ok", "{name}");
     }
-    std::fs::remove_file(&corpus).unwrap();
 }
 
 #[test]
 fn bench_codecs_table_and_csv() {
-    let corpus = write_corpus("table.bin");
+    let dir = ScratchDir::new("codecs-cli");
+    let corpus = write_corpus(&dir, "table.bin");
     let c = corpus.to_str().unwrap();
     let o = zmem(&[
         "bench",
@@ -235,12 +234,12 @@ fn bench_codecs_table_and_csv() {
     let at = |name: &str| cells[head.iter().position(|h| *h == name).unwrap()];
     assert_eq!((at("algo"), at("status")), ("deflate", "ok"), "{out}");
     assert_eq!(at("corpus"), c, "{out}");
-    std::fs::remove_file(&corpus).unwrap();
 }
 
 #[test]
 fn bench_codecs_bad_corpus_names_the_file() {
-    let odd = tmp("odd.bin");
+    let dir = ScratchDir::new("codecs-cli");
+    let odd = dir.join("odd.bin");
     std::fs::write(&odd, vec![7u8; 4096 + 100]).unwrap();
     let o = zmem(&["bench", "--codecs", odd.to_str().unwrap()]);
     assert!(!o.status.success());
@@ -249,9 +248,8 @@ fn bench_codecs_bad_corpus_names_the_file() {
         e.contains(&odd.display().to_string()) && e.contains("multiple of 4096"),
         "{e}"
     );
-    std::fs::remove_file(&odd).unwrap();
 
-    let missing = tmp("missing.bin");
+    let missing = dir.join("missing.bin");
     let o = zmem(&["bench", "--codecs", missing.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = stderr(&o);
@@ -271,7 +269,8 @@ fn bench_codecs_unknown_algorithm_or_param_lists_valid_ones() {
         assert!(e.contains(n), "{e} lacks {n}");
     }
     // A bad level makes the row unavailable with the valid range, not a crash.
-    let corpus = write_corpus("level.bin");
+    let dir = ScratchDir::new("codecs-cli");
+    let corpus = write_corpus(&dir, "level.bin");
     let o = zmem(&[
         "bench",
         "--codecs",
@@ -289,7 +288,6 @@ fn bench_codecs_unknown_algorithm_or_param_lists_valid_ones() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["status"], "unavailable");
     assert!(v[0]["reason"].as_str().unwrap().contains("1..=12"), "{v}");
-    std::fs::remove_file(&corpus).unwrap();
 }
 
 #[test]

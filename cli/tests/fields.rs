@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
+use zmem_sysfs::testutil::ScratchDir;
+
 fn zmem(args: &[&str]) -> Vec<u8> {
     let o = Command::new(env!("CARGO_BIN_EXE_zmem"))
         .args(args)
@@ -47,9 +49,7 @@ fn keys(v: &serde_json::Value, out: &mut BTreeSet<String>) {
 
 #[test]
 fn every_json_field_and_csv_column_is_in_the_glossary() {
-    let d = std::env::temp_dir().join(format!("zmem-fields-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = ScratchDir::new("fields");
     let c = d.join("c.pages");
     let cs = c.to_str().unwrap();
     zmem(&["corpus", "gen", "text", "--size", "512K", "-o", cs]);
@@ -125,5 +125,4 @@ fn every_json_field_and_csv_column_is_in_the_glossary() {
         }
     }
     assert!(missing.is_empty(), "not in docs/fields.md: {missing:?}");
-    let _ = std::fs::remove_dir_all(&d);
 }

@@ -5,9 +5,11 @@
 //! create; captures are private.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use zmem_sysfs::testutil::ScratchDir;
 
 /// Runs zmem, failing the test if it takes more than 20 s (a hang).
 fn zmem(args: &[&str]) -> Output {
@@ -28,11 +30,8 @@ fn zmem(args: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-hostile-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(tag: &str) -> ScratchDir {
+    ScratchDir::new(&format!("hostile-{tag}"))
 }
 
 fn mkfifo(p: &Path) {
@@ -77,8 +76,7 @@ fn fifo_char_device_and_directory_are_refused_without_hanging() {
     mkfifo(&fifo);
     refused_by_all(&fifo, "is a FIFO");
     refused_by_all(Path::new("/dev/zero"), "is a character device");
-    refused_by_all(&d, "is a directory");
-    std::fs::remove_dir_all(&d).unwrap();
+    refused_by_all(d.path(), "is a directory");
 }
 
 #[test]
@@ -90,7 +88,6 @@ fn empty_and_partial_pages_are_refused_by_every_command() {
     let partial = d.join("partial");
     std::fs::write(&partial, vec![7u8; 4095]).unwrap();
     refused_by_all(&partial, "not a multiple of 4096");
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
@@ -132,5 +129,4 @@ fn outputs_never_overwrite_foreign_data_and_captures_are_private() {
     let o = zmem(&["dict", "train", "-o", cs, cs]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a zstd dictionary"));
-    std::fs::remove_dir_all(&d).unwrap();
 }

@@ -2,6 +2,8 @@
 
 use std::process::{Command, Output};
 
+use zmem_sysfs::testutil::ScratchDir;
+
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
         .args(args)
@@ -36,7 +38,9 @@ fn bad_weights_show_the_expected_form() {
 
 #[test]
 fn bad_pid_bad_ram_bad_corpus_and_json_csv_outputs() {
-    let o = zmem(&["capture", "--pid", "0", "-o", "/tmp/zmem-never-written"]);
+    let dir = ScratchDir::new("lab-errors");
+    let never = dir.join("never-written");
+    let o = zmem(&["capture", "--pid", "0", "-o", never.to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("PID 0"));
     let o = zmem(&["recommend", "--ram", "lots"]);
@@ -50,8 +54,7 @@ fn bad_pid_bad_ram_bad_corpus_and_json_csv_outputs() {
 
 #[test]
 fn recommend_json_and_files() {
-    let dir = std::env::temp_dir().join(format!("zmem-lab-rec-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ScratchDir::new("lab-rec");
     let c = dir.join("c.pages");
     assert!(zmem(&[
         "corpus",
@@ -78,7 +81,7 @@ fn recommend_json_and_files() {
         "--rounds",
         "3",
         "--out-dir",
-        dir.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
         "--format",
         "json",
     ]);
@@ -108,5 +111,4 @@ fn recommend_json_and_files() {
     let keys: Vec<&str> = parsed.sysctls.iter().map(|s| s.key.as_str()).collect();
     assert_eq!(keys, ["vm.swappiness", "vm.page-cluster"]);
     assert!(j.contains("\"ranking\""), "{j}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use zmem_sysfs::testutil::ScratchDir;
+
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
         .args(args)
@@ -35,8 +37,7 @@ fn png_size(b: &[u8]) -> Option<(u32, u32)> {
 
 #[test]
 fn report_renders_in_headless_chromium() {
-    let dir = std::env::temp_dir().join(format!("zmem-lab-report-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ScratchDir::new("lab-report");
     let c = dir.join("c.pages");
     assert!(zmem(&[
         "corpus",
@@ -132,5 +133,4 @@ fn report_renders_in_headless_chromium() {
         "screenshot only {} bytes: nothing rendered?",
         png.len()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

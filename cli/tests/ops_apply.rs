@@ -4,18 +4,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zmem_sysfs::testutil::copy_tree;
+use zmem_sysfs::testutil::{copy_tree, ScratchDir};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../ops/tests/fixtures")
         .join(case)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-cli-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    d
 }
 
 fn zmem(args: &[&str]) -> (bool, String, String) {
@@ -32,7 +26,8 @@ fn zmem(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn dry_run_prints_the_writes_in_order_and_changes_nothing() {
-    let root = scratch("dry");
+    let scratch = ScratchDir::new("cli-dry");
+    let root = scratch.join("root");
     copy_tree(&fixture("03-multi-comp-writeback/root"), &root);
     let conf = fixture("03-multi-comp-writeback/zmem.conf");
     let (ok, out, err) = zmem(&[
@@ -54,12 +49,12 @@ fn dry_run_prints_the_writes_in_order_and_changes_nothing() {
         !root.join("zmem-fixture.log").exists(),
         "dry run wrote something"
     );
-    let _ = fs::remove_dir_all(&root);
 }
 
 #[test]
 fn apply_twice_then_revert() {
-    let root = scratch("apply");
+    let scratch = ScratchDir::new("cli-apply");
+    let root = scratch.join("root");
     copy_tree(&fixture("01-basic/root"), &root);
     let r = root.to_str().unwrap();
     let conf = fixture("01-basic/zmem.conf");
@@ -102,14 +97,14 @@ fn apply_twice_then_revert() {
     );
     let (ok, _, err) = zmem(&["apply", "--revert", "--root", r]);
     assert!(!ok && err.contains("nothing to revert"), "{err}");
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// An unknown key is a warning, as zram-generator takes it ("unknown key …, ignoring"), and
 /// an error naming file, line and reason with --strict.
 #[test]
 fn unknown_keys_warn_and_strict_refuses_them() {
-    let root = scratch("bad");
+    let scratch = ScratchDir::new("cli-bad");
+    let root = scratch.join("root");
     copy_tree(&fixture("08-bad-key/root"), &root);
     let conf = fixture("08-bad-key/zmem.conf");
     let (c, r) = (conf.to_str().unwrap(), root.to_str().unwrap());
@@ -134,14 +129,14 @@ fn unknown_keys_warn_and_strict_refuses_them() {
         !ok && err.contains("unknown key `compresion-algorithm`"),
         "{err}"
     );
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// `--zram-generator` reads zram-generator's own files in its order (zram-generator's
 /// 04-dropins) and prints what the fixture test expects.
 #[test]
 fn zram_generator_files_and_dropins_dry_run() {
-    let root = scratch("zg04");
+    let scratch = ScratchDir::new("cli-zg04");
+    let root = scratch.join("root");
     copy_tree(&fixture("zg-04-dropins/root"), &root);
     let r = root.to_str().unwrap();
     let (ok, out, err) = zmem(&["apply", "--zram-generator", "--dry-run", "--root", r]);
@@ -151,7 +146,6 @@ fn zram_generator_files_and_dropins_dry_run() {
     assert!(!root.join("zmem-fixture.log").exists());
     let (ok, _, err) = zmem(&["apply", "x.conf", "--zram-generator", "--root", r]);
     assert!(!ok && err.contains("cannot be used with"), "{err}");
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// apply's level ranges are the ones `zmem codecs` prints (one table of truth per
@@ -178,7 +172,8 @@ fn missing_feature_and_in_use_are_refused() {
         ("05-no-writeback", "CONFIG_ZRAM_WRITEBACK"),
         ("06-in-use", "--force"),
     ] {
-        let root = scratch(case);
+        let scratch = ScratchDir::new(&format!("cli-{case}"));
+        let root = scratch.join("root");
         copy_tree(&fixture(case).join("root"), &root);
         let conf = fixture(case).join("zmem.conf");
         let (ok, _, err) = zmem(&[
@@ -192,14 +187,14 @@ fn missing_feature_and_in_use_are_refused() {
             err.contains(want) && err.contains("nothing was changed"),
             "{case}: {err}"
         );
-        let _ = fs::remove_dir_all(&root);
     }
 }
 
 #[test]
 fn persist_writes_generator_sysctl_and_tmpfiles() {
-    let root = scratch("persist");
-    let dir = scratch("persist-conf");
+    let scratch = ScratchDir::new("cli-persist");
+    let root = scratch.join("root");
+    let dir = scratch.join("conf");
     fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("zmem.conf");
     fs::write(
@@ -263,8 +258,6 @@ fn persist_writes_generator_sysctl_and_tmpfiles() {
         root.to_str().unwrap(),
     ]);
     assert!(!ok && err.contains("--force"), "{err}");
-    let _ = fs::remove_dir_all(&root);
-    let _ = fs::remove_dir_all(&dir);
 }
 
 /// `apply` never swaps over or mounts over what zmem did not create: a
@@ -272,7 +265,8 @@ fn persist_writes_generator_sysctl_and_tmpfiles() {
 /// that are system directories, are refused (nothing written) unless --force.
 #[test]
 fn disk_swap_and_mount_points_that_would_destroy_data_are_refused() {
-    let root = scratch("refuse");
+    let scratch = ScratchDir::new("cli-refuse");
+    let root = scratch.join("root");
     copy_tree(&fixture("01-basic/root"), &root);
     let r = root.to_str().unwrap();
     fs::create_dir_all(root.join("etc")).unwrap();
@@ -323,7 +317,6 @@ fn disk_swap_and_mount_points_that_would_destroy_data_are_refused() {
         fs::read_to_string(root.join("etc/passwd")).unwrap(),
         "root:x:0:0:root:/root:/bin/bash\n"
     );
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// `ram` is whole MiB, as zram-generator computes it (MemTotal kB / 1024,
@@ -331,7 +324,8 @@ fn disk_swap_and_mount_points_that_would_destroy_data_are_refused() {
 /// 782` keeps the device.
 #[test]
 fn ram_is_whole_mib_as_zram_generator_reads_it() {
-    let root = scratch("ram");
+    let scratch = ScratchDir::new("cli-ram");
+    let root = scratch.join("root");
     copy_tree(&fixture("01-basic/root"), &root);
     let r = root.to_str().unwrap();
     let meminfo = fs::read_to_string(root.join("proc/meminfo")).unwrap();
@@ -349,5 +343,4 @@ fn ram_is_whole_mib_as_zram_generator_reads_it() {
         out.contains("write /sys/block/zram0/disksize 409993216"),
         "{out}"
     );
-    let _ = fs::remove_dir_all(&root);
 }

@@ -9,7 +9,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use zmem_sysfs::testutil::copy_tree;
+use zmem_sysfs::testutil::{copy_tree, ScratchDir};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -232,8 +232,8 @@ fn fake_ctl(path: &Path, count: usize) -> std::thread::JoinHandle<()> {
 
 #[test]
 fn once_output_parses_and_covers_zram_zswap_and_serve() {
-    let root = std::env::temp_dir().join(format!("zmem-cli-exporter-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let scratch = ScratchDir::new("cli-exporter");
+    let root = scratch.join("root");
     copy_tree(&fixture("15-policy/root"), &root);
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     // The exporter reads mm_stat, comp_algorithm, disksize, io_stat and bd_stat of the served device.
@@ -295,7 +295,6 @@ fn once_output_parses_and_covers_zram_zswap_and_serve() {
     assert!(samples
         .iter()
         .any(|(n, _, v)| n == "zmem_exporter_read_errors" && *v == 0.0));
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// `zmem exporter` on port 0 over fixture 06-in-use with `extra` flags; its address.
@@ -351,11 +350,11 @@ fn http_metrics_endpoint() {
 }
 
 /// A real scrape (`zmem exporter --once`) of fixture 15-policy (a device with recompression
-/// and writeback) with zswap's debugfs counters present: (tree, exposition text). The
-/// caller removes the tree.
-fn scrape_fixture_with_zswap(name: &str) -> (PathBuf, String) {
-    let root = std::env::temp_dir().join(format!("zmem-cli-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+/// and writeback) with zswap's debugfs counters present: (the scratch directory holding the
+/// tree, removed when dropped; exposition text).
+fn scrape_fixture_with_zswap(name: &str) -> (ScratchDir, String) {
+    let scratch = ScratchDir::new(&format!("cli-{name}"));
+    let root = scratch.join("root");
     copy_tree(&fixture("15-policy/root"), &root);
     let dbg = root.join("sys/kernel/debug/zswap");
     fs::create_dir_all(&dbg).unwrap();
@@ -374,7 +373,7 @@ fn scrape_fixture_with_zswap(name: &str) -> (PathBuf, String) {
         .output()
         .unwrap();
     assert!(out.status.success());
-    (root, String::from_utf8(out.stdout).unwrap())
+    (scratch, String::from_utf8(out.stdout).unwrap())
 }
 
 /// The `# TYPE` of every metric in an exposition.
@@ -387,7 +386,7 @@ fn types_of(text: &str) -> BTreeMap<&str, &str> {
 
 #[test]
 fn grafana_dashboard_uses_only_exported_metrics() {
-    let (root, text) = scrape_fixture_with_zswap("grafana");
+    let (_scratch, text) = scrape_fixture_with_zswap("grafana");
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let names: BTreeSet<&str> = samples.iter().map(|s| s.0.as_str()).collect();
     let dash =
@@ -433,7 +432,6 @@ fn grafana_dashboard_uses_only_exported_metrics() {
         );
     }
     check_queries_against_series(&d, &samples, &types_of(&text));
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// Every dashboard query against the scraped series: a `rate(…)` is over a counter and a
@@ -496,7 +494,7 @@ fn promtool_check_metrics_on_a_real_scrape() {
         );
         return;
     };
-    let (root, text) = scrape_fixture_with_zswap("promtool");
+    let (_scratch, text) = scrape_fixture_with_zswap("promtool");
     child
         .stdin
         .take()
@@ -514,13 +512,12 @@ fn promtool_check_metrics_on_a_real_scrape() {
         "promtool check metrics: {report}\n{text}"
     );
     assert_eq!(report.trim(), "", "promtool's lint findings");
-    let _ = fs::remove_dir_all(&root);
 }
 
 #[test]
 fn a_dead_control_socket_is_counted_not_fatal() {
-    let root = std::env::temp_dir().join(format!("zmem-cli-exporter-dead-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let scratch = ScratchDir::new("cli-exporter-dead");
+    let root = scratch.join("root");
     copy_tree(&fixture("06-in-use/root"), &root);
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     // A socket file whose server is gone (as after a crash of `zmem serve`).
@@ -541,7 +538,6 @@ fn a_dead_control_socket_is_counted_not_fatal() {
     assert!(samples
         .iter()
         .any(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "zram0"));
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// A scraper that sends half a request holds one slot until its deadline and

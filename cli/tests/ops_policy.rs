@@ -4,7 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zmem_sysfs::testutil::copy_tree;
+use zmem_sysfs::testutil::{copy_tree, ScratchDir};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,8 +26,8 @@ fn zmem(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn once_runs_one_round_and_remembers_backoff() {
-    let root = std::env::temp_dir().join(format!("zmem-cli-policy-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let scratch = ScratchDir::new("cli-policy");
+    let root = scratch.join("root");
     copy_tree(&fixture("15-policy/root"), &root);
     let r = root.to_str().unwrap();
     let (ok, out, err) = zmem(&["policy", "--once", "--root", r, "--now", "1700000000"]);
@@ -55,13 +55,12 @@ fn once_runs_one_round_and_remembers_backoff() {
             && out.contains("writeback backs off for 9 min"),
         "{out}"
     );
-    let _ = fs::remove_dir_all(&root);
 }
 
 #[test]
 fn dry_run_writes_nothing() {
-    let root = std::env::temp_dir().join(format!("zmem-cli-policy-dry-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let scratch = ScratchDir::new("cli-policy-dry");
+    let root = scratch.join("root");
     copy_tree(&fixture("15-policy/root"), &root);
     let (ok, out, err) = zmem(&[
         "policy",
@@ -78,13 +77,11 @@ fn dry_run_writes_nothing() {
         "{out}"
     );
     assert!(!root.join("zmem-fixture.log").exists(), "dry run wrote");
-    let _ = fs::remove_dir_all(&root);
 }
 
 #[test]
 fn bad_policy_key_is_reported_with_its_line() {
-    let dir = std::env::temp_dir().join(format!("zmem-cli-policy-bad-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
+    let dir = ScratchDir::new("cli-policy-bad");
     let conf = dir.join("p.conf");
     fs::write(&conf, "[policy]\nwriteback-backoff = 10 minutes\n").unwrap();
     let (ok, _, err) = zmem(&[
@@ -93,13 +90,12 @@ fn bad_policy_key_is_reported_with_its_line() {
         "--config",
         conf.to_str().unwrap(),
         "--root",
-        dir.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
     ]);
     assert!(
         !ok && err.contains("p.conf:2: writeback-backoff must be a duration"),
         "{err}"
     );
-    let _ = fs::remove_dir_all(&dir);
 }
 
 /// A stand-in `zmem serve` control socket that records the writes it gets.
@@ -151,8 +147,8 @@ fn recording_ctl(path: &Path, writes: std::sync::Arc<std::sync::Mutex<Vec<String
 
 #[test]
 fn serve_devices_get_the_same_actions_through_their_control_socket() {
-    let root = std::env::temp_dir().join(format!("zmem-cli-policy-serve-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let scratch = ScratchDir::new("cli-policy-serve");
+    let root = scratch.join("root");
     copy_tree(&fixture("01-basic/root"), &root);
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     let writes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -195,7 +191,6 @@ fn serve_devices_get_the_same_actions_through_their_control_socket() {
             "writeback huge",
         ]
     );
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// The policy daemon drives a real `zmem serve` device (lz4 primary, zstd
@@ -206,8 +201,8 @@ fn serve_devices_get_the_same_actions_through_their_control_socket() {
 fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let root = std::env::temp_dir().join(format!("zmem-cli-policy-real-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let scratch = ScratchDir::new("cli-policy-real");
+    let root = scratch.join("root");
     copy_tree(&fixture("01-basic/root"), &root);
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     let backing = root.join("backing.img");
@@ -235,14 +230,22 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
         .read_line(&mut line)
         .unwrap();
     assert!(line.starts_with("listening on"), "{line:?}");
-    struct Kill(std::process::Child);
+    // The server's sockets and backing file are in `scratch`: removed only
+    // after the server is gone.
+    struct Kill {
+        child: std::process::Child,
+        _scratch: ScratchDir,
+    }
     impl Drop for Kill {
         fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
-    let _serve = Kill(serve);
+    let _serve = Kill {
+        child: serve,
+        _scratch: scratch,
+    };
     // 2 MiB of word salad (lz4 stores 1.5-2.5 KiB a page, zstd less) and 256 KiB of random
     // (huge) pages.
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -340,5 +343,4 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
         "data changed after the policy round"
     );
     c.disconnect().unwrap();
-    let _ = fs::remove_dir_all(&root);
 }

@@ -113,7 +113,6 @@ fn serve_refuses_bad_arguments() {
             "{args:?}: {err}"
         );
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -153,7 +152,6 @@ fn serve_zswap_mode_round_trip() {
     assert!(stored > 0, "{out:?}");
     let (ok, err) = s.stop();
     assert!(ok && err.contains("final pool_total_size"), "{err}");
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]

@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 use serve_common::{tmpdir, wait_within};
 use zmem_nbd::client::Client;
 use zmem_nbd::proto::{CMD_READ, FLAG_C_FIXED_NEWSTYLE, OPT_LIST, REQUEST_MAGIC};
+use zmem_sysfs::testutil::ScratchDir;
 
-/// `zmem serve` under `umask 000`, with its sockets in a fresh directory.
+/// `zmem serve` under `umask 000`, with its sockets in a fresh directory
+/// (removed after `Drop` has ended the child).
 struct Srv {
     child: Child,
-    dir: PathBuf,
+    dir: ScratchDir,
 }
 
 impl Srv {
@@ -67,7 +69,6 @@ impl Drop for Srv {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

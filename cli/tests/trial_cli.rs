@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_trial::swap;
 
 #[macro_use]
@@ -17,10 +18,8 @@ use machine_common::*;
 fn trial_runs_every_configuration_and_restores_everything() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     skip_unless_ready!("trial_runs_every_configuration_and_restores_everything");
-    let html = std::env::temp_dir().join(format!(
-        "zmem-trial-test-report.{}.html",
-        std::process::id()
-    ));
+    let scratch = ScratchDir::new("trial-test");
+    let html = scratch.join("report.html");
     let before = snapshot();
     let out = zmem()
         .args([
@@ -102,7 +101,6 @@ fn trial_runs_every_configuration_and_restores_everything() {
     assert_eq!(r["baseline"], "disk");
     assert_eq!(s[1]["wall_vs_baseline"], 1.0);
     let page = fs::read_to_string(&html).unwrap();
-    fs::remove_file(&html).unwrap();
     assert_eq!(page.matches("<svg").count(), 3);
     assert!(page.contains(">zswap:lzo<") && page.contains("oom-killed"));
 }

@@ -2,8 +2,10 @@
 //! CORPUS`, `zmem recommend`): ranked with intervals, ties called, and one
 //! config file that `zmem apply` takes as is, sysctls included.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
+
+use zmem_sysfs::testutil::ScratchDir;
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
@@ -12,11 +14,8 @@ fn zmem(args: &[&str]) -> Output {
         .expect("run zmem")
 }
 
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-verdict-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn dir(tag: &str) -> ScratchDir {
+    ScratchDir::new(&format!("verdict-{tag}"))
 }
 
 fn corpus(d: &Path) -> String {
@@ -37,7 +36,7 @@ fn corpus(d: &Path) -> String {
 #[test]
 fn verdict_ranks_with_intervals_and_writes_one_config_apply_takes() {
     let d = dir("bench");
-    let c = corpus(&d);
+    let c = corpus(d.path());
     let out = d.join("out");
     let o = zmem(&[
         "bench",
@@ -111,13 +110,12 @@ fn verdict_ranks_with_intervals_and_writes_one_config_apply_takes() {
         "{sysctl}"
     );
     assert!(proot.join("etc/systemd/zram-generator.conf").exists());
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn verdict_table_names_the_configuration_and_the_apply_command() {
     let d = dir("table");
-    let c = corpus(&d);
+    let c = corpus(d.path());
     let o = zmem(&[
         "bench",
         "--verdict",
@@ -132,7 +130,7 @@ fn verdict_table_names_the_configuration_and_the_apply_command() {
         "--fs-read",
         "100",
         "--out-dir",
-        d.to_str().unwrap(),
+        d.path().to_str().unwrap(),
     ]);
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -156,5 +154,4 @@ fn verdict_table_names_the_configuration_and_the_apply_command() {
             "{key} missing:\n{t}"
         );
     }
-    let _ = std::fs::remove_dir_all(&d);
 }

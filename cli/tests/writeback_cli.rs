@@ -97,7 +97,6 @@ fn bench_writeback_json_table_and_backing_file() {
         "{}",
         text(&o.stderr)
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -198,5 +197,4 @@ fn serve_backing_dev_and_ctl_writeback() {
             && err.contains("/nonexistent/zmem-backing.img"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&d);
 }

@@ -4,20 +4,14 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-static N: AtomicUsize = AtomicUsize::new(0);
+use zmem_sysfs::testutil::ScratchDir;
 
-pub fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "zmem-serve-{tag}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A private scratch directory, removed with what is in it when dropped; its
+/// path is short enough for the Unix sockets put in it.
+pub fn tmpdir(tag: &str) -> ScratchDir {
+    ScratchDir::new(&format!("serve-{tag}"))
 }
 
 /// Whether `tool` runs (`tool --version` or `tool -V` exits at all).
@@ -39,12 +33,15 @@ pub struct Served {
     pub sock: PathBuf,
     pub ctl: PathBuf,
     stderr: PathBuf,
+    /// Holds `dir`: dropped (removed) after `Drop` has ended the child.
+    _scratch: ScratchDir,
 }
 
 impl Served {
     /// `zmem serve --size SIZE --algo lz4 --listen unix:… --ctl … EXTRA…`, waiting until it listens.
     pub fn start(size: &str, extra: &[&str]) -> Served {
-        let dir = tmpdir("srv");
+        let scratch = tmpdir("srv");
+        let dir = scratch.path().to_path_buf();
         let sock = dir.join("nbd.sock");
         let ctl = dir.join("dev.ctl");
         let stderr = dir.join("stderr");
@@ -74,6 +71,7 @@ impl Served {
             sock,
             ctl,
             stderr,
+            _scratch: scratch,
         }
     }
 
@@ -110,7 +108,7 @@ impl Drop for Served {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // `_scratch` goes after this, with the sockets and stderr in it.
     }
 }
 
