@@ -468,5 +468,4 @@ fn control_socket() {
     );
     drop(ctl);
     assert!(!path.exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,33 +3,28 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use zmem_nbd::{Listen, Listener, Options, Server};
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_sysfs::BlockDevice;
 use zmem_zram::Zram;
 
 pub struct Running {
-    pub dir: PathBuf,
+    /// Holds the socket: removed after `Drop` has stopped the server.
+    pub dir: ScratchDir,
     pub sock: PathBuf,
     pub dev: Arc<Zram>,
     pub stop: Arc<AtomicBool>,
     pub thread: Option<JoinHandle<std::io::Result<zmem_nbd::FailureCounts>>>,
 }
 
-static N: AtomicUsize = AtomicUsize::new(0);
-
-pub fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "zmem-nbd-{tag}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A private scratch directory, removed with what is in it when dropped; its
+/// path is short enough for the Unix sockets put in it.
+pub fn tmpdir(tag: &str) -> ScratchDir {
+    ScratchDir::new(&format!("nbd-{tag}"))
 }
 
 pub fn device(size: u64, mem_limit: u64) -> Arc<Zram> {
@@ -79,7 +74,6 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.shutdown();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
