@@ -24,7 +24,7 @@ use zmem_ops::status;
 use zmem_sysfs::SysfsDevice;
 use zmem_sysfs::{Sys, FIXTURE_LOG};
 
-use zmem_sysfs::testutil::copy_tree;
+use zmem_sysfs::testutil::{copy_tree, ScratchDir};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -53,12 +53,6 @@ fn read_tree(root: &Path) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     walk(root, root, &mut m);
     m
-}
-
-fn scratch(case: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zmem-fixture-{}-{case}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    d
 }
 
 fn log_of(root: &Path) -> String {
@@ -111,7 +105,8 @@ fn run_case(dir: &Path) {
         force: args.contains("--force"),
     };
     let strict = args.contains("--strict");
-    let root = scratch(&case);
+    let scratch = ScratchDir::new(&format!("fixture-{case}"));
+    let root = scratch.join("root");
     copy_tree(&dir.join("root"), &root);
     let sys = Sys::new(&root);
     let expected_error = fs::read_to_string(dir.join("expected-error")).ok();
@@ -185,7 +180,6 @@ fn run_case(dir: &Path) {
             }
         }
     }
-    let _ = fs::remove_dir_all(&root);
 }
 
 #[test]
@@ -232,7 +226,8 @@ fn status_leaves_out_a_device_removed_while_it_is_read() {
     // A link that leads nowhere is what a reader sees between the listing
     // and the read.
     let dir = fixtures().join("01-basic");
-    let root = scratch("vanished");
+    let scratch = ScratchDir::new("fixture-vanished");
+    let root = scratch.join("root");
     copy_tree(&dir.join("root"), &root);
     std::os::unix::fs::symlink(
         "../devices/virtual/block/zram7",
@@ -241,13 +236,13 @@ fn status_leaves_out_a_device_removed_while_it_is_read() {
     .unwrap();
     let st = status::collect(&Sys::new(&root), false).unwrap();
     expect_file(&dir, "expected-status.txt", &status::render_text(&st));
-    let _ = fs::remove_dir_all(&root);
 }
 
 #[test]
 fn status_warns_when_zram_and_zswap_both_active() {
     let dir = fixtures().join("06-in-use");
-    let root = scratch("zswap-warn");
+    let scratch = ScratchDir::new("fixture-zswap-warn");
+    let root = scratch.join("root");
     copy_tree(&dir.join("root"), &root);
     fs::write(root.join("sys/module/zswap/parameters/enabled"), "Y\n").unwrap();
     let st = status::collect(&Sys::new(&root), false).unwrap();
@@ -258,12 +253,12 @@ fn status_warns_when_zram_and_zswap_both_active() {
         "{:?}",
         st.warnings
     );
-    let _ = fs::remove_dir_all(&root);
 }
 
 fn policy_case(case: &str) -> String {
     let dir = fixtures().join(case);
-    let root = scratch(case);
+    let scratch = ScratchDir::new(&format!("fixture-{case}"));
+    let root = scratch.join("root");
     copy_tree(&dir.join("root"), &root);
     let sys = Sys::new(&root);
     let cfg = config::load(&dir.join("zmem.conf")).unwrap();
@@ -284,7 +279,6 @@ fn policy_case(case: &str) -> String {
     }
     out.push_str("-- writes\n");
     out.push_str(&log_of(&root));
-    let _ = fs::remove_dir_all(&root);
     out
 }
 

@@ -9,6 +9,7 @@ use zmem_ops::apply::{self, ApplyError, Options};
 use zmem_ops::config;
 use zmem_ops::status;
 use zmem_ops::zram;
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_sysfs::HotDevice;
 use zmem_sysfs::Sys;
 
@@ -55,7 +56,8 @@ fn apply_check_revert_on_a_hot_added_device() {
     }
     let dev = HotDevice::create().expect("hot_add");
     let name = format!("zram{}", dev.id());
-    let state = std::env::temp_dir().join(format!("zmem-ops-real-{}", std::process::id()));
+    let scratch = ScratchDir::new("ops-real");
+    let state = scratch.join("state");
     let sys = Sys::real().with_state_dir(state.to_str().unwrap());
     let zswap_before = zswap_params();
     let pool: u32 = fs::read_to_string("/sys/module/zswap/parameters/max_pool_percent")
@@ -123,7 +125,6 @@ fn apply_check_revert_on_a_hot_added_device() {
     };
     let checked = check();
     let reverted = apply::revert(&sys, &mut |l| log.push(format!("revert: {l}")));
-    let _ = fs::remove_dir_all(&state);
     checked.unwrap_or_else(|e| panic!("{e}\nlog:\n{}", log.join("\n")));
     reverted.unwrap_or_else(|e| panic!("revert: {e}\nlog:\n{}", log.join("\n")));
     assert_eq!(

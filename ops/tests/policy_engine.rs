@@ -16,6 +16,7 @@ use std::time::Duration;
 use common::{content, phrases, Rng};
 use zmem_codec::Params;
 use zmem_ops::policy::{round, DeviceState, Env, Policy, Worker};
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_sysfs::{AttrTarget, BlockDevice, DeviceTarget};
 use zmem_zram::{Zram, PAGE_SIZE};
 
@@ -315,7 +316,8 @@ proptest::proptest! {
 
 /// A device with a 128-page backing file (removed at once; the open file lives on).
 fn device_with_backing(name: &str) -> Arc<Zram> {
-    let backing = std::env::temp_dir().join(format!("zmem-policy-{name}-{}", std::process::id()));
+    let dir = ScratchDir::new(&format!("policy-{name}"));
+    let backing = dir.join("backing");
     std::fs::File::create(&backing)
         .unwrap()
         .set_len(128 * PAGE_SIZE as u64)
@@ -326,7 +328,7 @@ fn device_with_backing(name: &str) -> Arc<Zram> {
         .disksize(64 * PAGE_SIZE as u64)
         .build()
         .unwrap();
-    std::fs::remove_file(&backing).unwrap();
+    drop(dir); // the backing file goes at once; the open file lives on
     Arc::new(d)
 }
 
