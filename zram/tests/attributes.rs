@@ -2,6 +2,7 @@
 //! and the spec's §12 test vectors.
 mod common;
 use common::*;
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_sysfs::{BlockDevice, Errno};
 use zmem_zram::{Zram, PAGE_SIZE};
 
@@ -173,11 +174,12 @@ fn algorithm_params_rules() {
         errno(d.attr_write("algorithm_params", "dict=/nonexistent/zmem-dict")),
         Errno::EINVAL
     );
-    let dir = std::env::temp_dir().join(format!("zmem-zram-dict-{}", std::process::id()));
-    std::fs::write(&dir, b"dictionary bytes").unwrap();
+    let scratch = ScratchDir::new("zram-dict");
+    let dict = scratch.join("dict");
+    std::fs::write(&dict, b"dictionary bytes").unwrap();
     d.attr_write(
         "algorithm_params",
-        &format!("dict=\"{}\" level=1", dir.display()),
+        &format!("dict=\"{}\" level=1", dict.display()),
     )
     .unwrap();
     let cfg = d.config();
@@ -185,12 +187,12 @@ fn algorithm_params_rules() {
         cfg.params[0].dict.as_deref().map(|v| v.as_slice()),
         Some(&b"dictionary bytes"[..])
     );
-    std::fs::write(&dir, b"").unwrap();
+    std::fs::write(&dict, b"").unwrap();
     assert_eq!(
-        errno(d.attr_write("algorithm_params", &format!("dict={}", dir.display()))),
+        errno(d.attr_write("algorithm_params", &format!("dict={}", dict.display()))),
         Errno::EINVAL
     );
-    std::fs::remove_file(&dir).unwrap();
+    drop(scratch); // the dictionary file is gone for the rest of the test
     d.attr_write("algorithm_params", "deflate.winbits=12")
         .unwrap();
     assert_eq!(d.config().params[0].deflate_winbits, Some(12));

@@ -10,6 +10,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use zmem_codec::Params;
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_sysfs::{BlockDevice, Errno};
 use zmem_zram::{RecompressParams, Zram, PAGE_SIZE};
 
@@ -105,7 +106,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
     fn engine_matches_a_byte_map(ops in proptest::collection::vec(op(), 1..60), bpages in 2u64..PAGES, compressed: bool) {
-        let backing = std::env::temp_dir().join(format!("zmem-model-wb-{}-{bpages}-{compressed}-{:?}", std::process::id(), std::thread::current().id()));
+        let dir = ScratchDir::new("model-wb");
+        let backing = dir.join("backing");
         std::fs::File::create(&backing).unwrap().set_len(bpages * PAGE_SIZE as u64).unwrap();
         let dev = Zram::builder()
             .algorithm(ALGO, Params::default())
@@ -116,7 +118,7 @@ proptest! {
             .disksize(SIZE)
             .build()
             .unwrap();
-        std::fs::remove_file(&backing).unwrap(); // the open file lives on
+        drop(dir); // the backing file goes; the open file lives on
         let mut model = vec![0u8; SIZE as usize];
         // The kernel's recompression allocates without sampling the peak
         // (mem_used_max is updated on the write path only).

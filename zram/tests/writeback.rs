@@ -11,32 +11,33 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use common::page;
 use zmem_codec::Params;
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_sysfs::{BdStat, BlockDevice, Errno};
 use zmem_zram::{BdOp, WritebackParams, Zram, PAGE_SIZE};
 
-/// A backing file of `pages` pages in the temp dir, removed on drop.
-struct TmpFile(PathBuf);
+/// A backing file of `pages` pages in a private scratch directory of its
+/// own, removed (with the directory) on drop.
+struct TmpFile {
+    path: PathBuf,
+    _dir: ScratchDir,
+}
 
 impl TmpFile {
     fn new(pages: u64) -> TmpFile {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
+        let dir = ScratchDir::new("wb-test");
+        // Each file has a name of its own (tests tell files apart by name).
+        let path = dir.join(&format!(
             "zmem-wb-test-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
-        let f = std::fs::File::create(&p).unwrap();
+        let f = std::fs::File::create(&path).unwrap();
         f.set_len(pages * PAGE_SIZE as u64).unwrap();
-        TmpFile(p)
+        TmpFile { path, _dir: dir }
     }
     fn s(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-
-impl Drop for TmpFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        self.path.display().to_string()
     }
 }
 
@@ -47,7 +48,7 @@ fn dev_with(bpages: u64, compressed: bool) -> (Zram, TmpFile) {
     let f = TmpFile::new(bpages);
     let d = Zram::builder()
         .algorithm("lz4", Params::default())
-        .backing_dev(&f.0)
+        .backing_dev(&f.path)
         .writeback_compressed(compressed)
         .disksize(PAGES * PAGE_SIZE as u64)
         .build()
@@ -89,7 +90,7 @@ fn backing_dev_store_and_show() {
     let f = TmpFile::new(8);
     dev.attr_write("backing_dev", &format!("{}\n", f.s()))
         .unwrap();
-    let canon = std::fs::canonicalize(&f.0).unwrap();
+    let canon = std::fs::canonicalize(&f.path).unwrap();
     assert_eq!(
         dev.attr_read("backing_dev").unwrap(),
         format!("{}\n", canon.display())
@@ -139,7 +140,7 @@ fn backing_dev_store_and_show() {
     assert!(dev
         .attr_read("backing_dev")
         .unwrap()
-        .contains(g.0.file_name().unwrap().to_str().unwrap()));
+        .contains(g.path.file_name().unwrap().to_str().unwrap()));
     assert_eq!(dev.backing_dev().unwrap().nr_pages(), 4);
     // Only before init.
     dev.attr_write("disksize", "256K").unwrap();
@@ -166,7 +167,7 @@ fn builder_checks_like_the_attribute() {
     let small = TmpFile::new(1);
     assert_eq!(
         Zram::builder()
-            .backing_dev(&small.0)
+            .backing_dev(&small.path)
             .build()
             .unwrap_err()
             .errno,
@@ -561,7 +562,7 @@ fn compressed_mode_writes_the_object() {
     let s = dev.slot_info(0).unwrap();
     assert!(s.wb && s.size == size && s.priority == 0, "{s:?}");
     // Block 1 (block 0 is never used) holds the lz4 object, zero padded.
-    let raw = std::fs::read(&f.0).unwrap();
+    let raw = std::fs::read(&f.path).unwrap();
     let block = &raw[PAGE_SIZE..2 * PAGE_SIZE];
     assert!(block[size..].iter().all(|&b| b == 0));
     let mut out = vec![0u8; PAGE_SIZE];
@@ -584,7 +585,7 @@ fn plain_mode_writes_the_page() {
     let p = page(2, 7);
     dev.write_page(5, &p).unwrap();
     dev.attr_write("writeback", "page_index=5").unwrap();
-    let raw = std::fs::read(&f.0).unwrap();
+    let raw = std::fs::read(&f.path).unwrap();
     assert_eq!(&raw[PAGE_SIZE..2 * PAGE_SIZE], &p[..]);
     assert_eq!(dev.slot_info(5).unwrap().size, 0);
 }
@@ -719,7 +720,7 @@ fn write_io_error_keeps_the_page_in_ram() {
     let fr = fail_reads.clone();
     let dev = Zram::builder()
         .algorithm("lz4", Params::default())
-        .backing_dev(&f.0)
+        .backing_dev(&f.path)
         .backing_fault(Arc::new(move |op, _blk| match op {
             BdOp::Write => fw
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
@@ -780,7 +781,7 @@ fn truncated_backing_file_read_is_eio() {
     // Someone truncates the file under us: the block read fails cleanly.
     std::fs::OpenOptions::new()
         .write(true)
-        .open(&f.0)
+        .open(&f.path)
         .unwrap()
         .set_len(PAGE_SIZE as u64)
         .unwrap();
@@ -798,7 +799,7 @@ fn paused_device(f: &TmpFile) -> (Arc<Zram>, mpsc::Receiver<u64>, mpsc::SyncSend
     let dev = Zram::builder()
         .algorithm("lz4", Params::default())
         .secondary(1, "zstd", Params::default())
-        .backing_dev(&f.0)
+        .backing_dev(&f.path)
         .backing_fault(Arc::new(move |op, blk| {
             if op == BdOp::Write {
                 if let Some((tx, rx)) = state.lock().unwrap().take() {
@@ -922,7 +923,7 @@ fn fast_path_slots_written_back_read_back_in_both_modes() {
         let dev = Zram::builder()
             .algorithm("lz4", Params::default())
             .fast_algorithm("lz4m")
-            .backing_dev(&f.0)
+            .backing_dev(&f.path)
             .writeback_compressed(compressed)
             .disksize(PAGES * PAGE_SIZE as u64)
             .build()
