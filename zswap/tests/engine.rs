@@ -2,20 +2,18 @@
 //! incompressible modes, bad parameters, backing-file errors, block view.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use proptest::prelude::*;
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_zswap::{
     Backing, BlockDevice, Errno, Incompressible, ShrinkWorker, Source, Zswap, ZswapDevice,
     PAGE_SIZE,
 };
 
-/// A fresh scratch path (a leftover file from an earlier case is removed:
-/// backing stores refuse existing files that hold data).
-fn tmp(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("zmem-zswap-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
+/// A private scratch directory, new and empty (backing stores refuse existing
+/// files that hold data), removed with its files when dropped.
+fn scratch() -> ScratchDir {
+    ScratchDir::new("zswap")
 }
 
 /// A page that compresses about `kind`-wise: 0 = zero, 1 = same-filled non-zero,
@@ -44,8 +42,16 @@ fn page(kind: u8, seed: u64) -> Vec<u8> {
     p
 }
 
-fn engine(name: &str, slots: u64, pool_bytes: u64, zpool: &str, worker: ShrinkWorker) -> Zswap {
-    let backing = Backing::create(tmp(name), slots).unwrap();
+/// An engine whose backing file `name` is in `dir`.
+fn engine(
+    dir: &ScratchDir,
+    name: &str,
+    slots: u64,
+    pool_bytes: u64,
+    zpool: &str,
+    worker: ShrinkWorker,
+) -> Zswap {
+    let backing = Backing::create(dir.join(name), slots).unwrap();
     Zswap::builder()
         .compressor("lz4")
         .zpool(zpool)
@@ -79,7 +85,9 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn check_model(zpool: &str, ops: &[Op], tag: &str) {
+    let dir = scratch();
     let z = engine(
+        &dir,
         &format!("model-{zpool}-{tag}"),
         48,
         6 * PAGE_SIZE as u64,
@@ -139,7 +147,6 @@ fn check_model(zpool: &str, ops: &[Op], tag: &str) {
         z.swap_in(*o, &mut buf, false).unwrap();
         assert!(&buf == p, "offset {o} lost at the end");
     }
-    let _ = std::fs::remove_file(tmp(&format!("model-{zpool}-{tag}")));
 }
 
 proptest! {
@@ -161,7 +168,9 @@ proptest! {
 #[test]
 fn limit_hit_starts_writeback_and_hysteresis_refuses_until_accept() {
     // 64-page pool, accept at 57 pages; random pages are stored raw (one pool page each).
+    let dir = scratch();
     let z = engine(
+        &dir,
         "limit",
         512,
         64 * PAGE_SIZE as u64,
@@ -225,12 +234,13 @@ fn limit_hit_starts_writeback_and_hysteresis_refuses_until_accept() {
         assert_eq!(buf, page(3, o), "offset {o} from {src:?}");
     }
     assert_eq!(z.stats().backing_reads, wb as u64);
-    let _ = std::fs::remove_file(tmp("limit"));
 }
 
 #[test]
 fn inline_worker_keeps_pool_under_limit_and_second_chance() {
+    let dir = scratch();
     let z = engine(
+        &dir,
         "inline",
         1024,
         32 * PAGE_SIZE as u64,
@@ -263,12 +273,12 @@ fn inline_worker_keeps_pool_under_limit_and_second_chance() {
     }
     assert_eq!(z.shrinker_scan(left.len()), left.len());
     assert_eq!(z.lru_len(), 0);
-    let _ = std::fs::remove_file(tmp("inline"));
 }
 
 #[test]
 fn zero_pages_go_to_the_zeromap_and_incompressible_modes() {
-    let z = engine("zero", 16, 1 << 20, "zsmalloc", ShrinkWorker::Inline);
+    let dir = scratch();
+    let z = engine(&dir, "zero", 16, 1 << 20, "zsmalloc", ShrinkWorker::Inline);
     assert_eq!(z.swap_out(0, &page(0, 0)).unwrap(), Source::Zero);
     assert_eq!(
         z.swap_out(1, &page(1, 5)).unwrap(),
@@ -296,7 +306,7 @@ fn zero_pages_go_to_the_zeromap_and_incompressible_modes() {
         "exclusive load freed the entry"
     );
     // zbud cannot hold a raw page: reject_compress_poor.
-    let zb = engine("zero-zbud", 16, 1 << 20, "zbud", ShrinkWorker::Inline);
+    let zb = engine(&dir, "zero-zbud", 16, 1 << 20, "zbud", ShrinkWorker::Inline);
     assert_eq!(zb.swap_out(0, &page(3, 1)).unwrap(), Source::Backing);
     assert_eq!(zb.stats().reject_compress_poor, 1);
     // Disabled: stores go to the backing file, loads keep working.
@@ -314,14 +324,19 @@ fn zero_pages_go_to_the_zeromap_and_incompressible_modes() {
         z.store(7, &[1u8; 100]),
         Err(zmem_zswap::StoreReject::BadPage)
     );
-    for f in ["zero", "zero-zbud"] {
-        let _ = std::fs::remove_file(tmp(f));
-    }
 }
 
 #[test]
 fn bad_parameter_values_are_einval_style() {
-    let z = engine("params", 16, 1 << 20, "zsmalloc", ShrinkWorker::Inline);
+    let dir = scratch();
+    let z = engine(
+        &dir,
+        "params",
+        16,
+        1 << 20,
+        "zsmalloc",
+        ShrinkWorker::Inline,
+    );
     let cases = [
         ("enabled", "maybe", Errno::EINVAL),
         ("shrinker_enabled", "", Errno::EINVAL),
@@ -359,7 +374,7 @@ fn bad_parameter_values_are_einval_style() {
     for name in z.attr_names() {
         z.attr_read(name).unwrap();
     }
-    let backing = Backing::create(tmp("params2"), 4).unwrap();
+    let backing = Backing::create(dir.join("params2"), 4).unwrap();
     assert_eq!(
         Zswap::builder()
             .compressor("nope")
@@ -368,9 +383,6 @@ fn bad_parameter_values_are_einval_style() {
             .errno,
         Errno::ENOENT
     );
-    for f in ["params", "params2"] {
-        let _ = std::fs::remove_file(tmp(f));
-    }
 }
 
 #[test]
@@ -435,7 +447,8 @@ fn backing_file_errors_keep_pool_pages_readable() {
 
 #[test]
 fn block_view_data_survives_eviction() {
-    let path = tmp("blockdev");
+    let dir = scratch();
+    let path = dir.join("blockdev");
     let dev = ZswapDevice::create(
         &path,
         256 * PAGE_SIZE as u64,
@@ -478,12 +491,12 @@ fn block_view_data_survives_eviction() {
         dev.attr_read("written_back_pages").unwrap(),
         format!("{}\n", dev.zswap().stats().written_back_pages)
     );
-    let _ = std::fs::remove_file(path);
 }
 
 #[test]
 fn percent_limit_of_ram_and_shrinker_count() {
-    let backing = Backing::create(tmp("percent"), 64).unwrap();
+    let dir = scratch();
+    let backing = Backing::create(dir.join("percent"), 64).unwrap();
     let z = Zswap::builder()
         .compressor("lz4")
         .ram_size(1000 * PAGE_SIZE as u64)
@@ -513,7 +526,6 @@ fn percent_limit_of_ram_and_shrinker_count() {
     let st = z.stats();
     assert_eq!(st.zswapped_bytes(), 8 * PAGE_SIZE as u64);
     assert_eq!(st.zswap_bytes(), st.pool_total_size);
-    let _ = std::fs::remove_file(tmp("percent"));
 }
 
 /// An existing backing file is never truncated: one that holds data, a
@@ -522,7 +534,8 @@ fn percent_limit_of_ram_and_shrinker_count() {
 /// shrinking); an all-zero file of the right size is used as is.
 #[test]
 fn existing_backing_file_is_never_destroyed() {
-    let path = tmp("existing");
+    let dir = scratch();
+    let path = dir.join("existing");
     let data = b"root:x:0:0:root:/root:/bin/bash\n".repeat(4096);
     std::fs::write(&path, &data).unwrap();
     let e = Backing::open(&path, 8, false).unwrap_err().to_string();
@@ -565,16 +578,15 @@ fn existing_backing_file_is_never_destroyed() {
         &data[..32],
         "--force keeps the bytes until zswap writes a slot"
     );
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
 fn new_backing_file_is_private() {
     use std::os::unix::fs::PermissionsExt;
-    let path = tmp("mode");
+    let dir = scratch();
+    let path = dir.join("mode");
     let b = Backing::create(&path, 4).unwrap();
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode & 0o077, 0, "mode {mode:o}");
     drop(b);
-    let _ = std::fs::remove_file(&path);
 }

@@ -8,14 +8,12 @@
 //! Random pages are stored raw: each entry is one zsmalloc object of
 //! PAGE_SIZE, i.e. exactly one pool page, so pool pages = entries.
 
-use std::path::PathBuf;
-
+use zmem_sysfs::testutil::ScratchDir;
 use zmem_zswap::{Backing, ShrinkWorker, StoreReject, Zswap, MAX_RECLAIM_RETRIES, PAGE_SIZE};
 
-fn tmp(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("zmem-shrink-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
+/// A private scratch directory for backing files, removed when dropped.
+fn scratch() -> ScratchDir {
+    ScratchDir::new("shrink")
 }
 
 /// A page that does not compress (xorshift bytes).
@@ -38,9 +36,10 @@ fn text_page(seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// A 20-page pool (accept threshold 90 % = 18 pages), worker run by hand.
-fn engine(name: &str, slots: u64) -> Zswap {
-    let backing = Backing::create(tmp(name), slots).unwrap();
+/// A 20-page pool (accept threshold 90 % = 18 pages), worker run by hand;
+/// its backing file `name` is in `dir`.
+fn engine(dir: &ScratchDir, name: &str, slots: u64) -> Zswap {
+    let backing = Backing::create(dir.join(name), slots).unwrap();
     Zswap::builder()
         .compressor("lzo")
         .max_pool_bytes(20 * PAGE_SIZE as u64)
@@ -68,7 +67,8 @@ fn fill(z: &Zswap, base: u64) {
 
 #[test]
 fn after_a_burst_a_run_writes_back_nothing_then_rotation_then_writeback() {
-    let z = engine("burst", 64);
+    let dir = scratch();
+    let z = engine(&dir, "burst", 64);
     assert_eq!(z.limits(), (20, 18));
     fill(&z, 0);
 
@@ -121,13 +121,13 @@ fn after_a_burst_a_run_writes_back_nothing_then_rotation_then_writeback() {
         z.swap_in(o, &mut buf, true).unwrap();
         assert_eq!(buf, random_page(o), "offset {o}");
     }
-    let _ = std::fs::remove_file(tmp("burst"));
 }
 
 #[test]
 fn failed_writebacks_count_and_end_the_run_with_entries_kept() {
     // Offsets 100..119 lie beyond the 8-slot backing file: every writeback fails.
-    let z = engine("fail", 8);
+    let dir = scratch();
+    let z = engine(&dir, "fail", 8);
     fill(&z, 100);
     let r = z.run_shrink_worker();
     assert_eq!((r.written_back, r.failures), (0, 16), "16 rotations");
@@ -146,20 +146,20 @@ fn failed_writebacks_count_and_end_the_run_with_entries_kept() {
         assert!(z.load(o, &mut buf, false).unwrap());
         assert_eq!(buf, random_page(o));
     }
-    let _ = std::fs::remove_file(tmp("fail"));
 }
 
 #[test]
 fn an_empty_lru_ends_the_run_without_attempts() {
-    let z = engine("empty", 8);
+    let dir = scratch();
+    let z = engine(&dir, "empty", 8);
     let r = z.run_shrink_worker();
     assert_eq!((r.written_back, r.attempts, r.failures), (0, 0, 0));
-    let _ = std::fs::remove_file(tmp("empty"));
 }
 
 #[test]
 fn loads_do_not_set_referenced() {
-    let z = engine("load", 64);
+    let dir = scratch();
+    let z = engine(&dir, "load", 64);
     for o in 0..4 {
         z.store(o, &random_page(o)).unwrap();
     }
@@ -175,13 +175,13 @@ fn loads_do_not_set_referenced() {
     }
     assert!(z.lru_snapshot().iter().all(|(_, r)| !*r));
     assert_eq!(z.shrinker_scan(4), 4);
-    let _ = std::fs::remove_file(tmp("load"));
 }
 
 #[test]
 fn shrinker_count_memcg_bytes_or_pool_pages() {
     for memcg in [true, false] {
-        let backing = Backing::create(tmp("count"), 64).unwrap();
+        let dir = scratch();
+        let backing = Backing::create(dir.join("count"), 64).unwrap();
         let z = Zswap::builder()
             .compressor("lzo")
             .max_pool_bytes(64 * PAGE_SIZE as u64)
@@ -205,13 +205,13 @@ fn shrinker_count_memcg_bytes_or_pool_pages() {
             pages
         };
         assert_eq!(z.shrinker_count(), backing_pages, "memcg {memcg}");
-        let _ = std::fs::remove_file(tmp("count"));
     }
 }
 
 #[test]
 fn a_paced_worker_is_queued_and_steps_with_the_swap_path() {
-    let backing = Backing::create(tmp("paced"), 64).unwrap();
+    let dir = scratch();
+    let backing = Backing::create(dir.join("paced"), 64).unwrap();
     let z = Zswap::builder()
         .compressor("lzo")
         .max_pool_bytes(20 * PAGE_SIZE as u64)
@@ -248,5 +248,4 @@ fn a_paced_worker_is_queued_and_steps_with_the_swap_path() {
     assert_eq!(z.stats().written_back_pages, 2);
     assert_eq!(z.pool_pages(), 18);
     assert!(!z.worker_queued(), "at the accept threshold the run ends");
-    let _ = std::fs::remove_file(tmp("paced"));
 }
