@@ -9,7 +9,8 @@
 # own device). Each round runs every BIN once, in order; the raw CSV of every
 # run is kept under $OUT (default a temporary directory) and the medians are
 # printed per binary, target and page-cluster: mean latency (µs), reads per
-# CPU-second, write MiB/s, and with -k the engine/kernel ratio of each run.
+# CPU-second, write MiB/s, and with -k the engine/kernel ratios: the median of
+# the runs' ratios, then the lowest and highest run (`0.45x 0.41-0.51`).
 set -euo pipefail
 
 rounds=5 algo=lz4 threads=1 requests=200000 kernel=0
@@ -45,7 +46,7 @@ import csv, statistics, sys, os
 out, bins = sys.argv[1], [os.path.basename(b) for b in sys.argv[2:]]
 med = lambda v: statistics.median(v) if v else float("nan")
 print(f"runs in {out}")
-print("binary          target  pc  lat_mean_us  reads/cpu_s  write_MiB/s  eng/kern_lat  eng/kern_write  runs")
+print("binary          target  pc  lat_mean_us  reads/cpu_s  write_MiB/s      eng/kern_lat    eng/kern_write  runs")
 for b in bins:
     runs = []
     for f in sorted(os.listdir(out)):
@@ -70,6 +71,7 @@ for b in bins:
                         ratios_l.append(float(e[0]["lat_mean_ns"]) / float(k[0]["lat_mean_ns"]))
                         ratios_w.append(float(e[0]["write_mibps"]) / float(k[0]["write_mibps"]))
                 if ratios_l:
-                    rl, rw = f"{med(ratios_l):.2f}x", f"{med(ratios_w):.2f}x"
-            print(f"{b:15} {target:7} {pc:>2}  {lat:11.2f}  {rpc:11.0f}  {wr:11.1f}  {rl:>12}  {rw:>14}  {len(rows)}")
+                    span = lambda v: f"{med(v):.2f}x {min(v):.2f}-{max(v):.2f}"
+                    rl, rw = span(ratios_l), span(ratios_w)
+            print(f"{b:15} {target:7} {pc:>2}  {lat:11.2f}  {rpc:11.0f}  {wr:11.1f}  {rl:>16}  {rw:>16}  {len(rows)}")
 EOF
