@@ -515,6 +515,37 @@ fn promtool_check_metrics_on_a_real_scrape() {
 }
 
 #[test]
+fn a_device_removed_while_it_is_scraped_is_left_out_not_an_error() {
+    let scratch = ScratchDir::new("cli-exporter-vanished");
+    let root = scratch.join("root");
+    copy_tree(&fixture("06-in-use/root"), &root);
+    // /sys/block/zramN links into /sys/devices; after hot_remove the link
+    // leads nowhere, which is what a scrape sees between listing and reading.
+    std::os::unix::fs::symlink(
+        "../devices/virtual/block/zram7",
+        root.join("sys/block/zram7"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(
+        samples
+            .iter()
+            .any(|(n, _, v)| n == "zmem_exporter_read_errors" && *v == 0.0),
+        "{text}"
+    );
+    assert!(!text.contains("zram7"), "{text}");
+    assert!(samples
+        .iter()
+        .any(|(n, l, _)| n == "zmem_zram_orig_data_bytes" && l["device"] == "zram0"));
+}
+
+#[test]
 fn a_dead_control_socket_is_counted_not_fatal() {
     let scratch = ScratchDir::new("cli-exporter-dead");
     let root = scratch.join("root");

@@ -64,6 +64,17 @@ impl Metrics {
         };
         f.samples.push((l, value));
     }
+    /// Add every sample of `other`, family by family.
+    pub fn extend(&mut self, other: Metrics) {
+        for (name, f) in other.families {
+            let mine = self.families.entry(name).or_insert_with(|| Family {
+                help: f.help,
+                kind: f.kind,
+                ..Default::default()
+            });
+            mine.samples.extend(f.samples);
+        }
+    }
     pub fn render(&self) -> String {
         let mut o = String::new();
         for (name, f) in &self.families {
@@ -269,7 +280,15 @@ pub fn collect(sys: &Sys, ctl_dir: &str) -> String {
     let mut m = Metrics::default();
     let mut errors = 0u64;
     for name in zram::list_devices(sys).unwrap_or_default() {
-        if target_metrics(&mut m, &SysfsDevice::new(sys, &name), "kernel").is_err() {
+        let mut dm = Metrics::default();
+        let read = target_metrics(&mut dm, &SysfsDevice::new(sys, &name), "kernel");
+        // Removed while it was read (hot_remove by another tool): not an
+        // error, and what was read of it is partial (as `zram::read_all`).
+        if !sys.exists(&format!("/sys/block/{name}")) {
+            continue;
+        }
+        m.extend(dm);
+        if read.is_err() {
             errors += 1;
         }
     }
