@@ -153,10 +153,16 @@ pub fn read_all(sys: &Sys) -> io::Result<Vec<ZramDevice>> {
     let mut v = Vec::new();
     for name in list_devices(sys)? {
         let read = read_device(sys, &name);
-        if !sys.exists(&format!("/sys/block/{name}")) {
+        if !present(sys, &name) {
             continue;
         }
         v.push(read?);
     }
     Ok(v)
+}
+
+/// Whether device `name` still exists: checked after reading it, to leave
+/// out a device that was removed meanwhile (its figures are partial).
+pub fn present(sys: &Sys, name: &str) -> bool {
+    sys.exists(&format!("/sys/block/{name}"))
 }

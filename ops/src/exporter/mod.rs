@@ -284,7 +284,7 @@ pub fn collect(sys: &Sys, ctl_dir: &str) -> String {
         let read = target_metrics(&mut dm, &SysfsDevice::new(sys, &name), "kernel");
         // Removed while it was read (hot_remove by another tool): not an
         // error, and what was read of it is partial (as `zram::read_all`).
-        if !sys.exists(&format!("/sys/block/{name}")) {
+        if !zram::present(sys, &name) {
             continue;
         }
         m.extend(dm);
