@@ -16,9 +16,10 @@ use zmem_zpool::{Handle, Zpool};
 
 use crate::fastpath::{FastMode, FastPath};
 use crate::pool::{self, PoolFactory, DEFAULT_ALLOCATOR};
-use crate::slot::{self, Slot, SlotInfo};
+use crate::slot::{self, SlotInfo};
 use crate::stats::Stats;
 use crate::streams::{self, Backends, Comp, DEFAULT_ALGORITHM, MAX_COMPS, PRIMARY};
+use crate::table::SlotTable;
 use crate::writeback::{Backing, BackingFault, WbLimit};
 use zmem_sysfs::{AttrError, Errno};
 use zmem_sysfs::{IoStat, MmStat};
@@ -50,7 +51,7 @@ impl Default for Config {
 /// The state of an initialised device (what `disksize` creates and `reset` destroys).
 pub struct Meta {
     pub disksize: u64,
-    pub table: Box<[Slot]>,
+    pub table: SlotTable,
     pub pool: Box<dyn Zpool>,
     pub comps: [Option<Comp>; MAX_COMPS],
     /// The fast path's compressor (zmem extension; slots flagged FAST).
@@ -259,7 +260,7 @@ impl Zram {
             .ok()
             .filter(|&n| n <= (1usize << 40))
             .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
-        let table = slot::new_table(nr_pages).ok_or_else(|| {
+        let table = SlotTable::new(nr_pages).ok_or_else(|| {
             AttrError::new(
                 Errno::ENOMEM,
                 format!("cannot allocate a slot table of {nr_pages} entries"),

@@ -46,6 +46,7 @@ pub mod recompress;
 pub mod slot;
 pub mod stats;
 pub mod streams;
+mod table;
 mod write;
 pub mod writeback;
 

@@ -263,38 +263,9 @@ impl SlotInfo {
     }
 }
 
-/// Allocate a table of `n` empty slots; `None` when memory cannot be reserved.
-///
-/// An empty slot is all zero bits, so the table comes from the allocator's
-/// zeroed memory (fresh, untouched pages for a large table): unlike the
-/// kernel's vzalloc'd table, a page of it costs memory only once slots on it
-/// are used, and a
-/// device of 256 GiB starts in microseconds instead of writing 2 GiB of
-/// zeros first (with the 24-byte entries of the time: 0.89 s and 1.5 GiB RSS
-/// before, measured with `zmem serve --size 256G`; see docs/zram.md).
-pub fn new_table(n: usize) -> Option<Box<[Slot]>> {
-    use zerocopy::FromZeros;
-    <[Slot]>::new_box_zeroed_with_elems(n).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn new_table_slots_are_empty() {
-        let t = new_table(3000).unwrap();
-        assert_eq!(t.len(), 3000);
-        for s in t.iter() {
-            let g = s.lock();
-            assert!(!g.allocated() && g.size() == 0 && g.handle() == 0 && g.priority() == 0);
-            assert_eq!(g.ac_time(), 0);
-        }
-        assert!(
-            new_table(usize::MAX / 8).is_none(),
-            "an impossible size is refused, not a panic"
-        );
-    }
 
     #[test]
     fn fields_do_not_overlap() {

@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
         let name = names[sel as usize % names.len()];
         // A disksize of terabytes is a legitimate request for a big slot
         // table (32 bytes a page, as the kernel's 16), not a parser bug; it
-        // would only trip libFuzzer's malloc limit. Parse it, don't build it.
+        // would only map gigabytes of table per input. Parse it, don't build it.
         if name == "disksize" && zmem_sysfs::memparse(&v).0 > 1 << 30 {
             continue;
         }
