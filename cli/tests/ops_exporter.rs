@@ -238,16 +238,7 @@ fn once_output_parses_and_covers_zram_zswap_and_serve() {
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     // The exporter reads mm_stat, comp_algorithm, disksize, io_stat and bd_stat of the served device.
     let server = fake_ctl(&root.join("run/zmem/vm1.ctl"), 5);
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = exporter_once(&root);
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     server.join().unwrap();
     let get = |name: &str, dev: &str| {
@@ -349,6 +340,20 @@ fn http_metrics_endpoint() {
     assert!(child.wait().unwrap().success());
 }
 
+/// `zmem exporter --once --root ROOT`: its exposition, which must succeed.
+fn exporter_once(root: &std::path::Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// A real scrape (`zmem exporter --once`) of fixture 15-policy (a device with recompression
 /// and writeback) with zswap's debugfs counters present: (the scratch directory holding the
 /// tree, removed when dropped; exposition text).
@@ -368,12 +373,8 @@ fn scrape_fixture_with_zswap(name: &str) -> (ScratchDir, String) {
     ] {
         fs::write(dbg.join(k), format!("{v}\n")).unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    (scratch, String::from_utf8(out.stdout).unwrap())
+    let text = exporter_once(&root);
+    (scratch, text)
 }
 
 /// The `# TYPE` of every metric in an exposition.
@@ -526,12 +527,7 @@ fn a_device_removed_while_it_is_scraped_is_left_out_not_an_error() {
         root.join("sys/block/zram7"),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = exporter_once(&root);
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert!(
         samples
@@ -553,12 +549,7 @@ fn a_dead_control_socket_is_counted_not_fatal() {
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     // A socket file whose server is gone (as after a crash of `zmem serve`).
     drop(UnixListener::bind(root.join("run/zmem/gone.ctl")).unwrap());
-    let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(["exporter", "--once", "--root", root.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = exporter_once(&root);
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert!(
         samples
