@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use zmem_codec::{Params as CodecParams, StreamPool};
 use zmem_sysfs::{AttrError, Errno};
-use zmem_zpool::{Handle, Zpool};
+use zmem_zpool::{Handle, ObjHint, Zpool};
 
 use crate::backing::{Backing, BackingError};
 use crate::lru::Lru;
@@ -19,6 +19,9 @@ use crate::PAGE_SIZE;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
     pub handle: Handle,
+    /// Where the pool wrote the object: prefetched before the pool looks it
+    /// up (zmem's own, see `zmem_zpool::ObjHint`).
+    pub hint: ObjHint,
     /// Compressed length; PAGE_SIZE means stored raw (incompressible).
     pub length: u32,
     pub referenced: bool,
@@ -319,6 +322,7 @@ impl Zswap {
         e: &Entry,
         out: &mut [u8],
     ) -> Result<(), ZswapError> {
+        e.hint.prefetch(e.length as usize);
         let mut res: Result<(), String> = Ok(());
         let codec = self.codec(e.codec);
         let r = inner.pool.read(e.handle, &mut |src: &[u8]| {

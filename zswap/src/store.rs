@@ -118,11 +118,14 @@ impl Zswap {
                 return Err(StoreReject::AllocFail(e.to_string()));
             }
         };
-        if let Err(e) = inner.pool.write(handle, data) {
-            let _ = inner.pool.free(handle);
-            inc(&self.counters.reject_alloc_fail);
-            return Err(StoreReject::AllocFail(e.to_string()));
-        }
+        let hint = match inner.pool.write(handle, data) {
+            Ok(hint) => hint,
+            Err(e) => {
+                let _ = inner.pool.free(handle);
+                inc(&self.counters.reject_alloc_fail);
+                return Err(StoreReject::AllocFail(e.to_string()));
+            }
+        };
         if let Some(old) = inner.tree.remove(&offset) {
             self.free_entry(&mut inner, old);
         }
@@ -130,6 +133,7 @@ impl Zswap {
         let seq = inner.lru.add(offset);
         let entry = Entry {
             handle,
+            hint,
             length: data.len() as u32,
             referenced: true,
             seq,
