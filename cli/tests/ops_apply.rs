@@ -4,7 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zmem_sysfs::testutil::{copy_tree, ScratchDir};
+use zmem_sysfs::testutil::ScratchDir;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,9 +26,8 @@ fn zmem(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn dry_run_prints_the_writes_in_order_and_changes_nothing() {
-    let scratch = ScratchDir::new("cli-dry");
-    let root = scratch.join("root");
-    copy_tree(&fixture("03-multi-comp-writeback/root"), &root);
+    let (_scratch, root) =
+        ScratchDir::with_copy("cli-dry", &fixture("03-multi-comp-writeback/root"));
     let conf = fixture("03-multi-comp-writeback/zmem.conf");
     let (ok, out, err) = zmem(&[
         "apply",
@@ -53,9 +52,7 @@ fn dry_run_prints_the_writes_in_order_and_changes_nothing() {
 
 #[test]
 fn apply_twice_then_revert() {
-    let scratch = ScratchDir::new("cli-apply");
-    let root = scratch.join("root");
-    copy_tree(&fixture("01-basic/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-apply", &fixture("01-basic/root"));
     let r = root.to_str().unwrap();
     let conf = fixture("01-basic/zmem.conf");
     let c = conf.to_str().unwrap();
@@ -103,9 +100,7 @@ fn apply_twice_then_revert() {
 /// an error naming file, line and reason with --strict.
 #[test]
 fn unknown_keys_warn_and_strict_refuses_them() {
-    let scratch = ScratchDir::new("cli-bad");
-    let root = scratch.join("root");
-    copy_tree(&fixture("08-bad-key/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-bad", &fixture("08-bad-key/root"));
     let conf = fixture("08-bad-key/zmem.conf");
     let (c, r) = (conf.to_str().unwrap(), root.to_str().unwrap());
     let (ok, out, err) = zmem(&["apply", c, "--dry-run", "--root", r]);
@@ -135,9 +130,7 @@ fn unknown_keys_warn_and_strict_refuses_them() {
 /// 04-dropins) and prints what the fixture test expects.
 #[test]
 fn zram_generator_files_and_dropins_dry_run() {
-    let scratch = ScratchDir::new("cli-zg04");
-    let root = scratch.join("root");
-    copy_tree(&fixture("zg-04-dropins/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-zg04", &fixture("zg-04-dropins/root"));
     let r = root.to_str().unwrap();
     let (ok, out, err) = zmem(&["apply", "--zram-generator", "--dry-run", "--root", r]);
     assert!(ok, "{err}");
@@ -172,9 +165,8 @@ fn missing_feature_and_in_use_are_refused() {
         ("05-no-writeback", "CONFIG_ZRAM_WRITEBACK"),
         ("06-in-use", "--force"),
     ] {
-        let scratch = ScratchDir::new(&format!("cli-{case}"));
-        let root = scratch.join("root");
-        copy_tree(&fixture(case).join("root"), &root);
+        let (_scratch, root) =
+            ScratchDir::with_copy(&format!("cli-{case}"), &fixture(case).join("root"));
         let conf = fixture(case).join("zmem.conf");
         let (ok, _, err) = zmem(&[
             "apply",
@@ -265,9 +257,7 @@ fn persist_writes_generator_sysctl_and_tmpfiles() {
 /// that are system directories, are refused (nothing written) unless --force.
 #[test]
 fn disk_swap_and_mount_points_that_would_destroy_data_are_refused() {
-    let scratch = ScratchDir::new("cli-refuse");
-    let root = scratch.join("root");
-    copy_tree(&fixture("01-basic/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-refuse", &fixture("01-basic/root"));
     let r = root.to_str().unwrap();
     fs::create_dir_all(root.join("etc")).unwrap();
     fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/bash\n").unwrap();
@@ -324,9 +314,7 @@ fn disk_swap_and_mount_points_that_would_destroy_data_are_refused() {
 /// 782` keeps the device.
 #[test]
 fn ram_is_whole_mib_as_zram_generator_reads_it() {
-    let scratch = ScratchDir::new("cli-ram");
-    let root = scratch.join("root");
-    copy_tree(&fixture("01-basic/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-ram", &fixture("01-basic/root"));
     let r = root.to_str().unwrap();
     let meminfo = fs::read_to_string(root.join("proc/meminfo")).unwrap();
     let meminfo = meminfo.replace("MemTotal:        8388608 kB", "MemTotal:         801280 kB");

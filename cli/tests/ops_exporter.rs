@@ -9,7 +9,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use zmem_sysfs::testutil::{copy_tree, ScratchDir};
+use zmem_sysfs::testutil::ScratchDir;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -232,9 +232,7 @@ fn fake_ctl(path: &Path, count: usize) -> std::thread::JoinHandle<()> {
 
 #[test]
 fn once_output_parses_and_covers_zram_zswap_and_serve() {
-    let scratch = ScratchDir::new("cli-exporter");
-    let root = scratch.join("root");
-    copy_tree(&fixture("15-policy/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-exporter", &fixture("15-policy/root"));
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     // The exporter reads mm_stat, comp_algorithm, disksize, io_stat and bd_stat of the served device.
     let server = fake_ctl(&root.join("run/zmem/vm1.ctl"), 5);
@@ -358,9 +356,7 @@ fn exporter_once(root: &std::path::Path) -> String {
 /// and writeback) with zswap's debugfs counters present: (the scratch directory holding the
 /// tree, removed when dropped; exposition text).
 fn scrape_fixture_with_zswap(name: &str) -> (ScratchDir, String) {
-    let scratch = ScratchDir::new(&format!("cli-{name}"));
-    let root = scratch.join("root");
-    copy_tree(&fixture("15-policy/root"), &root);
+    let (scratch, root) = ScratchDir::with_copy(&format!("cli-{name}"), &fixture("15-policy/root"));
     let dbg = root.join("sys/kernel/debug/zswap");
     fs::create_dir_all(&dbg).unwrap();
     for (k, v) in [
@@ -517,9 +513,8 @@ fn promtool_check_metrics_on_a_real_scrape() {
 
 #[test]
 fn a_device_removed_while_it_is_scraped_is_left_out_not_an_error() {
-    let scratch = ScratchDir::new("cli-exporter-vanished");
-    let root = scratch.join("root");
-    copy_tree(&fixture("06-in-use/root"), &root);
+    let (_scratch, root) =
+        ScratchDir::with_copy("cli-exporter-vanished", &fixture("06-in-use/root"));
     // /sys/block/zramN links into /sys/devices; after hot_remove the link
     // leads nowhere, which is what a scrape sees between listing and reading.
     std::os::unix::fs::symlink(
@@ -543,9 +538,7 @@ fn a_device_removed_while_it_is_scraped_is_left_out_not_an_error() {
 
 #[test]
 fn a_dead_control_socket_is_counted_not_fatal() {
-    let scratch = ScratchDir::new("cli-exporter-dead");
-    let root = scratch.join("root");
-    copy_tree(&fixture("06-in-use/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-exporter-dead", &fixture("06-in-use/root"));
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     // A socket file whose server is gone (as after a crash of `zmem serve`).
     drop(UnixListener::bind(root.join("run/zmem/gone.ctl")).unwrap());

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zmem_sysfs::testutil::{copy_tree, ScratchDir};
+use zmem_sysfs::testutil::ScratchDir;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,9 +26,7 @@ fn zmem(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn once_runs_one_round_and_remembers_backoff() {
-    let scratch = ScratchDir::new("cli-policy");
-    let root = scratch.join("root");
-    copy_tree(&fixture("15-policy/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-policy", &fixture("15-policy/root"));
     let r = root.to_str().unwrap();
     let (ok, out, err) = zmem(&["policy", "--once", "--root", r, "--now", "1700000000"]);
     assert!(ok, "{err}");
@@ -59,9 +57,7 @@ fn once_runs_one_round_and_remembers_backoff() {
 
 #[test]
 fn dry_run_writes_nothing() {
-    let scratch = ScratchDir::new("cli-policy-dry");
-    let root = scratch.join("root");
-    copy_tree(&fixture("15-policy/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-policy-dry", &fixture("15-policy/root"));
     let (ok, out, err) = zmem(&[
         "policy",
         "--once",
@@ -147,9 +143,7 @@ fn recording_ctl(path: &Path, writes: std::sync::Arc<std::sync::Mutex<Vec<String
 
 #[test]
 fn serve_devices_get_the_same_actions_through_their_control_socket() {
-    let scratch = ScratchDir::new("cli-policy-serve");
-    let root = scratch.join("root");
-    copy_tree(&fixture("01-basic/root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("cli-policy-serve", &fixture("01-basic/root"));
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     let writes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     recording_ctl(&root.join("run/zmem/vm1.ctl"), writes.clone());
@@ -201,9 +195,7 @@ fn serve_devices_get_the_same_actions_through_their_control_socket() {
 fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let scratch = ScratchDir::new("cli-policy-real");
-    let root = scratch.join("root");
-    copy_tree(&fixture("01-basic/root"), &root);
+    let (scratch, root) = ScratchDir::with_copy("cli-policy-real", &fixture("01-basic/root"));
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     let backing = root.join("backing.img");
     fs::File::create(&backing)

@@ -24,7 +24,7 @@ use zmem_ops::status;
 use zmem_sysfs::SysfsDevice;
 use zmem_sysfs::{Sys, FIXTURE_LOG};
 
-use zmem_sysfs::testutil::{copy_tree, ScratchDir};
+use zmem_sysfs::testutil::ScratchDir;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -105,9 +105,7 @@ fn run_case(dir: &Path) {
         force: args.contains("--force"),
     };
     let strict = args.contains("--strict");
-    let scratch = ScratchDir::new(&format!("fixture-{case}"));
-    let root = scratch.join("root");
-    copy_tree(&dir.join("root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy(&format!("fixture-{case}"), &dir.join("root"));
     let sys = Sys::new(&root);
     let expected_error = fs::read_to_string(dir.join("expected-error")).ok();
     let dry_run_file = dir.join("expected-dry-run.log");
@@ -226,9 +224,7 @@ fn status_leaves_out_a_device_removed_while_it_is_read() {
     // A link that leads nowhere is what a reader sees between the listing
     // and the read.
     let dir = fixtures().join("01-basic");
-    let scratch = ScratchDir::new("fixture-vanished");
-    let root = scratch.join("root");
-    copy_tree(&dir.join("root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("fixture-vanished", &dir.join("root"));
     std::os::unix::fs::symlink(
         "../devices/virtual/block/zram7",
         root.join("sys/block/zram7"),
@@ -241,9 +237,7 @@ fn status_leaves_out_a_device_removed_while_it_is_read() {
 #[test]
 fn status_warns_when_zram_and_zswap_both_active() {
     let dir = fixtures().join("06-in-use");
-    let scratch = ScratchDir::new("fixture-zswap-warn");
-    let root = scratch.join("root");
-    copy_tree(&dir.join("root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy("fixture-zswap-warn", &dir.join("root"));
     fs::write(root.join("sys/module/zswap/parameters/enabled"), "Y\n").unwrap();
     let st = status::collect(&Sys::new(&root), false).unwrap();
     assert!(
@@ -257,9 +251,7 @@ fn status_warns_when_zram_and_zswap_both_active() {
 
 fn policy_case(case: &str) -> String {
     let dir = fixtures().join(case);
-    let scratch = ScratchDir::new(&format!("fixture-{case}"));
-    let root = scratch.join("root");
-    copy_tree(&dir.join("root"), &root);
+    let (_scratch, root) = ScratchDir::with_copy(&format!("fixture-{case}"), &dir.join("root"));
     let sys = Sys::new(&root);
     let cfg = config::load(&dir.join("zmem.conf")).unwrap();
     let pol = Policy::from_config(&cfg).unwrap();

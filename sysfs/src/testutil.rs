@@ -82,6 +82,16 @@ impl ScratchDir {
         ScratchDir(d)
     }
 
+    /// A scratch directory holding a copy of the tree `from` (a fixture's
+    /// `root`) as `root/`, for a test that changes the copy: the directory,
+    /// and the copy's path.
+    pub fn with_copy(name: &str, from: &std::path::Path) -> (ScratchDir, std::path::PathBuf) {
+        let d = ScratchDir::new(name);
+        let root = d.join("root");
+        copy_tree(from, &root);
+        (d, root)
+    }
+
     /// The directory.
     pub fn path(&self) -> &std::path::Path {
         &self.0
