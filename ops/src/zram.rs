@@ -86,7 +86,7 @@ pub fn read_device(sys: &Sys, name: &str) -> io::Result<ZramDevice> {
             )
         })?;
     let dir = format!("/sys/block/{name}");
-    if !sys.exists(&dir) {
+    if !present(sys, name) {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!("{dir} does not exist"),
@@ -161,7 +161,7 @@ pub fn read_all(sys: &Sys) -> io::Result<Vec<ZramDevice>> {
     Ok(v)
 }
 
-/// Whether device `name` still exists: checked after reading it, to leave
+/// Whether device `name` exists; checked again after reading it, to leave
 /// out a device that was removed meanwhile (its figures are partial).
 pub fn present(sys: &Sys, name: &str) -> bool {
     sys.exists(&format!("/sys/block/{name}"))
