@@ -126,6 +126,61 @@ fn table_explains_missing_kernel_rows_and_unavailable_algorithms() {
     assert_eq!(engine_lines, 8, "{out}");
 }
 
+/// `--floor` adds a `codec` row beside each engine row: the same objects
+/// (orig, compr, same and huge pages), packed without waste, with a write
+/// rate and read latencies of their own; the table says what the rows are.
+#[test]
+fn floor_rows_sit_beside_the_engine_rows() {
+    let dir = ScratchDir::new("bench-cli");
+    let c = write_corpus(&dir, "floor");
+    let run = |format: &str| {
+        let o = zmem(&[
+            "bench",
+            c.to_str().unwrap(),
+            "--algo",
+            "lzo-rle",
+            "--requests",
+            "100",
+            "--no-kernel",
+            "--floor",
+            "--format",
+            format,
+        ]);
+        assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+        o.stdout
+    };
+    let rows: serde_json::Value = serde_json::from_slice(&run("json")).unwrap();
+    let rows = rows.as_array().unwrap();
+    let of = |t: &str| rows.iter().filter(|r| r["target"] == t).collect::<Vec<_>>();
+    let (engine, codec) = (of("engine"), of("codec"));
+    assert_eq!(
+        (engine.len(), codec.len(), rows.len()),
+        (4, 4, 8),
+        "{rows:?}"
+    );
+    for (e, f) in engine.iter().zip(&codec) {
+        assert_eq!(e["page_cluster"], f["page_cluster"]);
+        for k in [
+            "orig_data_size",
+            "compr_data_size",
+            "same_pages",
+            "huge_pages",
+        ] {
+            assert_eq!(e[k], f[k], "{k}");
+        }
+        let used = |r: &serde_json::Value| r["mem_used_total"].as_u64().unwrap();
+        assert!(used(f) <= used(e), "{f} {e}");
+        assert!(f["write_mibps"].as_f64().unwrap() > 0.0);
+        assert!(f["lat_mean_ns"].as_f64().unwrap() > 0.0);
+    }
+    let table = text(&run("table"));
+    assert_eq!(table.lines().filter(|l| l.starts_with("codec ")).count(), 4);
+    assert!(
+        table.contains("codec: the floor under any engine"),
+        "{table}"
+    );
+}
+
 #[test]
 fn kernel_rows_beside_engine_rows_with_root() {
     if let Err(e) = zmem_sysfs::HotDevice::available() {
@@ -159,6 +214,24 @@ fn kernel_rows_beside_engine_rows_with_root() {
         "mem_used_total",
     ] {
         assert_eq!(engine[k], kernel[0][k], "{k}");
+    }
+    // With the floor, the table puts codec/kernel beside engine/kernel.
+    let o = zmem(&[
+        "bench",
+        c.to_str().unwrap(),
+        "--algo",
+        "lz4",
+        "--requests",
+        "50",
+        "--floor",
+    ]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for who in ["engine", "codec floor"] {
+        for pc in 0..4 {
+            let line = format!("pc={pc}: {who}/kernel mean read latency");
+            assert!(out.contains(&line), "{line} missing: {out}");
+        }
     }
 }
 

@@ -58,6 +58,11 @@ pub struct Args {
     /// Device and zswap modes: skip the kernel rows
     #[arg(long)]
     pub no_kernel: bool,
+    /// Device mode: add `codec` rows, the floor under any engine: the codec alone on the same
+    /// pages and the same random requests (no slot table, allocator or locks), with the
+    /// codec/kernel ratios beside engine/kernel (docs/lab.md, "The codec floor")
+    #[arg(long)]
+    pub floor: bool,
     /// The complete table: codec and device figures for every algorithm plus zstd with a
     /// dictionary trained on the corpus, page-cluster 0..3, weighted score, best-for lines and
     /// the recommendation (implied by --report and --weights)
@@ -156,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.full || args.report.is_some() || args.weights.is_some() {
         return run_full(&args);
     }
-    if args.corpus.is_empty() && args.threads == 1 {
+    if args.corpus.is_empty() && args.threads == 1 && !args.floor {
         // The main job: this machine's memory, the verdict.
         return verdict::run(&args);
     }

@@ -240,7 +240,7 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
         Vec::new()
     };
     let steps_per = 1 + opts.page_clusters.len();
-    let total = algos.len() * steps_per
+    let total = algos.len() * (steps_per + usize::from(opts.floor))
         + algos.iter().filter(|a| kernel_algos.contains(a)).count() * steps_per;
     let mut done = 0;
     let mut rows = Vec::new();
@@ -259,6 +259,15 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
             overhead.extend(measure_overhead(corpus, algo, &opts.params));
         }
         rows.extend(engine_rows);
+        if opts.floor {
+            progress(Progress {
+                done,
+                total,
+                what: format!("{algo} codec floor"),
+            });
+            done += 1;
+            rows.extend(super::floor::run_floor(corpus, algo, opts));
+        }
         if kernel_algos.contains(algo) {
             let mut step = |what: &str| {
                 progress(Progress {

@@ -31,6 +31,8 @@ pub struct Options {
     /// [`WRITE_BYTES_MIN`], at most [`MAX_AUTO_WRITE_PASSES`] (one pass of
     /// the 4 MiB default corpus lasts only milliseconds).
     pub write_passes: usize,
+    /// Also measure the codec floor (`codec` rows, [`super::floor`]).
+    pub floor: bool,
 }
 
 /// Bytes the write phase writes at least when `write_passes` is 0.
@@ -62,6 +64,7 @@ impl Default for Options {
             kernel: true,
             seed: 0x5eed_2a11,
             write_passes: 0,
+            floor: false,
         }
     }
 }
@@ -72,6 +75,9 @@ impl Default for Options {
 pub enum Target {
     Engine,
     Kernel,
+    /// The codec alone, no device: the floor under any engine (`--floor`,
+    /// [`super::floor`]).
+    Codec,
 }
 
 impl Target {
@@ -79,6 +85,7 @@ impl Target {
         match self {
             Target::Engine => "engine",
             Target::Kernel => "kernel",
+            Target::Codec => "codec",
         }
     }
 }

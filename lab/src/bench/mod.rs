@@ -4,6 +4,7 @@ pub mod codecs;
 pub mod device;
 pub(crate) mod device_rows;
 pub mod fastpath;
+pub mod floor;
 pub mod kernel;
 pub mod random_read;
 pub mod recomp;

@@ -86,40 +86,43 @@ impl Bar {
 }
 
 /// Side-by-side ratios for the speed targets: per algorithm and page-cluster,
-/// engine vs kernel mean latency and write rate.
+/// engine vs kernel mean latency and write rate, then (with `--floor`) the
+/// codec floor vs the kernel: the best ratio any engine could reach.
 fn comparisons(report: &Report) -> Vec<String> {
     let mut out = Vec::new();
-    for e in report
-        .rows
-        .iter()
-        .filter(|r| r.target == Target::Engine && r.reason.is_none())
-    {
-        let Some(k) = report.rows.iter().find(|k| {
-            k.target == Target::Kernel
-                && k.reason.is_none()
-                && k.algo == e.algo
-                && k.corpus == e.corpus
-                && k.page_cluster == e.page_cluster
-        }) else {
-            continue;
-        };
-        let (Some(el), Some(kl), Some(ew), Some(kw)) =
-            (e.lat_mean_ns, k.lat_mean_ns, e.write_mibps, k.write_mibps)
-        else {
-            continue;
-        };
-        out.push(format!(
-            "{} {} pc={}: engine/kernel mean read latency {:.2}x ({:.2} vs {:.2} us), write rate {:.2}x ({:.0} vs {:.0} MiB/s)",
-            e.algo,
-            e.corpus,
-            e.page_cluster.unwrap_or(0),
-            el / kl,
-            el / 1000.0,
-            kl / 1000.0,
-            ew / kw,
-            ew,
-            kw
-        ));
+    for (of, name) in [(Target::Engine, "engine"), (Target::Codec, "codec floor")] {
+        for e in report
+            .rows
+            .iter()
+            .filter(|r| r.target == of && r.reason.is_none())
+        {
+            let Some(k) = report.rows.iter().find(|k| {
+                k.target == Target::Kernel
+                    && k.reason.is_none()
+                    && k.algo == e.algo
+                    && k.corpus == e.corpus
+                    && k.page_cluster == e.page_cluster
+            }) else {
+                continue;
+            };
+            let (Some(el), Some(kl), Some(ew), Some(kw)) =
+                (e.lat_mean_ns, k.lat_mean_ns, e.write_mibps, k.write_mibps)
+            else {
+                continue;
+            };
+            out.push(format!(
+                "{} {} pc={}: {name}/kernel mean read latency {:.2}x ({:.2} vs {:.2} us), write rate {:.2}x ({:.0} vs {:.0} MiB/s)",
+                e.algo,
+                e.corpus,
+                e.page_cluster.unwrap_or(0),
+                el / kl,
+                el / 1000.0,
+                kl / 1000.0,
+                ew / kw,
+                ew,
+                kw
+            ));
+        }
     }
     out
 }
@@ -136,6 +139,7 @@ fn options(args: &super::Args) -> anyhow::Result<Options> {
         threads: args.threads.max(1),
         requests: args.requests,
         kernel: !args.no_kernel,
+        floor: args.floor,
         ..Options::default()
     };
     for a in &opts.algorithms {
@@ -210,6 +214,11 @@ fn print_legend(corpora: &[Corpus], opts: &Options) {
         "pc = page-cluster: random reads of 2^pc consecutive pages; thr = reader threads; reads/cpu_s = reads per CPU-second of the reader threads (comparable across thread counts on a busy machine); sizes in bytes (mm_stat); \
          ratio = orig/compr, eff_ratio = orig/mem_used; kernel: O_DIRECT pwrite/pread on a hot-added /dev/zramN"
     );
+    if opts.floor {
+        println!(
+            "codec: the floor under any engine: the codec alone on the same pages and requests, objects packed back to back in memory already touched, an index lookup and a prefetch per page, no slot table, allocator or locks (mem_used = the bytes stored)"
+        );
+    }
     let passes: Vec<String> = corpora
         .iter()
         .map(|c| opts.write_passes_for(c.page_count()).to_string())
