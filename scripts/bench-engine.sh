@@ -3,35 +3,39 @@
 # with the median of each figure per binary — for timing on a shared, noisy
 # machine (docs/zram.md, "Speed at 64 MiB and more").
 #
-#   scripts/bench-engine.sh -r ROUNDS -a ALGO [-t THREADS] [-n REQUESTS] [-k] CORPUS BIN...
+#   scripts/bench-engine.sh -r ROUNDS -a ALGO [-t THREADS] [-n REQUESTS] [-k] [-f] CORPUS BIN...
 #
 # -k adds the kernel rows (root and kernel zram needed; each run hot-adds its
-# own device). Each round runs every BIN once, in order; the raw CSV of every
-# run is kept under $OUT (default a temporary directory) and the medians are
-# printed per binary, target and page-cluster: mean latency (µs), reads per
-# CPU-second, write MiB/s, and with -k the engine/kernel ratios: the median of
-# the runs' ratios, then the lowest and highest run (`0.45x 0.41-0.51`).
+# own device). -f adds the codec floor (`zmem bench --floor`): the codec alone
+# on the same pages and requests, the least any engine can spend. Each round
+# runs every BIN once, in order; the raw CSV of every run is kept under $OUT
+# (default a temporary directory) and the medians are printed per binary,
+# target and page-cluster: mean latency (µs), reads per CPU-second, write
+# MiB/s, and with -k the engine/kernel (and codec/kernel) ratios: the median
+# of the runs' ratios, then the lowest and highest run (`0.45x 0.41-0.51`).
 set -euo pipefail
 
-rounds=5 algo=lz4 threads=1 requests=200000 kernel=0
-while getopts "r:a:t:n:k" o; do
+rounds=5 algo=lz4 threads=1 requests=200000 kernel=0 floor=0
+while getopts "r:a:t:n:kf" o; do
     case $o in
     r) rounds=$OPTARG ;;
     a) algo=$OPTARG ;;
     t) threads=$OPTARG ;;
     n) requests=$OPTARG ;;
     k) kernel=1 ;;
-    *) sed -n 2,12p "$0" >&2; exit 2 ;;
+    f) floor=1 ;;
+    *) sed -n 2,15p "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 2 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,15p "$0" >&2; exit 2; }
 corpus=$1
 shift
 out=${OUT:-$(mktemp -d /tmp/zmem-bench-engine.XXXXXX)}
 mkdir -p "$out"
 extra=()
 [ "$kernel" = 1 ] || extra+=(--no-kernel)
+[ "$floor" = 0 ] || extra+=(--floor)
 
 for r in $(seq 1 "$rounds"); do
     for bin in "$@"; do
@@ -46,13 +50,13 @@ import csv, statistics, sys, os
 out, bins = sys.argv[1], [os.path.basename(b) for b in sys.argv[2:]]
 med = lambda v: statistics.median(v) if v else float("nan")
 print(f"runs in {out}")
-print("binary          target  pc  lat_mean_us  reads/cpu_s  write_MiB/s      eng/kern_lat    eng/kern_write  runs")
+print("binary          target  pc  lat_mean_us  reads/cpu_s  write_MiB/s        x/kern_lat      x/kern_write  runs")
 for b in bins:
     runs = []
     for f in sorted(os.listdir(out)):
         if f.startswith(b + ".") and f.endswith(".csv"):
             runs.append(list(csv.DictReader(open(os.path.join(out, f)))))
-    for target in ("engine", "kernel"):
+    for target in ("engine", "codec", "kernel"):
         for pc in "0123":
             rows = [[x for x in run if x["target"] == target and x["page_cluster"] == pc] for run in runs]
             rows = [r[0] for r in rows if r]
@@ -62,10 +66,10 @@ for b in bins:
             rpc = med([float(r["reads_per_cpu_s"]) for r in rows if r["reads_per_cpu_s"]])
             wr = med([float(r["write_mibps"]) for r in rows])
             rl = rw = ""
-            if target == "engine":
+            if target != "kernel":
                 ratios_l, ratios_w = [], []
                 for run in runs:
-                    e = [x for x in run if x["target"] == "engine" and x["page_cluster"] == pc]
+                    e = [x for x in run if x["target"] == target and x["page_cluster"] == pc]
                     k = [x for x in run if x["target"] == "kernel" and x["page_cluster"] == pc]
                     if e and k:
                         ratios_l.append(float(e[0]["lat_mean_ns"]) / float(k[0]["lat_mean_ns"]))
