@@ -49,6 +49,21 @@ python3 - "$out" "$@" <<'EOF'
 import csv, statistics, sys, os
 out, bins = sys.argv[1], [os.path.basename(b) for b in sys.argv[2:]]
 med = lambda v: statistics.median(v) if v else float("nan")
+span = lambda v: f"{med(v):.2f}x {min(v):.2f}-{max(v):.2f}"
+
+
+def ratios(runs, a, b, pc):
+    """a/b mean read latency and write rate, per run: median, lowest, highest."""
+    lat, wr = [], []
+    for run in runs:
+        x = [r for r in run if r["target"] == a and r["page_cluster"] == pc]
+        y = [r for r in run if r["target"] == b and r["page_cluster"] == pc]
+        if x and y:
+            lat.append(float(x[0]["lat_mean_ns"]) / float(y[0]["lat_mean_ns"]))
+            wr.append(float(x[0]["write_mibps"]) / float(y[0]["write_mibps"]))
+    return (span(lat), span(wr)) if lat else ("", "")
+
+
 print(f"runs in {out}")
 print("binary          target  pc  lat_mean_us  reads/cpu_s  write_MiB/s        x/kern_lat      x/kern_write  runs")
 for b in bins:
@@ -67,15 +82,11 @@ for b in bins:
             wr = med([float(r["write_mibps"]) for r in rows])
             rl = rw = ""
             if target != "kernel":
-                ratios_l, ratios_w = [], []
-                for run in runs:
-                    e = [x for x in run if x["target"] == target and x["page_cluster"] == pc]
-                    k = [x for x in run if x["target"] == "kernel" and x["page_cluster"] == pc]
-                    if e and k:
-                        ratios_l.append(float(e[0]["lat_mean_ns"]) / float(k[0]["lat_mean_ns"]))
-                        ratios_w.append(float(e[0]["write_mibps"]) / float(k[0]["write_mibps"]))
-                if ratios_l:
-                    span = lambda v: f"{med(v):.2f}x {min(v):.2f}-{max(v):.2f}"
-                    rl, rw = span(ratios_l), span(ratios_w)
+                rl, rw = ratios(runs, target, "kernel", pc)
             print(f"{b:15} {target:7} {pc:>2}  {lat:11.2f}  {rpc:11.0f}  {wr:11.1f}  {rl:>16}  {rw:>16}  {len(rows)}")
+    # With -f: how far the engine is from the floor, run by run.
+    for pc in "0123":
+        rl, rw = ratios(runs, "engine", "codec", pc)
+        if rl:
+            print(f"{b:15} engine/codec floor pc={pc}: read latency {rl}, write rate {rw}")
 EOF
