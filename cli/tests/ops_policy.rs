@@ -55,6 +55,28 @@ fn once_runs_one_round_and_remembers_backoff() {
     );
 }
 
+/// The state of a device that is gone is dropped at the next round, so a
+/// device hot-added later under its name does not inherit its backoffs or
+/// its daily writeback count; the devices still there keep theirs.
+#[test]
+fn a_removed_device_s_state_is_forgotten() {
+    let (_scratch, root) = ScratchDir::with_copy("cli-policy-gone", &fixture("15-policy/root"));
+    let r = root.to_str().unwrap();
+    let (ok, _, err) = zmem(&["policy", "--once", "--root", r, "--now", "1700000000"]);
+    assert!(ok, "{err}");
+    let state = root.join("run/zmem/policy.state");
+    let mut text = fs::read_to_string(&state).unwrap();
+    assert!(text.contains("zram0\tlast_writeback\t1700000000"), "{text}");
+    text.push_str("zram7\tlast_writeback\t1699990000\nzram7\twritten\t1699990000\t4096\n");
+    fs::write(&state, text).unwrap();
+    let (ok, out, err) = zmem(&["policy", "--once", "--root", r, "--now", "1700000060"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("writeback backs off for 9 min"), "{out}");
+    let text = fs::read_to_string(&state).unwrap();
+    assert!(!text.contains("zram7"), "{text}");
+    assert!(text.contains("zram0\tlast_writeback\t1700000000"), "{text}");
+}
+
 #[test]
 fn dry_run_writes_nothing() {
     let (_scratch, root) = ScratchDir::with_copy("cli-policy-dry", &fixture("15-policy/root"));

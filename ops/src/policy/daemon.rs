@@ -8,9 +8,8 @@ use super::{round, Policy, State};
 use crate::config::Config;
 use crate::zram;
 
-/// The devices a round visits, in order: kernel devices, then served ones;
-/// only those named in `devices` when the policy names any.
-pub fn targets(sys: &Sys, p: &Policy) -> std::io::Result<Vec<Box<dyn AttrTarget>>> {
+/// Every device there is: kernel devices, then served ones.
+fn present(sys: &Sys, p: &Policy) -> std::io::Result<Vec<Box<dyn AttrTarget>>> {
     let mut v: Vec<Box<dyn AttrTarget>> = Vec::new();
     for n in zram::list_devices(sys)? {
         v.push(Box::new(SysfsDevice::new(sys, &n)));
@@ -18,6 +17,13 @@ pub fn targets(sys: &Sys, p: &Policy) -> std::io::Result<Vec<Box<dyn AttrTarget>
     for c in find_ctl_sockets(sys, &p.serve_sockets) {
         v.push(Box::new(c));
     }
+    Ok(v)
+}
+
+/// The devices a round visits, in order: kernel devices, then served ones;
+/// only those named in `devices` when the policy names any.
+pub fn targets(sys: &Sys, p: &Policy) -> std::io::Result<Vec<Box<dyn AttrTarget>>> {
+    let mut v = present(sys, p)?;
     v.retain(|t| p.devices.is_empty() || p.devices.contains(&t.label()));
     Ok(v)
 }
@@ -33,7 +39,10 @@ fn recompress_types(cfg: Option<&Config>, label: &str) -> Option<Vec<String>> {
 }
 
 /// One round on every device at `now`. With `dry_run` nothing is written and
-/// the state is left as it was.
+/// the state is left as it was. Otherwise the state of a device that is gone
+/// is forgotten: a device hot-added later under the same name (the kernel
+/// reuses the lowest free number) starts without its backoffs and without
+/// its daily writeback count.
 pub fn round_all(
     sys: &Sys,
     p: &Policy,
@@ -43,7 +52,16 @@ pub fn round_all(
     dry_run: bool,
     log: &mut dyn FnMut(String),
 ) -> std::io::Result<()> {
-    for t in targets(sys, p)? {
+    let all = present(sys, p)?;
+    if !dry_run {
+        state
+            .devices
+            .retain(|label, _| all.iter().any(|t| t.label() == *label));
+    }
+    let visit = all
+        .into_iter()
+        .filter(|t| p.devices.is_empty() || p.devices.contains(&t.label()));
+    for t in visit {
         let label = t.label();
         let types = recompress_types(cfg, &label);
         let st = state.devices.entry(label).or_default();
