@@ -16,6 +16,15 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `zmem bench CORPUS ARGS…`, which must succeed: its standard output.
+fn bench_ok(corpus: &std::path::Path, args: &[&str]) -> Vec<u8> {
+    let mut all = vec!["bench", corpus.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = zmem(&all);
+    assert!(o.status.success(), "{all:?}: {}", text(&o.stderr));
+    o.stdout
+}
+
 /// 48 pages: 16 zero, 16 text, 16 random (huge), in `dir`.
 fn write_corpus(dir: &ScratchDir, name: &str) -> PathBuf {
     let mut data = Vec::new();
@@ -50,19 +59,19 @@ fn write_corpus(dir: &ScratchDir, name: &str) -> PathBuf {
 fn json_rows_carry_the_documented_fields_and_kernel_accounting() {
     let dir = ScratchDir::new("bench-cli");
     let c = write_corpus(&dir, "json");
-    let o = zmem(&[
-        "bench",
-        c.to_str().unwrap(),
-        "--algo",
-        "lz4",
-        "--requests",
-        "100",
-        "--no-kernel",
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let stdout = bench_ok(
+        &c,
+        &[
+            "--algo",
+            "lz4",
+            "--requests",
+            "100",
+            "--no-kernel",
+            "--format",
+            "json",
+        ],
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&stdout).expect("JSON");
     let rows = rows.as_array().expect("array of rows");
     assert_eq!(rows.len(), 4, "one engine row per page-cluster 0..3");
     for (pc, r) in rows.iter().enumerate() {
@@ -100,19 +109,19 @@ fn json_rows_carry_the_documented_fields_and_kernel_accounting() {
 fn table_explains_missing_kernel_rows_and_unavailable_algorithms() {
     let dir = ScratchDir::new("bench-cli");
     let c = write_corpus(&dir, "table");
-    let o = zmem(&[
-        "bench",
-        c.to_str().unwrap(),
-        "--algo",
-        "lz4,lzo",
-        "--requests",
-        "50",
-        "--no-kernel",
-        "--threads",
-        "2",
-    ]);
-    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
-    let out = text(&o.stdout);
+    let stdout = bench_ok(
+        &c,
+        &[
+            "--algo",
+            "lz4,lzo",
+            "--requests",
+            "50",
+            "--no-kernel",
+            "--threads",
+            "2",
+        ],
+    );
+    let out = text(&stdout);
     assert!(
         out.contains("target") && out.contains("lat_p99_us"),
         "{out}"
@@ -134,20 +143,19 @@ fn floor_rows_sit_beside_the_engine_rows() {
     let dir = ScratchDir::new("bench-cli");
     let c = write_corpus(&dir, "floor");
     let run = |format: &str| {
-        let o = zmem(&[
-            "bench",
-            c.to_str().unwrap(),
-            "--algo",
-            "lzo-rle",
-            "--requests",
-            "100",
-            "--no-kernel",
-            "--floor",
-            "--format",
-            format,
-        ]);
-        assert!(o.status.success(), "stderr: {}", text(&o.stderr));
-        o.stdout
+        bench_ok(
+            &c,
+            &[
+                "--algo",
+                "lzo-rle",
+                "--requests",
+                "100",
+                "--no-kernel",
+                "--floor",
+                "--format",
+                format,
+            ],
+        )
     };
     let rows: serde_json::Value = serde_json::from_slice(&run("json")).unwrap();
     let rows = rows.as_array().unwrap();
@@ -191,18 +199,11 @@ fn kernel_rows_beside_engine_rows_with_root() {
     }
     let dir = ScratchDir::new("bench-cli");
     let c = write_corpus(&dir, "kernel");
-    let o = zmem(&[
-        "bench",
-        c.to_str().unwrap(),
-        "--algo",
-        "lz4",
-        "--requests",
-        "50",
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
-    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let stdout = bench_ok(
+        &c,
+        &["--algo", "lz4", "--requests", "50", "--format", "json"],
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
     let rows = rows.as_array().unwrap();
     let kernel: Vec<_> = rows.iter().filter(|r| r["target"] == "kernel").collect();
     assert_eq!(kernel.len(), 4, "{rows:?}");
@@ -216,17 +217,8 @@ fn kernel_rows_beside_engine_rows_with_root() {
         assert_eq!(engine[k], kernel[0][k], "{k}");
     }
     // With the floor, the table puts codec/kernel beside engine/kernel.
-    let o = zmem(&[
-        "bench",
-        c.to_str().unwrap(),
-        "--algo",
-        "lz4",
-        "--requests",
-        "50",
-        "--floor",
-    ]);
-    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
-    let out = text(&o.stdout);
+    let stdout = bench_ok(&c, &["--algo", "lz4", "--requests", "50", "--floor"]);
+    let out = text(&stdout);
     for who in ["engine", "codec floor"] {
         for pc in 0..4 {
             let line = format!("pc={pc}: {who}/kernel mean read latency");
