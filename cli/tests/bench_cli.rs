@@ -181,6 +181,13 @@ fn floor_rows_sit_beside_the_engine_rows() {
         assert!(f["write_mibps"].as_f64().unwrap() > 0.0);
         assert!(f["lat_mean_ns"].as_f64().unwrap() > 0.0);
     }
+    // Only device mode has the floor: with another mode it is an error, not ignored.
+    let o = zmem(&["bench", "--codecs", "--floor", c.to_str().unwrap()]);
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("--floor"),
+        "{}",
+        text(&o.stderr)
+    );
     let table = text(&run("table"));
     assert_eq!(table.lines().filter(|l| l.starts_with("codec ")).count(), 4);
     assert!(

@@ -61,7 +61,9 @@ pub struct Args {
     /// Device mode: add `codec` rows, the floor under any engine: the codec alone on the same
     /// pages and the same random requests (no slot table, allocator or locks), with the
     /// codec/kernel ratios beside engine/kernel (docs/lab.md, "The codec floor")
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = [
+        "codecs", "zswap", "recomp", "fastpath", "writeback", "verdict", "full", "report", "weights",
+    ])]
     pub floor: bool,
     /// The complete table: codec and device figures for every algorithm plus zstd with a
     /// dictionary trained on the corpus, page-cluster 0..3, weighted score, best-for lines and
