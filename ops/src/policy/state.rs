@@ -34,34 +34,44 @@ pub struct State {
 
 impl State {
     pub fn load(sys: &Sys) -> State {
-        let mut st = State::default();
         let text = sys
             .read_opt(&state_file(sys))
             .ok()
             .flatten()
             .unwrap_or_default();
+        State::parse(&text)
+    }
+
+    /// The state from the file's text: one `device<TAB>key<TAB>value…` line
+    /// per fact. A line that is not one (the header, an unknown key, a value
+    /// that is not a number) is skipped, and so a device with none.
+    pub fn parse(text: &str) -> State {
+        let mut st = State::default();
         for l in text.lines() {
             let f: Vec<&str> = l.split('\t').collect();
-            if f.len() < 3 {
+            let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok());
+            let (Some(&dev), Some(&key), Some(v)) = (f.first(), f.get(1), n(2)) else {
+                continue;
+            };
+            let written = n(3).filter(|_| key == "written");
+            if !matches!(key, "last_writeback" | "last_recompress" | "marked_all_at")
+                && written.is_none()
+            {
                 continue;
             }
-            let d = st.devices.entry(f[0].to_string()).or_default();
-            let n = |s: &str| s.parse::<u64>().ok();
-            match f[1] {
-                "last_writeback" => d.last_writeback = n(f[2]),
-                "last_recompress" => d.last_recompress = n(f[2]),
-                "marked_all_at" => d.marked_all_at = n(f[2]),
-                "written" if f.len() >= 4 => {
-                    if let (Some(t), Some(b)) = (n(f[2]), n(f[3])) {
-                        d.written.push((t, b));
-                    }
-                }
-                _ => {}
+            let d = st.devices.entry(dev.to_string()).or_default();
+            match key {
+                "last_writeback" => d.last_writeback = Some(v),
+                "last_recompress" => d.last_recompress = Some(v),
+                "marked_all_at" => d.marked_all_at = Some(v),
+                _ => d.written.extend(written.map(|b| (v, b))),
             }
         }
         st
     }
-    pub fn save(&self, sys: &Sys) -> std::io::Result<()> {
+
+    /// The file's text: what [`State::parse`] reads back as this state.
+    pub fn render(&self) -> String {
         let mut s = String::from("# zmem policy state\n");
         for (k, d) in &self.devices {
             if let Some(t) = d.last_writeback {
@@ -77,10 +87,42 @@ impl State {
                 s.push_str(&format!("{k}\twritten\t{t}\t{b}\n"));
             }
         }
+        s
+    }
+
+    pub fn save(&self, sys: &Sys) -> std::io::Result<()> {
         let p = sys.path(&state_file(sys));
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d)?;
         }
-        std::fs::write(p, s)
+        std::fs::write(p, self.render())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_reads_back_as_the_state_and_bad_lines_are_skipped() {
+        let text = "# zmem policy state\n\
+                    zram0\tlast_writeback\t100\n\
+                    zram0\twritten\t90\t4096\n\
+                    zram0\twritten\t95\t8192\n\
+                    serve:vm1\tlast_recompress\t7\n\
+                    zram1\tmarked_all_at\tsoon\n\
+                    zram2\tcolour\t3\n\
+                    zram3\twritten\t5\n";
+        let st = State::parse(text);
+        assert_eq!(
+            st.devices.keys().collect::<Vec<_>>(),
+            ["serve:vm1", "zram0"],
+            "devices with no valid line are left out"
+        );
+        let z = &st.devices["zram0"];
+        assert_eq!(z.last_writeback, Some(100));
+        assert_eq!(z.written, [(90, 4096), (95, 8192)]);
+        assert_eq!(st.devices["serve:vm1"].last_recompress, Some(7));
+        assert_eq!(State::parse(&st.render()), st);
     }
 }
