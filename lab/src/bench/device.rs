@@ -41,6 +41,17 @@ pub struct Overhead {
     pub engine_share: f64,
 }
 
+/// The `huge_class_size` an engine device with `algo` uses: objects this
+/// large or larger are stored as whole pages.
+pub(crate) fn huge_class_size(algo: &str, params: &Params) -> Result<usize, String> {
+    let dev = Zram::builder()
+        .algorithm(algo, params.clone())
+        .disksize(PAGE_SIZE as u64)
+        .build()
+        .map_err(|e| e.message)?;
+    Ok(dev.huge_class_size())
+}
+
 /// Measure [`Overhead`] for one algorithm; None when it is unavailable or
 /// the corpus has no page that reaches the codec.
 pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<Overhead> {
@@ -57,12 +68,7 @@ pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<
     let mut out = vec![0u8; PAGE_SIZE];
     // The codec does the same work as the engine: pages at or above
     // huge_class_size are stored raw by zram and never decompressed.
-    let huge = Zram::builder()
-        .algorithm(algo, params.clone())
-        .disksize(PAGE_SIZE as u64)
-        .build()
-        .ok()?
-        .huge_class_size();
+    let huge = huge_class_size(algo, params).ok()?;
     let mut best_codec = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();

@@ -19,11 +19,11 @@
 
 use std::time::Instant;
 
-use zmem_codec::{fill_page, same_filled, StreamPool, PAGE_SIZE};
+use zmem_codec::{fill_page, same_filled, Params, StreamPool, PAGE_SIZE};
 use zmem_sysfs::MmStat;
 use zmem_zpool::ObjHint;
-use zmem_zram::Zram;
 
+use super::device::huge_class_size;
 use super::device_rows::{Options, Row, Target};
 use super::random_read::{read_phase, request_indexes};
 use crate::corpus::Corpus;
@@ -142,6 +142,14 @@ fn write_passes(
     Ok((store, mibps))
 }
 
+/// The codec's per-thread streams and the `huge_class_size` the engine
+/// device uses with it.
+fn codec(algo: &str, params: &Params) -> Result<(StreamPool, usize), String> {
+    let backend = zmem_codec::find(algo).map_err(|e| e.to_string())?;
+    let streams = StreamPool::new(backend, params.clone()).map_err(|e| e.to_string())?;
+    Ok((streams, huge_class_size(algo, params)?))
+}
+
 /// The `codec` rows for one algorithm: one per page-cluster value, or one
 /// row saying why there are none.
 pub fn run_floor(corpus: &Corpus, algo: &str, opts: &Options) -> Vec<Row> {
@@ -155,18 +163,7 @@ pub fn run_floor(corpus: &Corpus, algo: &str, opts: &Options) -> Vec<Row> {
             reason,
         )]
     };
-    let setup = || -> Result<(StreamPool, usize), String> {
-        let backend = zmem_codec::find(algo).map_err(|e| e.to_string())?;
-        let streams = StreamPool::new(backend, opts.params.clone()).map_err(|e| e.to_string())?;
-        // The allocator's huge_class_size, as the engine device uses it.
-        let dev = Zram::builder()
-            .algorithm(algo, opts.params.clone())
-            .disksize(PAGE_SIZE as u64)
-            .build()
-            .map_err(|e| e.message)?;
-        Ok((streams, dev.huge_class_size()))
-    };
-    let (streams, huge) = match setup() {
+    let (streams, huge) = match codec(algo, &opts.params) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
@@ -248,15 +245,7 @@ mod tests {
                 assert!(f.mem_used_total <= e.mem_used_total, "{algo}");
                 assert!(f.write_mibps.unwrap() > 0.0 && f.lat_mean_ns.unwrap() > 0.0);
             }
-            let (streams, huge) = (
-                StreamPool::new(zmem_codec::find(algo).unwrap(), Default::default()).unwrap(),
-                Zram::builder()
-                    .algorithm(algo, Default::default())
-                    .disksize(4096)
-                    .build()
-                    .unwrap()
-                    .huge_class_size(),
-            );
+            let (streams, huge) = codec(algo, &Params::default()).unwrap();
             let (store, _) = write_passes(&c, &streams, huge, &opts()).unwrap();
             let mut out = vec![0u8; PAGE_SIZE];
             for (i, p) in c.pages().enumerate() {
