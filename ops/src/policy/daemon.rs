@@ -8,7 +8,8 @@ use super::{round, Policy, State};
 use crate::config::Config;
 use crate::zram;
 
-/// Every device there is: kernel devices, then served ones.
+/// Every device there is, in the order a round visits them: kernel
+/// devices, then served ones.
 fn present(sys: &Sys, p: &Policy) -> std::io::Result<Vec<Box<dyn AttrTarget>>> {
     let mut v: Vec<Box<dyn AttrTarget>> = Vec::new();
     for n in zram::list_devices(sys)? {
@@ -17,14 +18,6 @@ fn present(sys: &Sys, p: &Policy) -> std::io::Result<Vec<Box<dyn AttrTarget>>> {
     for c in find_ctl_sockets(sys, &p.serve_sockets) {
         v.push(Box::new(c));
     }
-    Ok(v)
-}
-
-/// The devices a round visits, in order: kernel devices, then served ones;
-/// only those named in `devices` when the policy names any.
-pub fn targets(sys: &Sys, p: &Policy) -> std::io::Result<Vec<Box<dyn AttrTarget>>> {
-    let mut v = present(sys, p)?;
-    v.retain(|t| p.devices.is_empty() || p.devices.contains(&t.label()));
     Ok(v)
 }
 
@@ -38,7 +31,8 @@ fn recompress_types(cfg: Option<&Config>, label: &str) -> Option<Vec<String>> {
         .map(|(_, v)| vec![v.clone()])
 }
 
-/// One round on every device at `now`. With `dry_run` nothing is written and
+/// One round at `now` on every device, or on those the policy's `devices`
+/// names when it names any. With `dry_run` nothing is written and
 /// the state is left as it was. Otherwise the state of a device that is gone
 /// is forgotten: a device hot-added later under the same name (the kernel
 /// reuses the lowest free number) starts without its backoffs and without

@@ -36,7 +36,7 @@ use zmem_units::{parse_bool, parse_duration, parse_size};
 
 use crate::config::{Config, ConfigError, Entry};
 
-pub use daemon::{round_all, targets};
+pub use daemon::round_all;
 pub use round::{idle_age, round, Env};
 pub use state::{state_file, DeviceState, State, STATE_NAME};
 pub use worker::{Maintained, Worker};
