@@ -53,19 +53,19 @@ impl State {
             let (Some(&dev), Some(&key), Some(v)) = (f.first(), f.get(1), n(2)) else {
                 continue;
             };
-            let written = n(3).filter(|_| key == "written");
-            if !matches!(key, "last_writeback" | "last_recompress" | "marked_all_at")
-                && written.is_none()
-            {
-                continue;
-            }
-            let d = st.devices.entry(dev.to_string()).or_default();
-            match key {
-                "last_writeback" => d.last_writeback = Some(v),
-                "last_recompress" => d.last_recompress = Some(v),
-                "marked_all_at" => d.marked_all_at = Some(v),
-                _ => d.written.extend(written.map(|b| (v, b))),
-            }
+            let bytes = n(3);
+            let set: fn(&mut DeviceState, u64, u64) = match (key, bytes) {
+                ("last_writeback", _) => |d, v, _| d.last_writeback = Some(v),
+                ("last_recompress", _) => |d, v, _| d.last_recompress = Some(v),
+                ("marked_all_at", _) => |d, v, _| d.marked_all_at = Some(v),
+                ("written", Some(_)) => |d, t, b| d.written.push((t, b)),
+                _ => continue,
+            };
+            set(
+                st.devices.entry(dev.to_string()).or_default(),
+                v,
+                bytes.unwrap_or(0),
+            );
         }
         st
     }
