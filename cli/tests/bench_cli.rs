@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use zmem_sysfs::testutil::ScratchDir;
+use zmem_host::testutil::ScratchDir;
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
@@ -198,8 +198,8 @@ fn floor_rows_sit_beside_the_engine_rows() {
 
 #[test]
 fn kernel_rows_beside_engine_rows_with_root() {
-    if let Err(e) = zmem_sysfs::HotDevice::available() {
-        zmem_sysfs::testutil::skip(&format!(
+    if let Err(e) = zmem_host::HotDevice::available() {
+        zmem_host::testutil::skip(&format!(
             "SKIP kernel_rows_beside_engine_rows_with_root: {e}"
         ));
         return;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use zmem_sysfs::testutil::ScratchDir;
+use zmem_host::testutil::ScratchDir;
 
 /// Runs zmem, failing the test if it takes more than 20 s (a hang).
 fn zmem(args: &[&str]) -> Output {

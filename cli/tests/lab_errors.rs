@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 
-use zmem_sysfs::testutil::ScratchDir;
+use zmem_host::testutil::ScratchDir;
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))

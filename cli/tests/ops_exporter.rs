@@ -9,7 +9,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use zmem_sysfs::testutil::ScratchDir;
+use zmem_host::testutil::ScratchDir;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -486,7 +486,7 @@ fn promtool_check_metrics_on_a_real_scrape() {
         .stderr(Stdio::piped())
         .spawn()
     else {
-        zmem_sysfs::testutil::skip(
+        zmem_host::testutil::skip(
             "SKIP promtool_check_metrics_on_a_real_scrape: promtool is not installed (Debian package prometheus)",
         );
         return;

@@ -157,10 +157,10 @@ fn serve_zswap_mode_round_trip() {
 #[test]
 fn serve_ctl_kernel_device_same_syntax() {
     let name = "serve_ctl_kernel_device_same_syntax";
-    let dev = match zmem_sysfs::HotDevice::with_config("lz4", 16 << 20) {
+    let dev = match zmem_host::HotDevice::with_config("lz4", 16 << 20) {
         Ok(d) => d,
         Err(e) => {
-            zmem_sysfs::testutil::skip(&format!("SKIP {name}: {}", e.0));
+            zmem_host::testutil::skip(&format!("SKIP {name}: {}", e.0));
             return;
         }
     };

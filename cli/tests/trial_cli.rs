@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use zmem_sysfs::testutil::ScratchDir;
+use zmem_host::testutil::ScratchDir;
 use zmem_trial::swap;
 
 #[macro_use]
@@ -291,7 +291,7 @@ fn refuses_without_root() {
     // As root, drop to nobody with setpriv (util-linux) to see the refusal.
     let mut cmd = if is_root() {
         if Command::new("setpriv").arg("--version").output().is_err() {
-            zmem_sysfs::testutil::skip(&format!(
+            zmem_host::testutil::skip(&format!(
                 "SKIP {name}: running as root and setpriv is not installed"
             ));
             return;
@@ -321,7 +321,7 @@ fn refuses_without_root() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("Permission denied") && stderr.contains("setpriv") {
-        zmem_sysfs::testutil::skip(&format!(
+        zmem_host::testutil::skip(&format!(
             "SKIP {name}: nobody cannot execute the test binary here: {stderr}"
         ));
         return;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 #[macro_use]
 mod machine_common;
 use machine_common::*;
-use zmem_sysfs::testutil::ScratchDir;
+use zmem_host::testutil::ScratchDir;
 
 #[test]
 fn bad_arguments_are_clear_errors() {

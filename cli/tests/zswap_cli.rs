@@ -131,11 +131,11 @@ fn kernel_state() -> Vec<String> {
 #[test]
 fn bench_zswap_kernel_rows_beside_the_engine() {
     let _one = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let root = zmem_sysfs::euid_is_root();
+    let root = zmem_host::euid_is_root();
     let zswap = std::path::Path::new("/sys/module/zswap/parameters/enabled").exists();
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     if !root || !zswap || swaps.lines().count() > 1 {
-        zmem_sysfs::testutil::skip(
+        zmem_host::testutil::skip(
             "SKIP bench_zswap_kernel_rows_beside_the_engine: needs root, zswap and no active swap",
         );
         return;
@@ -199,8 +199,8 @@ fn bench_zswap_kernel_run_interrupted_restores_everything() {
     let _one = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     let zswap = std::path::Path::new("/sys/module/zswap/parameters/enabled").exists();
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    if !zmem_sysfs::euid_is_root() || !zswap || swaps.lines().count() > 1 {
-        zmem_sysfs::testutil::skip(
+    if !zmem_host::euid_is_root() || !zswap || swaps.lines().count() > 1 {
+        zmem_host::testutil::skip(
             "SKIP bench_zswap_kernel_run_interrupted_restores_everything: needs root, zswap and no active swap",
         );
         return;

@@ -15,7 +15,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
 use lzo_support::{Corpus, PAGE};
 use zmem_codec::{Params, MAX_COMPRESSED};
-use zmem_sysfs::HotDevice;
+use zmem_host::HotDevice;
 
 /// A page-aligned buffer for O_DIRECT.
 struct Aligned {
@@ -67,7 +67,7 @@ fn corpora() -> Vec<Corpus> {
 #[test]
 fn lzo_and_lzo_rle_lengths_match_kernel() {
     if let Err(e) = HotDevice::available() {
-        zmem_sysfs::testutil::skip(&format!("SKIP lzo_and_lzo_rle_lengths_match_kernel: {e}"));
+        zmem_host::testutil::skip(&format!("SKIP lzo_and_lzo_rle_lengths_match_kernel: {e}"));
         return;
     }
     let corpora = corpora();
@@ -87,7 +87,7 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
         let dev = match HotDevice::with_config(algo, (total * PAGE + (1 << 20)) as u64) {
             Ok(d) => d,
             Err(e) => {
-                zmem_sysfs::testutil::skip(&format!(
+                zmem_host::testutil::skip(&format!(
                     "SKIP lzo_and_lzo_rle_lengths_match_kernel: {e}"
                 ));
                 return;

@@ -169,7 +169,7 @@ pub fn comm(pid: u32) -> String {
 fn open_error(pid: u32, what: &str, e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::NotFound => format!("no process with PID {pid} (/proc/{pid} does not exist)"),
-        io::ErrorKind::PermissionDenied if zmem_sysfs::euid_is_root() => format!(
+        io::ErrorKind::PermissionDenied if zmem_host::euid_is_root() => format!(
             "cannot read {what} of PID {pid} ({}): permission denied although zmem runs as root; {}",
             comm(pid),
             root_refusal_reason()
@@ -509,7 +509,7 @@ pub fn capture_all(max_bytes: Option<u64>, out: &mut dyn Write) -> Result<Sideca
 /// The memory this machine can show us: every readable process when root,
 /// zmem's own process otherwise. Bounded by `max_bytes`.
 pub fn capture_machine(max_bytes: u64, out: &mut dyn Write) -> Result<Sidecar> {
-    if zmem_sysfs::euid_is_root() {
+    if zmem_host::euid_is_root() {
         capture_all(Some(max_bytes), out)
     } else {
         capture_procs(&[std::process::id()], true, Some(max_bytes), out, "self")

@@ -1,7 +1,7 @@
 //! The control socket's server (docs/ctl-protocol.md): one request line per
 //! connection — `read ATTR`, `write ATTR VALUE`, `list` — answered `ok\n` +
 //! payload or `err ERRNO_NAME message\n`, then closed. The protocol's codec
-//! is `zmem_sysfs::ctl`, shared with the client.
+//! is `zmem_device::ctl`, shared with the client.
 
 use std::io::{self, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use zmem_sysfs::ctl::{self, CtlRequest, MAX_REQUEST};
-use zmem_sysfs::BlockDevice;
+use zmem_device::ctl::{self, CtlRequest, MAX_REQUEST};
+use zmem_device::BlockDevice;
 
 /// A request must arrive and its reply be taken within this time, in all.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use zmem_sysfs::IoError;
+use zmem_device::IoError;
 
 /// Counters, one per kind of failure.
 #[derive(Debug, Default)]

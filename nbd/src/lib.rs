@@ -1,4 +1,4 @@
-//! zmem-nbd: serve a zmem device ([`BlockDevice`](zmem_sysfs::BlockDevice)) as a
+//! zmem-nbd: serve a zmem device ([`BlockDevice`](zmem_device::BlockDevice)) as a
 //! block device over NBD, and control it over a Unix socket by sysfs
 //! attribute names.
 //!

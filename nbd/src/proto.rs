@@ -258,8 +258,8 @@ pub fn parse_simple_reply(b: &[u8; REPLY_LEN]) -> Option<(u32, u64)> {
 }
 
 /// The NBD error a client sees for an engine errno.
-pub fn nbd_error(e: zmem_sysfs::Errno) -> u32 {
-    use zmem_sysfs::Errno::*;
+pub fn nbd_error(e: zmem_kernel::Errno) -> u32 {
+    use zmem_kernel::Errno::*;
     match e {
         EPERM | EACCES => NBD_EPERM,
         ENOMEM => NBD_ENOMEM,

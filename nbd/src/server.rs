@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 
 use crate::handshake::{drain, negotiate, Export, Outcome};
 pub use crate::limits::Limits;

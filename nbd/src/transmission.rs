@@ -8,7 +8,7 @@
 //! * a READ/WRITE longer than the advertised maximum payload → EINVAL (a
 //!   WRITE's payload is still drained, so the stream stays in step).
 
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 
 use crate::proto::*;
 
@@ -132,7 +132,7 @@ pub fn execute_io(
     dev: &dyn BlockDevice,
     cmd: &Command,
     buf: &mut [u8],
-) -> Result<(), zmem_sysfs::IoError> {
+) -> Result<(), zmem_device::IoError> {
     match *cmd {
         Command::Read { offset, .. } => dev.read_at(offset, buf),
         Command::Write { offset, fua, .. } => {
@@ -166,7 +166,7 @@ fn write_zero_pages(
     dev: &dyn BlockDevice,
     offset: u64,
     len: u64,
-) -> Result<(), zmem_sysfs::IoError> {
+) -> Result<(), zmem_device::IoError> {
     const CHUNK: u64 = 64 * 1024;
     static ZEROS: [u8; CHUNK as usize] = [0u8; CHUNK as usize];
     let mut pos = offset;

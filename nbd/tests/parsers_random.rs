@@ -38,7 +38,7 @@ proptest! {
     #[test]
     fn random_bytes_into_parsers(data in proptest::collection::vec(any::<u8>(), 0..256)) {
         let _ = parse_info_request(&data);
-        let _ = zmem_sysfs::ctl::parse_request(&data);
+        let _ = zmem_device::ctl::parse_request(&data);
         if data.len() >= REQUEST_LEN {
             if let Some(r) = parse_request(data[..REQUEST_LEN].try_into().unwrap()) {
                 let _ = decode(&r, 1 << 20, 1 << 16);

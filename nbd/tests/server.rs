@@ -9,9 +9,9 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
 use common::*;
+use zmem_device::BlockDevice;
 use zmem_nbd::proto::*;
 use zmem_nbd::{Control, CtlServer};
-use zmem_sysfs::BlockDevice;
 
 const MIB: u64 = 1 << 20;
 
@@ -459,12 +459,12 @@ fn control_socket() {
     assert!(ask(&[0xff, 0xfe, b'\n']).starts_with("err EINVAL "));
     assert!(ask(&vec![b'x'; 70_000]).starts_with("err EINVAL "));
     // Through the kernel crate's client (what zmem ctl, exporter and policy use).
-    let c = zmem_sysfs::CtlClient::new(&path);
-    use zmem_sysfs::AttrTarget;
+    let c = zmem_device::CtlClient::new(&path);
+    use zmem_device::AttrTarget;
     assert_eq!(c.read_attr("disksize").unwrap(), (8 * MIB).to_string());
     assert_eq!(
         c.write_attr("mem_limit", "x").unwrap_err().errno,
-        zmem_sysfs::Errno::EINVAL
+        zmem_kernel::Errno::EINVAL
     );
     drop(ctl);
     assert!(!path.exists());

@@ -11,9 +11,9 @@ use std::fs;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use zmem_host::HotDevice;
+use zmem_host::Sys;
 use zmem_ops::status;
-use zmem_sysfs::HotDevice;
-use zmem_sysfs::Sys;
 
 const CG: &str = "/sys/fs/cgroup/memory/zmem-status-demo";
 

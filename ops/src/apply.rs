@@ -14,7 +14,8 @@ use std::io;
 use crate::config::{self, Algorithms, Config, DeviceConfig};
 use crate::zram::{self, ZramDevice};
 use crate::zswap;
-use zmem_sysfs::{Errno, SwapEntry, Sys};
+use zmem_host::Sys;
+use zmem_kernel::{Errno, SwapEntry};
 use zmem_units::bytes;
 
 /// Where the undo list is kept, inside the state directory (`/run/zmem` in the root tree).
@@ -905,8 +906,8 @@ fn check_disk_swap(sys: &Sys, device: &str, force: bool) -> Result<(), ApplyErro
         return Err(refused("is not a regular file or block device".into()));
     }
     let file = std::fs::File::open(&path).map_err(read_err)?;
-    match zmem_sysfs::signature::probe(&file).map_err(read_err)? {
-        Some(zmem_sysfs::signature::Signature::Swap) => Ok(()),
+    match zmem_host::signature::probe(&file).map_err(read_err)? {
+        Some(zmem_host::signature::Signature::Swap) => Ok(()),
         _ if force => Ok(()),
         Some(sig) => Err(refused(format!(
             "holds {sig}, not a swap area; zmem will not swap over data it did not create \

@@ -1,7 +1,7 @@
 //! zmem-ops: the kernel's own zram and zswap, run by zmem. Status in words,
 //! `apply` of a zram-generator.conf (and its undo), `persist` across reboots,
 //! the Prometheus exporter, and `zmem policy` over kernel devices and served
-//! ones alike. Everything goes through [`zmem_sysfs::Sys`], so each feature
+//! ones alike. Everything goes through [`zmem_host::Sys`], so each feature
 //! runs against a fixture tree as well as against the running kernel.
 
 pub mod apply;

@@ -7,7 +7,8 @@ use serde::{Serialize, Serializer};
 
 use crate::zram::{self, ZramDevice};
 use crate::zswap::{self, Debugfs, Zswap};
-use zmem_sysfs::{MmStat, Sys};
+use zmem_host::Sys;
+use zmem_kernel::MmStat;
 use zmem_units::{bytes, count, ratio};
 
 /// What `zmem status` shows.

@@ -2,9 +2,11 @@
 
 use std::io;
 
-use zmem_sysfs::{
+use zmem_host::Sys;
+
+use zmem_kernel::{
     parse_comp_algorithm, parse_debug_stat_miss_free, parse_recomp_algorithm, BdStat, IoStat,
-    MmStat, SwapEntry, Sys,
+    MmStat, SwapEntry,
 };
 
 /// Everything zmem reads about one zram device.

@@ -2,10 +2,10 @@
 
 use std::io;
 
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
 
 pub const PARAMS: &str = "/sys/module/zswap/parameters";
-pub const DEBUGFS: &str = zmem_sysfs::zswap::DEBUGFS_DIR;
+pub const DEBUGFS: &str = zmem_kernel::zswap::DEBUGFS_DIR;
 
 /// Everything zmem reads about zswap.
 #[derive(Debug, Clone, Default)]

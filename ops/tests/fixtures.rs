@@ -17,14 +17,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use zmem_host::SysfsDevice;
+use zmem_host::{Sys, FIXTURE_LOG};
 use zmem_ops::apply::{self, Options};
 use zmem_ops::config;
 use zmem_ops::policy::{self, Policy, State};
 use zmem_ops::status;
-use zmem_sysfs::SysfsDevice;
-use zmem_sysfs::{Sys, FIXTURE_LOG};
 
-use zmem_sysfs::testutil::ScratchDir;
+use zmem_host::testutil::ScratchDir;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

@@ -5,13 +5,13 @@
 
 use std::fs;
 
+use zmem_host::testutil::ScratchDir;
+use zmem_host::HotDevice;
+use zmem_host::Sys;
 use zmem_ops::apply::{self, ApplyError, Options};
 use zmem_ops::config;
 use zmem_ops::status;
 use zmem_ops::zram;
-use zmem_sysfs::testutil::ScratchDir;
-use zmem_sysfs::HotDevice;
-use zmem_sysfs::Sys;
 
 fn zswap_params() -> Vec<(String, String)> {
     let mut v = Vec::new();
@@ -32,13 +32,13 @@ fn zswap_params() -> Vec<(String, String)> {
 #[test]
 fn apply_check_revert_on_a_hot_added_device() {
     if let Err(why) = HotDevice::available() {
-        zmem_sysfs::testutil::skip(&format!(
+        zmem_host::testutil::skip(&format!(
             "SKIP apply_check_revert_on_a_hot_added_device: {why}"
         ));
         return;
     }
     if !std::path::Path::new("/sys/module/zswap/parameters/max_pool_percent").exists() {
-        zmem_sysfs::testutil::skip(
+        zmem_host::testutil::skip(
             "SKIP apply_check_revert_on_a_hot_added_device: no zswap max_pool_percent",
         );
         return;
@@ -48,7 +48,7 @@ fn apply_check_revert_on_a_hot_added_device() {
             .iter()
             .any(|d| std::path::Path::new(d).join(tool).exists())
         {
-            zmem_sysfs::testutil::skip(&format!(
+            zmem_host::testutil::skip(&format!(
                 "SKIP apply_check_revert_on_a_hot_added_device: {tool} not installed"
             ));
             return;
@@ -147,10 +147,11 @@ fn apply_check_revert_on_a_hot_added_device() {
 
 #[test]
 fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
+    use zmem_device::AttrTarget;
+    use zmem_host::SysfsDevice;
     use zmem_ops::policy::{self, DeviceState, Policy};
-    use zmem_sysfs::{AttrTarget, SysfsDevice};
     if let Err(why) = HotDevice::available() {
-        zmem_sysfs::testutil::skip(&format!(
+        zmem_host::testutil::skip(&format!(
             "SKIP policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has: {why}"
         ));
         return;

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use common::{content, phrases, Rng};
 use zmem_codec::Params;
+use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
+use zmem_host::testutil::ScratchDir;
 use zmem_ops::policy::{round, DeviceState, Env, Policy, Worker};
-use zmem_sysfs::testutil::ScratchDir;
-use zmem_sysfs::{AttrTarget, BlockDevice, DeviceTarget};
 use zmem_zram::{Zram, PAGE_SIZE};
 
 /// A quiet machine: no memory pressure, no backing block device to measure.
@@ -130,7 +130,7 @@ fn round_ends_with_compaction_counted_in_pages_compacted() {
         .trim_end_matches(" pages freed")
         .parse()
         .expect(line);
-    let mm = zmem_sysfs::MmStat::parse(&d.attr_read("mm_stat").unwrap()).unwrap();
+    let mm = zmem_kernel::MmStat::parse(&d.attr_read("mm_stat").unwrap()).unwrap();
     assert_eq!(mm.pages_compacted, freed, "{log}");
     verify(&d, 64);
 }

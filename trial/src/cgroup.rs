@@ -9,8 +9,8 @@
 use std::io;
 use std::path::PathBuf;
 
-use zmem_sysfs::proc::unescape_mount;
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
+use zmem_kernel::proc::unescape_mount;
 
 use crate::host;
 

@@ -8,7 +8,9 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use zmem_sysfs::{SwapEntry, Sys};
+use zmem_host::Sys;
+
+use zmem_kernel::SwapEntry;
 
 use crate::swap;
 
@@ -127,7 +129,7 @@ pub fn remove_cgroup(sys: &Sys, abs: &str) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zmem_sysfs::proc::parse_swaps;
+    use zmem_kernel::proc::parse_swaps;
 
     #[test]
     fn parses_proc_swaps() {

@@ -12,7 +12,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
 
 /// Directory of the journals (a path inside the [`Sys`] root).
 pub const JOURNAL_DIR: &str = "/run/zmem-trial";

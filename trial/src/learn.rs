@@ -8,7 +8,7 @@
 use std::cell::Cell;
 
 use serde::Serialize;
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
 
 use crate::cgroup::Cgroup;
 use crate::measure::RunRecord;

@@ -29,7 +29,7 @@
 //! ```
 //!
 //! * [`swap`]: swapon, swapoff and the mkswap signature (system calls only);
-//! * [`host`]: the kernel-facing operations on a [`zmem_sysfs::Sys`]
+//! * [`host`]: the kernel-facing operations on a [`zmem_host::Sys`]
 //!   (settings, swap areas, zram removal, cgroup removal);
 //! * [`journal`]: the on-disk crash journal (lines only);
 //! * [`undo`]: the undo list, its journal lines and `--recover`;
@@ -69,7 +69,7 @@ pub use report::{ConfigSummary, Stats, TrialReport};
 pub use signal::SignalWatch;
 pub use undo::Guard;
 
-use zmem_sysfs::{HotDevice, Sys};
+use zmem_host::{HotDevice, Sys};
 use zmem_units::format_size;
 
 /// What to run and how.
@@ -309,7 +309,7 @@ pub fn preflight(
 
 /// Not root, or a killed trial's journal still pending: refuse before anything else.
 pub(crate) fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialError> {
-    if !sys.is_fixture() && !zmem_sysfs::euid_is_root() {
+    if !sys.is_fixture() && !zmem_host::euid_is_root() {
         return Err(TrialError::Refused(vec![
             "not running as root (a trial creates cgroups, swap areas and zram devices)".into(),
         ]));
@@ -339,7 +339,7 @@ fn missing_zram(spec: &TrialSpec, missing: &mut Vec<String>) {
     }
     match HotDevice::create().and_then(|d| {
         d.algorithms()
-            .map_err(|e| zmem_sysfs::KernelZramUnavailable(e.to_string()))
+            .map_err(|e| zmem_host::KernelZramUnavailable(e.to_string()))
     }) {
         Err(e) => missing.push(format!("{e} (needed by {})", zram_algos.join(", "))),
         Ok(have) => {
@@ -442,7 +442,7 @@ fn distorting_state(sys: &Sys, needs_swap: bool) -> Vec<String> {
 /// Undo what trials that died without cleaning up (SIGKILL, crash) left
 /// behind, from their crash journals. Returns what was done.
 pub fn recover() -> Result<Vec<String>, TrialError> {
-    if !zmem_sysfs::euid_is_root() {
+    if !zmem_host::euid_is_root() {
         return Err(TrialError::Refused(vec!["not running as root".into()]));
     }
     let r = undo::recover(&Sys::real());

@@ -15,8 +15,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use zmem_sysfs::proc;
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
+use zmem_kernel::proc;
 
 use super::cgroup::Cgroup;
 
@@ -116,7 +116,7 @@ pub struct ZswapStats {
 }
 
 /// zswap's debugfs event counters (gauges like stored_pages are left out).
-pub const ZSWAP_DEBUGFS_COUNTERS: &[&str] = zmem_sysfs::zswap::EVENT_COUNTERS;
+pub const ZSWAP_DEBUGFS_COUNTERS: &[&str] = zmem_kernel::zswap::EVENT_COUNTERS;
 
 /// The counters present in /sys/kernel/debug/zswap, or `None` without debugfs.
 pub fn read_zswap_debugfs(sys: &Sys) -> Option<HashMap<String, u64>> {
@@ -124,7 +124,7 @@ pub fn read_zswap_debugfs(sys: &Sys) -> Option<HashMap<String, u64>> {
         .iter()
         .filter_map(|k| {
             let v = sys
-                .read(&format!("{}/{k}", zmem_sysfs::zswap::DEBUGFS_DIR))
+                .read(&format!("{}/{k}", zmem_kernel::zswap::DEBUGFS_DIR))
                 .ok()?;
             Some((k.to_string(), v.trim().parse().ok()?))
         })

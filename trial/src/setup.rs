@@ -6,7 +6,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use zmem_sysfs::{HotDevice, Sys};
+use zmem_host::{HotDevice, Sys};
 
 use crate::config::{SwapConfig, DISK_PRIORITY, ZRAM_PRIORITY};
 use crate::host::{read_knob, ZSWAP_PARAMS};

@@ -15,7 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use zmem_sysfs::{HotDevice, Sys};
+use zmem_host::{HotDevice, Sys};
 
 use crate::host::{self, knob_equal, read_knob, selected};
 use crate::journal::{self, Journal};

@@ -123,7 +123,7 @@ pub fn choose(
 /// What this machine swaps to now, as a trial configuration: zram (with the
 /// disk behind it when there is disk swap too), zswap in front of disk swap,
 /// or disk swap alone; `None` when nothing is swapped to.
-pub fn current(sys: &zmem_sysfs::Sys) -> Option<SwapConfig> {
+pub fn current(sys: &zmem_host::Sys) -> Option<SwapConfig> {
     let areas: Vec<String> = sys.swaps().ok()?.into_iter().map(|a| a.device).collect();
     let zram = areas.iter().find_map(|a| {
         let dev = a.strip_prefix("/dev/")?;
@@ -204,7 +204,7 @@ mod tests {
     fn the_machines_current_swap() {
         let root = std::env::temp_dir().join(format!("zmem-tune-cur.{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let sys = zmem_sysfs::Sys::new(&root);
+        let sys = zmem_host::Sys::new(&root);
         let w = |p: &str, s: &str| {
             std::fs::create_dir_all(sys.path(p).parent().unwrap()).unwrap();
             std::fs::write(sys.path(p), s).unwrap();

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+use zmem_host::Sys;
 use zmem_lab::corpus::Corpus;
 use zmem_lab::verdict::{self, Ranked, Ranking};
-use zmem_sysfs::Sys;
 use zmem_trial::{
     self as trial, Learned, SignalWatch, SwapConfig, TrialError, TrialReport, TrialSpec,
 };

@@ -9,7 +9,7 @@
 //! * [`parse_bool`]: `yes`/`no`, `y`/`n`, `true`/`false`, `on`/`off`, `1`/`0`.
 //!
 //! Attributes written to a zram device keep the kernel's own `memparse`
-//! (`zmem_sysfs::memparse`): that is the point of writing an attribute.
+//! (`zmem_kernel::memparse`): that is the point of writing an attribute.
 
 use std::fmt;
 use std::time::Duration;

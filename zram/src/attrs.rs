@@ -8,9 +8,9 @@ use zmem_codec::{Params, PAGE_SIZE};
 
 use crate::device::Zram;
 use crate::streams::{MAX_COMPS, PRIMARY};
-use zmem_sysfs::render_debug_stat;
-use zmem_sysfs::{kstrtoint, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::render_debug_stat;
+use zmem_kernel::{kstrtoint, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq};
+use zmem_kernel::{AttrError, Errno};
 
 /// Attributes that can be read.
 pub const READABLE: &[&str] = &[

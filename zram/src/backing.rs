@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use zmem_codec::PAGE_SIZE;
 
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno};
 
 /// Which backing-file operation a [`BackingFault`] hook is asked about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,8 +21,8 @@ use crate::stats::Stats;
 use crate::streams::{self, Backends, Comp, DEFAULT_ALGORITHM, MAX_COMPS, PRIMARY};
 use crate::table::SlotTable;
 use crate::writeback::{Backing, BackingFault, WbLimit};
-use zmem_sysfs::{AttrError, Errno};
-use zmem_sysfs::{IoStat, MmStat};
+use zmem_kernel::{AttrError, Errno};
+use zmem_kernel::{IoStat, MmStat};
 
 /// Configuration that takes effect at the next `disksize` (and is cleared by `reset`).
 #[derive(Debug, Clone)]

@@ -34,8 +34,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
 
 use crate::device::{Meta, Zram};
 use crate::idle::now_ns;
-use zmem_sysfs::{kstrtoull, next_args};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{kstrtoull, next_args};
+use zmem_kernel::{AttrError, Errno};
 
 /// When the normal write path uses the fast algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::device::{Meta, Zram};
 use crate::slot::Flag;
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno};
 
 static EPOCH: OnceLock<Instant> = OnceLock::new();
 

@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use zmem_codec::PAGE_SIZE;
 
 use crate::device::{Meta, Zram};
-use zmem_sysfs::{AttrError, BlockDevice, IoError};
+use zmem_device::{BlockDevice, IoError};
+use zmem_kernel::AttrError;
 
 const SECTOR: u64 = 512;
 

@@ -7,8 +7,8 @@
 //! * [`device`]: configuration, init/reset, the builder, the init lock;
 //! * [`slot`]: the slot table entry, flags and per-slot lock;
 //! * `write`, `read`, `discard`, `idle`: the page paths;
-//! * `io`: byte-range block I/O and the `zmem_sysfs::BlockDevice` implementation;
-//! * `attrs`: attributes (the kernel's parsers and errnos are zmem-sysfs's);
+//! * `io`: byte-range block I/O and the `zmem_device::BlockDevice` implementation;
+//! * `attrs`: attributes (the kernel's parsers and errnos are zmem-kernel's);
 //! * [`stats`]: counters and their exact rendering;
 //! * [`streams`], [`pool`]: compressors and allocators;
 //! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets;
@@ -22,7 +22,7 @@
 //! methods to `Zram`, as every function of zram_drv.c takes `struct zram`.
 //!
 //! ```no_run
-//! use zmem_sysfs::BlockDevice;
+//! use zmem_device::BlockDevice;
 //! use zmem_zram::Zram;
 //! let dev = Zram::new();
 //! dev.attr_write("comp_algorithm", "lz4").unwrap();

@@ -19,7 +19,7 @@ use zmem_codec::PAGE_SIZE;
 
 use crate::device::Meta;
 use crate::slot::{Flag, SlotGuard};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno};
 
 /// Width of one bucket in bytes.
 pub const PP_BUCKET_SIZE_RANGE: usize = 64;

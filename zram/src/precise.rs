@@ -39,7 +39,7 @@ use crate::pp::PpCtl;
 use crate::recompress::{RecompressParams, RecompressReport, SECONDARY};
 use crate::slot::Flag;
 use crate::streams::{MAX_COMPS, PRIMARY};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno};
 
 impl Meta {
     /// `recompress from=…` after the kernel's common checks (pp_in_progress held).

@@ -7,7 +7,7 @@ use zmem_zpool::ObjHint;
 
 use crate::device::Meta;
 use crate::slot::{Flag, SlotGuard};
-use zmem_sysfs::IoError;
+use zmem_device::IoError;
 
 impl Meta {
     /// Read one full page at `index` into `dst`, then mark the slot accessed.
@@ -96,8 +96,8 @@ impl Meta {
 mod tests {
     use crate::{RecompressParams, Zram, PAGE_SIZE};
     use zmem_codec::Params;
-    use zmem_sysfs::testutil::ScratchDir;
-    use zmem_sysfs::BlockDevice;
+    use zmem_device::BlockDevice;
+    use zmem_host::testutil::ScratchDir;
 
     /// Text, then random letters: lz4 halves it, zstd does better.
     fn text(seed: u8) -> Vec<u8> {

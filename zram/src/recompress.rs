@@ -35,8 +35,8 @@ use crate::device::{Meta, Zram};
 use crate::pp::PpCtl;
 use crate::slot::{Flag, SlotGuard};
 use crate::streams::{MAX_COMPS, PRIMARY};
-use zmem_sysfs::{kstrtoint, kstrtoull, next_args};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{kstrtoint, kstrtoull, next_args};
+use zmem_kernel::{AttrError, Errno};
 
 /// The first secondary priority (`ZRAM_SECONDARY_COMP`).
 pub const SECONDARY: usize = 1;

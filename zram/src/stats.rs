@@ -1,10 +1,10 @@
 //! zram's statistics (`zram->stats`), turned into the `mm_stat`, `io_stat`
-//! and `bd_stat` lines of zmem-sysfs (which render them as the kernel does).
+//! and `bd_stat` lines of zmem-kernel (which render them as the kernel does).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use zmem_codec::PAGE_SIZE;
-use zmem_sysfs::{BdStat, IoStat, MmStat};
+use zmem_kernel::{BdStat, IoStat, MmStat};
 
 /// Counters of an initialised device; all zeroed by `reset`.
 #[derive(Debug, Default)]

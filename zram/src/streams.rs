@@ -4,7 +4,7 @@
 
 use zmem_codec::{Backend, CodecError, Params, StreamPool};
 
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno};
 
 /// Priorities 0 (primary) to 3 (secondary algorithms for recompression).
 pub const MAX_COMPS: usize = 4;

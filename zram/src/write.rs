@@ -10,7 +10,7 @@ use crate::device::Meta;
 use crate::idle::now_ns;
 use crate::slot::{Flag, SlotGuard};
 use crate::streams::PRIMARY;
-use zmem_sysfs::IoError;
+use zmem_device::IoError;
 
 thread_local! {
     /// The compression output buffer (2 x PAGE_SIZE), one per thread like the

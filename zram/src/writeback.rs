@@ -32,8 +32,8 @@ pub use crate::backing::{Backing, BackingFault, BdOp};
 use crate::device::{Meta, Zram};
 use crate::pp::PpCtl;
 use crate::slot::{Flag, SlotGuard};
-use zmem_sysfs::{kstrtobool, kstrtoull, next_args};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{kstrtobool, kstrtoull, next_args};
+use zmem_kernel::{AttrError, Errno};
 
 /// `writeback_limit_enable` and the remaining `writeback_limit` budget (in
 /// 4 KiB units). Device-level, like the kernel's `wb_limit_enable` and
@@ -572,7 +572,7 @@ impl Zram {
     }
 
     /// `bd_stat` as numbers (zeros while uninitialised).
-    pub fn bd_stat(&self) -> zmem_sysfs::BdStat {
+    pub fn bd_stat(&self) -> zmem_kernel::BdStat {
         self.meta()
             .as_deref()
             .map(|m| m.stats.bd_stat())

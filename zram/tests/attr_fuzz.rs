@@ -2,7 +2,7 @@
 //! leaves the device as it was.
 mod common;
 use proptest::prelude::*;
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 
 const NAMES: [&str; 15] = [
@@ -48,7 +48,7 @@ proptest! {
         for (n, v) in ops {
             // The slot table is allocated eagerly (as vzalloc): keep random
             // disksizes small so a test never commits gigabytes.
-            if NAMES[n] == "disksize" && zmem_sysfs::memparse(&v).0 > (64 << 20) {
+            if NAMES[n] == "disksize" && zmem_kernel::memparse(&v).0 > (64 << 20) {
                 continue;
             }
             let before_init = dev.attr_read("initstate").unwrap();
@@ -63,7 +63,7 @@ proptest! {
             }
             let _ = dev.attr_read(NAMES[n]);
             let m = dev.attr_read("mm_stat").unwrap();
-            prop_assert!(zmem_sysfs::MmStat::parse(&m).is_some());
+            prop_assert!(zmem_kernel::MmStat::parse(&m).is_some());
         }
         // If still initialised and the algorithm unchanged, the page is intact.
         if dev.size() >= 8192 {

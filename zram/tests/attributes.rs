@@ -2,11 +2,12 @@
 //! and the spec's §12 test vectors.
 mod common;
 use common::*;
-use zmem_sysfs::testutil::ScratchDir;
-use zmem_sysfs::{BlockDevice, Errno};
+use zmem_device::BlockDevice;
+use zmem_host::testutil::ScratchDir;
+use zmem_kernel::Errno;
 use zmem_zram::{Zram, PAGE_SIZE};
 
-fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
+fn errno(r: Result<(), zmem_kernel::AttrError>) -> Errno {
     let e = r.expect_err("expected an error");
     assert!(!e.message.is_empty());
     e.errno
@@ -404,18 +405,18 @@ fn bad_io_is_refused_and_leaves_data_intact() {
     d.write_at(0, &p).unwrap();
     let err = d.write_at(100, &[1u8; 512]).unwrap_err();
     assert_eq!(err.errno(), Errno::EINVAL);
-    assert!(matches!(err, zmem_sysfs::IoError::Unaligned { .. }));
+    assert!(matches!(err, zmem_device::IoError::Unaligned { .. }));
     assert!(matches!(
         d.write_at(64 << 10, &[1u8; 512]).unwrap_err(),
-        zmem_sysfs::IoError::OutOfRange { .. }
+        zmem_device::IoError::OutOfRange { .. }
     ));
     assert!(matches!(
         d.write_at((64 << 10) - 512, &[1u8; 1024]).unwrap_err(),
-        zmem_sysfs::IoError::OutOfRange { .. }
+        zmem_device::IoError::OutOfRange { .. }
     ));
     assert!(matches!(
         d.read_at(u64::MAX - 511, &mut [0u8; 512]).unwrap_err(),
-        zmem_sysfs::IoError::OutOfRange { .. }
+        zmem_device::IoError::OutOfRange { .. }
     ));
     assert!(d.discard(3, 512).is_err());
     assert!(d.write_zeroes(0, 100).is_err());

@@ -4,7 +4,9 @@
 //! memory pressure, and counts the freed pages in mm_stat's pages_compacted
 //! exactly as the `compact` attribute does (`zs_compact`'s pages freed).
 
-use zmem_sysfs::{BlockDevice, IoError, MmStat};
+use zmem_device::{BlockDevice, IoError};
+
+use zmem_kernel::MmStat;
 use zmem_zram::{Zram, PAGE_SIZE};
 
 const PAGES: usize = 240;

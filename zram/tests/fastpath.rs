@@ -8,10 +8,11 @@ mod common;
 
 use common::{page, phrases, Rng};
 use zmem_codec::Params;
-use zmem_sysfs::{BlockDevice, Errno};
+use zmem_device::BlockDevice;
+use zmem_kernel::Errno;
 use zmem_zram::{FastMode, RecompressParams, Zram, PAGE_SIZE};
 
-fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
+fn errno(r: Result<(), zmem_kernel::AttrError>) -> Errno {
     r.expect_err("must be refused").errno
 }
 

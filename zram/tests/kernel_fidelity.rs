@@ -6,8 +6,8 @@ mod common;
 use std::io::Write;
 
 use common::*;
-use zmem_sysfs::HotDevice;
-use zmem_sysfs::MmStat;
+use zmem_host::HotDevice;
+use zmem_kernel::MmStat;
 use zmem_zram::{Zram, PAGE_SIZE};
 
 /// ~4 MiB of mixed pages: text, sparse, same-filled, random, half-random.
@@ -59,7 +59,7 @@ fn within(a: u64, b: u64, pct: f64) -> bool {
 
 fn compare(test: &str, algo: &str) {
     if let Err(e) = HotDevice::available() {
-        zmem_sysfs::testutil::skip(&format!("SKIP {test}: {e}"));
+        zmem_host::testutil::skip(&format!("SKIP {test}: {e}"));
         return;
     }
     let data = corpus();
@@ -67,7 +67,7 @@ fn compare(test: &str, algo: &str) {
     let theirs = match kernel(algo, &data) {
         Ok(m) => m,
         Err(e) if e.contains("unavailable") || e.contains("no algorithm") => {
-            zmem_sysfs::testutil::skip(&format!("SKIP {test}: {e}"));
+            zmem_host::testutil::skip(&format!("SKIP {test}: {e}"));
             return;
         }
         Err(e) => panic!("kernel {algo}: {e}"),

@@ -10,8 +10,9 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use zmem_codec::Params;
-use zmem_sysfs::testutil::ScratchDir;
-use zmem_sysfs::{BlockDevice, Errno};
+use zmem_device::BlockDevice;
+use zmem_host::testutil::ScratchDir;
+use zmem_kernel::Errno;
 use zmem_zram::{RecompressParams, Zram, PAGE_SIZE};
 
 const PAGES: u64 = 24;

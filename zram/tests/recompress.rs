@@ -8,7 +8,8 @@ use std::collections::HashMap;
 
 use common::{dev_with, errno, page, Rng};
 use proptest::prelude::*;
-use zmem_sysfs::{BlockDevice, Errno};
+use zmem_device::BlockDevice;
+use zmem_kernel::Errno;
 use zmem_zram::{RecompressParams, Zram, PAGE_SIZE};
 
 const MB: u64 = 1 << 20;

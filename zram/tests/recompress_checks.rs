@@ -6,7 +6,8 @@
 mod common;
 
 use common::{dev_with, errno};
-use zmem_sysfs::{BlockDevice, Errno};
+use zmem_device::BlockDevice;
+use zmem_kernel::Errno;
 use zmem_zram::recompress::global_huge_class_size;
 use zmem_zram::Zram;
 

@@ -1,6 +1,6 @@
 mod common;
 use common::*;
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::PAGE_SIZE;
 
 #[test]

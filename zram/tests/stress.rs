@@ -4,7 +4,7 @@ mod common;
 use common::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::PAGE_SIZE;
 
 #[test]

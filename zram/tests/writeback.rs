@@ -11,8 +11,9 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use common::page;
 use zmem_codec::Params;
-use zmem_sysfs::testutil::ScratchDir;
-use zmem_sysfs::{BdStat, BlockDevice, Errno};
+use zmem_device::BlockDevice;
+use zmem_host::testutil::ScratchDir;
+use zmem_kernel::{BdStat, Errno};
 use zmem_zram::{BdOp, WritebackParams, Zram, PAGE_SIZE};
 
 /// A backing file of `pages` pages in a private scratch directory of its
@@ -56,7 +57,7 @@ fn dev_with(bpages: u64, compressed: bool) -> (Zram, TmpFile) {
     (d, f)
 }
 
-fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
+fn errno(r: Result<(), zmem_kernel::AttrError>) -> Errno {
     r.expect_err("the kernel refuses this").errno
 }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use zmem_codec::{Params as CodecParams, StreamPool};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno};
 
 use crate::engine::Zswap;
 use crate::params;

@@ -9,7 +9,9 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use zmem_sysfs::{AttrError, BlockDevice, IoError};
+use zmem_device::{BlockDevice, IoError};
+
+use zmem_kernel::AttrError;
 
 use crate::backing::{Backing, BackingError};
 use crate::engine::{Zswap, ZswapBuilder, ZswapError};

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use zmem_codec::{Params as CodecParams, StreamPool};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno};
 use zmem_zpool::{Handle, ObjHint, Zpool};
 
 use crate::backing::{Backing, BackingError};

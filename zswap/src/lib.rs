@@ -34,4 +34,5 @@ pub use shrink::{Attempt, Visit, WorkerRun, MAX_RECLAIM_RETRIES};
 pub use stats::Stats;
 pub use store::StoreReject;
 pub use zmem_codec::PAGE_SIZE;
-pub use zmem_sysfs::{AttrError, BlockDevice, Errno, IoError};
+pub use zmem_device::{BlockDevice, IoError};
+pub use zmem_kernel::{AttrError, Errno};

@@ -34,7 +34,7 @@ impl Zswap {
 #[cfg(test)]
 mod tests {
     use crate::{Backing, Zswap, PAGE_SIZE};
-    use zmem_sysfs::testutil::ScratchDir;
+    use zmem_host::testutil::ScratchDir;
 
     /// Every stored entry keeps where its object is; loads (which prefetch
     /// from it) give the pages back, in every pool.

@@ -2,8 +2,8 @@
 //! the kernel's errors (`param_set_bool`, `param_set_uint`,
 //! `param_set_uint_minmax`, `zswap_compressor_param_set`).
 
-use zmem_sysfs::{kstrtobool, kstrtoull, memparse, sysfs_streq};
-use zmem_sysfs::{AttrError, Errno};
+use zmem_kernel::{kstrtobool, kstrtoull, memparse, sysfs_streq};
+use zmem_kernel::{AttrError, Errno};
 
 /// What a store does with a page that does not compress below PAGE_SIZE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

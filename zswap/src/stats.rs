@@ -68,7 +68,7 @@ pub struct Stats {
 
 impl Stats {
     /// The debugfs file names, in the kernel's order, readable through [`crate::Zswap::attr_read`].
-    pub const DEBUGFS: [&'static str; 11] = zmem_sysfs::zswap::DEBUGFS_FILES;
+    pub const DEBUGFS: [&'static str; 11] = zmem_kernel::zswap::DEBUGFS_FILES;
 
     /// A statistic by its debugfs (or vmstat / zmem) name.
     pub fn get(&self, name: &str) -> Option<u64> {

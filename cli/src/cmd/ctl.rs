@@ -6,7 +6,11 @@ use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use zmem_sysfs::{memparse, AttrTarget, CtlClient, Errno, Sys, SysfsDevice};
+use zmem_device::{AttrTarget, CtlClient};
+
+use zmem_host::{Sys, SysfsDevice};
+
+use zmem_kernel::{memparse, Errno};
 
 /// Arguments of `zmem ctl`.
 #[derive(clap::Args, Debug)]

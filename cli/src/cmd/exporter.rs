@@ -4,8 +4,8 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use zmem_host::Sys;
 use zmem_ops::exporter;
-use zmem_sysfs::Sys;
 
 /// Arguments of `zmem exporter`.
 #[derive(clap::Args, Debug)]

@@ -64,7 +64,7 @@ pub fn table(r: &Run<'_>) -> Result<FullTable> {
     };
     let dict = match r.dict {
         Some(p) => full::Dict::Given(
-            zmem_sysfs::input::read_input("dictionary", p, DICT_MAX_BYTES)?,
+            zmem_host::input::read_input("dictionary", p, DICT_MAX_BYTES)?,
             p.display().to_string(),
         ),
         None => full::Dict::Train(zmem_lab::dict::DEFAULT_SIZE),

@@ -4,9 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use zmem_host::Sys;
 use zmem_ops::config;
 use zmem_ops::policy::{self, Policy, State};
-use zmem_sysfs::Sys;
 
 /// Arguments of `zmem policy`.
 #[derive(clap::Args, Debug)]

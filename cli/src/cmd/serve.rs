@@ -5,9 +5,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
+use zmem_kernel::Errno;
 use zmem_nbd::{Control, CtlServer, Listen, Listener, Options, Server};
 use zmem_ops::policy::{Maintained, Policy};
-use zmem_sysfs::{AttrTarget, BlockDevice, DeviceTarget, Errno};
 use zmem_zram::Zram;
 
 /// Arguments of `zmem serve`.

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use zmem_host::Sys;
 use zmem_ops::status;
-use zmem_sysfs::Sys;
 
 /// Arguments of `zmem status`.
 #[derive(clap::Args, Debug)]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use zmem_sysfs::testutil::ScratchDir;
+use zmem_host::testutil::ScratchDir;
 
 /// A private scratch directory, removed with what is in it when dropped; its
 /// path is short enough for the Unix sockets put in it.
@@ -25,7 +25,7 @@ pub fn have(tool: &str) -> bool {
 }
 
 #[allow(unused_imports)]
-pub use zmem_sysfs::euid_is_root as is_root;
+pub use zmem_host::euid_is_root as is_root;
 
 pub struct Served {
     pub child: Child,

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 
 pub use super::device_rows::{Options, Row, Target, MAX_AUTO_WRITE_PASSES, WRITE_BYTES_MIN};

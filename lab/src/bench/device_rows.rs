@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_sysfs::MmStat;
+use zmem_kernel::MmStat;
 
 use super::random_read::ReadResult;
 

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::{RecompressParams, Zram};
 
 use super::recomp::{measure, verify, Measure};
@@ -103,7 +103,7 @@ impl FastpathResult {
     }
 }
 
-fn timed(f: impl FnOnce() -> Result<(), zmem_sysfs::IoError>) -> Result<u64> {
+fn timed(f: impl FnOnce() -> Result<(), zmem_device::IoError>) -> Result<u64> {
     let t = Instant::now();
     f()?;
     Ok(t.elapsed().as_nanos() as u64)

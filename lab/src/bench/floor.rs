@@ -20,7 +20,7 @@
 use std::time::Instant;
 
 use zmem_codec::{fill_page, same_filled, Params, StreamPool, PAGE_SIZE};
-use zmem_sysfs::MmStat;
+use zmem_kernel::MmStat;
 use zmem_zpool::ObjHint;
 
 use super::device::huge_class_size;

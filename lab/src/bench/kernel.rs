@@ -1,5 +1,5 @@
 //! The kernel side of `zmem bench`: the same corpus through a hot-added
-//! kernel zram device (`zmem_sysfs::HotDevice`) with the same algorithm,
+//! kernel zram device (`zmem_host::HotDevice`) with the same algorithm,
 //! written with O_DIRECT pwrite and read back with O_DIRECT random preads of
 //! the same sizes and offsets as the engine's reads.
 
@@ -8,8 +8,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::time::Instant;
 
 use zmem_codec::PAGE_SIZE;
-use zmem_sysfs::HotDevice;
-use zmem_sysfs::MmStat;
+use zmem_host::HotDevice;
+use zmem_kernel::MmStat;
 
 use super::device_rows::{Options, Row, Target};
 use super::random_read::{aligned_buffer, read_phase, request_indexes};

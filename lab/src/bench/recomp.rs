@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_sysfs::{BlockDevice, MmStat};
+use zmem_device::BlockDevice;
+use zmem_kernel::MmStat;
 use zmem_zram::{RecompressParams, Zram};
 
 use crate::corpus::Corpus;

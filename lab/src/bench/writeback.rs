@@ -18,7 +18,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_sysfs::{BdStat, BlockDevice};
+use zmem_device::BlockDevice;
+use zmem_kernel::BdStat;
 use zmem_zram::{WritebackParams, Zram};
 
 use super::recomp::{measure, verify, write_corpus, Measure};

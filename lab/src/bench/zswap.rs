@@ -23,7 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 use zmem_zswap::{Backing, ShrinkWorker, Source, Zswap};
 
@@ -341,7 +341,7 @@ pub fn run_with_kernel(
     k: &KernelOptions,
 ) -> Result<(Vec<Row>, Option<String>)> {
     let mut rows = run(corpus, opts)?;
-    let sys = zmem_sysfs::Sys::real();
+    let sys = zmem_host::Sys::real();
     if let Some(why) = zswap_kernel::unavailable(&sys, &opts.zpool, &opts.algorithm, k.force) {
         return Ok((rows, Some(why)));
     }
@@ -530,7 +530,7 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
             let off = (i * PAGE_SIZE) as u64;
             match dev.write_at(off, page) {
                 Ok(()) => in_zram[i] = true,
-                Err(zmem_sysfs::IoError::NoSpace(_)) => {
+                Err(zmem_device::IoError::NoSpace(_)) => {
                     backing.write(i as u64, page)?;
                     *writes += 1;
                 }

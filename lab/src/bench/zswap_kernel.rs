@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use zmem_codec::PAGE_SIZE;
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
 
 use crate::corpus::Corpus;
 
@@ -57,7 +57,7 @@ pub struct KernelOptions {
 
 /// Why kernel rows cannot be produced here (`None` when they can).
 pub fn unavailable(sys: &Sys, zpool: &str, compressor: &str, force: bool) -> Option<String> {
-    if !zmem_sysfs::euid_is_root() {
+    if !zmem_host::euid_is_root() {
         return Some(
             "not root (the kernel rows need swapon, zswap parameters and a cgroup)".into(),
         );
@@ -139,10 +139,10 @@ impl Snapshot {
                 (k.to_string(), v)
             })
             .collect();
-        let debugfs = zmem_sysfs::zswap::DEBUGFS_FILES
+        let debugfs = zmem_kernel::zswap::DEBUGFS_FILES
             .iter()
             .filter_map(|k| {
-                let v = sys.read(&format!("{}/{k}", zmem_sysfs::zswap::DEBUGFS_DIR));
+                let v = sys.read(&format!("{}/{k}", zmem_kernel::zswap::DEBUGFS_DIR));
                 Some((k.to_string(), v.ok()?.trim().parse().ok()?))
             })
             .collect();

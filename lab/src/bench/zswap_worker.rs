@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use zmem_codec::PAGE_SIZE;
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
 
 use super::zswap_kernel::{Measured, Snapshot};
 use crate::corpus::Corpus;
@@ -162,7 +162,7 @@ fn settle(sys: &Sys) {
 fn pool_now(sys: &Sys) -> u64 {
     sys.read(&format!(
         "{}/pool_total_size",
-        zmem_sysfs::zswap::DEBUGFS_DIR
+        zmem_kernel::zswap::DEBUGFS_DIR
     ))
     .ok()
     .and_then(|v| v.trim().parse().ok())

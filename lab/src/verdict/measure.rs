@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use zmem_codec::PAGE_SIZE;
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 
 use crate::bench::device_rows::{self, Target};
@@ -60,7 +60,7 @@ fn chunk_mibps(secs: &[f64]) -> f64 {
 fn sample(
     chunks: &[f64],
     r: &crate::bench::random_read::ReadResult,
-    m: &zmem_sysfs::MmStat,
+    m: &zmem_kernel::MmStat,
 ) -> Sample {
     Sample {
         write_mibps: chunk_mibps(chunks),

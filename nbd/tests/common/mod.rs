@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use zmem_device::BlockDevice;
+use zmem_host::testutil::ScratchDir;
 use zmem_nbd::{Listen, Listener, Options, Server};
-use zmem_sysfs::testutil::ScratchDir;
-use zmem_sysfs::BlockDevice;
 use zmem_zram::Zram;
 
 pub struct Running {

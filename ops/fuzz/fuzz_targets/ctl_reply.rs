@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = zmem_sysfs::ctl::parse_reply(data);
+    let _ = zmem_device::ctl::parse_reply(data);
 });

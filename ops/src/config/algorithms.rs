@@ -212,7 +212,7 @@ fn check_algorithm(
     for (k, v) in params {
         match k.as_str() {
             "level" => {
-                let level = zmem_sysfs::kstrtoint(&v, 10)
+                let level = zmem_kernel::kstrtoint(&v, 10)
                     .map_err(|_| format!("{name} level must be an integer, not `{v}`"))?;
                 check_level(name, level, warnings)?;
             }
@@ -222,7 +222,7 @@ fn check_algorithm(
                 }
             }
             "deflate.winbits" => {
-                zmem_sysfs::kstrtoint(&v, 10)
+                zmem_kernel::kstrtoint(&v, 10)
                     .map_err(|_| format!("deflate.winbits must be an integer, not `{v}`"))?;
             }
             _ => {

@@ -188,7 +188,7 @@ impl Config {
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Read and parse a file: a regular file (FIFOs, `/dev/zero`, directories
-/// are refused by [`zmem_sysfs::input`] before anything is read), UTF-8, at
+/// are refused by [`zmem_host::input`] before anything is read), UTF-8, at
 /// most [`MAX_CONFIG_BYTES`].
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     load_with(path, false)
@@ -207,7 +207,7 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
         line: 0,
         reason,
     };
-    let bytes = zmem_sysfs::input::read_input("config", path, MAX_CONFIG_BYTES).map_err(|e| {
+    let bytes = zmem_host::input::read_input("config", path, MAX_CONFIG_BYTES).map_err(|e| {
         // The error names the path; ConfigError puts it in front already.
         let full = e.to_string();
         let prefix = format!("config {}: ", path.display());
@@ -470,7 +470,7 @@ mod tests {
         // A deterministic xorshift over config-ish bytes.
         let alphabet =
             b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!/levfsytpmun:";
-        for s in zmem_sysfs::testutil::random_strings(0x9E3779B97F4A7C15, alphabet, 120, 3000) {
+        for s in zmem_host::testutil::random_strings(0x9E3779B97F4A7C15, alphabet, 120, 3000) {
             let _ = p(&s);
             let _ = strict(&s);
             let _ = parse_algorithms_with_warnings(&s);

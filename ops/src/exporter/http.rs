@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
 
 /// What one scraper may cost.
 #[derive(Debug, Clone, Copy)]

@@ -9,10 +9,10 @@ pub use http::{serve, HttpLimits};
 
 use crate::zram;
 use crate::zswap::{self, Debugfs, Zswap};
-use zmem_sysfs::Sys;
-use zmem_sysfs::{
-    find_ctl_sockets, parse_comp_algorithm, AttrTarget, BdStat, IoStat, MmStat, SysfsDevice,
-};
+use zmem_device::AttrTarget;
+use zmem_host::Sys;
+use zmem_host::{find_ctl_sockets, SysfsDevice};
+use zmem_kernel::{parse_comp_algorithm, BdStat, IoStat, MmStat};
 
 #[derive(Default)]
 struct Family {

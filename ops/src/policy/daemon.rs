@@ -2,7 +2,9 @@
 //! `zmem serve` device (control sockets in `serve-sockets`), each with its
 //! remembered state and the recompression types its configuration names.
 
-use zmem_sysfs::{find_ctl_sockets, AttrTarget, DryRun, Sys, SysfsDevice};
+use zmem_device::{AttrTarget, DryRun};
+
+use zmem_host::{find_ctl_sockets, Sys, SysfsDevice};
 
 use super::{round, Policy, State};
 use crate::config::Config;

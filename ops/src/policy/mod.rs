@@ -2,7 +2,7 @@
 //! devices, in rounds. One engine for `zmem policy` (kernel devices and
 //! served ones, through their control sockets) and for the maintenance worker
 //! of `zmem serve --maint` (the served device in process): both drive an
-//! [`AttrTarget`](zmem_sysfs::AttrTarget) with the same [`round`].
+//! [`AttrTarget`](zmem_device::AttrTarget) with the same [`round`].
 //!
 //! Defaults follow Android's `mmd` and ChromeOS's `swap_management` published
 //! policies (docs/ops.md, "Policy"):

@@ -4,10 +4,11 @@
 //! `writeback`, as drivers/block/zram/zram_drv.c defines them), and each step
 //! logged as one line.
 
-use zmem_sysfs::{
-    parse_comp_algorithm, parse_recomp_algorithm, AttrError, AttrTarget, BdStat, Errno,
-};
-use zmem_sysfs::{MmStat, Sys};
+use zmem_device::AttrTarget;
+
+use zmem_host::Sys;
+use zmem_kernel::MmStat;
+use zmem_kernel::{parse_comp_algorithm, parse_recomp_algorithm, AttrError, BdStat, Errno};
 use zmem_units::{bytes, duration};
 
 use super::{DeviceState, Policy};

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use zmem_sysfs::Sys;
+use zmem_host::Sys;
 
 /// Per-device memory of the daemon (kept in /run/zmem/policy.state).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -14,7 +14,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use zmem_sysfs::{AttrError, AttrTarget, BlockDevice, DeviceTarget, Errno, IoError, Sys};
+use zmem_device::{AttrTarget, BlockDevice, DeviceTarget, IoError};
+
+use zmem_host::Sys;
+
+use zmem_kernel::{AttrError, Errno};
 
 use super::{round, DeviceState, Policy};
 

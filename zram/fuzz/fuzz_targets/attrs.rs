@@ -2,7 +2,7 @@
 //! never a panic. Run: `cargo +nightly fuzz run attrs` in zram/.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 
 fuzz_target!(|data: &[u8]| {
@@ -24,12 +24,12 @@ fuzz_target!(|data: &[u8]| {
         // A disksize of terabytes is a legitimate request for a big slot
         // table (32 bytes a page, as the kernel's 16), not a parser bug; it
         // would only map gigabytes of table per input. Parse it, don't build it.
-        if name == "disksize" && zmem_sysfs::memparse(&v).0 > 1 << 30 {
+        if name == "disksize" && zmem_kernel::memparse(&v).0 > 1 << 30 {
             continue;
         }
         let _ = dev.attr_write(name, &v);
         let _ = dev.attr_read("mm_stat");
     }
-    let _ = zmem_sysfs::next_args(&String::from_utf8_lossy(rest));
-    let _ = zmem_sysfs::memparse(&String::from_utf8_lossy(rest));
+    let _ = zmem_kernel::next_args(&String::from_utf8_lossy(rest));
+    let _ = zmem_kernel::memparse(&String::from_utf8_lossy(rest));
 });

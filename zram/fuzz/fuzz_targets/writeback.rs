@@ -3,7 +3,7 @@
 //! `cargo +nightly fuzz run writeback` in zram/.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use zmem_sysfs::BlockDevice;
+use zmem_device::BlockDevice;
 use zmem_zram::{WritebackParams, Zram};
 
 const NAMES: [&str; 5] = [
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let text = String::from_utf8_lossy(rest);
     let _ = WritebackParams::parse(&text, sel as u64);
-    let _ = zmem_sysfs::kstrtobool(&text);
+    let _ = zmem_kernel::kstrtobool(&text);
     let path = std::env::temp_dir().join(format!("zmem-fuzz-wb-{}", std::process::id()));
     std::fs::File::create(&path)
         .unwrap()

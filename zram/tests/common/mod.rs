@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use zmem_codec::Params;
-use zmem_sysfs::Errno;
+use zmem_kernel::Errno;
 use zmem_zram::{Zram, PAGE_SIZE};
 
 /// The algorithm the engine tests use.
@@ -109,6 +109,6 @@ pub fn dev_with(secondaries: &[(usize, &str)], bytes: u64) -> Zram {
     b.disksize(bytes).build().expect("device")
 }
 
-pub fn errno(r: Result<(), zmem_sysfs::AttrError>) -> Errno {
+pub fn errno(r: Result<(), zmem_kernel::AttrError>) -> Errno {
     r.expect_err("the kernel refuses this").errno
 }

@@ -9,8 +9,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::sys::Sys;
-use crate::{AttrError, AttrTarget, Errno};
+use zmem_kernel::{AttrError, Errno};
+
+use crate::AttrTarget;
 
 /// Longest request (bytes, newline included).
 pub const MAX_REQUEST: usize = 64 * 1024;
@@ -189,16 +190,6 @@ impl AttrTarget for CtlClient {
     }
 }
 
-/// Control sockets of running `zmem serve` instances: `*.ctl` in `dir` (default /run/zmem).
-pub fn find_ctl_sockets(sys: &Sys, dir: &str) -> Vec<CtlClient> {
-    sys.list(dir)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|n| n.ends_with(".ctl"))
-        .map(|n| CtlClient::new(sys.path(&format!("{dir}/{n}"))))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +255,14 @@ mod tests {
             "full really"
         );
         assert_eq!(parse_reply(&render_reply(&Ok("1\n".into()))).unwrap(), "1");
+    }
+
+    #[test]
+    fn random_reply_text_never_panics() {
+        let alphabet = b"0123456789 \n\t[]#:-xyzokerr";
+        for s in zmem_kernel::testutil::random_strings(0x2545F4914F6CDD1D, alphabet, 90, 5000) {
+            let _ = parse_reply(s.as_bytes());
+            let _ = parse_request(s.as_bytes());
+        }
     }
 }

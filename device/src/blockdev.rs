@@ -3,7 +3,7 @@
 //! /sys/block/zramN names. zram devices and zswap's block view implement it;
 //! the NBD server and the control socket use nothing else.
 
-use crate::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno};
 
 /// A block I/O that failed. Stored data is never damaged by a failed I/O.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

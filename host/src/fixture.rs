@@ -22,10 +22,9 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::proc::{parse_swaps, unescape_mount};
-use crate::stat::{parse_comp_algorithm, MmStat};
 use crate::sys::{Sys, FIXTURE_LOG};
-use crate::{memparse, Errno};
+use zmem_kernel::proc::{parse_swaps, unescape_mount};
+use zmem_kernel::{memparse, parse_comp_algorithm, Errno, MmStat};
 
 fn log(sys: &Sys, line: &str) -> io::Result<()> {
     let path = sys.root().join(FIXTURE_LOG);

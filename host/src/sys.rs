@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::fixture;
-use crate::proc::{self, SwapEntry};
+use zmem_kernel::proc::{self, SwapEntry};
 
 /// File name of the fixture log at the top of a fixture tree.
 pub const FIXTURE_LOG: &str = "zmem-fixture.log";

@@ -8,7 +8,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::MmStat;
+use zmem_kernel::MmStat;
 
 const CONTROL: &str = "/sys/class/zram-control";
 

@@ -1,0 +1,33 @@
+//! zmem-kernel: the kernel's zram and zswap ABI as data, with no I/O: what
+//! the files under `/sys/block/zramN`, `/proc` and zswap's debugfs say and how
+//! the kernel parses what is written to them.
+//!
+//! * [`Errno`] and [`AttrError`]: how an attribute or an I/O fails;
+//! * the kernel's parsers ([`memparse`], [`kstrtoull`] and friends,
+//!   [`next_args`], [`sysfs_streq`]), with their quirks;
+//! * [`MmStat`], [`IoStat`], [`BdStat`]: the statistics lines, parsed and rendered;
+//! * [`proc`]: `/proc/swaps`, `/proc/meminfo`, `/proc/mounts`;
+//! * [`zswap`]: zswap's debugfs statistics by name.
+//!
+//! This crate depends on no other zmem crate.
+
+mod errno;
+mod error;
+mod parse;
+pub mod proc;
+mod stat;
+#[doc(hidden)]
+pub mod testutil;
+pub mod zswap;
+
+pub use errno::Errno;
+pub use error::AttrError;
+pub use parse::{
+    kstrtobool, kstrtoint, kstrtoll, kstrtou16, kstrtoul, kstrtoull, memparse, next_args,
+    sysfs_streq,
+};
+pub use proc::SwapEntry;
+pub use stat::{
+    parse_comp_algorithm, parse_debug_stat_miss_free, parse_recomp_algorithm, render_debug_stat,
+    BdStat, IoStat, MmStat,
+};
