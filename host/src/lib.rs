@@ -7,7 +7,6 @@
 //! * [`input`]: files a user hands zmem, checked before they are read;
 //! * [`signature`]: what a file or device already holds, before zmem writes to it.
 
-mod fixture;
 mod hotdev;
 pub mod input;
 mod privilege;

@@ -12,6 +12,10 @@
 //! * Parameters under `/sys/module/zswap/parameters` names and statistics
 //!   under the debugfs names ([`attrs`], [`stats`]).
 //! * [`ZswapDevice`]: the block-device view (zram's [`BlockDevice`] face).
+//!
+//! `engine` and `shrink` import each other on purpose: the shrinker writes
+//! back entries of the engine's tree and LRU, and the engine calls it when the
+//! pool is full, as `zswap_store` and `shrink_memcg` do in mm/zswap.c.
 
 pub mod attrs;
 pub mod backing;

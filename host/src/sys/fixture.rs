@@ -14,15 +14,15 @@
 //! fail with the errno named inside (e.g. `EBUSY`); `EINVAL numeric` fails only
 //! writes of a number (a kernel without idle ages refuses `idle 3600`).
 
-// `Sys` calls this module for writes and commands on a fixture tree, and this
-// module reads the tree back through `Sys`: the one import circle of the
-// crate, on purpose (the emulator is `Sys`'s other half).
+// A child of `sys`: `Sys` calls this module for writes and commands on a
+// fixture tree, and this module reads the tree back through `Sys` (the
+// emulator is `Sys`'s other half).
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::sys::{Sys, FIXTURE_LOG};
+use super::{Sys, FIXTURE_LOG};
 use zmem_kernel::proc::{parse_swaps, unescape_mount};
 use zmem_kernel::{memparse, parse_comp_algorithm, Errno, MmStat};
 

@@ -5,14 +5,14 @@
 //! root it works on a *fixture tree* (the style of zram-generator's
 //! `tests/NN-name/` trees): a directory holding `sys/`, `proc/`, `run/`,
 //! `etc/`… files, where writes and commands are emulated by
-//! [`fixture`](crate::fixture) and logged to [`FIXTURE_LOG`].
+//! `fixture` (a child module) and logged to [`FIXTURE_LOG`].
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::fixture;
+mod fixture;
 use zmem_kernel::proc::{self, SwapEntry};
 
 /// File name of the fixture log at the top of a fixture tree.
