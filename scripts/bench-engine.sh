@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved runs of `zmem bench` (device mode) for one or more zmem binaries,
 # with the median of each figure per binary — for timing on a shared, noisy
-# machine (docs/zram.md, "Speed at 64 MiB and more").
+# machine (docs/zram.md, "Speed"; dated runs in bench/results/).
 #
 #   scripts/bench-engine.sh -r ROUNDS -a ALGO [-t THREADS] [-n REQUESTS] [-k] [-f] CORPUS BIN...
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Capture a corpus of real Python heap memory, as used for the engine speed
-# runs in docs/zram.md ("Speed at 64 MiB and more"):
+# runs in docs/zram.md ("Speed") and bench/results/:
 #
 #   scripts/corpus-py.sh ZMEM OUTPUT [MAX]      e.g. scripts/corpus-py.sh target/release/zmem /tmp/py96.corpus 96M
 #
