@@ -297,7 +297,7 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
     }
     data.truncate(2 << 20);
     data.extend((0..(256 << 10)).map(|_| rand() as u8));
-    let mut c = zmem_nbd::client::Client::connect(&sock, "vm1").unwrap();
+    let mut c = zmem_nbd::Client::connect(&sock, "vm1").unwrap();
     c.stream()
         .set_read_timeout(Some(std::time::Duration::from_secs(60)))
         .unwrap();

@@ -130,7 +130,7 @@ fn serve_zswap_mode_round_trip() {
             "1M",
         ],
     );
-    let mut c = zmem_nbd::client::Client::connect(&s.sock, "zmem").unwrap();
+    let mut c = zmem_nbd::Client::connect(&s.sock, "zmem").unwrap();
     assert_eq!(c.size, 16 << 20);
     // More than the 1 MiB pool holds: the rest goes to the backing file.
     let data = mixed_bytes(4 << 20, 9);

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use serve_common::{tmpdir, wait_within};
 use zmem_host::testutil::ScratchDir;
-use zmem_nbd::client::Client;
 use zmem_nbd::proto::{CMD_READ, FLAG_C_FIXED_NEWSTYLE, OPT_LIST, REQUEST_MAGIC};
+use zmem_nbd::Client;
 
 /// `zmem serve` under `umask 000`, with its sockets in a fresh directory
 /// (removed after `Drop` has ended the child).

@@ -113,7 +113,7 @@ fn serve_backing_dev_and_ctl_writeback() {
     let o = zmem(&["ctl", &ctl, "backing_dev"]);
     assert_eq!(text(&o.stdout).trim(), canon.display().to_string(), "{o:?}");
     // Text, zeros and random (huge) pages over NBD.
-    let mut c = zmem_nbd::client::Client::connect(&s.sock, "zmem").unwrap();
+    let mut c = zmem_nbd::Client::connect(&s.sock, "zmem").unwrap();
     let data = mixed_bytes(3 << 18, 4);
     assert_eq!(c.write(0, &data).unwrap(), 0);
     let o = zmem(&["ctl", &ctl, "mm_stat"]);

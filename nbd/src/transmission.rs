@@ -118,15 +118,6 @@ pub fn decode(r: &Request, size: u64, max_payload: u32) -> Result<Command, Refus
     })
 }
 
-/// Run a command on the device. `buf` is the READ destination or the WRITE
-/// payload. Returns the NBD error (0 = success).
-pub fn execute(dev: &dyn BlockDevice, cmd: &Command, buf: &mut [u8]) -> u32 {
-    match execute_io(dev, cmd, buf) {
-        Ok(()) => 0,
-        Err(e) => nbd_error(e.errno()),
-    }
-}
-
 /// [`execute`] with the device's own error (for counting and logging).
 pub fn execute_io(
     dev: &dyn BlockDevice,

@@ -5,9 +5,9 @@
 mod common;
 
 use proptest::prelude::*;
+use zmem_nbd::decode_request as decode;
 use zmem_nbd::proto::*;
-use zmem_nbd::server::{serve_bytes, Options};
-use zmem_nbd::transmission::decode;
+use zmem_nbd::{serve_bytes, Options};
 
 /// A valid client prefix: flags, then NBD_OPT_GO for the default export.
 fn go_prefix() -> Vec<u8> {
@@ -53,7 +53,7 @@ proptest! {
     fn random_headers_decode_consistently(flags in any::<u16>(), command in 0u16..10, offset in any::<u64>(), length in any::<u32>()) {
         let r = Request { flags, command, cookie: 1, offset, length };
         match decode(&r, 1 << 20, 1 << 16) {
-            Ok(zmem_nbd::transmission::Command::Read { offset, len }) | Ok(zmem_nbd::transmission::Command::Write { offset, len, .. }) => {
+            Ok(zmem_nbd::Command::Read { offset, len }) | Ok(zmem_nbd::Command::Write { offset, len, .. }) => {
                 prop_assert!(offset + len as u64 <= 1 << 20 && len <= 1 << 16 && offset % 512 == 0 && len % 512 == 0);
             }
             Ok(_) => {}

@@ -16,14 +16,14 @@ mod handle;
 mod list;
 mod page;
 mod prefetch;
-pub mod z3fold;
-pub mod zbud;
-pub mod zsmalloc;
+mod z3fold;
+mod zbud;
+mod zsmalloc;
 
 pub use prefetch::ObjHint;
 pub use z3fold::Z3foldPool;
 pub use zbud::ZbudPool;
-pub use zsmalloc::{wait_background, ZsPool};
+pub use zsmalloc::{class, wait_background, ZsPool};
 
 /// Page size of the pools.
 pub const PAGE_SIZE: usize = 4096;

@@ -1,6 +1,6 @@
 //! zsmalloc geometry and accounting against the spec (§7.3, §7.4, §7.9, §12).
 
-use zmem_zpool::zsmalloc::class::{nominal_size, size_class_index, ClassTable};
+use zmem_zpool::class::{nominal_size, size_class_index, ClassTable};
 use zmem_zpool::{Zpool, ZpoolError, ZsPool, PAGE_SIZE};
 
 /// The spec's distinct-class table for chain 8 (§7.4), verbatim.

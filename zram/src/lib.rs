@@ -4,19 +4,19 @@
 //! runs in process with per-slot locks and one compression stream per thread.
 //!
 //! One file per concern, as the kernel's driver:
-//! * [`device`]: configuration, init/reset, the builder, the init lock;
-//! * [`slot`]: the slot table entry, flags and per-slot lock;
+//! * `device`: configuration, init/reset, the builder, the init lock;
+//! * `slot`: the slot table entry, flags and per-slot lock;
 //! * `write`, `read`, `discard`, `idle`: the page paths;
 //! * `io`: byte-range block I/O and the `zmem_device::BlockDevice` implementation;
 //! * `attrs`: attributes (the kernel's parsers and errnos are zmem-kernel's);
-//! * [`stats`]: counters and their exact rendering;
-//! * [`streams`], [`pool`]: compressors and allocators;
-//! * [`recompress`] + [`pp`]: secondary algorithms, `recompress`, post-processing buckets;
-//! * [`writeback`] + [`backing`]: `writeback`, `writeback_limit`, `bd_stat`; the backing file and its bitmap;
-//! * [`fastpath`]: the fast algorithm and when writes use it (zmem-ops' policy engine
+//! * `stats`: counters and their exact rendering;
+//! * `streams`, `pool`: compressors and allocators;
+//! * `recompress` + `pp`: secondary algorithms, `recompress`, post-processing buckets;
+//! * `writeback` + `backing`: `writeback`, `writeback_limit`, `bd_stat`; the backing file and its bitmap;
+//! * `fastpath`: the fast algorithm and when writes use it (zmem-ops' policy engine
 //!   moves its slots back to the primary in the background).
 //!
-//! The concern files and [`device`] import each other on purpose: `Zram`
+//! The concern files and `device` import each other on purpose: `Zram`
 //! (device.rs) holds the state each concern defines (the fast path, the
 //! backing store, the writeback limit), and each concern's file adds its
 //! methods to `Zram`, as every function of zram_drv.c takes `struct zram`.
@@ -31,29 +31,30 @@
 //! print!("{}", dev.attr_read("mm_stat").unwrap());
 //! ```
 
-pub mod attrs;
-pub mod backing;
-pub mod device;
+mod attrs;
+mod backing;
+mod device;
 mod discard;
-pub mod fastpath;
-pub mod idle;
+mod fastpath;
+mod idle;
 mod io;
-pub mod pool;
-pub mod pp;
+mod pool;
+mod pp;
 mod precise;
 mod read;
-pub mod recompress;
-pub mod slot;
-pub mod stats;
-pub mod streams;
+mod recompress;
+mod slot;
+mod stats;
+mod streams;
 mod table;
 mod write;
-pub mod writeback;
+mod writeback;
 
+pub use attrs::WRITABLE;
 pub use device::{Config, OpenGuard, Zram, ZramBuilder};
 pub use fastpath::FastMode;
 pub use pool::PoolFactory;
-pub use recompress::{RecompressParams, RecompressReport};
+pub use recompress::{global_huge_class_size, RecompressParams, RecompressReport};
 pub use slot::SlotInfo;
 pub use writeback::{BackingFault, BdOp, WbLimit, WritebackParams, WritebackReport};
 pub use zmem_codec::PAGE_SIZE;

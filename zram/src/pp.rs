@@ -80,6 +80,7 @@ impl PpCtl {
         self.len
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

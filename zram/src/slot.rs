@@ -204,10 +204,6 @@ impl SlotGuard<'_> {
     pub fn allocated(&self) -> bool {
         self.size() != 0 || self.test(Flag::Same) || self.test(Flag::Wb)
     }
-    /// Raw flag bits above the size field (for debugging / block_state).
-    pub fn flag_bits(&self) -> u64 {
-        self.flags >> FLAG_SHIFT
-    }
 }
 
 /// A snapshot of one slot, for tests and `block_state`-like listings.

@@ -8,8 +8,7 @@ mod common;
 use common::{dev_with, errno};
 use zmem_device::BlockDevice;
 use zmem_kernel::Errno;
-use zmem_zram::recompress::global_huge_class_size;
-use zmem_zram::Zram;
+use zmem_zram::{global_huge_class_size, Zram};
 
 const MB: u64 = 1 << 20;
 

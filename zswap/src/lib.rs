@@ -7,27 +7,27 @@
 //!   `zswap_invalidate` by swap offset; [`Zswap::swap_out`] / [`Zswap::swap_in`]
 //!   add the swap core around them (zeromap for zero-filled pages, the
 //!   backing file when zswap rejects a page).
-//! * Pool limit + `accept_threshold_percent` hysteresis ([`pool`]), the LRU
-//!   with second chance and writeback ([`lru`], [`shrink`]).
+//! * Pool limit + `accept_threshold_percent` hysteresis (`pool`), the LRU
+//!   with second chance and writeback (`lru`, `shrink`).
 //! * Parameters under `/sys/module/zswap/parameters` names and statistics
-//!   under the debugfs names ([`attrs`], [`stats`]).
+//!   under the debugfs names (`attrs`, `stats`).
 //! * [`ZswapDevice`]: the block-device view (zram's [`BlockDevice`] face).
 //!
 //! `engine` and `shrink` import each other on purpose: the shrinker writes
 //! back entries of the engine's tree and LRU, and the engine calls it when the
 //! pool is full, as `zswap_store` and `shrink_memcg` do in mm/zswap.c.
 
-pub mod attrs;
-pub mod backing;
-pub mod blockdev;
+mod attrs;
+mod backing;
+mod blockdev;
 mod engine;
 mod invalidate;
 mod load;
-pub mod lru;
-pub mod params;
-pub mod pool;
-pub mod shrink;
-pub mod stats;
+mod lru;
+mod params;
+mod pool;
+mod shrink;
+mod stats;
 mod store;
 
 pub use backing::{Backing, BackingError};

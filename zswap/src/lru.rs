@@ -43,8 +43,4 @@ impl Lru {
     pub fn len(&self) -> usize {
         self.by_seq.len()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_seq.is_empty()
-    }
 }

@@ -157,7 +157,7 @@ fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
     dev.attr_write(name, &format!("{value}\n")).map_err(|e| {
         // ENOENT is also what opening a missing backing file gives: only an
         // unknown attribute name gets the "no attribute" message.
-        if e.errno == Errno::ENOENT && !zmem_zram::attrs::WRITABLE.contains(&name) {
+        if e.errno == Errno::ENOENT && !zmem_zram::WRITABLE.contains(&name) {
             anyhow::anyhow!(
                 "{what}: this engine has no `{name}` attribute yet ({})",
                 e.message
@@ -374,8 +374,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         maintained,
     } = build(&a)?;
     if a.mlock {
-        zmem_nbd::server::mlock_all()
-            .context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
+        zmem_nbd::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
     }
     // Served devices are open: `reset` answers EBUSY, as the kernel's does
     // for a mounted or swapped-on zram.
@@ -400,8 +399,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if let Some(t) = a.threads {
         opts.threads = t.clamp(1, 256);
     }
-    let stop =
-        zmem_nbd::server::stop_on_signals().context("installing SIGINT/SIGTERM/SIGHUP handlers")?;
+    let stop = zmem_nbd::stop_on_signals().context("installing SIGINT/SIGTERM/SIGHUP handlers")?;
     let fast = a
         .fast
         .as_ref()

@@ -6,7 +6,7 @@
 //! own). Never panics.
 use libfuzzer_sys::fuzz_target;
 use zmem_nbd::proto::*;
-use zmem_nbd::server::{serve_bytes, Options};
+use zmem_nbd::{serve_bytes, Options};
 
 fuzz_target!(|data: &[u8]| {
     let dev = zmem_zram::Zram::builder()

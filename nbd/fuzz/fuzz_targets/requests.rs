@@ -3,7 +3,7 @@
 //! exactly a WRITE's payload, accepted I/O lies inside the export.
 use libfuzzer_sys::fuzz_target;
 use zmem_nbd::proto::*;
-use zmem_nbd::transmission::{decode, Command};
+use zmem_nbd::{decode_request as decode, Command};
 
 fuzz_target!(|data: &[u8]| {
     for chunk in data.chunks_exact(REQUEST_LEN) {

@@ -79,8 +79,8 @@ impl Drop for Running {
 
 /// A client of the test server whose reads give up after 30 s, so that a
 /// server that never answers fails the test instead of hanging the run.
-pub fn connect(sock: &std::path::Path, export: &str) -> zmem_nbd::client::Client {
-    let mut c = zmem_nbd::client::Client::connect(sock, export).unwrap();
+pub fn connect(sock: &std::path::Path, export: &str) -> zmem_nbd::Client {
+    let mut c = zmem_nbd::Client::connect(sock, export).unwrap();
     c.stream()
         .set_read_timeout(Some(std::time::Duration::from_secs(30)))
         .unwrap();

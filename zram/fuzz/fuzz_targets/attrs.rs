@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     };
     // Every writable attribute but backing_dev (fuzz input must not name
     // files for the engine to open read-write).
-    let names: Vec<&str> = zmem_zram::attrs::WRITABLE
+    let names: Vec<&str> = zmem_zram::WRITABLE
         .iter()
         .copied()
         .filter(|n| *n != "backing_dev")
