@@ -47,6 +47,13 @@ pub fn parse_meminfo(s: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// One `/proc/meminfo` value (bytes for the `kB` lines), as [`parse_meminfo`] reads it.
+pub fn meminfo_value(s: &str, key: &str) -> Option<u64> {
+    parse_meminfo(s)
+        .into_iter()
+        .find_map(|(k, v)| (k == key).then_some(v))
+}
+
 /// `/proc/vmstat` as (key, value).
 pub fn parse_vmstat(s: &str) -> Vec<(String, u64)> {
     s.lines()
@@ -114,7 +121,11 @@ mod tests {
 
     #[test]
     fn meminfo_and_mounts() {
-        let m = parse_meminfo("MemTotal:       16384 kB\nHugePages_Total:       0\n");
+        let text = "MemTotal:       16384 kB\nHugePages_Total:       0\n";
+        assert_eq!(meminfo_value(text, "MemTotal"), Some(16384 * 1024));
+        assert_eq!(meminfo_value(text, "HugePages_Total"), Some(0));
+        assert_eq!(meminfo_value(text, "MemFree"), None);
+        let m = parse_meminfo(text);
         assert_eq!(
             m,
             [

@@ -198,9 +198,7 @@ pub fn load1(sys: &Sys) -> Option<f64> {
 }
 
 fn meminfo_kib(text: &str, key: &str) -> Option<u64> {
-    proc::parse_meminfo(text)
-        .into_iter()
-        .find_map(|(k, v)| (k == key).then_some(v / 1024))
+    proc::meminfo_value(text, key).map(|v| v / 1024)
 }
 
 /// mm_stat of the zram device at `dir` (`/sys/block/zramN`), all nine fields

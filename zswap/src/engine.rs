@@ -111,16 +111,7 @@ pub enum Source {
 fn mem_total() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| {
-                    l.split_whitespace()
-                        .nth(1)
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .map(|kb| kb * 1024)
-                })
-        })
+        .and_then(|s| zmem_kernel::proc::meminfo_value(&s, "MemTotal"))
         .unwrap_or(1 << 30)
 }
 

@@ -180,11 +180,7 @@ impl Sys {
 
     /// One `/proc/meminfo` value in bytes.
     pub fn meminfo_get(&self, key: &str) -> io::Result<Option<u64>> {
-        Ok(self
-            .meminfo()?
-            .into_iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v))
+        Ok(proc::meminfo_value(&self.read("/proc/meminfo")?, key))
     }
 
     /// `/proc/vmstat` as (key, value).
