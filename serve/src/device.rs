@@ -1,0 +1,230 @@
+//! The engine device of `zmem serve`, configured through its attributes in the
+//! kernel's order (everything before disksize), and its maintenance worker.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use zmem_device::BlockDevice;
+use zmem_kernel::Errno;
+use zmem_ops::policy::{Maintained, Policy};
+use zmem_zram::Zram;
+
+/// What the device is: the flags of `zmem serve` that shape the engine.
+#[derive(Debug, Clone)]
+pub struct EngineSpec {
+    /// `zram`, or `zswap` (a compressed cache in front of `backing_dev`).
+    pub mode: String,
+    /// disksize in bytes.
+    pub size: u64,
+    /// comp_algorithm (zswap's compressor).
+    pub algo: String,
+    /// algorithm_params of the primary algorithm.
+    pub params: Option<String>,
+    /// recomp_algorithm, priority 1, 2, 3 in order.
+    pub recomp: Vec<String>,
+    /// zsmalloc, zbud or z3fold.
+    pub allocator: String,
+    /// mem_limit (zswap's max_pool_bytes).
+    pub mem_limit: Option<u64>,
+    /// backing_dev (zram), or the swap device zswap caches.
+    pub backing_dev: Option<PathBuf>,
+    /// Use a zswap backing file that holds data or is too small.
+    pub force: bool,
+    /// fast_algorithm.
+    pub fast: Option<String>,
+    /// When writes use the fast path: off, always or pressure[:N%][,RATE/s].
+    pub fast_when: String,
+    /// The maintenance policy (`--maint[=POLICY]`), if any.
+    pub maint: Option<String>,
+}
+
+/// The served device: zswap's block view, or a zram device (with its
+/// maintenance worker under `--maint`, which then answers `maint` too).
+pub(crate) struct Device {
+    pub zram: Option<Arc<Zram>>,
+    pub dev: Arc<dyn BlockDevice>,
+    pub maintained: Option<Arc<Maintained>>,
+}
+
+fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
+    dev.attr_write(name, &format!("{value}\n")).map_err(|e| {
+        // ENOENT is also what opening a missing backing file gives: only an
+        // unknown attribute name gets the "no attribute" message.
+        if e.errno == Errno::ENOENT && !zmem_zram::WRITABLE.contains(&name) {
+            anyhow::anyhow!(
+                "{what}: this engine has no `{name}` attribute yet ({})",
+                e.message
+            )
+        } else {
+            anyhow::anyhow!("{what}: {name} {value:?}: {}: {}", e.errno, e.message)
+        }
+    })
+}
+
+/// Configure a device the way a script configures /sys/block/zramN, in the
+/// kernel's order (everything before disksize).
+fn build_zram(s: &EngineSpec, name: &str) -> anyhow::Result<Zram> {
+    let dev = Zram::builder()
+        .name(name.to_string())
+        .build()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    attr(&dev, "allocator", &s.allocator, "--allocator")?;
+    attr(&dev, "comp_algorithm", &s.algo, "--algo")?;
+    if let Some(p) = &s.params {
+        attr(&dev, "algorithm_params", p, "--params")?;
+    }
+    if s.recomp.len() > 3 {
+        bail!("--recomp: at most 3 recompression algorithms (priorities 1..3)");
+    }
+    for (i, alg) in s.recomp.iter().enumerate() {
+        attr(
+            &dev,
+            "recomp_algorithm",
+            &format!("algo={alg} priority={}", i + 1),
+            "--recomp",
+        )?;
+    }
+    if let Some(m) = &s.mem_limit {
+        attr(&dev, "mem_limit", &m.to_string(), "--mem-limit")?;
+    }
+    if let Some(b) = &s.backing_dev {
+        attr(
+            &dev,
+            "backing_dev",
+            &b.display().to_string(),
+            "--backing-dev",
+        )?;
+    }
+    if let Some(f) = &s.fast {
+        attr(&dev, "fast_algorithm", &format!("algo={f}"), "--fast")?;
+    }
+    attr(&dev, "disksize", &s.size.to_string(), "--size")?;
+    if s.fast.is_some() {
+        let when = fast_when(&s.fast_when)?;
+        attr(&dev, "fast_path", &when, "--fast-when")?;
+        if when.starts_with("mode=pressure") && s.mem_limit.is_none() && !when.contains("rate=") {
+            eprintln!("zmem serve: --fast-when {}: without --mem-limit or a rate, the fast path stays off", s.fast_when);
+        }
+    }
+    Ok(dev)
+}
+
+/// `off`, `always`, `pressure[:N%][,RATE/s]` → the `fast_path` attribute value.
+pub fn fast_when(s: &str) -> anyhow::Result<String> {
+    let bad = || {
+        anyhow::anyhow!("--fast-when {s:?}: expected off, always or pressure[:N%][,RATE/s] (e.g. pressure:80%,20000/s)")
+    };
+    let (mode, rest) = s.split_once(':').unwrap_or((s, ""));
+    match mode {
+        "off" | "always" if rest.is_empty() => return Ok(format!("mode={mode}")),
+        "pressure" => {}
+        _ => return Err(bad()),
+    }
+    let mut v = "mode=pressure".to_string();
+    for c in rest.split(',').filter(|c| !c.is_empty()) {
+        if let Some(p) = c.strip_suffix('%') {
+            let p: u32 = p.parse().ok().filter(|&p| p <= 100).ok_or_else(bad)?;
+            v.push_str(&format!(" limit_pct={p}"));
+        } else if let Some(r) = c.strip_suffix("/s") {
+            let r: u64 = r.parse().map_err(|_| bad())?;
+            v.push_str(&format!(" rate={r}"));
+        } else {
+            return Err(bad());
+        }
+    }
+    Ok(v)
+}
+
+/// zswap's block view over the backing file.
+fn build_zswap(s: &EngineSpec) -> anyhow::Result<zmem_zswap::ZswapDevice> {
+    let Some(file) = &s.backing_dev else {
+        bail!("--mode zswap needs --backing-dev FILE (the swap device zswap caches)")
+    };
+    if !s.recomp.is_empty() || s.params.is_some() || s.fast.is_some() || s.maint.is_some() {
+        bail!("--recomp/--params/--fast/--maint: zram options, not available with --mode zswap");
+    }
+    let mut b = zmem_zswap::Zswap::builder()
+        .compressor(s.algo.clone())
+        .zpool(s.allocator.clone());
+    if let Some(m) = &s.mem_limit {
+        b = b.max_pool_bytes(*m);
+    }
+    zmem_zswap::ZswapDevice::create(file, s.size, b, s.force)
+        .map_err(|e| anyhow::anyhow!("--mode zswap: {e}"))
+}
+
+/// The device `name` (`serve:EXPORT`) as the spec says, maintained under `--maint`.
+pub(crate) fn build(s: &EngineSpec, name: &str) -> anyhow::Result<Device> {
+    let policy = match &s.maint {
+        Some(spec) => Some(
+            Policy::default()
+                .with_spec(spec)
+                .map_err(|e| anyhow::anyhow!("--maint: {e}"))?,
+        ),
+        None => None,
+    };
+    if s.mode == "zswap" {
+        return Ok(Device {
+            zram: None,
+            dev: Arc::new(build_zswap(s)?),
+            maintained: None,
+        });
+    }
+    let z = Arc::new(build_zram(s, name)?);
+    let Some(p) = policy else {
+        return Ok(Device {
+            zram: Some(z.clone()),
+            dev: z,
+            maintained: None,
+        });
+    };
+    eprintln!(
+        "zmem serve: maintenance every {} s",
+        p.interval.as_secs_f64()
+    );
+    let m = Maintained::start(name, z.clone(), p)
+        .context("--maint: cannot start the maintenance thread")?;
+    let m = Arc::new(m);
+    Ok(Device {
+        zram: Some(z),
+        dev: m.clone(),
+        maintained: Some(m),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fast_when;
+
+    #[test]
+    fn fast_when_syntax() {
+        assert_eq!(fast_when("off").unwrap(), "mode=off");
+        assert_eq!(fast_when("always").unwrap(), "mode=always");
+        assert_eq!(fast_when("pressure").unwrap(), "mode=pressure");
+        assert_eq!(
+            fast_when("pressure:90%").unwrap(),
+            "mode=pressure limit_pct=90"
+        );
+        assert_eq!(
+            fast_when("pressure:90%,20000/s").unwrap(),
+            "mode=pressure limit_pct=90 rate=20000"
+        );
+        assert_eq!(
+            fast_when("pressure:20000/s").unwrap(),
+            "mode=pressure rate=20000"
+        );
+        for bad in [
+            "",
+            "on",
+            "always:80%",
+            "pressure:101%",
+            "pressure:x%",
+            "pressure:80",
+            "pressure:-1/s",
+            "pressure:80%;1/s",
+        ] {
+            assert!(fast_when(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Serving: the listen address checked, the device built, its control socket
+//! opened, NBD served until a signal, and the last words said.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
+use zmem_nbd::{Control, CtlServer, Limits, Listen, Listener, Options, Server, SocketPerms};
+
+use crate::device::{build, Device, EngineSpec};
+
+/// Everything `zmem serve` was asked for.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub engine: EngineSpec,
+    /// Export name (clients may also ask for the default, empty, name).
+    pub export: String,
+    /// `unix:PATH` or `tcp:HOST:PORT`.
+    pub listen: String,
+    /// Control socket path (default `/run/zmem/EXPORT.ctl`).
+    pub ctl: Option<PathBuf>,
+    /// No control socket at all.
+    pub no_ctl: bool,
+    /// Lock the server's memory (mlockall).
+    pub mlock: bool,
+    /// Allow a non-loopback TCP address.
+    pub allow_remote: bool,
+    /// Threads per connection (default: the number of CPUs).
+    pub threads: Option<usize>,
+    /// Log connections on stderr.
+    pub verbose: bool,
+    /// Mode of the Unix sockets, octal.
+    pub socket_mode: u32,
+    /// Group of the Unix sockets: a name from /etc/group or a GID.
+    pub socket_group: Option<String>,
+    /// Per-connection bounds.
+    pub limits: Limits,
+}
+
+/// A group name from /etc/group, or a numeric GID.
+fn group_id(g: &str) -> anyhow::Result<u32> {
+    if let Ok(n) = g.parse::<u32>() {
+        return Ok(n);
+    }
+    let groups = std::fs::read_to_string("/etc/group").context("reading /etc/group")?;
+    groups
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split(':');
+            (f.next() == Some(g)).then(|| f.nth(1)?.parse().ok())?
+        })
+        .with_context(|| format!("--socket-group: no group {g:?} in /etc/group"))
+}
+
+/// The sockets' permissions from the flags.
+fn socket_perms(s: &Spec) -> anyhow::Result<SocketPerms> {
+    Ok(SocketPerms {
+        mode: s.socket_mode,
+        group: s.socket_group.as_deref().map(group_id).transpose()?,
+    })
+}
+
+/// The listen address, checked: TCP only on loopback unless `allow_remote`.
+fn listen_address(s: &Spec) -> anyhow::Result<Listen> {
+    if !matches!(s.engine.mode.as_str(), "zram" | "zswap") {
+        bail!("--mode {:?}: expected zram or zswap", s.engine.mode);
+    }
+    if s.export.len() > 4096 {
+        bail!("--export: names are at most 4096 bytes");
+    }
+    let listen = Listen::parse(&s.listen).map_err(|e| anyhow::anyhow!("--listen {e}"))?;
+    if let Listen::Tcp(addr) = &listen {
+        if !addr.ip().is_loopback() && !s.allow_remote {
+            bail!("--listen {addr}: not a loopback address; NBD has no authentication here, pass --allow-remote to serve other hosts");
+        }
+    }
+    Ok(listen)
+}
+
+/// The control socket, listing every attribute the device has.
+fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option<CtlServer>> {
+    if s.no_ctl {
+        return Ok(None);
+    }
+    let path = s
+        .ctl
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", s.export)));
+    let names = DeviceTarget::new("", dev.clone())
+        .list_attrs()
+        .unwrap_or_default();
+    let server = CtlServer::start(
+        &path,
+        Control {
+            dev: dev.clone(),
+            names,
+        },
+        socket_perms(s)?,
+    )
+    .with_context(|| format!("control socket {}", path.display()))?;
+    Ok(Some(server))
+}
+
+/// The last words: why serving stopped and the device's final statistics
+/// (zram's mm_stat; zswap's pool size and stored pages).
+fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
+    let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
+        .iter()
+        .filter_map(|n| {
+            dev.attr_read(n)
+                .ok()
+                .map(|v| format!("{n}: {}", v.trim_end()))
+        })
+        .collect();
+    let why = if by_signal { "signal" } else { "done" };
+    eprintln!(
+        "zmem serve: stopped ({why}); final {}",
+        final_stats.join(", ")
+    );
+}
+
+/// Build the device and serve it until SIGINT, SIGTERM or SIGHUP.
+pub fn run(s: Spec) -> anyhow::Result<()> {
+    let listen = listen_address(&s)?;
+    let Device {
+        zram,
+        dev,
+        maintained,
+    } = build(&s.engine, &format!("serve:{}", s.export))?;
+    if s.mlock {
+        zmem_nbd::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
+    }
+    // Served devices are open: `reset` answers EBUSY, as the kernel's does
+    // for a mounted or swapped-on zram.
+    let _open = zram.as_ref().map(|z| z.open());
+    let ctl = control_socket(&s, &dev)?;
+    let listener =
+        Listener::bind(&listen, socket_perms(&s)?).with_context(|| format!("--listen {listen}"))?;
+    let mut opts = Options {
+        export_name: s.export.clone(),
+        verbose: s.verbose,
+        limits: s.limits.clone(),
+        ..Options::default()
+    };
+    if let Some(t) = s.threads {
+        opts.threads = t.clamp(1, 256);
+    }
+    let stop = zmem_nbd::stop_on_signals().context("installing SIGINT/SIGTERM/SIGHUP handlers")?;
+    let e = &s.engine;
+    let fast = e
+        .fast
+        .as_ref()
+        .map(|f| format!(" (fast path {f}, {})", e.fast_when))
+        .unwrap_or_default();
+    let ctl_note = ctl
+        .as_ref()
+        .map(|c| format!(", control socket {}", c.path().display()))
+        .unwrap_or_default();
+    eprintln!(
+        "zmem serve: export {:?}: {} bytes, {}{fast} on {}, {} threads per connection{ctl_note}",
+        s.export,
+        dev.size(),
+        e.algo,
+        e.allocator,
+        opts.threads,
+    );
+    println!("listening on {}", listener.local());
+    let server = Server::new(dev.clone(), listener, opts);
+    let failed = server.run(&stop).context("serving")?;
+    drop(ctl);
+    if let Some(m) = &maintained {
+        m.stop();
+    }
+    report_stop(dev.as_ref(), stop.load(Ordering::Relaxed));
+    eprintln!("zmem serve: {failed}");
+    Ok(())
+}
