@@ -10,6 +10,7 @@
 //! kernel does. The decoder accepts any window up to 32 KiB.
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+
 use zmem_kernel::KernelSpan;
 
 use super::check_page;

@@ -8,9 +8,10 @@
 //! page allocates or initialises a context.
 
 use std::sync::Arc;
-use zmem_kernel::KernelSpan;
 
 use lzzzz::lz4 as lib;
+
+use zmem_kernel::KernelSpan;
 
 use super::check_page;
 use crate::{
@@ -32,7 +33,7 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     // lib/lz4 turns one below 1 into 1 and has no upper bound (lz4 1.9's 65537 is not there).
     level: Some(LevelRange {
         min: 1,
-        max: 65537,
+        max: MAX_ACCELERATION,
         kernel: OutOfRange::Taken,
     }),
     zram: Some(KernelSpan::since(3, 15)),

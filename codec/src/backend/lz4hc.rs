@@ -7,9 +7,10 @@
 //! per-thread HC state (the `lz4` crate mallocs the 256 KiB HC state per call).
 
 use std::sync::Arc;
-use zmem_kernel::KernelSpan;
 
 use lzzzz::{lz4, lz4_hc as lib};
+
+use zmem_kernel::KernelSpan;
 
 use super::check_page;
 use crate::{

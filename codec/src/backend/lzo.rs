@@ -20,9 +20,9 @@ pub mod decompress;
 pub use compress::{worst_compress, Compressor};
 pub use decompress::{decompress, DecodeError};
 
-use super::check_page;
 use zmem_kernel::KernelSpan;
 
+use super::check_page;
 use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream};
 
 /// `M2_MAX_OFFSET`: farthest distance of a 2-byte-operand match (M2).

@@ -18,9 +18,10 @@ mod format;
 #[cfg(test)]
 pub(crate) mod test_pages;
 
+use zmem_kernel::KernelSpan;
+
 use super::check_page;
 use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream};
-use zmem_kernel::KernelSpan;
 
 pub use crc::crc32_be;
 pub use format::compress_bound;

@@ -8,8 +8,9 @@
 //! one DCtx, created once with the level and dictionary loaded, and reused
 //! for every page (`ZSTD_compress2` / `ZSTD_decompressDCtx`).
 
-use zmem_kernel::KernelSpan;
 use zstd_safe::{CCtx, CParameter, DCtx};
+
+use zmem_kernel::KernelSpan;
 
 use super::check_page;
 use crate::{
