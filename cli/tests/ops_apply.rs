@@ -145,7 +145,7 @@ fn zram_generator_files_and_dropins_dry_run() {
 /// algorithm: the codec crate's parameter ranges).
 #[test]
 fn apply_level_ranges_agree_with_zmem_codecs() {
-    for (algo, lo, hi, _) in zmem_ops::config::LEVEL_RANGES {
+    for (algo, lo, hi, _) in zmem_ops::config::LEVEL_RANGES.iter().copied() {
         let backend = zmem_codec::all()
             .iter()
             .find(|b| b.name() == algo)

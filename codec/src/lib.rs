@@ -1,7 +1,10 @@
 //! Page compressors behind one interface, as zram's `zcomp` front end has them.
 //!
-//! * [`Backend`] is one algorithm (`backend_*.c` in the kernel): it has a kernel
-//!   name, documented parameters and creates [`Stream`]s.
+//! * [`Backend`] is one algorithm (`backend_*.c` in the kernel): it creates
+//!   [`Stream`]s, and its [`AlgorithmInfo`] (`INFO` in its file) holds what is
+//!   known about it: kernel and crypto names, parameters, level range, the
+//!   kernels whose zram and zswap have it. Every list of algorithms in zmem is
+//!   derived from these.
 //! * A [`Stream`] is a reusable compression context with its scratch memory
 //!   (the kernel keeps one per CPU). Nothing is allocated or initialised per page.
 //! * [`registry`] finds a backend by the kernel's name.
@@ -14,13 +17,15 @@
 
 pub mod backend;
 mod error;
+mod info;
 mod params;
 pub mod registry;
 mod stream_pool;
 
 pub use error::CodecError;
+pub use info::{AlgorithmInfo, LevelRange, OutOfRange};
 pub use params::Params;
-pub use registry::{all, find, names};
+pub use registry::{all, find, kernel_names, names, zswap_names, ZRAM_DEFAULT, ZSWAP_DEFAULT};
 pub use stream_pool::{PooledStream, StreamPool};
 
 /// The page size zram works in (4 KiB on the reference machine).
@@ -45,17 +50,28 @@ pub struct ParamInfo {
 
 /// One compression algorithm, as a zram backend.
 pub trait Backend: Send + Sync + 'static {
-    /// The kernel's name (`lzo-rle`, `lz4`, ...).
-    fn name(&self) -> &'static str;
-    /// One line describing the format, for `zmem codecs`.
-    fn description(&self) -> &'static str;
-    /// Parameters this backend accepts.
-    fn params(&self) -> &'static [ParamInfo];
-    /// Whether the kernel's zram ships this backend (the others are zmem extensions).
-    fn in_kernel(&self) -> bool;
+    /// What is known about the algorithm: names, parameters, kernels (its `INFO`).
+    fn info(&self) -> &'static AlgorithmInfo;
     /// Check parameters and create a reusable stream. Bad parameters are
     /// [`CodecError::InvalidParam`] with a message naming the valid form.
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError>;
+
+    /// The kernel's name (`lzo-rle`, `lz4`, ...).
+    fn name(&self) -> &'static str {
+        self.info().name
+    }
+    /// One line describing the format, for `zmem codecs`.
+    fn description(&self) -> &'static str {
+        self.info().description
+    }
+    /// Parameters this backend accepts.
+    fn params(&self) -> &'static [ParamInfo] {
+        self.info().params
+    }
+    /// Whether the kernel's zram ships this backend (the others are zmem extensions).
+    fn in_kernel(&self) -> bool {
+        self.info().in_kernel()
+    }
 }
 
 /// A reusable compression context (per CPU in the kernel, per thread here).

@@ -4,7 +4,7 @@
 //! followed by zmem's in-memory codecs (`lz4m wkdm`), which the kernel lacks.
 
 use crate::backend;
-use crate::{Backend, CodecError};
+use crate::{AlgorithmInfo, Backend, CodecError};
 
 static ALL: [&dyn Backend; 9] = [
     &backend::lzo::LZO_RLE,
@@ -26,6 +26,28 @@ pub fn all() -> &'static [&'static dyn Backend] {
 /// Every algorithm name, in registry order.
 pub fn names() -> Vec<&'static str> {
     ALL.iter().map(|b| b.name()).collect()
+}
+
+/// zram's default algorithm since 5.1 (`CONFIG_ZRAM_DEF_COMP`'s default where
+/// that option exists).
+pub static ZRAM_DEFAULT: &AlgorithmInfo = &backend::lzo::LZO_RLE_INFO;
+
+/// zswap's default compressor (`CONFIG_ZSWAP_COMPRESSOR_DEFAULT`'s default).
+pub static ZSWAP_DEFAULT: &AlgorithmInfo = &backend::lzo::LZO_INFO;
+
+/// The algorithms the kernel's zram knows by name (any kernel version), in
+/// registry order.
+pub fn kernel_names() -> Vec<&'static str> {
+    ALL.iter()
+        .filter(|b| b.in_kernel())
+        .map(|b| b.name())
+        .collect()
+}
+
+/// The crypto API names zswap can be asked for (any kernel version), in
+/// registry order.
+pub fn zswap_names() -> Vec<&'static str> {
+    ALL.iter().filter_map(|b| b.info().crypto).collect()
 }
 
 /// Find a backend by its kernel name. One trailing newline is ignored, as
@@ -64,5 +86,65 @@ mod tests {
             names(),
             ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842", "lz4m", "wkdm"]
         );
+    }
+}
+
+#[cfg(test)]
+mod info_tests {
+    use super::*;
+    use crate::Params;
+
+    /// Each backend's facts agree with its code: the level range is the one
+    /// `zmem codecs` lists and the backend accepts both ends of it; what it
+    /// suggests instead are other kernel algorithms.
+    #[test]
+    fn facts_agree_with_backends() {
+        for b in all() {
+            let info = b.info();
+            let level = b.params().iter().find(|p| p.key == "level");
+            match (info.level, level) {
+                (Some(r), Some(p)) => {
+                    assert_eq!(p.range, format!("{}..={}", r.min, r.max), "{}", b.name());
+                    for l in [r.min, r.max] {
+                        assert!(
+                            b.new_stream(&Params::with_level(l)).is_ok(),
+                            "{} {l}",
+                            b.name()
+                        );
+                    }
+                }
+                (None, None) => {}
+                _ => panic!("{}: level in INFO and params disagree", b.name()),
+            }
+            assert_eq!(
+                info.zram.is_some(),
+                info.zram_kconfig.is_some(),
+                "{}",
+                b.name()
+            );
+            assert_eq!(info.crypto.is_some(), info.zswap.is_some(), "{}", b.name());
+            assert!(!info.nearest.is_empty(), "{}", b.name());
+            for n in info.nearest {
+                assert!(
+                    n.in_kernel() && n.name != info.name,
+                    "{}: {}",
+                    b.name(),
+                    n.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn derived_lists() {
+        assert_eq!(
+            kernel_names(),
+            ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842"]
+        );
+        assert_eq!(zswap_names(), kernel_names());
+        assert!(ZRAM_DEFAULT.in_kernel() && ZSWAP_DEFAULT.crypto.is_some());
+        assert_eq!(find(ZRAM_DEFAULT.name).unwrap().name(), ZRAM_DEFAULT.name);
+        assert!(find("zstd").unwrap().info().takes_dict());
+        assert!(!find("842").unwrap().info().takes_dict());
     }
 }

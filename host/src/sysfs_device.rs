@@ -1,38 +1,16 @@
 //! A kernel zram device as an [`AttrTarget`]: `/sys/block/zramN` under a [`Sys`] root.
 
 use zmem_device::{AttrTarget, CtlClient};
-use zmem_kernel::{AttrError, Errno};
+use zmem_kernel::{zram_attr, AttrError, Errno, BLOCK_ATTRS};
 
 use crate::sys::Sys;
 
-/// Attributes every zram device has; used to tell a zram directory's attributes
-/// from the generic block-device files beside them.
-const ZRAM_ATTRS: [&str; 24] = [
-    "algorithm_params",
-    "backing_dev",
-    "bd_stat",
-    "comp_algorithm",
-    "compact",
-    "debug_stat",
-    "disksize",
-    "idle",
-    "initstate",
-    "io_stat",
-    "max_comp_streams",
-    "mem_limit",
-    "mem_used_max",
-    "mm_stat",
-    "recomp_algorithm",
-    "recompress",
-    "reset",
-    "writeback",
-    "writeback_batch_size",
-    "writeback_compressed",
-    "writeback_limit",
-    "writeback_limit_enable",
-    "stat",
-    "size",
-];
+/// Whether `name` in a zram directory is one of zram's attributes (in some
+/// kernel: `zmem_kernel::ZRAM_ATTRS`) or a block-device file zmem reads
+/// (`stat`, `size`); used to tell them from the other block-device files.
+fn is_zram_attr(name: &str) -> bool {
+    BLOCK_ATTRS.contains(&name) || zram_attr(name).is_some_and(|a| a.in_kernel_sysfs())
+}
 
 /// A kernel zram device: `/sys/block/zramN` (under a [`Sys`] root).
 #[derive(Debug, Clone)]
@@ -81,9 +59,7 @@ impl AttrTarget for SysfsDevice {
             .sys
             .list(&dir)
             .map_err(|e| AttrError::io(&e, format!("list {dir}")))?;
-        Ok(v.into_iter()
-            .filter(|a| ZRAM_ATTRS.contains(&a.as_str()))
-            .collect())
+        Ok(v.into_iter().filter(|a| is_zram_attr(a)).collect())
     }
 }
 

@@ -7,10 +7,13 @@
 //!   [`next_args`], [`sysfs_streq`]), with their quirks;
 //! * [`MmStat`], [`IoStat`], [`BdStat`]: the statistics lines, parsed and rendered;
 //! * [`proc`]: `/proc/swaps`, `/proc/meminfo`, `/proc/mounts`;
-//! * [`zswap`]: zswap's debugfs statistics by name.
+//! * [`zswap`]: zswap's debugfs statistics by name;
+//! * [`ZRAM_ATTRS`]: every zram attribute, declared once (mode, kernel versions,
+//!   whether the engine has it), and [`KernelVersion`]/[`KernelSpan`].
 //!
 //! This crate depends on no other zmem crate.
 
+mod attrs;
 mod errno;
 mod error;
 mod parse;
@@ -18,8 +21,10 @@ pub mod proc;
 mod stat;
 #[doc(hidden)]
 pub mod testutil;
+mod version;
 pub mod zswap;
 
+pub use attrs::{zram_attr, Kernels, Mode, ZramAttr, BLOCK_ATTRS, ZRAM_ATTRS};
 pub use errno::Errno;
 pub use error::AttrError;
 pub use parse::{
@@ -31,3 +36,4 @@ pub use stat::{
     parse_comp_algorithm, parse_debug_stat_miss_free, parse_recomp_algorithm, render_debug_stat,
     BdStat, IoStat, MmStat,
 };
+pub use version::{KernelSpan, KernelVersion};

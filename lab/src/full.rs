@@ -102,7 +102,11 @@ pub fn run(
     };
     codecs::select(&copts.algorithms)?;
     let with_dict = !matches!(opts.dict, Dict::None)
-        && (opts.algorithms.is_empty() || opts.algorithms.iter().any(|a| a == "zstd"));
+        && (opts.algorithms.is_empty()
+            || opts
+                .algorithms
+                .iter()
+                .any(|a| a == zmem_codec::backend::zstd::INFO.name));
     let n_algos = if opts.algorithms.is_empty() {
         zmem_codec::all().len()
     } else {
@@ -126,7 +130,7 @@ pub fn run(
     let dict_params = dict.map(|d| Params::default().dict_bytes(d));
     if let Some(p) = &dict_params {
         progress(&format!("codec {DICT_LABEL}"), done, total);
-        let zstd = zmem_codec::find("zstd")?;
+        let zstd = zmem_codec::find(zmem_codec::backend::zstd::INFO.name)?;
         let mut r = codecs::measure(zstd, p, corpus, &copts);
         r.algorithm = DICT_LABEL.into();
         codec_rows.push(r);
@@ -154,7 +158,12 @@ pub fn run(
             kernel: false,
             ..dopts.clone()
         };
-        let mut rows = device::run_engine(corpus, "zstd", &o, &mut |_| {});
+        let mut rows = device::run_engine(
+            corpus,
+            zmem_codec::backend::zstd::INFO.name,
+            &o,
+            &mut |_| {},
+        );
         for r in &mut rows {
             r.algo = DICT_LABEL.into();
         }

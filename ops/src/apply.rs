@@ -187,29 +187,31 @@ pub struct Options {
     pub force: bool,
 }
 
+/// zram's Kconfig option for `algo`'s backend (the codec registry's).
 fn backend_config(algo: &str) -> String {
-    format!(
-        "CONFIG_ZRAM_BACKEND_{}",
-        algo.trim_end_matches("-rle")
-            .replace('-', "_")
-            .to_ascii_uppercase()
-    )
+    match zmem_codec::find(algo)
+        .ok()
+        .and_then(|b| b.info().zram_kconfig)
+    {
+        Some(k) => k.to_string(),
+        None => format!("CONFIG_ZRAM_BACKEND_{}", algo.to_ascii_uppercase()),
+    }
 }
 
+/// The first of `algo`'s nearest kernel algorithms (the codec registry's) that
+/// this kernel offers; for a name the registry lacks, zram's default and its nearest.
 fn nearest(algo: &str, offered: &[String]) -> Option<String> {
-    let order: &[&str] = match algo {
-        "zstd" => &["deflate", "lz4hc", "lzo-rle", "lzo", "lz4"],
-        "deflate" => &["zstd", "lz4hc", "lzo-rle", "lzo", "lz4"],
-        "lz4hc" => &["lz4", "zstd", "lzo-rle", "lzo"],
-        "lz4" => &["lzo-rle", "lzo", "lz4hc", "zstd"],
-        "lzo-rle" => &["lzo", "lz4", "zstd"],
-        "lzo" => &["lzo-rle", "lz4", "zstd"],
-        _ => &["lzo-rle", "lzo", "lz4", "zstd"],
+    let default = zmem_codec::ZRAM_DEFAULT;
+    let order: Vec<&zmem_codec::AlgorithmInfo> = match zmem_codec::find(algo) {
+        Ok(b) => b.info().nearest.to_vec(),
+        Err(_) => std::iter::once(default)
+            .chain(default.nearest.iter().copied())
+            .collect(),
     };
     order
         .iter()
-        .find(|a| offered.iter().any(|o| o == *a))
-        .map(|s| s.to_string())
+        .find(|a| offered.iter().any(|o| o == a.name))
+        .map(|a| a.name.to_string())
 }
 
 fn missing_algo(dev: &str, algo: &str, offered: &[String], role: &str) -> ApplyError {

@@ -206,9 +206,6 @@ fn find_program(prog: &str) -> Option<PathBuf> {
         .find(|p| exec(p))
 }
 
-/// The compressors zswap can be asked for (crypto API names).
-const ZSWAP_COMPRESSORS: [&str; 7] = ["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
-
 /// Whether /proc/crypto's text lists `name`.
 fn crypto_lists(crypto: &str, name: &str) -> bool {
     crypto.lines().any(|l| {
@@ -232,7 +229,7 @@ fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
             return Ok(());
         }
     }
-    let have: Vec<&str> = ZSWAP_COMPRESSORS
+    let have: Vec<&str> = zmem_codec::zswap_names()
         .into_iter()
         .filter(|k| crypto_lists(&crypto, k))
         .collect();
@@ -245,7 +242,8 @@ fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
 /// The compressors zswap can use on this kernel, of those the kernel has
 /// (crypto/*.ko or built in, or already in /proc/crypto).
 pub fn zswap_compressors(sys: &Sys) -> Vec<String> {
-    ZSWAP_COMPRESSORS
+    // The compressors zswap can be asked for: the codec registry's crypto API names.
+    zmem_codec::zswap_names()
         .into_iter()
         .filter(|c| zswap_compressor_available(sys, c).is_ok())
         .map(String::from)

@@ -12,8 +12,50 @@
 //! not fit either: pages go out and come back many times, as in a cache or a
 //! database under memory pressure, where memalloc writes once and reads once.
 //!
-//! Both run in a child process (`zmem trial --worker memalloc|kvstore …`) so
-//! the cgroup limit applies to them alone.
+//! Both run in a child process (`zmem trial --worker NAME …`) so the cgroup
+//! limit applies to them alone. [`WORKLOADS`] registers them: the CLI's
+//! `--builtin`/`--worker` values, their help and what a worker runs come from
+//! there (add a workload: its function here and one row in [`WORKLOADS`]).
+
+/// A built-in workload: its name (`--builtin NAME`), one line of help, and
+/// what a worker process runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    pub name: &'static str,
+    pub help: &'static str,
+    /// Run it over `bytes` of memory with content seed `seed`, in this
+    /// process (the worker a trial starts in its cgroup); a byte read back
+    /// wrong is the error.
+    pub run: fn(bytes: u64, seed: u64) -> Result<(), Mismatch>,
+}
+
+/// The built-in workloads, in the order the CLI lists them.
+pub const WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "memalloc",
+        help: "Allocate SIZE of moderately compressible memory (about 2.2:1), then re-read it verifying every byte",
+        run: |bytes, seed| memalloc(bytes, seed, 1).map(|_| ()),
+    },
+    Workload {
+        name: "kvstore",
+        help: "A SIZE key-value table of 4 KiB values: 4 operations per key, 80 % of them on 30 % hot keys, one in ten an update, every lookup verified",
+        run: |bytes, seed| kvstore(bytes, seed).map(|_| ()),
+    },
+];
+
+/// The workload called `name`.
+pub fn find(name: &str) -> Option<&'static Workload> {
+    WORKLOADS.iter().find(|w| w.name == name)
+}
+
+/// The names as a flag's values are written in messages: `memalloc|kvstore`.
+pub fn names() -> String {
+    WORKLOADS
+        .iter()
+        .map(|w| w.name)
+        .collect::<Vec<_>>()
+        .join("|")
+}
 
 /// Page granularity of the content generator (independent of the system page
 /// size so the content is the same everywhere).
@@ -217,6 +259,17 @@ pub fn replay(corpus: Vec<u8>, bytes: u64) -> Result<u64, Mismatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registry_finds_and_runs_each_workload() {
+        assert_eq!(names(), "memalloc|kvstore");
+        for w in WORKLOADS {
+            assert_eq!(find(w.name).map(|f| f.name), Some(w.name));
+            assert!(!w.help.is_empty());
+            (w.run)(64 * PAGE as u64, 1).unwrap();
+        }
+        assert!(find("nope").is_none());
+    }
 
     #[test]
     fn deterministic_and_distinct() {

@@ -134,7 +134,7 @@ pub fn current(sys: &zmem_host::Sys) -> Option<SwapConfig> {
             sel.split_whitespace()
                 .find(|w| w.starts_with('['))
                 .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
-                .unwrap_or_else(|| "lzo-rle".into())
+                .unwrap_or_else(|| zmem_codec::ZRAM_DEFAULT.name.into())
         })
     });
     let disk = areas.iter().any(|a| !a.starts_with("/dev/zram"));
@@ -148,7 +148,7 @@ pub fn current(sys: &zmem_host::Sys) -> Option<SwapConfig> {
             compressor: sys
                 .read("/sys/module/zswap/parameters/compressor")
                 .map(|s| s.trim().to_string())
-                .unwrap_or_else(|_| "lzo".into()),
+                .unwrap_or_else(|_| zmem_codec::ZSWAP_DEFAULT.name.into()),
             pool_percent: None,
         }),
         (None, true) => Some(SwapConfig::Disk),

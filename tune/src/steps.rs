@@ -102,7 +102,10 @@ fn validate(s: &TuneSpec) -> Result<()> {
         bail!("--repeat, --candidates and --rounds must be at least 1");
     }
     if s.command.is_empty() {
-        bail!("no workload: give --builtin memalloc|kvstore, --corpus FILE or `-- COMMAND [ARGS]`");
+        bail!(
+            "no workload: give --builtin {}, --corpus FILE or `-- COMMAND [ARGS]`",
+            trial::workload::names()
+        );
     }
     Ok(())
 }

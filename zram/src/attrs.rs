@@ -1,8 +1,10 @@
 //! Attributes by their /sys/block/zramN names, with the kernel's syntax,
 //! ordering rules and errors (zram_drv.c's attribute stores; Documentation/admin-guide/blockdev/zram.rst).
+//! The names, modes and versions are declared once in `zmem_kernel::ZRAM_ATTRS`;
+//! this file is their implementation: one `show`/`store` arm per attribute.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use zmem_codec::{Params, PAGE_SIZE};
 
@@ -10,47 +12,24 @@ use crate::device::Zram;
 use crate::streams::{MAX_COMPS, PRIMARY};
 use zmem_kernel::render_debug_stat;
 use zmem_kernel::{kstrtoint, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq};
-use zmem_kernel::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno, ZramAttr, ZRAM_ATTRS};
 
-/// Attributes that can be read.
-pub const READABLE: &[&str] = &[
-    "disksize",
-    "initstate",
-    "comp_algorithm",
-    "mm_stat",
-    "io_stat",
-    "debug_stat",
-    "allocator",
-    "recomp_algorithm",
-    "backing_dev",
-    "bd_stat",
-    "writeback_limit",
-    "writeback_limit_enable",
-    "writeback_compressed",
-    "fast_algorithm",
-    "fast_path",
-];
-/// Attributes that can be written.
-pub const WRITABLE: &[&str] = &[
-    "disksize",
-    "reset",
-    "comp_algorithm",
-    "algorithm_params",
-    "mem_limit",
-    "mem_used_max",
-    "compact",
-    "idle",
-    "allocator",
-    "recomp_algorithm",
-    "recompress",
-    "backing_dev",
-    "writeback",
-    "writeback_limit",
-    "writeback_limit_enable",
-    "writeback_compressed",
-    "fast_algorithm",
-    "fast_path",
-];
+/// The engine's attributes that can be read (sysfs ones; `block_state` is
+/// readable too but, being the kernel's debugfs file, not listed), in
+/// [`ZRAM_ATTRS`] order.
+pub static READABLE: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| engine_attrs(|a| a.mode.readable()));
+/// The engine's attributes that can be written, in [`ZRAM_ATTRS`] order.
+pub static WRITABLE: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| engine_attrs(|a| a.mode.writable()));
+
+fn engine_attrs(keep: fn(&ZramAttr) -> bool) -> Vec<&'static str> {
+    ZRAM_ATTRS
+        .iter()
+        .filter(|a| a.engine && !a.debugfs && keep(a))
+        .map(|a| a.name)
+        .collect()
+}
 
 fn no_attr(name: &str) -> AttrError {
     AttrError::new(Errno::ENOENT, format!("no attribute '{name}'"))
@@ -334,4 +313,31 @@ fn read_dict(path: &str) -> Result<Vec<u8>, AttrError> {
     }
     std::fs::read(path)
         .map_err(|e| AttrError::new(Errno::EINVAL, format!("cannot read dictionary {path}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table and the dispatch agree: every attribute the table gives the
+    /// engine has a `show` (readable) or `store` (writable) arm, and no other
+    /// name is known.
+    #[test]
+    fn table_and_dispatch_agree() {
+        let unknown = |r: Result<(), AttrError>, name: &str| {
+            r.err()
+                .is_some_and(|e| e.message == format!("no attribute '{name}'"))
+        };
+        let dev = Zram::new();
+        for a in ZRAM_ATTRS {
+            let shown = unknown(dev.show(a.name).map(|_| ()), a.name);
+            let stored = unknown(dev.store(a.name, "x"), a.name);
+            assert_eq!(shown, !a.engine, "show {}", a.name);
+            // block_state (debugfs in the kernel) is only read.
+            assert_eq!(stored, !a.engine || a.debugfs, "store {}", a.name);
+        }
+        assert!(READABLE.contains(&"mm_stat") && !READABLE.contains(&"block_state"));
+        assert!(WRITABLE.contains(&"reset") && !READABLE.contains(&"reset"));
+        assert!(unknown(dev.show("nope").map(|_| ()), "nope"));
+    }
 }

@@ -11,7 +11,7 @@ pub const MAX_COMPS: usize = 4;
 /// The primary priority.
 pub const PRIMARY: usize = 0;
 /// The kernel's build default (CONFIG_ZRAM_DEF_COMP).
-pub const DEFAULT_ALGORITHM: &str = "lzo-rle";
+pub const DEFAULT_ALGORITHM: &str = zmem_codec::ZRAM_DEFAULT.name;
 /// `CRYPTO_MAX_ALG_NAME`: names this long or longer are -E2BIG.
 pub const MAX_ALG_NAME: usize = 128;
 

@@ -70,7 +70,7 @@ impl Default for Params {
     fn default() -> Self {
         Params {
             enabled: true,
-            compressor: "lzo".into(),
+            compressor: zmem_codec::ZSWAP_DEFAULT.name.into(),
             max_pool_percent: 20,
             accept_threshold_percent: 90,
             shrinker_enabled: false,

@@ -270,7 +270,11 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
 fn run_writeback(args: &Args) -> anyhow::Result<()> {
     use zmem_lab::bench::writeback;
     let opts = writeback::Options {
-        algo: args.algo.first().cloned().unwrap_or_else(|| "lz4".into()),
+        algo: args
+            .algo
+            .first()
+            .cloned()
+            .unwrap_or_else(|| zmem_codec::backend::lz4::INFO.name.into()),
         wb_type: args.wb_type.clone(),
         compressed: args.wb_compressed,
         backing_dev: args.backing_dev.clone(),
@@ -286,7 +290,11 @@ fn run_writeback(args: &Args) -> anyhow::Result<()> {
 
 fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
     use zmem_lab::bench::recomp;
-    let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
+    let primary = args
+        .algo
+        .first()
+        .map(String::as_str)
+        .unwrap_or(zmem_codec::backend::lz4::INFO.name);
     per_corpus(
         args,
         || recomp::heap_corpus(8),
@@ -297,7 +305,11 @@ fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
 
 fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
     use zmem_lab::bench::{fastpath, recomp};
-    let primary = args.algo.first().map(String::as_str).unwrap_or("lz4");
+    let primary = args
+        .algo
+        .first()
+        .map(String::as_str)
+        .unwrap_or(zmem_codec::backend::lz4::INFO.name);
     per_corpus(
         args,
         || recomp::heap_corpus(8),

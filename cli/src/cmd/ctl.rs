@@ -66,15 +66,13 @@ fn resolve(target: &str, run_dir: &Path) -> anyhow::Result<Box<dyn AttrTarget>> 
     anyhow::bail!("{target}: ENOENT: not a control socket, a zram device or a served device's name")
 }
 
-/// Attributes the kernel parses with `memparse`, which stops at the first
-/// character it does not know and ignores the rest.
-const MEMPARSE_ATTRS: [&str; 2] = ["disksize", "mem_limit"];
-
 /// What to tell the user when the kernel would read less of `value` than
 /// they wrote (`mem_limit 12Q` sets 12 bytes). `ctl` still writes the value
 /// unchanged: it speaks the kernel's syntax on purpose.
 fn memparse_warning(attr: &str, value: &str) -> Option<String> {
-    if !MEMPARSE_ATTRS.contains(&attr) {
+    // Attributes the kernel parses with `memparse`, which stops at the first
+    // character it does not know and ignores the rest.
+    if !zmem_kernel::zram_attr(attr).is_some_and(|a| a.memparse) {
         return None;
     }
     let body = value.trim_end_matches('\n');

@@ -9,7 +9,7 @@ pub struct Args {
     #[arg(long, value_parser = crate::args::size)]
     pub size: u64,
     /// Primary compression algorithm (comp_algorithm)
-    #[arg(long, default_value = "lzo-rle")]
+    #[arg(long, default_value = zmem_codec::ZRAM_DEFAULT.name)]
     pub algo: String,
     /// algorithm_params for the primary algorithm, e.g. "level=3"
     #[arg(long)]

@@ -2,30 +2,34 @@
 //! configurations on the kernel's own zram and zswap, and compare.
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 use anyhow::{bail, Context};
+use zmem_trial::workload::{self, Workload};
 use zmem_trial::{self as trial, SignalWatch, TrialConfig, TrialError, TrialSpec};
 
 use crate::output::Format;
 
-/// Built-in workloads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Builtin {
-    /// Allocate SIZE of moderately compressible memory (about 2.2:1), then
-    /// re-read it verifying every byte
-    Memalloc,
-    /// A SIZE key-value table of 4 KiB values: 4 operations per key, 80 % of
-    /// them on 30 % hot keys, one in ten an update, every lookup verified
-    Kvstore,
-}
+/// A built-in workload, as `--builtin` and `--worker` take it: one of
+/// `zmem_trial::workload::WORKLOADS` (names and help come from there).
+#[derive(Debug, Clone, Copy)]
+pub struct Builtin(&'static Workload);
 
 impl Builtin {
     /// The name `--builtin` and `--worker` take.
     pub fn name(self) -> &'static str {
-        match self {
-            Builtin::Memalloc => "memalloc",
-            Builtin::Kvstore => "kvstore",
-        }
+        self.0.name
+    }
+}
+
+impl clap::ValueEnum for Builtin {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<Vec<Builtin>> =
+            LazyLock::new(|| workload::WORKLOADS.iter().map(Builtin).collect());
+        &ALL
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name).help(self.0.help))
     }
 }
 
@@ -87,7 +91,7 @@ pub struct Args {
     /// Run a built-in workload instead of COMMAND
     #[arg(long, value_enum, conflicts_with = "command")]
     pub builtin: Option<Builtin>,
-    /// Size for --builtin memalloc|kvstore [default: 1.5 × --memory]
+    /// Size for --builtin [default: 1.5 × --memory]
     #[arg(long, value_name = "SIZE", value_parser = crate::args::size)]
     pub size: Option<u64>,
     /// Directory for the disk swap file zmem creates (not tmpfs)
@@ -123,12 +127,8 @@ pub fn worker(kind: Builtin, size: Option<u64>, seed: u64) -> anyhow::Result<()>
     let Some(size) = size else {
         bail!("--worker {} needs --size", kind.name())
     };
-    let result = match kind {
-        Builtin::Memalloc => trial::workload::memalloc(size, seed, 1).map(|_| ()),
-        Builtin::Kvstore => trial::workload::kvstore(size, seed).map(|_| ()),
-    };
-    if let Err(m) = result {
-        eprintln!("zmem: {kind:?} {m}");
+    if let Err(m) = (kind.0.run)(size, seed) {
+        eprintln!("zmem: {} {m}", kind.name());
         std::process::exit(3);
     }
     Ok(())
@@ -178,12 +178,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         (None, false) => {
             if args.size.is_some() {
-                bail!("--size is for --builtin memalloc|kvstore");
+                bail!("--size is for --builtin {}", workload::names());
             }
             (args.command.clone(), args.command.join(" "), None)
         }
         (None, true) => {
-            bail!("no workload: give --builtin memalloc|kvstore or `-- COMMAND [ARGS]`")
+            bail!(
+                "no workload: give --builtin {} or `-- COMMAND [ARGS]`",
+                workload::names()
+            )
         }
         (Some(_), false) => bail!("give either --builtin or a COMMAND, not both"),
     };

@@ -100,7 +100,8 @@ fn workload(a: &Args, memory: u64) -> Result<(Vec<String>, String)> {
             Ok((cmd, format!("replay of {}", c.display())))
         }
         (None, true, None) => bail!(
-            "no workload: give --builtin memalloc|kvstore, --corpus FILE or `-- COMMAND [ARGS]`"
+            "no workload: give --builtin {}, --corpus FILE or `-- COMMAND [ARGS]`",
+            zmem_trial::workload::names()
         ),
         (Some(_), false, _) => bail!("give either --builtin or a COMMAND, not both"),
     }

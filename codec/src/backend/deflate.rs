@@ -11,8 +11,12 @@
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
+use zmem_kernel::KernelSpan;
+
 use super::check_page;
-use crate::{Backend, CodecError, ParamInfo, Params, Stream};
+use crate::{
+    AlgorithmInfo, Backend, CodecError, LevelRange, OutOfRange, ParamInfo, Params, Stream,
+};
 
 const NAME: &str = "deflate";
 /// `Z_DEFAULT_COMPRESSION` as zlib maps it.
@@ -20,12 +24,38 @@ pub const DEFAULT_LEVEL: i32 = 6;
 /// `DEFLATE_DEF_WINBITS` in `backend_deflate.c` (negative: raw deflate).
 pub const DEFAULT_WINBITS: i32 = -11;
 
+/// What is known about `deflate` (the registry's facts).
+pub static INFO: AlgorithmInfo = AlgorithmInfo {
+    name: NAME,
+    description:
+        "raw deflate (RFC 1951), 2 KiB window by default, as zram writes it; zlib-rs via flate2",
+    params: &PARAMS,
+    // backend_deflate.c: zlib_deflateInit2() returns Z_STREAM_ERROR outside -1..=9, so
+    // creating the stream fails and so does the disksize write.
+    level: Some(LevelRange {
+        min: -1,
+        max: 9,
+        kernel: OutOfRange::Refused,
+    }),
+    zram: Some(KernelSpan::since(4, 7)),
+    zram_kconfig: Some("CONFIG_ZRAM_BACKEND_DEFLATE"),
+    crypto: Some(NAME),
+    zswap: Some(KernelSpan::since(3, 11)),
+    nearest: &[
+        &super::zstd::INFO,
+        &super::lz4hc::INFO,
+        &super::lzo::LZO_RLE_INFO,
+        &super::lzo::LZO_INFO,
+        &super::lz4::INFO,
+    ],
+};
+
 /// The `deflate` backend.
 pub struct DeflateBackend;
 /// The `deflate` backend (registry entry).
 pub static DEFLATE: DeflateBackend = DeflateBackend;
 
-static PARAMS: [ParamInfo; 2] = [
+const PARAMS: [ParamInfo; 2] = [
     ParamInfo {
         key: "level",
         default: "6",
@@ -41,17 +71,8 @@ static PARAMS: [ParamInfo; 2] = [
 ];
 
 impl Backend for DeflateBackend {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn description(&self) -> &'static str {
-        "raw deflate (RFC 1951), 2 KiB window by default, as zram writes it; zlib-rs via flate2"
-    }
-    fn params(&self) -> &'static [ParamInfo] {
-        &PARAMS
-    }
-    fn in_kernel(&self) -> bool {
-        true
+    fn info(&self) -> &'static AlgorithmInfo {
+        &INFO
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         params.reject_dict(NAME)?;

@@ -11,8 +11,12 @@ use std::sync::Arc;
 
 use lzzzz::lz4 as lib;
 
+use zmem_kernel::KernelSpan;
+
 use super::check_page;
-use crate::{Backend, CodecError, ParamInfo, Params, Stream};
+use crate::{
+    AlgorithmInfo, Backend, CodecError, LevelRange, OutOfRange, ParamInfo, Params, Stream,
+};
 
 const NAME: &str = "lz4";
 /// `LZ4_ACCELERATION_DEFAULT`.
@@ -20,12 +24,36 @@ pub const DEFAULT_ACCELERATION: i32 = 1;
 /// `LZ4_ACCELERATION_MAX`.
 pub const MAX_ACCELERATION: i32 = 65537;
 
+/// What is known about `lz4` (the registry's facts).
+pub static INFO: AlgorithmInfo = AlgorithmInfo {
+    name: NAME,
+    description: "LZ4 block format (lz4_Block_format.md), no frame; liblz4 via lzzzz",
+    params: &PARAMS,
+    // backend_lz4.c passes the level as LZ4_compress_fast()'s acceleration; the kernel's
+    // lib/lz4 turns one below 1 into 1 and has no upper bound (lz4 1.9's 65537 is not there).
+    level: Some(LevelRange {
+        min: 1,
+        max: MAX_ACCELERATION,
+        kernel: OutOfRange::Taken,
+    }),
+    zram: Some(KernelSpan::since(3, 15)),
+    zram_kconfig: Some("CONFIG_ZRAM_BACKEND_LZ4"),
+    crypto: Some(NAME),
+    zswap: Some(KernelSpan::since(3, 11)),
+    nearest: &[
+        &super::lzo::LZO_RLE_INFO,
+        &super::lzo::LZO_INFO,
+        &super::lz4hc::INFO,
+        &super::zstd::INFO,
+    ],
+};
+
 /// The `lz4` backend.
 pub struct Lz4Backend;
 /// The `lz4` backend (registry entry).
 pub static LZ4: Lz4Backend = Lz4Backend;
 
-static PARAMS: [ParamInfo; 2] = [
+const PARAMS: [ParamInfo; 2] = [
     ParamInfo {
         key: "level",
         default: "1",
@@ -41,17 +69,8 @@ static PARAMS: [ParamInfo; 2] = [
 ];
 
 impl Backend for Lz4Backend {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn description(&self) -> &'static str {
-        "LZ4 block format (lz4_Block_format.md), no frame; liblz4 via lzzzz"
-    }
-    fn params(&self) -> &'static [ParamInfo] {
-        &PARAMS
-    }
-    fn in_kernel(&self) -> bool {
-        true
+    fn info(&self) -> &'static AlgorithmInfo {
+        &INFO
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         params.reject_winbits(NAME)?;

@@ -10,8 +10,12 @@ use std::sync::Arc;
 
 use lzzzz::{lz4, lz4_hc as lib};
 
+use zmem_kernel::KernelSpan;
+
 use super::check_page;
-use crate::{Backend, CodecError, ParamInfo, Params, Stream};
+use crate::{
+    AlgorithmInfo, Backend, CodecError, LevelRange, OutOfRange, ParamInfo, Params, Stream,
+};
 
 const NAME: &str = "lz4hc";
 /// `LZ4HC_DEFAULT_CLEVEL`.
@@ -19,12 +23,35 @@ pub const DEFAULT_LEVEL: i32 = 9;
 /// `LZ4HC_CLEVEL_MAX`.
 pub const MAX_LEVEL: i32 = 12;
 
+/// What is known about `lz4hc` (the registry's facts).
+pub static INFO: AlgorithmInfo = AlgorithmInfo {
+    name: NAME,
+    description: "LZ4 block format from the HC match finder, no frame; liblz4 via lzzzz",
+    params: &PARAMS,
+    // lib/lz4/lz4hc_compress.c: above LZ4HC_MAX_CLEVEL (12) → 12, below 1 → the default 9.
+    level: Some(LevelRange {
+        min: 1,
+        max: MAX_LEVEL,
+        kernel: OutOfRange::Clamped,
+    }),
+    zram: Some(KernelSpan::since(4, 7)),
+    zram_kconfig: Some("CONFIG_ZRAM_BACKEND_LZ4HC"),
+    crypto: Some(NAME),
+    zswap: Some(KernelSpan::since(3, 11)),
+    nearest: &[
+        &super::lz4::INFO,
+        &super::zstd::INFO,
+        &super::lzo::LZO_RLE_INFO,
+        &super::lzo::LZO_INFO,
+    ],
+};
+
 /// The `lz4hc` backend.
 pub struct Lz4HcBackend;
 /// The `lz4hc` backend (registry entry).
 pub static LZ4HC: Lz4HcBackend = Lz4HcBackend;
 
-static PARAMS: [ParamInfo; 2] = [
+const PARAMS: [ParamInfo; 2] = [
     ParamInfo {
         key: "level",
         default: "9",
@@ -40,17 +67,8 @@ static PARAMS: [ParamInfo; 2] = [
 ];
 
 impl Backend for Lz4HcBackend {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn description(&self) -> &'static str {
-        "LZ4 block format from the HC match finder, no frame; liblz4 via lzzzz"
-    }
-    fn params(&self) -> &'static [ParamInfo] {
-        &PARAMS
-    }
-    fn in_kernel(&self) -> bool {
-        true
+    fn info(&self) -> &'static AlgorithmInfo {
+        &INFO
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         params.reject_winbits(NAME)?;

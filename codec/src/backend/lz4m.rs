@@ -15,7 +15,7 @@
 
 use super::check_page;
 use crate::backend::sw842::reject_params;
-use crate::{Backend, CodecError, ParamInfo, Params, Stream, PAGE_SIZE};
+use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream, PAGE_SIZE};
 
 const NAME: &str = "lz4m";
 
@@ -41,23 +41,27 @@ fn hash(w: u32) -> usize {
     (w.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
 }
 
+/// What is known about `lz4m` (the registry's facts).
+pub static INFO: AlgorithmInfo = AlgorithmInfo {
+    name: NAME,
+    description: "LZ4m: word-granular LZ4 for memory pages (16-bit token: 3-bit literal and match lengths in words, 10-bit word offset); zmem extension",
+    params: &[],
+    level: None,
+    zram: None,
+    zram_kconfig: None,
+    crypto: None,
+    zswap: None,
+    nearest: &[&super::lz4::INFO, &super::lzo::LZO_RLE_INFO, &super::lzo::LZO_INFO, &super::zstd::INFO],
+};
+
 /// The `lz4m` backend.
 pub struct Lz4mBackend;
 /// The `lz4m` backend (registry entry).
 pub static LZ4M: Lz4mBackend = Lz4mBackend;
 
 impl Backend for Lz4mBackend {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn description(&self) -> &'static str {
-        "LZ4m: word-granular LZ4 for memory pages (16-bit token: 3-bit literal and match lengths in words, 10-bit word offset); zmem extension"
-    }
-    fn params(&self) -> &'static [ParamInfo] {
-        &[]
-    }
-    fn in_kernel(&self) -> bool {
-        false
+    fn info(&self) -> &'static AlgorithmInfo {
+        &INFO
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         reject_params(NAME, params)?;

@@ -20,8 +20,10 @@ pub mod decompress;
 pub use compress::{worst_compress, Compressor};
 pub use decompress::{decompress, DecodeError};
 
+use zmem_kernel::KernelSpan;
+
 use super::check_page;
-use crate::{Backend, CodecError, ParamInfo, Params, Stream};
+use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream};
 
 /// `M2_MAX_OFFSET`: farthest distance of a 2-byte-operand match (M2).
 pub(crate) const M2_MAX_OFFSET: usize = 0x0800;
@@ -49,20 +51,46 @@ pub(crate) const VERSION_MARKER: u8 = 17;
 /// `LZO_VERSION`: the bitstream version lzo-rle writes.
 pub const RLE_VERSION: u8 = 1;
 
+/// What is known about `lzo-rle` (the registry's facts).
+pub static LZO_RLE_INFO: AlgorithmInfo = AlgorithmInfo {
+    name: "lzo-rle",
+    description: "LZO1X-1 with zero-run RLE (bitstream v1, header 17 1), byte-exact with the kernel's lzorle1x_1",
+    params: &[],
+    level: None,
+    zram: Some(KernelSpan::since(5, 1)),
+    // backend_lzo.c registers lzo and lzo-rle under one option.
+    zram_kconfig: Some("CONFIG_ZRAM_BACKEND_LZO"),
+    crypto: Some("lzo-rle"),
+    zswap: Some(KernelSpan::since(5, 1)),
+    nearest: &[&LZO_INFO, &super::lz4::INFO, &super::zstd::INFO],
+};
+/// What is known about `lzo` (the registry's facts).
+pub static LZO_INFO: AlgorithmInfo = AlgorithmInfo {
+    name: "lzo",
+    description: "LZO1X-1 (bitstream v0), byte-exact with the kernel's lzo1x_1 (D_BITS 13)",
+    params: &[],
+    level: None,
+    zram: Some(KernelSpan::since(3, 14)),
+    zram_kconfig: Some("CONFIG_ZRAM_BACKEND_LZO"),
+    crypto: Some("lzo"),
+    zswap: Some(KernelSpan::since(3, 11)),
+    nearest: &[&LZO_RLE_INFO, &super::lz4::INFO, &super::zstd::INFO],
+};
+
 /// The `lzo` and `lzo-rle` backends: one encoder, with or without RLE.
 pub struct LzoBackend {
-    name: &'static str,
+    info: &'static AlgorithmInfo,
     rle: bool,
 }
 
 /// `lzo-rle`: zram's default (LZO1X-1, bitstream version 1).
 pub static LZO_RLE: LzoBackend = LzoBackend {
-    name: "lzo-rle",
+    info: &LZO_RLE_INFO,
     rle: true,
 };
 /// `lzo`: plain LZO1X-1 (bitstream version 0).
 pub static LZO: LzoBackend = LzoBackend {
-    name: "lzo",
+    info: &LZO_INFO,
     rle: false,
 };
 
@@ -74,21 +102,8 @@ impl LzoBackend {
 }
 
 impl Backend for LzoBackend {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn description(&self) -> &'static str {
-        if self.rle {
-            "LZO1X-1 with zero-run RLE (bitstream v1, header 17 1), byte-exact with the kernel's lzorle1x_1"
-        } else {
-            "LZO1X-1 (bitstream v0), byte-exact with the kernel's lzo1x_1 (D_BITS 13)"
-        }
-    }
-    fn params(&self) -> &'static [ParamInfo] {
-        &[]
-    }
-    fn in_kernel(&self) -> bool {
-        true
+    fn info(&self) -> &'static AlgorithmInfo {
+        self.info
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         let mut given = Vec::new();
@@ -103,16 +118,16 @@ impl Backend for LzoBackend {
         }
         if !given.is_empty() {
             return Err(CodecError::invalid_param(
-                self.name,
+                self.info.name,
                 format!(
                     "takes no parameters (got {}); the kernel's {} has no level or dictionary",
                     given.join(", "),
-                    self.name
+                    self.info.name
                 ),
             ));
         }
         Ok(Box::new(LzoStream {
-            name: self.name,
+            name: self.info.name,
             rle: self.rle,
             compressor: Compressor::new(),
         }))

@@ -18,13 +18,28 @@ mod format;
 #[cfg(test)]
 pub(crate) mod test_pages;
 
+use zmem_kernel::KernelSpan;
+
 use super::check_page;
-use crate::{Backend, CodecError, ParamInfo, Params, Stream};
+use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream};
 
 pub use crc::crc32_be;
 pub use format::compress_bound;
 
 const NAME: &str = "842";
+
+/// What is known about `842` (the registry's facts).
+pub static INFO: AlgorithmInfo = AlgorithmInfo {
+    name: NAME,
+    description: "IBM 842 as the kernel's sw842 writes it (8/4/2-byte fifos, repeat/zero ops, CRC-32 trailer); pure Rust",
+    params: &[],
+    level: None,
+    zram: Some(KernelSpan::since(4, 7)),
+    zram_kconfig: Some("CONFIG_ZRAM_BACKEND_842"),
+    crypto: Some(NAME),
+    zswap: Some(KernelSpan::since(4, 1)),
+    nearest: &[&super::lzo::LZO_RLE_INFO, &super::lzo::LZO_INFO, &super::lz4::INFO, &super::zstd::INFO],
+};
 
 /// The `842` backend.
 pub struct Sw842Backend;
@@ -32,17 +47,8 @@ pub struct Sw842Backend;
 pub static SW842: Sw842Backend = Sw842Backend;
 
 impl Backend for Sw842Backend {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn description(&self) -> &'static str {
-        "IBM 842 as the kernel's sw842 writes it (8/4/2-byte fifos, repeat/zero ops, CRC-32 trailer); pure Rust"
-    }
-    fn params(&self) -> &'static [ParamInfo] {
-        &[]
-    }
-    fn in_kernel(&self) -> bool {
-        true
+    fn info(&self) -> &'static AlgorithmInfo {
+        &INFO
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         reject_params(NAME, params)?;

@@ -13,7 +13,7 @@
 
 use super::check_page;
 use crate::backend::sw842::reject_params;
-use crate::{Backend, CodecError, ParamInfo, Params, Stream, PAGE_SIZE};
+use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream, PAGE_SIZE};
 
 const NAME: &str = "wkdm";
 
@@ -53,23 +53,27 @@ fn slot(x: u32) -> usize {
     ((x >> LOW_BITS).wrapping_mul(0x9E37_79B1) >> 28) as usize
 }
 
+/// What is known about `wkdm` (the registry's facts).
+pub static INFO: AlgorithmInfo = AlgorithmInfo {
+    name: NAME,
+    description: "WKdm word compression (16-word dictionary, 22/10 split) in XNU's WKdm_new layout, with single-value and mostly-zero shortcuts; zmem extension",
+    params: &[],
+    level: None,
+    zram: None,
+    zram_kconfig: None,
+    crypto: None,
+    zswap: None,
+    nearest: &[&super::lzo::LZO_RLE_INFO, &super::lzo::LZO_INFO, &super::lz4::INFO, &super::zstd::INFO],
+};
+
 /// The `wkdm` backend.
 pub struct WkdmBackend;
 /// The `wkdm` backend (registry entry).
 pub static WKDM: WkdmBackend = WkdmBackend;
 
 impl Backend for WkdmBackend {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn description(&self) -> &'static str {
-        "WKdm word compression (16-word dictionary, 22/10 split) in XNU's WKdm_new layout, with single-value and mostly-zero shortcuts; zmem extension"
-    }
-    fn params(&self) -> &'static [ParamInfo] {
-        &[]
-    }
-    fn in_kernel(&self) -> bool {
-        false
+    fn info(&self) -> &'static AlgorithmInfo {
+        &INFO
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         reject_params(NAME, params)?;

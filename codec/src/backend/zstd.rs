@@ -10,19 +10,48 @@
 
 use zstd_safe::{CCtx, CParameter, DCtx};
 
+use zmem_kernel::KernelSpan;
+
 use super::check_page;
-use crate::{Backend, CodecError, ParamInfo, Params, Stream};
+use crate::{
+    AlgorithmInfo, Backend, CodecError, LevelRange, OutOfRange, ParamInfo, Params, Stream,
+};
 
 const NAME: &str = "zstd";
 /// `ZSTD_CLEVEL_DEFAULT`.
 pub const DEFAULT_LEVEL: i32 = 3;
+
+/// What is known about `zstd` (the registry's facts).
+pub static INFO: AlgorithmInfo = AlgorithmInfo {
+    name: NAME,
+    description: "zstd frames (RFC 8878) with content size, no checksum; libzstd via zstd-safe",
+    params: &PARAMS,
+    // backend_zstd.c passes the level to zstd_get_params(); lib/zstd clamps it to
+    // ZSTD_minCLevel()..=ZSTD_MAX_CLEVEL (22).
+    level: Some(LevelRange {
+        min: -131072,
+        max: 22,
+        kernel: OutOfRange::Clamped,
+    }),
+    zram: Some(KernelSpan::since(4, 14)),
+    zram_kconfig: Some("CONFIG_ZRAM_BACKEND_ZSTD"),
+    crypto: Some(NAME),
+    zswap: Some(KernelSpan::since(4, 14)),
+    nearest: &[
+        &super::deflate::INFO,
+        &super::lz4hc::INFO,
+        &super::lzo::LZO_RLE_INFO,
+        &super::lzo::LZO_INFO,
+        &super::lz4::INFO,
+    ],
+};
 
 /// The `zstd` backend.
 pub struct ZstdBackend;
 /// The `zstd` backend (registry entry).
 pub static ZSTD: ZstdBackend = ZstdBackend;
 
-static PARAMS: [ParamInfo; 2] = [
+const PARAMS: [ParamInfo; 2] = [
     ParamInfo {
         key: "level",
         default: "3",
@@ -42,17 +71,8 @@ fn error_name(code: usize) -> &'static str {
 }
 
 impl Backend for ZstdBackend {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-    fn description(&self) -> &'static str {
-        "zstd frames (RFC 8878) with content size, no checksum; libzstd via zstd-safe"
-    }
-    fn params(&self) -> &'static [ParamInfo] {
-        &PARAMS
-    }
-    fn in_kernel(&self) -> bool {
-        true
+    fn info(&self) -> &'static AlgorithmInfo {
+        &INFO
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         params.reject_winbits(NAME)?;

@@ -41,7 +41,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            algo: "lz4".into(),
+            algo: zmem_codec::backend::lz4::INFO.name.into(),
             wb_type: "idle".into(),
             compressed: false,
             backing_dev: None,

@@ -79,7 +79,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            algorithm: "lzo".into(),
+            algorithm: zmem_codec::ZSWAP_DEFAULT.name.into(),
             zpool: "zsmalloc".into(),
             budget_fraction: 0.1,
             budget_bytes: None,

@@ -2,6 +2,10 @@
 //! parameters (Documentation/admin-guide/blockdev/zram.rst: comp_algorithm, recomp_algorithm,
 //! algorithm_params).
 
+use std::sync::LazyLock;
+
+pub use zmem_codec::OutOfRange;
+
 use super::{Algo, Algorithms, KNOWN_ALGORITHMS};
 
 /// `key=value` parameters as written, in order.
@@ -167,32 +171,15 @@ fn check_recompress_params(params: &[(String, String)]) -> Result<(), String> {
     Ok(())
 }
 
-/// The `level` range of each algorithm that has one: the ranges `zmem codecs` lists (the
-/// codec crate's `ParamInfo::range`), and what the kernel's backend does outside them.
-pub const LEVEL_RANGES: [(&str, i32, i32, OutOfRange); 4] = [
-    // backend_zstd.c passes the level to zstd_get_params(); lib/zstd clamps it to
-    // ZSTD_minCLevel()..=ZSTD_MAX_CLEVEL (22).
-    ("zstd", -131072, 22, OutOfRange::Clamped),
-    // lib/lz4/lz4hc_compress.c: above LZ4HC_MAX_CLEVEL (12) → 12, below 1 → the default 9.
-    ("lz4hc", 1, 12, OutOfRange::Clamped),
-    // backend_lz4.c passes the level as LZ4_compress_fast()'s acceleration; the kernel's
-    // lib/lz4 turns one below 1 into 1 and has no upper bound (lz4 1.9's 65537 is not there).
-    ("lz4", 1, 65537, OutOfRange::Taken),
-    // backend_deflate.c: zlib_deflateInit2() returns Z_STREAM_ERROR outside -1..=9, so
-    // creating the stream fails and so does the disksize write.
-    ("deflate", -1, 9, OutOfRange::Refused),
-];
-
-/// What the kernel does with a level outside [`LEVEL_RANGES`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutOfRange {
-    /// Takes it and uses the nearest level it has (a warning).
-    Clamped,
-    /// Takes it (a warning): lz4's acceleration has no upper bound in the kernel.
-    Taken,
-    /// Fails when the device is initialised (an error).
-    Refused,
-}
+/// The `level` range of each algorithm that has one, and what the kernel's backend does
+/// outside it: the codec registry's ([`zmem_codec::LevelRange`], which `zmem codecs` lists).
+pub static LEVEL_RANGES: LazyLock<Vec<(&'static str, i32, i32, OutOfRange)>> =
+    LazyLock::new(|| {
+        zmem_codec::all()
+            .iter()
+            .filter_map(|b| b.info().level.map(|r| (b.name(), r.min, r.max, r.kernel)))
+            .collect()
+    });
 
 /// A known algorithm with the parameters algorithm_params takes (level, dict,
 /// deflate.winbits). Returns the parameters to write: zram_drv.c's `algorithm_params_store`

@@ -35,9 +35,9 @@ mod fragments;
 /// zram-generator's default `zram-size` (src/config.rs: `DEFAULT_ZRAM_SIZE`).
 pub const DEFAULT_ZRAM_SIZE: &str = "min(ram / 2, 4096)";
 
-/// Algorithms the kernel's zram knows by name (any kernel version).
-pub const KNOWN_ALGORITHMS: [&str; 7] =
-    ["lzo-rle", "lzo", "lz4", "lz4hc", "zstd", "deflate", "842"];
+/// Algorithms the kernel's zram knows by name (any kernel version): the codec registry's.
+pub static KNOWN_ALGORITHMS: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(zmem_codec::kernel_names);
 
 /// zswap parameters zmem can set.
 pub const ZSWAP_PARAMS: [&str; 5] = [
