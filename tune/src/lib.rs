@@ -6,7 +6,7 @@
 //!    peak (or take `--corpus`): the lab measures the pages this workload
 //!    really swaps.
 //! 2. **Predict** ([`predict`]): the lab's verdict on those pages
-//!    ([`zmem_lab::verdict::rank`]: kernel zram rows, interleaved rounds)
+//!    ([`zmem_verdict::rank`]: kernel zram rows, interleaved rounds)
 //!    gives each tier's per-page costs; a model turns them into the swap
 //!    time of every configuration this kernel can run.
 //! 3. **Measure** ([`zmem_trial::run`]): the best `K` and the baselines, in

@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+use zmem_corpus::Corpus;
 use zmem_host::Sys;
-use zmem_lab::corpus::Corpus;
-use zmem_lab::verdict::{self, Ranked, Ranking};
 use zmem_trial::{
     self as trial, Learned, SignalWatch, SwapConfig, TrialError, TrialReport, TrialSpec,
 };
+use zmem_verdict::{self as verdict, Ranked, Ranking};
 
 use crate::candidates::{self, Candidate};
 use crate::compare::{self, Measured};
@@ -165,7 +165,7 @@ fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
         let t = Instant::now();
         let pids: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
         let mut buf = Vec::new();
-        match zmem_lab::capture::capture_group(&pids, Some(s.capture_max), &mut buf) {
+        match zmem_corpus::capture_group(&pids, Some(s.capture_max), &mut buf) {
             Ok(_) => c.offer(buf, anon),
             Err(e) => c.error = Some(e.to_string()),
         }
@@ -246,7 +246,7 @@ fn model(
     capture_s: f64,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(ModelInputs, Ranking)> {
-    let zram_algos = zmem_lab::bench::kernel::algorithms();
+    let zram_algos = zmem_lab::kernel::algorithms();
     let zswap_comps = trial::zswap_compressors(&Sys::real());
     let mut algos: Vec<String> = zram_algos.clone();
     for c in &zswap_comps {
@@ -254,7 +254,7 @@ fn model(
             algos.push(c.clone());
         }
     }
-    let opts = verdict::Options {
+    let opts = verdict::RankOptions {
         rounds: s.rounds,
         requests: s.requests,
         algorithms: algos,
@@ -264,7 +264,7 @@ fn model(
         progress(&format!("predict: lab {done}/{total}: {what}"));
     })?;
     progress(&format!("predict: disk speed in {}", s.swap_dir.display()));
-    let fs = zmem_lab::fsread::measure(&s.swap_dir, 64, 2000)
+    let fs = zmem_lab::measure_fs_read(&s.swap_dir, 64, 2000)
         .with_context(|| format!("measuring the disk in {}", s.swap_dir.display()))?;
     let disk = Costs::from_speeds(
         fs.mean_us * 1e3,
@@ -385,7 +385,7 @@ fn finish(
             .or(c.config().swap.zswap_compressor())
             .and_then(|a| row(&ranking, a))
             .map_or(1.0, |r| r.effective_ratio);
-        let (ram, disk_swap, zswap, _) = zmem_lab::recommend::machine_facts();
+        let (ram, disk_swap, zswap, _) = zmem_verdict::machine_facts();
         let machine = deploy::Machine {
             ram_mib: ram.unwrap_or(0) >> 20,
             disk_swap,

@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use zmem_lab::sidecar::{self, Sidecar};
-use zmem_lab::synth::{self, Kind};
+use zmem_corpus::{Kind, Sidecar};
 
 use crate::output::Format;
 
@@ -78,14 +77,14 @@ fn gen(g: GenArgs) -> Result<()> {
     if size == 0 {
         bail!("--size must be at least one page (4096 bytes)");
     }
-    let sc = synth::write_corpus(kind, size, g.seed, &g.output, g.force)?;
+    let sc = zmem_corpus::write_corpus(kind, size, g.seed, &g.output, g.force)?;
     super::capture::print_summary(&g.output, &sc, g.format)
 }
 
 fn info(i: InfoArgs) -> Result<()> {
     // The same checks as every other corpus command (regular file or block
     // device, not empty, whole pages); then stream it, counting same-filled pages.
-    let input = zmem_lab::corpus::open_checked(&i.file)?;
+    let input = zmem_corpus::open_checked(&i.file)?;
     let mut f = input.file;
     let mut buf = vec![0u8; 1 << 20];
     let (mut pages, mut same) = (0u64, 0u64);
@@ -95,7 +94,7 @@ fn info(i: InfoArgs) -> Result<()> {
         let n = read_full(&mut f, &mut buf[..want])?;
         let whole = n - n % 4096;
         pages += (whole / 4096) as u64;
-        same += sidecar::count_same_filled(&buf[..whole]);
+        same += zmem_corpus::count_same_filled(&buf[..whole]);
         if n < want {
             break;
         }

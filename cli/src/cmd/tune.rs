@@ -86,7 +86,7 @@ fn workload(a: &Args, memory: u64) -> Result<(Vec<String>, String)> {
             Ok((a.command.clone(), a.command.join(" ")))
         }
         (None, true, Some(c)) => {
-            zmem_lab::corpus::Corpus::load(c)?;
+            zmem_corpus::Corpus::load(c)?;
             let exe = std::env::current_exe().context("finding the zmem binary")?;
             let mut cmd = vec![
                 exe.to_string_lossy().into_owned(),

@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use zmem_codec::{Backend, Params, MAX_COMPRESSED, PAGE_SIZE};
-
-use crate::corpus::Corpus;
+use zmem_corpus::Corpus;
 
 /// How long to measure.
 #[derive(Debug, Clone)]
@@ -378,7 +377,7 @@ mod tests {
 
     #[test]
     fn rows_for_every_algorithm_with_consistent_numbers() {
-        let corpus = crate::corpus::from_sections(&crate::corpus::default_sections(5)[..]);
+        let corpus = zmem_corpus::from_sections(&zmem_corpus::default_sections(5)[..]);
         let mut seen = Vec::new();
         let rows = run(std::slice::from_ref(&corpus), &quick(), &mut |p| {
             seen.push(p.done)
@@ -418,7 +417,7 @@ mod tests {
             algorithms: vec!["lz4".into(), "snappy".into()],
             ..quick()
         };
-        let e = run(&[crate::corpus::default_corpus()], &opts, &mut |_| {})
+        let e = run(&[zmem_corpus::default_corpus()], &opts, &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::{RecompressParams, Zram};
 
 use super::recomp::{measure, verify, Measure};
-use crate::corpus::Corpus;
 
 /// Write latency of one path.
 #[derive(Debug, Clone, Copy, Serialize)]

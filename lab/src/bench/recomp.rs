@@ -15,11 +15,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_kernel::MmStat;
 use zmem_zram::{RecompressParams, Zram};
-
-use crate::corpus::Corpus;
 
 /// The numbers of one `--recomp` run.
 #[derive(Debug, Clone, Serialize)]
@@ -176,7 +175,7 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
 pub fn heap_corpus(sections: usize) -> Result<Corpus> {
     let mut data = Vec::new();
     for seed in 0..sections as u64 {
-        for s in crate::corpus::default_sections(crate::corpus::DEFAULT_SEED.wrapping_add(seed)) {
+        for s in zmem_corpus::default_sections(zmem_corpus::DEFAULT_SEED.wrapping_add(seed)) {
             if s.name == "heap" {
                 data.extend_from_slice(&s.pages);
             }

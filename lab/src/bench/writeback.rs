@@ -18,12 +18,12 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_kernel::BdStat;
 use zmem_zram::{WritebackParams, Zram};
 
 use super::recomp::{measure, verify, write_corpus, Measure};
-use crate::corpus::Corpus;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn writeback_frees_ram_and_reads_back() {
-        let c = crate::corpus::default_corpus();
+        let c = zmem_corpus::default_corpus();
         for compressed in [false, true] {
             let r = run(
                 &c,
@@ -292,7 +292,7 @@ mod tests {
 
     #[test]
     fn bad_type_is_an_error() {
-        let c = crate::corpus::default_corpus();
+        let c = zmem_corpus::default_corpus();
         let e = run(
             &c,
             &Options {

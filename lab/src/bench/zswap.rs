@@ -23,13 +23,15 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 use zmem_zswap::{Backing, ShrinkWorker, Source, Zswap};
 
-use super::device::Target;
-use super::zswap_kernel::{self, KernelOptions, Measured};
-use crate::corpus::Corpus;
+use super::device_rows::Target;
+use super::zswap_counters::Measured;
+use super::zswap_kernel;
+pub use super::zswap_kernel::KernelOptions;
 
 /// The engine's shrink worker in the bench: queued by a refused store, then
 /// 4 steps of its loop per later store or load. Calibrated against this

@@ -3,8 +3,8 @@
 
 use std::io::{IsTerminal, Write};
 
-use zmem_lab::bench::device::{self, Options, Report, Row, Target};
-use zmem_lab::corpus::{self, Corpus};
+use zmem_corpus::Corpus;
+use zmem_lab::device::{self, Options, Report, Row, Target};
 
 use crate::output::{Format, Table};
 
@@ -243,11 +243,7 @@ fn print_text(reports: &[Report], corpora: &[Corpus], opts: &Options) {
 
 pub fn run(args: &super::Args) -> anyhow::Result<()> {
     let opts = options(args)?;
-    let corpora = if args.corpus.is_empty() {
-        vec![corpus::default_corpus()]
-    } else {
-        corpus::load_all(&args.corpus)?
-    };
+    let corpora = zmem_corpus::files_or_default(&args.corpus)?;
     let bar = Bar {
         on: std::io::stderr().is_terminal(),
     };

@@ -1,11 +1,9 @@
 //! `zmem bench --zswap [CORPUS...]`: the corpus through zswap and through
 //! zram + disk swap at the same RAM budget, with a hot/cold access pattern
-//! (`zmem_lab::bench::zswap`); as root with zswap, also through the kernel's
-//! zswap (`zmem_lab::bench::zswap_kernel`) unless `--no-kernel`.
+//! (`zmem_lab::zswap`); as root with zswap, also through the kernel's
+//! zswap unless `--no-kernel`.
 
-use zmem_lab::bench::zswap::{self, Options, Row, COLUMNS};
-use zmem_lab::bench::zswap_kernel::KernelOptions;
-use zmem_lab::corpus;
+use zmem_lab::zswap::{self, KernelOptions, Options, Row, COLUMNS};
 
 use crate::output::{Format, Table};
 
@@ -54,11 +52,7 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
         }
         .validate()?;
     }
-    let corpora = if args.corpus.is_empty() {
-        vec![corpus::default_corpus()]
-    } else {
-        corpus::load_all(&args.corpus)?
-    };
+    let corpora = zmem_corpus::files_or_default(&args.corpus)?;
     let kernel = KernelOptions {
         force: args.force,
         dir: base.dir.clone(),
