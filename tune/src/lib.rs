@@ -17,17 +17,20 @@
 //!    --out-dir` writes, for `zmem apply` and `zmem persist`.
 //!
 //! Modules: `predict` and `compare` are pure (tested on figures), `candidates`
-//! picks what to trial, `deploy` writes the file, `render` prints, and this
-//! file runs the steps in order.
+//! picks what to trial, `deploy` writes the file, `findings` says what the comparison means,
+//! `render` prints, and `steps` runs the steps in order.
 
 pub mod candidates;
 pub mod compare;
 pub mod deploy;
+mod findings;
+mod outcome;
 pub mod predict;
 pub mod render;
 mod steps;
 
 pub use candidates::{Candidate, Role};
 pub use compare::Measured;
+pub use outcome::{Learn, Tune};
 pub use predict::{Costs, Expect, ModelInputs, Prediction};
-pub use steps::{run, Tune, TuneSpec};
+pub use steps::{run, TuneSpec};

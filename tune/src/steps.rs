@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 use zmem_corpus::Corpus;
 use zmem_host::Sys;
 use zmem_trial::{
@@ -14,8 +13,10 @@ use zmem_trial::{
 use zmem_verdict::{self as verdict, Ranked, Ranking};
 
 use crate::candidates::{self, Candidate};
-use crate::compare::{self, Measured};
+use crate::compare;
 use crate::deploy;
+use crate::findings;
+use crate::outcome::{Learn, Tune};
 use crate::predict::{self, Costs, ModelInputs, Prediction};
 
 /// What to tune for.
@@ -45,53 +46,6 @@ pub struct TuneSpec {
     pub rounds: usize,
     /// The lab's random 4 KiB reads per candidate per round.
     pub requests: usize,
-}
-
-/// Step 1's result, for the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Learn {
-    /// The unpressured run's wall time without the time spent capturing, s.
-    pub wall_s: f64,
-    pub peak_anon_bytes: u64,
-    pub cgroup_peak_bytes: Option<u64>,
-    /// Time spent capturing, s (the workload ran on meanwhile).
-    pub capture_s: f64,
-    /// Where the predicted pages come from.
-    pub corpus: String,
-    pub pages: usize,
-    /// The workload's anonymous memory when the kept capture was taken
-    /// (none with --corpus).
-    pub captured_at_anon_bytes: Option<u64>,
-}
-
-/// Everything `zmem tune` found.
-#[derive(Debug, Clone, Serialize)]
-pub struct Tune {
-    pub workload: String,
-    pub memory_limit_bytes: u64,
-    pub repeat: u32,
-    pub learn: Learn,
-    pub overflow_bytes: u64,
-    /// The disk's per-page costs, measured in the swap directory.
-    pub disk: Costs,
-    /// Every configuration this kernel can run, predicted, best first.
-    pub predictions: Vec<Prediction>,
-    /// The trialed ones.
-    pub candidates: Vec<Candidate>,
-    /// Their measurements, best first.
-    pub measured: Vec<Measured>,
-    pub winner: Option<String>,
-    pub tie: Vec<String>,
-    /// The predicted best of the trialed candidates won or tied with the winner.
-    pub prediction_held: Option<bool>,
-    /// Spearman's rank correlation of predicted and measured ranks.
-    pub rank_correlation: Option<f64>,
-    /// What the comparison means, in sentences.
-    pub findings: Vec<String>,
-    /// The winner's config file (what `--out-dir` writes).
-    pub config_text: Option<String>,
-    pub ranking: Ranking,
-    pub trial: TrialReport,
 }
 
 fn validate(s: &TuneSpec) -> Result<()> {
@@ -373,8 +327,8 @@ fn finish(
     ranking: Ranking,
     report: TrialReport,
 ) -> Tune {
-    let held = crate::render::prediction_held(&chosen, &outcome);
-    let rho = crate::render::rank_correlation(&chosen, &outcome.measured);
+    let held = findings::prediction_held(&chosen, &outcome);
+    let rho = findings::rank_correlation(&chosen, &outcome.measured);
     let config_text = outcome.winner.as_ref().and_then(|w| {
         let c = chosen.iter().find(|c| &c.config().to_string() == w)?;
         let wall = outcome.measured.iter().find(|x| &x.config == w)?.wall_s?;
@@ -421,7 +375,7 @@ fn finish(
         ranking,
         trial: report,
     };
-    t.findings = crate::render::findings(&t);
+    t.findings = findings::findings(&t);
     t
 }
 
