@@ -1,15 +1,20 @@
 //! zmem-report: the lab for people and programs — the verdict's ranking,
 //! the complete table (text, CSV, JSON), the recommendation with its
-//! reasons, and the self-contained HTML report.
+//! reasons, the device benchmark's table and notes, and the self-contained
+//! HTML report.
 
+mod device;
 mod html;
 mod ranking;
 mod recommendation;
 mod table;
 mod verdict;
+mod zswap;
 
+pub use device::{device_cells, device_notes, DEVICE_COLUMNS};
 pub use html::{pareto, render as html_report};
 pub use ranking::ranking_text;
 pub use recommendation::{error_json, pretty, recommendation_json, recommendation_text};
 pub use table::{table_csv, table_json, table_text};
 pub use verdict::verdict_text;
+pub use zswap::zswap_notes;

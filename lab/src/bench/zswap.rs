@@ -334,6 +334,39 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<Vec<Row>> {
     ])
 }
 
+/// Every corpus with every algorithm (`base` with its algorithm set): the
+/// engine rows, with `kernel` also the kernel's zswap beside them
+/// ([`run_with_kernel`]); then the distinct reasons kernel rows could not run.
+pub fn run_all(
+    corpora: &[Corpus],
+    algos: &[String],
+    base: &Options,
+    kernel: Option<&KernelOptions>,
+) -> Result<(Vec<Row>, Vec<String>)> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    for c in corpora {
+        for a in algos {
+            let o = Options {
+                algorithm: a.clone(),
+                ..base.clone()
+            };
+            let Some(k) = kernel else {
+                rows.extend(run(c, &o)?);
+                continue;
+            };
+            let (r, why) = run_with_kernel(c, &o, k)?;
+            rows.extend(r);
+            if let Some(why) = why {
+                if !notes.contains(&why) {
+                    notes.push(why);
+                }
+            }
+        }
+    }
+    Ok((rows, notes))
+}
+
 /// [`run`], then the kernel's zswap on the same corpus and sequence with the
 /// engine at exactly the kernel's pool limit beside it. When the kernel rows
 /// cannot run here, the engine rows and the reason.
