@@ -20,17 +20,18 @@
 //! picks what to trial, `deploy` writes the file, `findings` says what the comparison means,
 //! `render` prints, and `steps` runs the steps in order.
 
-pub mod candidates;
-pub mod compare;
+mod candidates;
+mod compare;
 pub mod deploy;
 mod findings;
 mod outcome;
-pub mod predict;
-pub mod render;
+mod predict;
+mod render;
 mod steps;
 
 pub use candidates::{Candidate, Role};
 pub use compare::Measured;
 pub use outcome::{Learn, Tune};
 pub use predict::{Costs, Expect, ModelInputs, Prediction};
+pub use render::{render_csv, render_html, render_table, to_json};
 pub use steps::{run, TuneSpec};
