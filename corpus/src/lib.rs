@@ -5,6 +5,7 @@
 mod capture;
 mod corpus;
 mod dict;
+mod info;
 mod load;
 mod machine;
 mod private;
@@ -22,6 +23,7 @@ pub use dict::{
     is_zstd_dict, samples as dict_samples, train as train_dict, DEFAULT_SIZE as DEFAULT_DICT_SIZE,
     MAX_SAMPLES as MAX_DICT_SAMPLES,
 };
+pub use info::info;
 pub use load::{files_or_default, joined_or_machine, verdict_capture};
 pub use machine::{default_corpus_with_memory, DEFAULT_CAPTURE};
 pub use private::{private_file, write_private};
