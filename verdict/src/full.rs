@@ -1,5 +1,5 @@
-//! The full `zmem bench` run: codec figures (`bench::codecs`) and device
-//! figures (`bench::device`, engine and kernel) for every algorithm, plus zstd
+//! The full `zmem bench` run: codec figures (`zmem_lab::codecs`) and device
+//! figures (`zmem_lab::device`, engine and kernel) for every algorithm, plus zstd
 //! with a dictionary trained on the corpus, joined into the complete table.
 
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! The complete table of `zmem bench`: per algorithm (the nine, plus zstd with a
 //! trained dictionary) and page-cluster 0..3, the codec figures (ratio,
-//! compress/decompress/reclaim MB/s, from `bench::codecs`) beside the device
+//! compress/decompress/reclaim MB/s, from `zmem_lab::codecs`) beside the device
 //! figures (mm_stat ratio and effective ratio, read MiB/s, IOPS, mean/p99
-//! latency, from `bench::device`), engine and kernel rows side by side; then
+//! latency, from `zmem_lab::device`), engine and kernel rows side by side; then
 //! the weighted score and the "best for" lines.
 
 use serde::Serialize;
