@@ -3,18 +3,22 @@
 //! reasons, the device benchmark's table and notes, and the self-contained
 //! HTML report.
 
+mod codecs;
 mod device;
 mod html;
+mod modes;
 mod ranking;
 mod recommendation;
 mod table;
 mod verdict;
 mod zswap;
 
+pub use codecs::{codec_cells, CODECS_COLUMNS};
 pub use device::{device_cells, device_notes, DEVICE_COLUMNS};
 pub use html::{pareto, render as html_report};
+pub use modes::{fastpath_text, recomp_text, writeback_text};
 pub use ranking::ranking_text;
 pub use recommendation::{error_json, pretty, recommendation_json, recommendation_text};
 pub use table::{table_csv, table_json, table_text};
 pub use verdict::verdict_text;
-pub use zswap::zswap_notes;
+pub use zswap::{zswap_cells, zswap_notes, ZSWAP_COLUMNS};

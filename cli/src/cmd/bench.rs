@@ -211,9 +211,9 @@ fn run_codecs(args: Args) -> anyhow::Result<()> {
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Csv | Format::Table => {
-            let mut t = Table::new(&codecs::COLUMNS);
+            let mut t = Table::new(&zmem_report::CODECS_COLUMNS);
             for r in &rows {
-                t.push(r.cells());
+                t.push(zmem_report::codec_cells(r));
             }
             if args.format == Format::Csv {
                 print!("{}", crate::output::csv_of(&rows));
@@ -280,7 +280,7 @@ fn run_writeback(args: &Args) -> anyhow::Result<()> {
         args,
         default,
         |c| writeback::run(c, &opts),
-        writeback::render,
+        zmem_report::writeback_text,
     )
 }
 
@@ -291,7 +291,7 @@ fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
         args,
         || recomp::heap_corpus(8),
         |c| recomp::run(c, primary, algo),
-        recomp::render,
+        zmem_report::recomp_text,
     )
 }
 
@@ -302,7 +302,7 @@ fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
         args,
         || recomp::heap_corpus(8),
         |c| fastpath::run(c, primary, algo, args.passes),
-        fastpath::render,
+        zmem_report::fastpath_text,
     )
 }
 

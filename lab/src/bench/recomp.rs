@@ -188,48 +188,6 @@ pub fn heap_corpus(sections: usize) -> Result<Corpus> {
     )
 }
 
-/// The result as text lines.
-pub fn render(r: &RecompResult) -> String {
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let row = |name: &str, m: &Measure| {
-        format!(
-            "{name:<28} {:>8.3} {:>12.2} {:>12.2} {:>6}\n",
-            m.effective_ratio,
-            mib(m.mem_used_total),
-            mib(m.compr_data_size),
-            m.huge_pages
-        )
-    };
-    let mut s = format!(
-        "corpus {} ({} pages); primary {}, recompression with {}\n",
-        r.corpus, r.pages, r.primary, r.secondary
-    );
-    s.push_str(&format!(
-        "{:<28} {:>8} {:>12} {:>12} {:>6}\n",
-        "state", "eff.ratio", "mem_used MiB", "compr MiB", "huge"
-    ));
-    s.push_str(&row(&format!("{} (before)", r.primary), &r.before));
-    s.push_str(&row(
-        &format!("{} + {} idle (after)", r.primary, r.secondary),
-        &r.after,
-    ));
-    s.push_str(&row(&format!("{} alone", r.secondary), &r.alone));
-    s.push_str(&format!(
-        "candidates {}, recompressed {}, marked incompressible {}; read-back verified: {}\n",
-        r.candidates, r.recompressed, r.incompressible, r.verified
-    ));
-    s.push_str(&format!(
-        "time: write with {} {:.3} s, idle all {:.4} s, recompress {:.3} s; write with {} alone {:.3} s\n",
-        r.primary, r.write_primary_s, r.idle_s, r.recompress_s, r.secondary, r.write_alone_s
-    ));
-    s.push_str(&format!(
-        "effective ratio after recompression is {:.2}% below {} alone (mem_used_total after compaction)\n",
-        r.gap_percent(),
-        r.secondary
-    ));
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,7 +202,6 @@ mod tests {
         assert!(r.after.compr_data_size < r.before.compr_data_size);
         assert!(r.after.mem_used_total <= r.before.mem_used_total);
         assert_eq!(r.after.orig_data_size, r.before.orig_data_size);
-        assert!(render(&r).contains("recompressed"));
     }
 
     #[test]

@@ -177,54 +177,6 @@ pub struct Row {
     pub fill_pool_bytes: Option<u64>,
 }
 
-pub const COLUMNS: [&str; 18] = [
-    "engine",
-    "target",
-    "algo",
-    "pool",
-    "pages",
-    "budget",
-    "accesses",
-    "hit_rate",
-    "stored",
-    "ram_used",
-    "B/stored",
-    "written_back",
-    "limit_hits",
-    "rejects",
-    "ram_peak",
-    "lat_mean_us",
-    "lat_p99_us",
-    "backing_r/w",
-];
-
-impl Row {
-    pub fn cells(&self) -> Vec<String> {
-        let opt = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
-        vec![
-            self.engine.clone(),
-            self.target.name().into(),
-            self.algo.clone(),
-            self.allocator.clone(),
-            self.pages.to_string(),
-            self.budget_bytes.to_string(),
-            self.accesses.to_string(),
-            format!("{:.3}", self.hit_rate),
-            self.stored_pages.to_string(),
-            self.ram_used.to_string(),
-            self.bytes_per_stored_page
-                .map_or("-".into(), |b| format!("{b:.1}")),
-            self.written_back.to_string(),
-            opt(self.pool_limit_hit),
-            opt(self.rejects),
-            self.ram_peak.to_string(),
-            format!("{:.2}", self.lat_mean_ns / 1000.0),
-            format!("{:.2}", self.lat_p99_ns / 1000.0),
-            format!("{}/{}", self.backing_reads, self.backing_writes),
-        ]
-    }
-}
-
 /// xorshift64*: deterministic, same sequence for both engines.
 struct Rng(u64);
 

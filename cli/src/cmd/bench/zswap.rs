@@ -3,7 +3,7 @@
 //! (`zmem_lab::zswap`); as root with zswap, also through the kernel's
 //! zswap unless `--no-kernel`.
 
-use zmem_lab::zswap::{self, KernelOptions, Options, COLUMNS};
+use zmem_lab::zswap::{self, KernelOptions, Options};
 
 use crate::output::{Format, Table};
 
@@ -65,9 +65,9 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Csv | Format::Table => {
-            let mut t = Table::new(&COLUMNS);
+            let mut t = Table::new(&zmem_report::ZSWAP_COLUMNS);
             for r in &rows {
-                t.push(r.cells());
+                t.push(zmem_report::zswap_cells(r));
             }
             if args.format == Format::Csv {
                 print!("{}", crate::output::csv_of(&rows));
