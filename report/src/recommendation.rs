@@ -69,3 +69,42 @@ pub fn error_json(msg: &str) -> serde_json::Value {
 pub fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).expect("json value serialises")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reason and the size arithmetic are shown, under their setting.
+    #[test]
+    fn text_shows_every_reason_and_the_arithmetic() {
+        let r = Recommendation {
+            primary: "lz4".into(),
+            recompress: Some("zstd".into()),
+            algorithm_reasons: vec!["lz4: best score".into(), "zstd: 20% smaller".into()],
+            sizes: zmem_verdict::sizes(24576, 2.6391),
+            size_arithmetic: vec!["memory when full: RAM − disksize/ratio + disksize".into()],
+            swappiness: 133,
+            swappiness_arithmetic: vec!["x = 2".into()],
+            page_cluster: 0,
+            page_cluster_reasons: vec!["pc0 scores best".into()],
+            use_: "zram".into(),
+            use_reasons: vec!["no disk swap".into()],
+            zram_generator_conf: "[zram0]\n".into(),
+            sysctl_conf: "[sysctl]\n".into(),
+        };
+        let t = recommendation_text(&r);
+        for line in [
+            "  primary algorithm: lz4",
+            "  recompression: zstd",
+            "    - zstd: 20% smaller",
+            "    - memory when full: RAM − disksize/ratio + disksize",
+            "  vm.swappiness = 133",
+            "  vm.page-cluster = 0",
+            "  zram or zswap: zram",
+            "--- zram-generator.conf ---",
+        ] {
+            assert!(t.contains(line), "{line:?} missing from {t}");
+        }
+        assert_eq!(recommendation_json(&r)["use"], "zram");
+    }
+}
