@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::synth::Rng;
+use zmem_corpus::Rng;
 
 /// The measurement.
 #[derive(Debug, Clone, Serialize)]

@@ -1,18 +1,12 @@
-//! zmem-lab: corpora (capture, generate), benchmarks, scoring,
-//! recommendation and report.
+//! zmem-lab: measurement — a corpus through the engine's zram and zswap and
+//! through the kernel's own, rows side by side (`zmem bench`'s modes), one
+//! candidate's sample for the verdict, and the filesystem's random reads.
 
-pub mod bench;
-pub mod capture;
-pub mod corpus;
-pub mod dict;
-pub mod fields;
-pub mod fsread;
-pub mod full;
-pub mod machine;
-pub mod recommend;
-pub mod report;
-pub mod score;
-pub mod sidecar;
-pub mod synth;
-pub mod table;
-pub mod verdict;
+mod bench;
+mod fields;
+mod fsread;
+
+pub use bench::random_read::ReadResult;
+pub use bench::{codecs, device, fastpath, kernel, recomp, sample, writeback, zswap};
+pub use fields::{opt_us_as_ns, us_as_ns};
+pub use fsread::{measure as measure_fs_read, FsRead};

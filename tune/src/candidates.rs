@@ -3,8 +3,8 @@
 //! swap alone, and what the machine runs now when it runs anything.
 
 use serde::Serialize;
-use zmem_lab::recommend::swappiness;
 use zmem_trial::{SwapConfig, TrialConfig};
+use zmem_verdict::swappiness;
 
 use crate::predict::{Costs, ModelInputs, Prediction};
 

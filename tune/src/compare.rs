@@ -2,20 +2,19 @@
 //! prediction.
 //!
 //! A candidate's wall time is the median over its runs with the verdict's
-//! distribution-free interval (`zmem_lab::verdict::stats`). The fastest
+//! distribution-free interval (`zmem_verdict::interval`). The fastest
 //! candidate whose every run finished leads; every other candidate is
 //! compared with it round by round (both ran in the same round, so the
 //! machine's drift cancels): it ties with the leader when the median of the
 //! paired differences is below 2 % of the leader's time
-//! (`zmem_lab::verdict::MARGIN`) or the differences' interval reaches zero.
+//! (`zmem_verdict::MARGIN`) or the differences' interval reaches zero.
 //! A tie goes to the higher compression ratio measured (memory is what
 //! compression saves). Candidates with a failed run (OOM kill, error) rank
 //! after every candidate whose runs all finished.
 
 use serde::Serialize;
-use zmem_lab::verdict::stats::{interval, Interval};
-use zmem_lab::verdict::MARGIN;
 use zmem_trial::{RunRecord, TrialReport};
+use zmem_verdict::{interval, Interval, MARGIN};
 
 /// One candidate as the trials saw it.
 #[derive(Debug, Clone, Serialize)]

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use zmem_lab::recommend::{sizes, zram_section};
 use zmem_trial::{SwapConfig, TrialConfig};
+use zmem_verdict::{sizes, zram_section};
 
 /// What the file is written for, besides the winner.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 //!    peak (or take `--corpus`): the lab measures the pages this workload
 //!    really swaps.
 //! 2. **Predict** ([`predict`]): the lab's verdict on those pages
-//!    ([`zmem_lab::verdict::rank`]: kernel zram rows, interleaved rounds)
+//!    ([`zmem_verdict::rank`]: kernel zram rows, interleaved rounds)
 //!    gives each tier's per-page costs; a model turns them into the swap
 //!    time of every configuration this kernel can run.
 //! 3. **Measure** ([`zmem_trial::run`]): the best `K` and the baselines, in
@@ -17,17 +17,21 @@
 //!    --out-dir` writes, for `zmem apply` and `zmem persist`.
 //!
 //! Modules: `predict` and `compare` are pure (tested on figures), `candidates`
-//! picks what to trial, `deploy` writes the file, `render` prints, and this
-//! file runs the steps in order.
+//! picks what to trial, `deploy` writes the file, `findings` says what the comparison means,
+//! `render` prints, and `steps` runs the steps in order.
 
-pub mod candidates;
-pub mod compare;
+mod candidates;
+mod compare;
 pub mod deploy;
-pub mod predict;
-pub mod render;
+mod findings;
+mod outcome;
+mod predict;
+mod render;
 mod steps;
 
 pub use candidates::{Candidate, Role};
 pub use compare::Measured;
+pub use outcome::{Learn, Tune};
 pub use predict::{Costs, Expect, ModelInputs, Prediction};
-pub use steps::{run, Tune, TuneSpec};
+pub use render::{render_csv, render_html, render_table, to_json};
+pub use steps::{run, TuneSpec};

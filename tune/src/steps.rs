@@ -5,17 +5,18 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use zmem_corpus::Corpus;
 use zmem_host::Sys;
-use zmem_lab::corpus::Corpus;
-use zmem_lab::verdict::{self, Ranked, Ranking};
 use zmem_trial::{
     self as trial, Learned, SignalWatch, SwapConfig, TrialError, TrialReport, TrialSpec,
 };
+use zmem_verdict::{self as verdict, Ranked, Ranking};
 
 use crate::candidates::{self, Candidate};
-use crate::compare::{self, Measured};
+use crate::compare;
 use crate::deploy;
+use crate::findings;
+use crate::outcome::{Learn, Tune};
 use crate::predict::{self, Costs, ModelInputs, Prediction};
 
 /// What to tune for.
@@ -45,53 +46,6 @@ pub struct TuneSpec {
     pub rounds: usize,
     /// The lab's random 4 KiB reads per candidate per round.
     pub requests: usize,
-}
-
-/// Step 1's result, for the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Learn {
-    /// The unpressured run's wall time without the time spent capturing, s.
-    pub wall_s: f64,
-    pub peak_anon_bytes: u64,
-    pub cgroup_peak_bytes: Option<u64>,
-    /// Time spent capturing, s (the workload ran on meanwhile).
-    pub capture_s: f64,
-    /// Where the predicted pages come from.
-    pub corpus: String,
-    pub pages: usize,
-    /// The workload's anonymous memory when the kept capture was taken
-    /// (none with --corpus).
-    pub captured_at_anon_bytes: Option<u64>,
-}
-
-/// Everything `zmem tune` found.
-#[derive(Debug, Clone, Serialize)]
-pub struct Tune {
-    pub workload: String,
-    pub memory_limit_bytes: u64,
-    pub repeat: u32,
-    pub learn: Learn,
-    pub overflow_bytes: u64,
-    /// The disk's per-page costs, measured in the swap directory.
-    pub disk: Costs,
-    /// Every configuration this kernel can run, predicted, best first.
-    pub predictions: Vec<Prediction>,
-    /// The trialed ones.
-    pub candidates: Vec<Candidate>,
-    /// Their measurements, best first.
-    pub measured: Vec<Measured>,
-    pub winner: Option<String>,
-    pub tie: Vec<String>,
-    /// The predicted best of the trialed candidates won or tied with the winner.
-    pub prediction_held: Option<bool>,
-    /// Spearman's rank correlation of predicted and measured ranks.
-    pub rank_correlation: Option<f64>,
-    /// What the comparison means, in sentences.
-    pub findings: Vec<String>,
-    /// The winner's config file (what `--out-dir` writes).
-    pub config_text: Option<String>,
-    pub ranking: Ranking,
-    pub trial: TrialReport,
 }
 
 fn validate(s: &TuneSpec) -> Result<()> {
@@ -168,7 +122,7 @@ fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
         let t = Instant::now();
         let pids: Vec<u32> = pids.iter().map(|&p| p as u32).collect();
         let mut buf = Vec::new();
-        match zmem_lab::capture::capture_group(&pids, Some(s.capture_max), &mut buf) {
+        match zmem_corpus::capture_group(&pids, Some(s.capture_max), &mut buf) {
             Ok(_) => c.offer(buf, anon),
             Err(e) => c.error = Some(e.to_string()),
         }
@@ -249,7 +203,7 @@ fn model(
     capture_s: f64,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(ModelInputs, Ranking)> {
-    let zram_algos = zmem_lab::bench::kernel::algorithms();
+    let zram_algos = zmem_lab::kernel::algorithms();
     let zswap_comps = trial::zswap_compressors(&Sys::real());
     let mut algos: Vec<String> = zram_algos.clone();
     for c in &zswap_comps {
@@ -257,7 +211,7 @@ fn model(
             algos.push(c.clone());
         }
     }
-    let opts = verdict::Options {
+    let opts = verdict::RankOptions {
         rounds: s.rounds,
         requests: s.requests,
         algorithms: algos,
@@ -267,7 +221,7 @@ fn model(
         progress(&format!("predict: lab {done}/{total}: {what}"));
     })?;
     progress(&format!("predict: disk speed in {}", s.swap_dir.display()));
-    let fs = zmem_lab::fsread::measure(&s.swap_dir, 64, 2000)
+    let fs = zmem_lab::measure_fs_read(&s.swap_dir, 64, 2000)
         .with_context(|| format!("measuring the disk in {}", s.swap_dir.display()))?;
     let disk = Costs::from_speeds(
         fs.mean_us * 1e3,
@@ -376,8 +330,8 @@ fn finish(
     ranking: Ranking,
     report: TrialReport,
 ) -> Tune {
-    let held = crate::render::prediction_held(&chosen, &outcome);
-    let rho = crate::render::rank_correlation(&chosen, &outcome.measured);
+    let held = findings::prediction_held(&chosen, &outcome);
+    let rho = findings::rank_correlation(&chosen, &outcome.measured);
     let config_text = outcome.winner.as_ref().and_then(|w| {
         let c = chosen.iter().find(|c| &c.config().to_string() == w)?;
         let wall = outcome.measured.iter().find(|x| &x.config == w)?.wall_s?;
@@ -388,7 +342,7 @@ fn finish(
             .or(c.config().swap.zswap_compressor())
             .and_then(|a| row(&ranking, a))
             .map_or(1.0, |r| r.effective_ratio);
-        let (ram, disk_swap, zswap, _) = zmem_lab::recommend::machine_facts();
+        let (ram, disk_swap, zswap, _) = zmem_verdict::machine_facts();
         let machine = deploy::Machine {
             ram_mib: ram.unwrap_or(0) >> 20,
             disk_swap,
@@ -424,7 +378,7 @@ fn finish(
         ranking,
         trial: report,
     };
-    t.findings = crate::render::findings(&t);
+    t.findings = findings::findings(&t);
     t
 }
 

@@ -1,5 +1,5 @@
 //! `zmem bench`: the main job. Modes are chosen by flags; each mode lives in
-//! `zmem_lab::bench`.
+//! `zmem_lab`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -171,8 +171,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn run_codecs(args: Args) -> anyhow::Result<()> {
-    use zmem_lab::bench::codecs;
-    use zmem_lab::corpus;
+    use zmem_corpus as corpus;
+    use zmem_lab::codecs;
 
     let mut params = zmem_codec::Params {
         level: args.level,
@@ -211,9 +211,9 @@ fn run_codecs(args: Args) -> anyhow::Result<()> {
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Csv | Format::Table => {
-            let mut t = Table::new(&codecs::COLUMNS);
+            let mut t = Table::new(&zmem_report::CODECS_COLUMNS);
             for r in &rows {
-                t.push(r.cells());
+                t.push(zmem_report::codec_cells(r));
             }
             if args.format == Format::Csv {
                 print!("{}", crate::output::csv_of(&rows));
@@ -251,7 +251,7 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
     use super::lab_run as full;
     if let Some(w) = &args.weights {
         // Bad weights fail before anything is measured.
-        w.parse::<zmem_lab::score::Weights>()?;
+        w.parse::<zmem_verdict::Weights>()?;
     }
     let t = full::table(&full::Run {
         corpus: &args.corpus,
@@ -263,12 +263,12 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
         dict: args.dict.as_deref(),
     })?;
     let rec = full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
-        .and_then(|i| zmem_lab::recommend::recommend(&t, &i));
+        .and_then(|i| zmem_verdict::recommend(&t, &i));
     full::print(&t, &rec, args.format, args.report.as_deref())
 }
 
 fn run_writeback(args: &Args) -> anyhow::Result<()> {
-    use zmem_lab::bench::writeback;
+    use zmem_lab::writeback;
     let opts = writeback::Options {
         algo: args
             .algo
@@ -279,17 +279,17 @@ fn run_writeback(args: &Args) -> anyhow::Result<()> {
         compressed: args.wb_compressed,
         backing_dev: args.backing_dev.clone(),
     };
-    let default = || anyhow::Ok(zmem_lab::corpus::default_corpus());
+    let default = || anyhow::Ok(zmem_corpus::default_corpus());
     per_corpus(
         args,
         default,
         |c| writeback::run(c, &opts),
-        writeback::render,
+        zmem_report::writeback_text,
     )
 }
 
 fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
-    use zmem_lab::bench::recomp;
+    use zmem_lab::recomp;
     let primary = args
         .algo
         .first()
@@ -299,12 +299,12 @@ fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
         args,
         || recomp::heap_corpus(8),
         |c| recomp::run(c, primary, algo),
-        recomp::render,
+        zmem_report::recomp_text,
     )
 }
 
 fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
-    use zmem_lab::bench::{fastpath, recomp};
+    use zmem_lab::{fastpath, recomp};
     let primary = args
         .algo
         .first()
@@ -314,7 +314,7 @@ fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
         args,
         || recomp::heap_corpus(8),
         |c| fastpath::run(c, primary, algo, args.passes),
-        fastpath::render,
+        zmem_report::fastpath_text,
     )
 }
 
@@ -323,14 +323,14 @@ fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
 /// print the results as JSON or as their text rendering.
 fn per_corpus<R: serde::Serialize, E: Into<anyhow::Error>, F: Into<anyhow::Error>>(
     args: &Args,
-    default: impl FnOnce() -> Result<zmem_lab::corpus::Corpus, F>,
-    run: impl Fn(&zmem_lab::corpus::Corpus) -> Result<R, E>,
+    default: impl FnOnce() -> Result<zmem_corpus::Corpus, F>,
+    run: impl Fn(&zmem_corpus::Corpus) -> Result<R, E>,
     render: impl Fn(&R) -> String,
 ) -> anyhow::Result<()> {
     let corpora = if args.corpus.is_empty() {
         vec![default().map_err(Into::into)?]
     } else {
-        zmem_lab::corpus::load_all(&args.corpus)?
+        zmem_corpus::load_all(&args.corpus)?
     };
     let results = corpora
         .iter()

@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use zmem_lab::capture;
-use zmem_lab::sidecar::Sidecar;
+use zmem_corpus::{self as capture, Sidecar};
 use zmem_units::bytes;
 
 use crate::output::Format;

@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use zmem_lab::sidecar::{self, Sidecar};
-use zmem_lab::synth::{self, Kind};
+use zmem_corpus::Kind;
 
 use crate::output::Format;
 
@@ -78,53 +77,11 @@ fn gen(g: GenArgs) -> Result<()> {
     if size == 0 {
         bail!("--size must be at least one page (4096 bytes)");
     }
-    let sc = synth::write_corpus(kind, size, g.seed, &g.output, g.force)?;
+    let sc = zmem_corpus::write_corpus(kind, size, g.seed, &g.output, g.force)?;
     super::capture::print_summary(&g.output, &sc, g.format)
 }
 
 fn info(i: InfoArgs) -> Result<()> {
-    // The same checks as every other corpus command (regular file or block
-    // device, not empty, whole pages); then stream it, counting same-filled pages.
-    let input = zmem_lab::corpus::open_checked(&i.file)?;
-    let mut f = input.file;
-    let mut buf = vec![0u8; 1 << 20];
-    let (mut pages, mut same) = (0u64, 0u64);
-    let mut left = input.len;
-    while left > 0 {
-        let want = buf.len().min(left as usize);
-        let n = read_full(&mut f, &mut buf[..want])?;
-        let whole = n - n % 4096;
-        pages += (whole / 4096) as u64;
-        same += sidecar::count_same_filled(&buf[..whole]);
-        if n < want {
-            break;
-        }
-        left -= n as u64;
-    }
-    let mut sc = Sidecar::read_for(&i.file)?.unwrap_or_else(|| Sidecar {
-        source: "unknown (no sidecar)".into(),
-        ..Default::default()
-    });
-    if sc.pages != pages && sc.source != "unknown (no sidecar)" {
-        sc.notes.push(format!(
-            "the sidecar says {} pages, the file has {pages}",
-            sc.pages
-        ));
-    }
-    sc.pages = pages;
-    sc.same_filled_pages = same;
+    let sc = zmem_corpus::info(&i.file)?;
     super::capture::print_summary(&i.file, &sc, i.format)
-}
-
-fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> Result<usize> {
-    use std::io::Read;
-    let mut n = 0;
-    while n < buf.len() {
-        let k = f.read(&mut buf[n..])?;
-        if k == 0 {
-            break;
-        }
-        n += k;
-    }
-    Ok(n)
 }

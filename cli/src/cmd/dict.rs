@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use zmem_lab::corpus::Corpus;
+use zmem_corpus::Corpus;
 
 use crate::output::Format;
 
@@ -78,10 +78,10 @@ fn train(t: TrainArgs) -> Result<()> {
     let size = crate::args::size_of("--size", &t.size)?;
     check_output(&t)?;
     let c = Corpus::load(&t.corpus)?;
-    let samples = zmem_lab::dict::samples(c.bytes(), 1).len();
-    let d = zmem_lab::dict::train(c.bytes(), usize::try_from(size).unwrap_or(usize::MAX), 1)?;
+    let samples = zmem_corpus::dict_samples(c.bytes(), 1).len();
+    let d = zmem_corpus::train_dict(c.bytes(), usize::try_from(size).unwrap_or(usize::MAX), 1)?;
     // Its content section is raw bytes of the corpus's pages: private, like the capture.
-    zmem_lab::capture::write_private(&t.output, &d)?;
+    zmem_corpus::write_private(&t.output, &d)?;
     match t.format {
         Format::Table => {
             println!("dictionary  {} ({} bytes, zstd format)", t.output.display(), d.len());

@@ -47,7 +47,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     if let Some(w) = &a.weights {
-        w.parse::<zmem_lab::score::Weights>()?;
+        w.parse::<zmem_verdict::Weights>()?;
     }
     let d = verdict::decide(&Ask {
         corpus: &a.corpus,
@@ -66,9 +66,9 @@ pub fn run(a: Args) -> Result<()> {
     }
     match a.format {
         Format::Table => {
-            print!("{}", zmem_lab::verdict::render::render_table(&d.ranking));
+            print!("{}", zmem_report::ranking_text(&d.ranking));
             println!();
-            print!("{}", d.rec.render_text());
+            print!("{}", zmem_report::recommendation_text(&d.rec));
         }
         Format::Json => println!(
             "{}",

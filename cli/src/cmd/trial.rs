@@ -136,7 +136,7 @@ pub fn worker(kind: Builtin, size: Option<u64>, seed: u64) -> anyhow::Result<()>
 
 /// The replay worker: the corpus's pages repeated over `size` bytes, checked.
 fn replay_worker(path: &std::path::Path, size: Option<u64>) -> anyhow::Result<()> {
-    let corpus = zmem_lab::corpus::Corpus::load(path)?;
+    let corpus = zmem_corpus::Corpus::load(path)?;
     let size = size.unwrap_or((corpus.page_count() * 4096) as u64);
     let pages = corpus.bytes().to_vec();
     drop(corpus);

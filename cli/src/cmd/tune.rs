@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use zmem_trial::{SignalWatch, TrialError};
-use zmem_tune::{render, TuneSpec};
+use zmem_tune::TuneSpec;
 
 use super::trial::{builtin_command, Builtin};
 use crate::output::Format;
@@ -86,7 +86,7 @@ fn workload(a: &Args, memory: u64) -> Result<(Vec<String>, String)> {
             Ok((a.command.clone(), a.command.join(" ")))
         }
         (None, true, Some(c)) => {
-            zmem_lab::corpus::Corpus::load(c)?;
+            zmem_corpus::Corpus::load(c)?;
             let exe = std::env::current_exe().context("finding the zmem binary")?;
             let mut cmd = vec![
                 exe.to_string_lossy().into_owned(),
@@ -146,20 +146,20 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("zmem tune: wrote {}", p.display());
     }
     if let Some(r) = &a.report {
-        std::fs::write(r, render::render_html(&t))
+        std::fs::write(r, zmem_tune::render_html(&t))
             .with_context(|| format!("writing {}", r.display()))?;
         eprintln!("zmem tune: report written to {}", r.display());
     }
     match a.format {
         Format::Table => {
-            print!("{}", render::render_table(&t));
+            print!("{}", zmem_tune::render_table(&t));
             print_deploy(&t, path.as_deref());
         }
         Format::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&render::to_json(&t, path.as_deref()))?
+            serde_json::to_string_pretty(&zmem_tune::to_json(&t, path.as_deref()))?
         ),
-        Format::Csv => print!("{}", render::render_csv(&t)),
+        Format::Csv => print!("{}", zmem_tune::render_csv(&t)),
     }
     Ok(())
 }

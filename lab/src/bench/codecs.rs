@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use zmem_codec::{Backend, Params, MAX_COMPRESSED, PAGE_SIZE};
-
-use crate::corpus::Corpus;
+use zmem_corpus::Corpus;
 
 /// How long to measure.
 #[derive(Debug, Clone)]
@@ -308,62 +307,6 @@ fn mean_p99(ns: &mut [u64]) -> (f64, f64) {
     (mean / 1e3, super::percentile(ns, 0.99) / 1e3)
 }
 
-/// The column names of [`Row`] in order, for table and CSV output.
-/// The human table's columns (µs for latencies, as the cells print them;
-/// JSON and CSV use the field names of docs/fields.md, in ns).
-pub const COLUMNS: [&str; 17] = [
-    "algo",
-    "corpus",
-    "status",
-    "ratio",
-    "compress_mb_s",
-    "decompress_mb_s",
-    "reclaim_mb_s",
-    "compress_us_mean",
-    "compress_us_p99",
-    "decompress_us_mean",
-    "decompress_us_p99",
-    "pages",
-    "same_filled_pages",
-    "verified_pages",
-    "orig_bytes",
-    "compressed_bytes",
-    "reason",
-];
-
-impl Row {
-    /// The row's cells in [`COLUMNS`] order (`-` for a missing number).
-    pub fn cells(&self) -> Vec<String> {
-        let f = |v: Option<f64>, prec: usize| {
-            v.map_or_else(|| "-".to_string(), |v| format!("{v:.prec$}"))
-        };
-        vec![
-            self.algorithm.clone(),
-            self.corpus.clone(),
-            match self.status {
-                Status::Ok => "ok",
-                Status::Unavailable => "unavailable",
-                Status::Failed => "FAILED",
-            }
-            .to_string(),
-            f(self.ratio, 3),
-            f(self.compress_mb_s, 1),
-            f(self.decompress_mb_s, 1),
-            f(self.reclaim_mb_s, 1),
-            f(self.compress_us_mean, 2),
-            f(self.compress_us_p99, 2),
-            f(self.decompress_us_mean, 2),
-            f(self.decompress_us_p99, 2),
-            self.pages.to_string(),
-            self.same_filled_pages.to_string(),
-            self.verified_pages.to_string(),
-            self.orig_bytes.to_string(),
-            self.compressed_bytes.to_string(),
-            self.reason.clone().unwrap_or_default(),
-        ]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,7 +321,7 @@ mod tests {
 
     #[test]
     fn rows_for_every_algorithm_with_consistent_numbers() {
-        let corpus = crate::corpus::from_sections(&crate::corpus::default_sections(5)[..]);
+        let corpus = zmem_corpus::from_sections(&zmem_corpus::default_sections(5)[..]);
         let mut seen = Vec::new();
         let rows = run(std::slice::from_ref(&corpus), &quick(), &mut |p| {
             seen.push(p.done)
@@ -418,7 +361,7 @@ mod tests {
             algorithms: vec!["lz4".into(), "snappy".into()],
             ..quick()
         };
-        let e = run(&[crate::corpus::default_corpus()], &opts, &mut |_| {})
+        let e = run(&[zmem_corpus::default_corpus()], &opts, &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(

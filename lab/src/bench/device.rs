@@ -9,12 +9,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 
+use super::device_rows::huge_class_size;
 pub use super::device_rows::{Options, Row, Target, MAX_AUTO_WRITE_PASSES, WRITE_BYTES_MIN};
 use super::random_read::{read_phase, request_indexes};
-use crate::corpus::Corpus;
 
 /// Progress events, for a progress bar.
 #[derive(Debug, Clone)]
@@ -39,17 +40,6 @@ pub struct Overhead {
     pub engine_mibps: f64,
     /// engine_mibps / codec_mibps.
     pub engine_share: f64,
-}
-
-/// The `huge_class_size` an engine device with `algo` uses: objects this
-/// large or larger are stored as whole pages.
-pub(crate) fn huge_class_size(algo: &str, params: &Params) -> Result<usize, String> {
-    let dev = Zram::builder()
-        .algorithm(algo, params.clone())
-        .disksize(PAGE_SIZE as u64)
-        .build()
-        .map_err(|e| e.message)?;
-    Ok(dev.huge_class_size())
 }
 
 /// Measure [`Overhead`] for one algorithm; None when it is unavailable or
@@ -304,7 +294,7 @@ mod tests {
 
     #[test]
     fn engine_rows_carry_mm_stat_and_rates() {
-        let c = crate::corpus::default_corpus();
+        let c = zmem_corpus::default_corpus();
         let opts = Options {
             requests: 200,
             kernel: false,
@@ -332,5 +322,46 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("unknown algorithm"));
+    }
+
+    /// The floor stores what the engine stores: the same objects (so the
+    /// same compr_data_size, same and huge pages) in no more memory.
+    #[test]
+    fn floor_stores_what_the_engine_stores() {
+        let c = zmem_corpus::default_corpus();
+        let opts = Options {
+            requests: 300,
+            kernel: false,
+            write_passes: 2,
+            ..Options::default()
+        };
+        for algo in ["lz4", "lzo-rle", "zstd"] {
+            let rows = crate::bench::floor::run_floor(&c, algo, &opts);
+            assert_eq!(rows.len(), 4, "{algo}: {:?}", rows[0].reason);
+            let engine = run_engine(&c, algo, &opts, &mut |_| {});
+            for (f, e) in rows.iter().zip(&engine) {
+                assert_eq!(f.target, Target::Codec);
+                assert_eq!(f.reason, None);
+                assert_eq!(f.page_cluster, e.page_cluster);
+                assert_eq!(
+                    (
+                        f.orig_data_size,
+                        f.compr_data_size,
+                        f.same_pages,
+                        f.huge_pages
+                    ),
+                    (
+                        e.orig_data_size,
+                        e.compr_data_size,
+                        e.same_pages,
+                        e.huge_pages
+                    ),
+                    "{algo}"
+                );
+                // A pool that wastes nothing holds no more than zsmalloc.
+                assert!(f.mem_used_total <= e.mem_used_total, "{algo}");
+                assert!(f.write_mibps.unwrap() > 0.0 && f.lat_mean_ns.unwrap() > 0.0);
+            }
+        }
     }
 }

@@ -6,6 +6,7 @@
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_kernel::MmStat;
+use zmem_zram::Zram;
 
 use super::random_read::ReadResult;
 
@@ -187,6 +188,17 @@ impl Row {
                 .map(|c| read.iops * read.wall_s / c),
         }
     }
+}
+
+/// The `huge_class_size` an engine device with `algo` uses: objects this
+/// large or larger are stored as whole pages.
+pub(crate) fn huge_class_size(algo: &str, params: &Params) -> Result<usize, String> {
+    let dev = Zram::builder()
+        .algorithm(algo, params.clone())
+        .disksize(PAGE_SIZE as u64)
+        .build()
+        .map_err(|e| e.message)?;
+    Ok(dev.huge_class_size())
 }
 
 #[cfg(test)]

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::{RecompressParams, Zram};
 
 use super::recomp::{measure, verify, Measure};
-use crate::corpus::Corpus;
 
 /// Write latency of one path.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -203,61 +203,6 @@ pub fn run(corpus: &Corpus, primary: &str, fast: &str, passes: usize) -> Result<
     })
 }
 
-/// The result as text lines.
-pub fn render(r: &FastpathResult) -> String {
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let mut s = format!(
-        "corpus {} ({} pages); primary {}, fast path {}; {} write pass(es), every write timed\n",
-        r.corpus, r.pages, r.primary, r.fast, r.passes
-    );
-    s.push_str(&format!(
-        "{:<28} {:>9} {:>9} {:>9} {:>9}\n",
-        "write latency", "mean us", "p50 us", "p99 us", "total s"
-    ));
-    for (name, l) in [
-        (format!("{} (fast path)", r.fast), &r.write_fast),
-        (format!("{} (primary)", r.primary), &r.write_primary),
-    ] {
-        s.push_str(&format!(
-            "{name:<28} {:>9.2} {:>9.2} {:>9.2} {:>9.3}\n",
-            l.mean_us, l.p50_us, l.p99_us, l.total_s
-        ));
-    }
-    s.push_str(&format!(
-        "fast/primary mean write latency: {:.3} ({:+.1}%)\n",
-        r.latency_ratio,
-        (r.latency_ratio - 1.0) * 100.0
-    ));
-    s.push_str(&format!(
-        "{:<28} {:>9} {:>12} {:>12} {:>6}\n",
-        "state", "eff.ratio", "mem_used MiB", "compr MiB", "huge"
-    ));
-    let row = |name: &str, m: &Measure| {
-        format!(
-            "{name:<28} {:>9.3} {:>12.2} {:>12.2} {:>6}\n",
-            m.effective_ratio,
-            mib(m.mem_used_total),
-            mib(m.compr_data_size),
-            m.huge_pages
-        )
-    };
-    s.push_str(&row(&format!("{} fast path (before)", r.fast), &r.before));
-    s.push_str(&row(&format!("back to {} (after)", r.primary), &r.after));
-    s.push_str(&row(&format!("{} alone", r.primary), &r.primary_alone));
-    s.push_str(&format!(
-        "candidates {}, recompressed {}, kept with {} {}; idle all + recompress {:.3} s; read-back verified: {}\n",
-        r.candidates, r.recompressed, r.fast, r.kept_fast, r.recompress_s, r.verified
-    ));
-    let gap = r.gap_percent();
-    s.push_str(&format!(
-        "effective ratio after recompression is {:.2}% {} {} alone (mem_used_total after compaction)\n",
-        gap.abs(),
-        if gap >= 0.0 { "below" } else { "above" },
-        r.primary
-    ));
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,7 +218,6 @@ mod tests {
         assert_eq!(r.after.orig_data_size, r.primary_alone.orig_data_size);
         assert!(r.after.compr_data_size <= r.before.compr_data_size, "{r:?}");
         assert!(r.write_fast.mean_us > 0.0 && r.write_primary.p99_us >= r.write_primary.p50_us);
-        assert!(render(&r).contains("fast/primary mean write latency"));
     }
 
     #[test]

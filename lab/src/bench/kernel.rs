@@ -8,12 +8,12 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::time::Instant;
 
 use zmem_codec::PAGE_SIZE;
+use zmem_corpus::Corpus;
 use zmem_host::HotDevice;
 use zmem_kernel::MmStat;
 
 use super::device_rows::{Options, Row, Target};
 use super::random_read::{aligned_buffer, read_phase, request_indexes};
-use crate::corpus::Corpus;
 
 /// Bytes per pwrite while writing the corpus (large, as dd would, so the
 /// kernel's write rate is not a syscall-rate measurement).

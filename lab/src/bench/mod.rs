@@ -2,15 +2,17 @@
 
 pub mod codecs;
 pub mod device;
-pub(crate) mod device_rows;
+mod device_rows;
 pub mod fastpath;
-pub mod floor;
+mod floor;
 pub mod kernel;
-pub mod random_read;
+pub(crate) mod random_read;
 pub mod recomp;
+pub mod sample;
 pub mod writeback;
 pub mod zswap;
-pub mod zswap_kernel;
+mod zswap_counters;
+mod zswap_kernel;
 mod zswap_worker;
 
 /// Nearest-rank percentile `p` (0..=1) of sorted samples; 0 when empty.

@@ -15,11 +15,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_kernel::MmStat;
 use zmem_zram::{RecompressParams, Zram};
-
-use crate::corpus::Corpus;
 
 /// The numbers of one `--recomp` run.
 #[derive(Debug, Clone, Serialize)]
@@ -176,7 +175,7 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
 pub fn heap_corpus(sections: usize) -> Result<Corpus> {
     let mut data = Vec::new();
     for seed in 0..sections as u64 {
-        for s in crate::corpus::default_sections(crate::corpus::DEFAULT_SEED.wrapping_add(seed)) {
+        for s in zmem_corpus::default_sections(zmem_corpus::DEFAULT_SEED.wrapping_add(seed)) {
             if s.name == "heap" {
                 data.extend_from_slice(&s.pages);
             }
@@ -187,48 +186,6 @@ pub fn heap_corpus(sections: usize) -> Result<Corpus> {
         format!("built-in: {} heap-like pages", data.len() / PAGE_SIZE),
         data,
     )
-}
-
-/// The result as text lines.
-pub fn render(r: &RecompResult) -> String {
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let row = |name: &str, m: &Measure| {
-        format!(
-            "{name:<28} {:>8.3} {:>12.2} {:>12.2} {:>6}\n",
-            m.effective_ratio,
-            mib(m.mem_used_total),
-            mib(m.compr_data_size),
-            m.huge_pages
-        )
-    };
-    let mut s = format!(
-        "corpus {} ({} pages); primary {}, recompression with {}\n",
-        r.corpus, r.pages, r.primary, r.secondary
-    );
-    s.push_str(&format!(
-        "{:<28} {:>8} {:>12} {:>12} {:>6}\n",
-        "state", "eff.ratio", "mem_used MiB", "compr MiB", "huge"
-    ));
-    s.push_str(&row(&format!("{} (before)", r.primary), &r.before));
-    s.push_str(&row(
-        &format!("{} + {} idle (after)", r.primary, r.secondary),
-        &r.after,
-    ));
-    s.push_str(&row(&format!("{} alone", r.secondary), &r.alone));
-    s.push_str(&format!(
-        "candidates {}, recompressed {}, marked incompressible {}; read-back verified: {}\n",
-        r.candidates, r.recompressed, r.incompressible, r.verified
-    ));
-    s.push_str(&format!(
-        "time: write with {} {:.3} s, idle all {:.4} s, recompress {:.3} s; write with {} alone {:.3} s\n",
-        r.primary, r.write_primary_s, r.idle_s, r.recompress_s, r.secondary, r.write_alone_s
-    ));
-    s.push_str(&format!(
-        "effective ratio after recompression is {:.2}% below {} alone (mem_used_total after compaction)\n",
-        r.gap_percent(),
-        r.secondary
-    ));
-    s
 }
 
 #[cfg(test)]
@@ -245,7 +202,6 @@ mod tests {
         assert!(r.after.compr_data_size < r.before.compr_data_size);
         assert!(r.after.mem_used_total <= r.before.mem_used_total);
         assert_eq!(r.after.orig_data_size, r.before.orig_data_size);
-        assert!(render(&r).contains("recompressed"));
     }
 
     #[test]

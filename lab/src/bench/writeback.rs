@@ -18,12 +18,12 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_kernel::BdStat;
 use zmem_zram::{WritebackParams, Zram};
 
 use super::recomp::{measure, verify, write_corpus, Measure};
-use crate::corpus::Corpus;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -198,69 +198,13 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
     })
 }
 
-/// The result as text lines.
-pub fn render(r: &WritebackResult) -> String {
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let row = |name: &str, m: &Measure| {
-        // Nothing left in the allocator: the ratio is unbounded (JSON keeps 0).
-        let ratio = if m.mem_used_total == 0 {
-            "inf".to_string()
-        } else {
-            format!("{:.3}", m.effective_ratio)
-        };
-        format!(
-            "{name:<22} {:>9} {:>12.2} {:>12.2} {:>12.2} {:>6}\n",
-            ratio,
-            mib(m.mem_used_total),
-            mib(m.orig_data_size),
-            mib(m.compr_data_size),
-            m.huge_pages
-        )
-    };
-    let mut s = format!(
-        "corpus {} ({} pages); {}, writeback type={}{}; backing_dev {}\n",
-        r.corpus,
-        r.pages,
-        r.algo,
-        r.wb_type,
-        if r.writeback_compressed {
-            ", writeback_compressed"
-        } else {
-            ""
-        },
-        r.backing_dev
-    );
-    s.push_str(&format!(
-        "{:<22} {:>9} {:>12} {:>12} {:>12} {:>6}\n",
-        "state", "eff.ratio", "mem_used MiB", "orig MiB", "compr MiB", "huge"
-    ));
-    s.push_str(&row("before writeback", &r.before));
-    s.push_str(&row("after writeback", &r.after));
-    s.push_str(&format!(
-        "candidates {}, written back {} pages ({:.2} MiB on the backing file); read-back verified: {}\n",
-        r.candidates,
-        r.written,
-        mib(r.written * PAGE_SIZE as u64),
-        r.verified
-    ));
-    s.push_str(&format!(
-        "bd_stat (4 KiB units): bd_count {} bd_reads {} bd_writes {}\n",
-        r.bd_count, r.bd_reads, r.bd_writes
-    ));
-    s.push_str(&format!(
-        "time: write {:.3} s, idle all {:.4} s, writeback {:.3} s, read back {:.3} s\n",
-        r.write_s, r.idle_s, r.writeback_s, r.verify_s
-    ));
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn writeback_frees_ram_and_reads_back() {
-        let c = crate::corpus::default_corpus();
+        let c = zmem_corpus::default_corpus();
         for compressed in [false, true] {
             let r = run(
                 &c,
@@ -286,13 +230,12 @@ mod tests {
                 !Path::new(&r.backing_dev).exists(),
                 "temporary backing file removed"
             );
-            assert!(render(&r).contains("written back"));
         }
     }
 
     #[test]
     fn bad_type_is_an_error() {
-        let c = crate::corpus::default_corpus();
+        let c = zmem_corpus::default_corpus();
         let e = run(
             &c,
             &Options {

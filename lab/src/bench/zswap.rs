@@ -23,13 +23,15 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 use zmem_zswap::{Backing, ShrinkWorker, Source, Zswap};
 
-use super::device::Target;
-use super::zswap_kernel::{self, KernelOptions, Measured};
-use crate::corpus::Corpus;
+use super::device_rows::Target;
+use super::zswap_counters::Measured;
+use super::zswap_kernel;
+pub use super::zswap_kernel::KernelOptions;
 
 /// The engine's shrink worker in the bench: queued by a refused store, then
 /// 4 steps of its loop per later store or load. Calibrated against this
@@ -175,54 +177,6 @@ pub struct Row {
     pub fill_pool_bytes: Option<u64>,
 }
 
-pub const COLUMNS: [&str; 18] = [
-    "engine",
-    "target",
-    "algo",
-    "pool",
-    "pages",
-    "budget",
-    "accesses",
-    "hit_rate",
-    "stored",
-    "ram_used",
-    "B/stored",
-    "written_back",
-    "limit_hits",
-    "rejects",
-    "ram_peak",
-    "lat_mean_us",
-    "lat_p99_us",
-    "backing_r/w",
-];
-
-impl Row {
-    pub fn cells(&self) -> Vec<String> {
-        let opt = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
-        vec![
-            self.engine.clone(),
-            self.target.name().into(),
-            self.algo.clone(),
-            self.allocator.clone(),
-            self.pages.to_string(),
-            self.budget_bytes.to_string(),
-            self.accesses.to_string(),
-            format!("{:.3}", self.hit_rate),
-            self.stored_pages.to_string(),
-            self.ram_used.to_string(),
-            self.bytes_per_stored_page
-                .map_or("-".into(), |b| format!("{b:.1}")),
-            self.written_back.to_string(),
-            opt(self.pool_limit_hit),
-            opt(self.rejects),
-            self.ram_peak.to_string(),
-            format!("{:.2}", self.lat_mean_ns / 1000.0),
-            format!("{:.2}", self.lat_p99_ns / 1000.0),
-            format!("{}/{}", self.backing_reads, self.backing_writes),
-        ]
-    }
-}
-
 /// xorshift64*: deterministic, same sequence for both engines.
 struct Rng(u64);
 
@@ -330,6 +284,39 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<Vec<Row>> {
         run_zswap(corpus, opts, PoolLimit::Bytes(budget), &seq)?,
         run_zram(corpus, opts, budget, &seq)?,
     ])
+}
+
+/// Every corpus with every algorithm (`base` with its algorithm set): the
+/// engine rows, with `kernel` also the kernel's zswap beside them
+/// ([`run_with_kernel`]); then the distinct reasons kernel rows could not run.
+pub fn run_all(
+    corpora: &[Corpus],
+    algos: &[String],
+    base: &Options,
+    kernel: Option<&KernelOptions>,
+) -> Result<(Vec<Row>, Vec<String>)> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    for c in corpora {
+        for a in algos {
+            let o = Options {
+                algorithm: a.clone(),
+                ..base.clone()
+            };
+            let Some(k) = kernel else {
+                rows.extend(run(c, &o)?);
+                continue;
+            };
+            let (r, why) = run_with_kernel(c, &o, k)?;
+            rows.extend(r);
+            if let Some(why) = why {
+                if !notes.contains(&why) {
+                    notes.push(why);
+                }
+            }
+        }
+    }
+    Ok((rows, notes))
 }
 
 /// [`run`], then the kernel's zswap on the same corpus and sequence with the

@@ -24,25 +24,22 @@
 //! kernel runs at the smallest percent whose limit holds the budget (at least
 //! 1 %), and the engine runs once more at exactly that limit beside it.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use zmem_codec::PAGE_SIZE;
+use zmem_corpus::Corpus;
 use zmem_host::Sys;
 
-use crate::corpus::Corpus;
+use super::zswap_counters::Measured;
 
 /// zswap's module parameters.
 const PARAMS: &str = "/sys/module/zswap/parameters";
 /// Where debugfs is mounted for the run.
 const DEBUGFS: &str = "/sys/kernel/debug";
-/// vmstat events read at each phase.
-const VMSTAT: [&str; 5] = ["zswpin", "zswpout", "zswpwb", "pswpin", "pswpout"];
 /// The worker's cgroup limit beyond what the pool may be charged (v2).
 const CGROUP_BASE: u64 = 32 << 20;
 
@@ -116,83 +113,6 @@ pub fn kernel_limit(mem_total: u64, budget: u64) -> (u32, u64) {
         .clamp(1, 100) as u32;
     let pages = mem_total / PAGE_SIZE as u64 * pct as u64 / 100;
     (pct, pages * PAGE_SIZE as u64)
-}
-
-/// Counters at one point of the run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Snapshot {
-    pub vmstat: BTreeMap<String, u64>,
-    /// /sys/kernel/debug/zswap (empty without debugfs).
-    pub debugfs: BTreeMap<String, u64>,
-    /// meminfo `Zswap:` and `Zswapped:` in bytes.
-    pub zswap_bytes: u64,
-    pub zswapped_bytes: u64,
-}
-
-impl Snapshot {
-    pub(crate) fn take(sys: &Sys) -> Snapshot {
-        let vm = sys.vmstat().unwrap_or_default();
-        let vmstat = VMSTAT
-            .iter()
-            .map(|k| {
-                let v = vm.iter().find(|(n, _)| n == k).map_or(0, |(_, v)| *v);
-                (k.to_string(), v)
-            })
-            .collect();
-        let debugfs = zmem_kernel::zswap::DEBUGFS_FILES
-            .iter()
-            .filter_map(|k| {
-                let v = sys.read(&format!("{}/{k}", zmem_kernel::zswap::DEBUGFS_DIR));
-                Some((k.to_string(), v.ok()?.trim().parse().ok()?))
-            })
-            .collect();
-        let mi = |k: &str| sys.meminfo_get(k).ok().flatten().unwrap_or(0);
-        Snapshot {
-            vmstat,
-            debugfs,
-            zswap_bytes: mi("Zswap"),
-            zswapped_bytes: mi("Zswapped"),
-        }
-    }
-
-    pub fn vm(&self, k: &str) -> u64 {
-        self.vmstat.get(k).copied().unwrap_or(0)
-    }
-
-    /// A debugfs value, if debugfs was readable.
-    pub fn dbg(&self, k: &str) -> Option<u64> {
-        self.debugfs.get(k).copied()
-    }
-
-    /// Pool bytes: debugfs `pool_total_size`, else meminfo `Zswap:`.
-    pub fn pool_bytes(&self) -> u64 {
-        self.dbg("pool_total_size").unwrap_or(self.zswap_bytes)
-    }
-
-    /// Stored pages: debugfs `stored_pages`, else `Zswapped:` / PAGE_SIZE.
-    pub fn stored_pages(&self) -> u64 {
-        self.dbg("stored_pages")
-            .unwrap_or(self.zswapped_bytes / PAGE_SIZE as u64)
-    }
-}
-
-/// What the worker measured.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Measured {
-    /// Before the corpus is written, after the initial page-out, at the end.
-    pub start: Snapshot,
-    pub filled: Snapshot,
-    pub end: Snapshot,
-    /// Pages still resident after the initial page-out (mincore).
-    pub resident_after_fill: u64,
-    /// Latency of each access (the write fault), ns.
-    pub lat_ns: Vec<u64>,
-    /// Largest pool size seen (sampled every 64 accesses), bytes.
-    pub pool_peak: u64,
-    /// Accesses whose page differed from the corpus.
-    pub wrong_pages: u64,
-    /// madvise(MADV_PAGEOUT) calls that failed.
-    pub pageout_errors: u64,
 }
 
 /// Everything the run set up; dropping it undoes it (cgroup first, then the
@@ -514,6 +434,7 @@ fn worker_main(plan: &Plan<'_>, procs: &Path, fd: RawFd) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::zswap_counters::Snapshot;
 
     #[test]
     fn kernel_limit_is_the_smallest_percent_that_holds_the_budget() {

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use zmem_codec::PAGE_SIZE;
+use zmem_corpus::Corpus;
 use zmem_host::Sys;
 
-use super::zswap_kernel::{Measured, Snapshot};
-use crate::corpus::Corpus;
+use super::zswap_counters::{Measured, Snapshot};
 
 /// Pages per madvise call for the initial page-out.
 const PAGEOUT_CHUNK: usize = 256;

@@ -1,11 +1,9 @@
 //! `zmem bench --zswap [CORPUS...]`: the corpus through zswap and through
 //! zram + disk swap at the same RAM budget, with a hot/cold access pattern
-//! (`zmem_lab::bench::zswap`); as root with zswap, also through the kernel's
-//! zswap (`zmem_lab::bench::zswap_kernel`) unless `--no-kernel`.
+//! (`zmem_lab::zswap`); as root with zswap, also through the kernel's
+//! zswap unless `--no-kernel`.
 
-use zmem_lab::bench::zswap::{self, Options, Row, COLUMNS};
-use zmem_lab::bench::zswap_kernel::KernelOptions;
-use zmem_lab::corpus;
+use zmem_lab::zswap::{self, KernelOptions, Options};
 
 use crate::output::{Format, Table};
 
@@ -54,63 +52,31 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
         }
         .validate()?;
     }
-    let corpora = if args.corpus.is_empty() {
-        vec![corpus::default_corpus()]
-    } else {
-        corpus::load_all(&args.corpus)?
-    };
+    let corpora = zmem_corpus::files_or_default(&args.corpus)?;
     let kernel = KernelOptions {
         force: args.force,
         dir: base.dir.clone(),
     };
-    let mut rows: Vec<Row> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    for c in &corpora {
-        for a in &algos {
-            let o = Options {
-                algorithm: a.clone(),
-                ..base.clone()
-            };
-            if args.no_kernel {
-                rows.extend(zswap::run(c, &o)?);
-                continue;
-            }
-            let (r, why) = zswap::run_with_kernel(c, &o, &kernel)?;
-            rows.extend(r);
-            if let Some(why) = why {
-                if !notes.contains(&why) {
-                    notes.push(why);
-                }
-            }
-        }
-    }
+    let kernel = (!args.no_kernel).then_some(&kernel);
+    let (rows, notes) = zswap::run_all(&corpora, &algos, &base, kernel)?;
     for n in &notes {
         eprintln!("zmem bench: no kernel rows: {n}");
     }
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Csv | Format::Table => {
-            let mut t = Table::new(&COLUMNS);
+            let mut t = Table::new(&zmem_report::ZSWAP_COLUMNS);
             for r in &rows {
-                t.push(r.cells());
+                t.push(zmem_report::zswap_cells(r));
             }
             if args.format == Format::Csv {
                 print!("{}", crate::output::csv_of(&rows));
                 return Ok(());
             }
             print!("{}", t.render_table());
-            for c in &corpora {
-                println!("corpus {}: {} pages ({})", c.name, c.page_count(), c.source);
-            }
-            println!(
-                "pattern: {:.0}% of the pages get {:.0}% of {} swap-ins (each followed by a swap-out); budget = zswap \
-                 pool limit = zram mem_limit in bytes; zram overflows to a disk swap file and never writes back; \
-                 hit = served from RAM; latency of the swap-in in microseconds; backing_r/w = page reads/writes of the file; \
-                 stored = pages in the pool at the end, B/stored = ram_used / stored; target kernel = the running kernel's zswap \
-                 (pool limit = max_pool_percent of RAM, at least 1 %), with the engine at that same limit in the row before it",
-                args.hot * 100.0,
-                args.hot_access * 100.0,
-                args.accesses
+            print!(
+                "{}",
+                zmem_report::zswap_notes(&corpora, args.hot, args.hot_access, args.accesses)
             );
         }
     }

@@ -415,11 +415,11 @@ pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
 }
 
 /// Recommend with the primary algorithm the verdict's repeated, interleaved
-/// measurements chose (`crate::verdict`), instead of the table's one-shot score.
+/// measurements chose (`crate::rank`), instead of the table's one-shot score.
 pub fn recommend_ranked(
     t: &FullTable,
     inp: &Inputs,
-    ranking: &crate::verdict::Ranking,
+    ranking: &crate::rank::Ranking,
 ) -> Result<Recommendation> {
     let (target, cand) = candidates(t, inp);
     let Some(best) = cand
@@ -432,7 +432,7 @@ pub fn recommend_ranked(
             ranking.winner
         );
     };
-    let reason = crate::verdict::render::primary_reason(ranking);
+    let reason = crate::reason::primary_reason(ranking);
     recommend_for(t, inp, target, &cand, best, reason)
 }
 
@@ -467,72 +467,6 @@ fn recommend_for(
         use_: use_.into(),
         use_reasons,
     })
-}
-
-impl Recommendation {
-    /// For people.
-    pub fn render_text(&self) -> String {
-        let mut o = String::new();
-        let _ = writeln!(o, "recommendation");
-        let _ = writeln!(o, "  use {}", self.use_);
-        let _ = writeln!(o, "  primary algorithm: {}", self.primary);
-        let _ = writeln!(
-            o,
-            "  recompression: {}",
-            self.recompress.as_deref().unwrap_or("none")
-        );
-        for r in &self.algorithm_reasons {
-            let _ = writeln!(o, "    - {r}");
-        }
-        let _ = writeln!(
-            o,
-            "  disksize {} MiB, mem_limit {} MiB",
-            self.sizes.disksize_mib, self.sizes.mem_limit_mib
-        );
-        for r in &self.size_arithmetic {
-            let _ = writeln!(o, "    - {r}");
-        }
-        let _ = writeln!(o, "  vm.swappiness = {}", self.swappiness);
-        for r in &self.swappiness_arithmetic {
-            let _ = writeln!(o, "    - {r}");
-        }
-        let _ = writeln!(o, "  vm.page-cluster = {}", self.page_cluster);
-        for r in &self.page_cluster_reasons {
-            let _ = writeln!(o, "    - {r}");
-        }
-        let _ = writeln!(o, "  zram or zswap: {}", self.use_);
-        for r in &self.use_reasons {
-            let _ = writeln!(o, "    - {r}");
-        }
-        let _ = writeln!(
-            o,
-            "\n--- zram-generator.conf ---\n{}",
-            self.zram_generator_conf
-        );
-        let _ = writeln!(o, "--- sysctl.d snippet ---\n{}", self.sysctl_conf);
-        o
-    }
-}
-
-/// The recommendation as JSON.
-pub fn to_json_value(r: &Recommendation) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).expect("recommendation serialises");
-    if let Some(o) = v.as_object_mut() {
-        if let Some(u) = o.remove("use_") {
-            o.insert("use".into(), u);
-        }
-    }
-    v
-}
-
-/// `{"error": msg}`.
-pub fn error_json(msg: &str) -> serde_json::Value {
-    serde_json::json!({ "error": msg })
-}
-
-/// Pretty-printed JSON.
-pub fn pretty(v: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(v).expect("json value serialises")
 }
 
 /// This machine's facts: MemTotal, non-zram swap devices, zswap enabled,
@@ -687,7 +621,10 @@ mod tests {
             .sysctl_conf
             .contains(&format!("vm.swappiness = {}", r.swappiness)));
         assert!(r.sysctl_conf.contains("vm.page-cluster = 0"));
-        assert!(r.render_text().contains("RAM − disksize/ratio + disksize"));
+        assert!(r
+            .size_arithmetic
+            .iter()
+            .any(|l| l.contains("RAM − disksize/ratio + disksize")));
         // Without zstd in the kernel, no recompression.
         let mut i = inputs();
         i.kernel_algos = vec!["lz4".into(), "lzo".into()];

@@ -5,8 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::recommend::Recommendation;
-use crate::table::{FullRow, FullTable};
+use zmem_verdict::{FullRow, FullTable, Recommendation};
 
 const ENGINE: &str = "#2f6db5";
 const KERNEL: &str = "#e07b1a";
@@ -554,8 +553,8 @@ mod tests {
 
     #[test]
     fn page_has_every_chart_and_escapes() {
-        let c = crate::corpus::default_corpus();
-        let opts = crate::full::Options {
+        let c = zmem_corpus::default_corpus();
+        let opts = zmem_verdict::FullOptions {
             algorithms: vec!["lz4".into(), "zstd".into()],
             min_time: std::time::Duration::from_millis(5),
             requests: 100,
@@ -563,7 +562,7 @@ mod tests {
             kernel: false,
             ..Default::default()
         };
-        let mut t = crate::full::run(&c, &opts, &mut |_, _, _| {}).unwrap();
+        let mut t = zmem_verdict::run_full(&c, &opts, &mut |_, _, _| {}).unwrap();
         t.corpus = "<script>".into();
         let html = render(&t, None, Some("no RAM"), "zmem bench");
         for id in [

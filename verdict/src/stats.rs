@@ -23,6 +23,17 @@ impl Interval {
     pub fn overlaps(&self, o: &Interval) -> bool {
         self.ci_low <= o.ci_high && o.ci_low <= self.ci_high
     }
+
+    /// `median [low, high]`, each divided by `scale`, `prec` decimals.
+    pub fn show(&self, scale: f64, prec: usize) -> String {
+        format!(
+            "{:.p$} [{:.p$}, {:.p$}]",
+            self.median / scale,
+            self.ci_low / scale,
+            self.ci_high / scale,
+            p = prec
+        )
+    }
 }
 
 fn binom_cdf_half(n: usize, k: usize) -> f64 {

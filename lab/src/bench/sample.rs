@@ -13,13 +13,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 use zmem_codec::PAGE_SIZE;
+use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 
 use crate::bench::device_rows::{self, Target};
 use crate::bench::kernel;
 use crate::bench::random_read::{read_phase, request_indexes};
-use crate::corpus::Corpus;
 
 /// What one round measured for one candidate.
 #[derive(Debug, Clone, Copy, Serialize)]

@@ -94,7 +94,7 @@ impl Sidecar {
         let json = serde_json::to_string_pretty(self)?;
         // Private like the corpus: it names the processes and their mappings.
         let tmp = p.with_extension(format!("json.zmem-tmp-{}", std::process::id()));
-        let mut f = crate::capture::private_file(&tmp)?;
+        let mut f = crate::private::private_file(&tmp)?;
         std::io::Write::write_all(&mut f, (json + "\n").as_bytes())
             .with_context(|| format!("writing {}", tmp.display()))?;
         drop(f);

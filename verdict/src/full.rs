@@ -1,14 +1,14 @@
-//! The full `zmem bench` run: codec figures (`bench::codecs`) and device
-//! figures (`bench::device`, engine and kernel) for every algorithm, plus zstd
+//! The full `zmem bench` run: codec figures (`zmem_lab::codecs`) and device
+//! figures (`zmem_lab::device`, engine and kernel) for every algorithm, plus zstd
 //! with a dictionary trained on the corpus, joined into the complete table.
 
 use std::time::Duration;
 
 use anyhow::Result;
 use zmem_codec::Params;
+use zmem_corpus::Corpus;
+use zmem_lab::{codecs, device};
 
-use crate::bench::{codecs, device};
-use crate::corpus::Corpus;
 use crate::score::Weights;
 use crate::table::{self, FullTable};
 
@@ -50,7 +50,7 @@ impl Default for Options {
             requests: 20_000,
             page_clusters: vec![0, 1, 2, 3],
             kernel: true,
-            dict: Dict::Train(crate::dict::DEFAULT_SIZE),
+            dict: Dict::Train(zmem_corpus::DEFAULT_DICT_SIZE),
         }
     }
 }
@@ -73,7 +73,7 @@ fn dictionary(
             ));
             Some(d.clone())
         }
-        Dict::Train(size) => match crate::dict::train(corpus.bytes(), *size, 2) {
+        Dict::Train(size) => match zmem_corpus::train_dict(corpus.bytes(), *size, 2) {
             Ok(d) => {
                 notes.push(format!(
                     "{DICT_LABEL}: zstd with a {} byte dictionary trained on every other compressible page of this corpus (so it has seen half the pages it is measured on)",
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn small_full_run_has_rows_dict_and_best_lines() {
-        let c = crate::corpus::default_corpus();
+        let c = zmem_corpus::default_corpus();
         let opts = Options {
             algorithms: vec!["lz4".into(), "zstd".into()],
             min_time: Duration::from_millis(5),

@@ -14,29 +14,22 @@
 //!   mem_used_total), and throughput in both directions (write = swap-out,
 //!   read = swap-in, half the throughput weight each);
 //! * a candidate's score is the median over rounds, with a distribution-free
-//!   interval ([`stats`]);
+//!   interval ([`crate::stats`]);
 //! * the leader (best median) is compared with every other candidate round
 //!   by round: the per-round differences are paired (both measured in the
 //!   same round, so the machine's drift cancels), and the other candidate is
 //!   tied with the leader when the median difference is below [`MARGIN`] or
 //!   its interval reaches zero; then the rule in [`TIE_RULE`] decides.
 
-mod measure;
-pub mod render;
-pub mod stats;
-mod table;
-
-pub use table::to_table;
-
 use anyhow::{bail, Result};
 use serde::Serialize;
+use zmem_corpus::Corpus;
+use zmem_lab::device::Target;
+use zmem_lab::sample::{self as measure, Sample};
+use zmem_lab::ReadResult;
 
-pub use measure::Sample;
-pub use stats::Interval;
-
-use crate::bench::device_rows::Target;
-use crate::corpus::Corpus;
 use crate::score::Weights;
+use crate::stats::{self, Interval};
 
 /// How ties within noise are broken: memory is the scarcer resource, and the
 /// effective ratio is exact (the same bytes give the same mm_stat every round).
@@ -176,8 +169,8 @@ pub fn rank(
     for a in &opts.algorithms {
         zmem_codec::find(a)?;
     }
-    let offered = if opts.kernel && crate::bench::kernel::unavailable_reason().is_none() {
-        crate::bench::kernel::algorithms()
+    let offered = if opts.kernel && zmem_lab::kernel::unavailable_reason().is_none() {
+        zmem_lab::kernel::algorithms()
     } else {
         Vec::new()
     };
@@ -211,12 +204,12 @@ pub fn rank(
 }
 
 /// Random reads at page-cluster 0..=3 for the winner on its target (what
-/// vm.page-cluster changes), for [`to_table`].
+/// vm.page-cluster changes), for [`crate::ranked_table::to_table`].
 pub fn winner_page_clusters(
     corpus: &Corpus,
     r: &Ranking,
     requests: usize,
-) -> Result<Vec<crate::bench::random_read::ReadResult>> {
+) -> Result<Vec<ReadResult>> {
     let target = if r.target == "kernel" {
         Target::Kernel
     } else {

@@ -2,11 +2,11 @@
 //! (sizes, swappiness, page-cluster, zram or zswap, the config file) is
 //! worked out by the same code as `zmem recommend`'s (`crate::recommend`).
 
-use crate::bench::random_read::ReadResult;
+use zmem_lab::ReadResult;
+
+use crate::rank::{Ranked, Ranking};
 use crate::score::{self, Metrics};
 use crate::table::{FullRow, FullTable, Missing};
-
-use super::{Ranked, Ranking};
 
 fn row(r: &Ranked, pc: u32, score: Option<f64>) -> FullRow {
     FullRow {

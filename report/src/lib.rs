@@ -1,0 +1,24 @@
+//! zmem-report: the lab for people and programs — the verdict's ranking,
+//! the complete table (text, CSV, JSON), the recommendation with its
+//! reasons, the device benchmark's table and notes, and the self-contained
+//! HTML report.
+
+mod codecs;
+mod device;
+mod html;
+mod modes;
+mod ranking;
+mod recommendation;
+mod table;
+mod verdict;
+mod zswap;
+
+pub use codecs::{codec_cells, CODECS_COLUMNS};
+pub use device::{device_cells, device_notes, DEVICE_COLUMNS};
+pub use html::{pareto, render as html_report};
+pub use modes::{fastpath_text, recomp_text, writeback_text};
+pub use ranking::ranking_text;
+pub use recommendation::{error_json, pretty, recommendation_json, recommendation_text};
+pub use table::{table_csv, table_json, table_text};
+pub use verdict::verdict_text;
+pub use zswap::{zswap_cells, zswap_notes, ZSWAP_COLUMNS};

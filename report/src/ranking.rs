@@ -1,0 +1,69 @@
+//! The verdict for people: the ranking table and the "if your kernel had
+//! it" lines.
+
+use std::fmt::Write as _;
+
+use zmem_verdict::Ranking;
+
+/// The ranking table and the engine-only comparisons.
+pub fn ranking_text(r: &Ranking) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} rounds, candidates interleaved; median [{:.0}% interval] per candidate; weights {}",
+        r.rounds,
+        r.ci_coverage * 100.0,
+        r.weights
+    );
+    let _ = writeln!(
+        o,
+        "{:<8} {:<7} {:<22} {:<22} {:<22} {:<22} {:>9}",
+        "algo",
+        "target",
+        "score",
+        "behind leader",
+        "swap-in µs (p50)",
+        "swap-out MiB/s",
+        "eff_ratio"
+    );
+    for x in &r.ranked {
+        let _ = writeln!(
+            o,
+            "{:<8} {:<7} {:<22} {:<22} {:<22} {:<22} {:>9.3}",
+            x.algo,
+            x.target,
+            x.score.map(|s| s.show(1.0, 3)).unwrap_or_default(),
+            x.behind_leader
+                .map(|s| s.show(1.0, 3))
+                .unwrap_or_else(|| "leader".into()),
+            x.read_lat_ns.show(1000.0, 2),
+            x.write_mibps.show(1.0, 0),
+            x.effective_ratio
+        );
+    }
+    if !r.if_kernel_had.is_empty() {
+        let _ = writeln!(
+            o,
+            "if your kernel had it (engine rows, against {} through the engine):",
+            r.winner
+        );
+        for k in &r.if_kernel_had {
+            let mem = if k.memory_change.abs() < 0.005 {
+                "the same memory".to_string()
+            } else if k.memory_change < 0.0 {
+                format!("{:.0}% less memory", -k.memory_change * 100.0)
+            } else {
+                format!("{:.0}% more memory", k.memory_change * 100.0)
+            };
+            let _ = writeln!(
+                o,
+                "  with {}: {mem}, {:.1}× the swap-in latency, {:.1}× the swap-out speed",
+                k.algo, k.read_lat_factor, k.write_mibps_factor
+            );
+        }
+    }
+    for (what, why) in &r.failed {
+        let _ = writeln!(o, "not measured: {what}: {why}");
+    }
+    o
+}

@@ -1,0 +1,58 @@
+//! What `zmem tune` found, as data: the learning run ([`Learn`]) and the
+//! whole result ([`Tune`]), made by the steps and read by the findings and
+//! the renderer.
+
+use serde::Serialize;
+use zmem_trial::TrialReport;
+use zmem_verdict::Ranking;
+
+use crate::candidates::Candidate;
+use crate::compare::Measured;
+use crate::predict::{Costs, Prediction};
+
+/// Step 1's result, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Learn {
+    /// The unpressured run's wall time without the time spent capturing, s.
+    pub wall_s: f64,
+    pub peak_anon_bytes: u64,
+    pub cgroup_peak_bytes: Option<u64>,
+    /// Time spent capturing, s (the workload ran on meanwhile).
+    pub capture_s: f64,
+    /// Where the predicted pages come from.
+    pub corpus: String,
+    pub pages: usize,
+    /// The workload's anonymous memory when the kept capture was taken
+    /// (none with --corpus).
+    pub captured_at_anon_bytes: Option<u64>,
+}
+
+/// Everything `zmem tune` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tune {
+    pub workload: String,
+    pub memory_limit_bytes: u64,
+    pub repeat: u32,
+    pub learn: Learn,
+    pub overflow_bytes: u64,
+    /// The disk's per-page costs, measured in the swap directory.
+    pub disk: Costs,
+    /// Every configuration this kernel can run, predicted, best first.
+    pub predictions: Vec<Prediction>,
+    /// The trialed ones.
+    pub candidates: Vec<Candidate>,
+    /// Their measurements, best first.
+    pub measured: Vec<Measured>,
+    pub winner: Option<String>,
+    pub tie: Vec<String>,
+    /// The predicted best of the trialed candidates won or tied with the winner.
+    pub prediction_held: Option<bool>,
+    /// Spearman's rank correlation of predicted and measured ranks.
+    pub rank_correlation: Option<f64>,
+    /// What the comparison means, in sentences.
+    pub findings: Vec<String>,
+    /// The winner's config file (what `--out-dir` writes).
+    pub config_text: Option<String>,
+    pub ranking: Ranking,
+    pub trial: TrialReport,
+}

@@ -1,0 +1,29 @@
+//! zmem-verdict: the decision — which configuration to deploy, from
+//! measurements: the weighted score, the verdict's interleaved rounds with
+//! their statistics and ties, the complete table, and the recommendation
+//! (algorithm, sizes, swappiness, page-cluster, zram or zswap).
+
+mod full;
+mod job;
+mod rank;
+mod ranked_table;
+mod reason;
+mod recommend;
+mod score;
+mod stats;
+mod table;
+
+pub use full::{run as run_full, Dict, Options as FullOptions, DICT_LABEL};
+pub use job::{decide, fs_dir, full_table, inputs, Ask, Decided, Progress};
+pub use rank::{
+    rank, winner_page_clusters, IfKernelHad, Options as RankOptions, Ranked, Ranking, Tie, MARGIN,
+    TIE_RULE,
+};
+pub use ranked_table::to_table;
+pub use recommend::{
+    machine_facts, recommend, recommend_ranked, sizes, swappiness, zram_section, Inputs,
+    Recommendation, Sizes,
+};
+pub use score::{best_for, scores, BestFor, Metrics, Weights, WEIGHTS_FORM};
+pub use stats::{ci_rank, interval, Interval};
+pub use table::{assemble, FullRow, FullTable, Missing};
