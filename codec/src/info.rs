@@ -37,8 +37,6 @@ pub struct AlgorithmInfo {
     pub crypto: Option<&'static str>,
     /// The kernels whose zswap can use it (crypto API compressor).
     pub zswap: Option<KernelSpan>,
-    /// Kernel algorithms to suggest where a kernel lacks this one, nearest first.
-    pub nearest: &'static [&'static AlgorithmInfo],
 }
 
 impl AlgorithmInfo {

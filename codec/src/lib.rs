@@ -25,7 +25,9 @@ mod stream_pool;
 pub use error::CodecError;
 pub use info::{AlgorithmInfo, LevelRange, OutOfRange};
 pub use params::Params;
-pub use registry::{all, find, kernel_names, names, zswap_names, ZRAM_DEFAULT, ZSWAP_DEFAULT};
+pub use registry::{
+    all, find, kernel_names, names, nearest, zswap_names, ZRAM_DEFAULT, ZSWAP_DEFAULT,
+};
 pub use stream_pool::{PooledStream, StreamPool};
 
 /// The page size zram works in (4 KiB on the reference machine).

@@ -28,6 +28,102 @@ pub fn names() -> Vec<&'static str> {
     ALL.iter().map(|b| b.name()).collect()
 }
 
+/// Kernel algorithms to suggest where a kernel lacks one, nearest first: a
+/// relation between the backends' facts, kept beside the list of them.
+static NEAREST: [(&AlgorithmInfo, &[&AlgorithmInfo]); 9] = [
+    (
+        &backend::lzo::LZO_RLE_INFO,
+        &[
+            &backend::lzo::LZO_INFO,
+            &backend::lz4::INFO,
+            &backend::zstd::INFO,
+        ],
+    ),
+    (
+        &backend::lzo::LZO_INFO,
+        &[
+            &backend::lzo::LZO_RLE_INFO,
+            &backend::lz4::INFO,
+            &backend::zstd::INFO,
+        ],
+    ),
+    (
+        &backend::lz4::INFO,
+        &[
+            &backend::lzo::LZO_RLE_INFO,
+            &backend::lzo::LZO_INFO,
+            &backend::lz4hc::INFO,
+            &backend::zstd::INFO,
+        ],
+    ),
+    (
+        &backend::lz4hc::INFO,
+        &[
+            &backend::lz4::INFO,
+            &backend::zstd::INFO,
+            &backend::lzo::LZO_RLE_INFO,
+            &backend::lzo::LZO_INFO,
+        ],
+    ),
+    (
+        &backend::zstd::INFO,
+        &[
+            &backend::deflate::INFO,
+            &backend::lz4hc::INFO,
+            &backend::lzo::LZO_RLE_INFO,
+            &backend::lzo::LZO_INFO,
+            &backend::lz4::INFO,
+        ],
+    ),
+    (
+        &backend::deflate::INFO,
+        &[
+            &backend::zstd::INFO,
+            &backend::lz4hc::INFO,
+            &backend::lzo::LZO_RLE_INFO,
+            &backend::lzo::LZO_INFO,
+            &backend::lz4::INFO,
+        ],
+    ),
+    (
+        &backend::sw842::INFO,
+        &[
+            &backend::lzo::LZO_RLE_INFO,
+            &backend::lzo::LZO_INFO,
+            &backend::lz4::INFO,
+            &backend::zstd::INFO,
+        ],
+    ),
+    (
+        &backend::lz4m::INFO,
+        &[
+            &backend::lz4::INFO,
+            &backend::lzo::LZO_RLE_INFO,
+            &backend::lzo::LZO_INFO,
+            &backend::zstd::INFO,
+        ],
+    ),
+    (
+        &backend::wkdm::INFO,
+        &[
+            &backend::lzo::LZO_RLE_INFO,
+            &backend::lzo::LZO_INFO,
+            &backend::lz4::INFO,
+            &backend::zstd::INFO,
+        ],
+    ),
+];
+
+/// The kernel algorithms nearest to `info`, nearest first (empty for a name
+/// the registry lacks).
+pub fn nearest(info: &AlgorithmInfo) -> &'static [&'static AlgorithmInfo] {
+    NEAREST
+        .iter()
+        .find(|(a, _)| a.name == info.name)
+        .map(|(_, n)| *n)
+        .unwrap_or(&[])
+}
+
 /// zram's default algorithm since 5.1 (`CONFIG_ZRAM_DEF_COMP`'s default where
 /// that option exists).
 pub static ZRAM_DEFAULT: &AlgorithmInfo = &backend::lzo::LZO_RLE_INFO;
@@ -123,8 +219,8 @@ mod info_tests {
                 b.name()
             );
             assert_eq!(info.crypto.is_some(), info.zswap.is_some(), "{}", b.name());
-            assert!(!info.nearest.is_empty(), "{}", b.name());
-            for n in info.nearest {
+            assert!(!nearest(info).is_empty(), "{}", b.name());
+            for n in nearest(info) {
                 assert!(
                     n.in_kernel() && n.name != info.name,
                     "{}: {}",

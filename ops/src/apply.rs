@@ -203,9 +203,9 @@ fn backend_config(algo: &str) -> String {
 fn nearest(algo: &str, offered: &[String]) -> Option<String> {
     let default = zmem_codec::ZRAM_DEFAULT;
     let order: Vec<&zmem_codec::AlgorithmInfo> = match zmem_codec::find(algo) {
-        Ok(b) => b.info().nearest.to_vec(),
+        Ok(b) => zmem_codec::nearest(b.info()).to_vec(),
         Err(_) => std::iter::once(default)
-            .chain(default.nearest.iter().copied())
+            .chain(zmem_codec::nearest(default).iter().copied())
             .collect(),
     };
     order

@@ -41,13 +41,6 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: Some("CONFIG_ZRAM_BACKEND_DEFLATE"),
     crypto: Some(NAME),
     zswap: Some(KernelSpan::since(3, 11)),
-    nearest: &[
-        &super::zstd::INFO,
-        &super::lz4hc::INFO,
-        &super::lzo::LZO_RLE_INFO,
-        &super::lzo::LZO_INFO,
-        &super::lz4::INFO,
-    ],
 };
 
 /// The `deflate` backend.

@@ -40,12 +40,6 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: Some("CONFIG_ZRAM_BACKEND_LZ4"),
     crypto: Some(NAME),
     zswap: Some(KernelSpan::since(3, 11)),
-    nearest: &[
-        &super::lzo::LZO_RLE_INFO,
-        &super::lzo::LZO_INFO,
-        &super::lz4hc::INFO,
-        &super::zstd::INFO,
-    ],
 };
 
 /// The `lz4` backend.

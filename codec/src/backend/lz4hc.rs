@@ -38,12 +38,6 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: Some("CONFIG_ZRAM_BACKEND_LZ4HC"),
     crypto: Some(NAME),
     zswap: Some(KernelSpan::since(3, 11)),
-    nearest: &[
-        &super::lz4::INFO,
-        &super::zstd::INFO,
-        &super::lzo::LZO_RLE_INFO,
-        &super::lzo::LZO_INFO,
-    ],
 };
 
 /// The `lz4hc` backend.

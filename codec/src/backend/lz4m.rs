@@ -14,7 +14,7 @@
 //! 0); every other sequence copies M words from `offset` words back.
 
 use super::check_page;
-use crate::backend::sw842::reject_params;
+use super::reject_params;
 use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream, PAGE_SIZE};
 
 const NAME: &str = "lz4m";
@@ -51,7 +51,6 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: None,
     crypto: None,
     zswap: None,
-    nearest: &[&super::lz4::INFO, &super::lzo::LZO_RLE_INFO, &super::lzo::LZO_INFO, &super::zstd::INFO],
 };
 
 /// The `lz4m` backend.

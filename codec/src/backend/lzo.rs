@@ -62,7 +62,6 @@ pub static LZO_RLE_INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: Some("CONFIG_ZRAM_BACKEND_LZO"),
     crypto: Some("lzo-rle"),
     zswap: Some(KernelSpan::since(5, 1)),
-    nearest: &[&LZO_INFO, &super::lz4::INFO, &super::zstd::INFO],
 };
 /// What is known about `lzo` (the registry's facts).
 pub static LZO_INFO: AlgorithmInfo = AlgorithmInfo {
@@ -74,7 +73,6 @@ pub static LZO_INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: Some("CONFIG_ZRAM_BACKEND_LZO"),
     crypto: Some("lzo"),
     zswap: Some(KernelSpan::since(3, 11)),
-    nearest: &[&LZO_RLE_INFO, &super::lz4::INFO, &super::zstd::INFO],
 };
 
 /// The `lzo` and `lzo-rle` backends: one encoder, with or without RLE.

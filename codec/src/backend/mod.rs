@@ -9,7 +9,7 @@ pub mod sw842;
 pub mod wkdm;
 pub mod zstd;
 
-use crate::{CodecError, PAGE_SIZE};
+use crate::{CodecError, Params, PAGE_SIZE};
 
 /// Check that a compressor input is exactly one page.
 #[inline]
@@ -24,4 +24,24 @@ pub(crate) fn check_page(algo: &'static str, src: &[u8]) -> Result<(), CodecErro
         });
     }
     Ok(())
+}
+
+/// For codecs without parameters: any set parameter is an error.
+pub(crate) fn reject_params(algo: &'static str, p: &Params) -> Result<(), CodecError> {
+    let set: Vec<&str> = [
+        p.level.is_some().then_some("level"),
+        p.dict.is_some().then_some("dict"),
+        p.deflate_winbits.is_some().then_some("deflate.winbits"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if set.is_empty() {
+        Ok(())
+    } else {
+        Err(CodecError::invalid_param(
+            algo,
+            format!("{algo} takes no parameters (got {})", set.join(", ")),
+        ))
+    }
 }

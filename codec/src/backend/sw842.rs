@@ -20,7 +20,7 @@ pub(crate) mod test_pages;
 
 use zmem_kernel::KernelSpan;
 
-use super::check_page;
+use super::{check_page, reject_params};
 use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream};
 
 pub use crc::crc32_be;
@@ -38,7 +38,6 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: Some("CONFIG_ZRAM_BACKEND_842"),
     crypto: Some(NAME),
     zswap: Some(KernelSpan::since(4, 1)),
-    nearest: &[&super::lzo::LZO_RLE_INFO, &super::lzo::LZO_INFO, &super::lz4::INFO, &super::zstd::INFO],
 };
 
 /// The `842` backend.
@@ -55,26 +54,6 @@ impl Backend for Sw842Backend {
         Ok(Box::new(Sw842Stream {
             compressor: compress::Compressor::new(),
         }))
-    }
-}
-
-/// For codecs without parameters: any set parameter is an error.
-pub(crate) fn reject_params(algo: &'static str, p: &Params) -> Result<(), CodecError> {
-    let set: Vec<&str> = [
-        p.level.is_some().then_some("level"),
-        p.dict.is_some().then_some("dict"),
-        p.deflate_winbits.is_some().then_some("deflate.winbits"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    if set.is_empty() {
-        Ok(())
-    } else {
-        Err(CodecError::invalid_param(
-            algo,
-            format!("{algo} takes no parameters (got {})", set.join(", ")),
-        ))
     }
 }
 

@@ -12,7 +12,7 @@
 //! area's cursor by 0 or 1, which keeps it fast on unpredictable data.
 
 use super::check_page;
-use crate::backend::sw842::reject_params;
+use super::reject_params;
 use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream, PAGE_SIZE};
 
 const NAME: &str = "wkdm";
@@ -63,7 +63,6 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: None,
     crypto: None,
     zswap: None,
-    nearest: &[&super::lzo::LZO_RLE_INFO, &super::lzo::LZO_INFO, &super::lz4::INFO, &super::zstd::INFO],
 };
 
 /// The `wkdm` backend.

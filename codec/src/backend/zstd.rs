@@ -37,13 +37,6 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     zram_kconfig: Some("CONFIG_ZRAM_BACKEND_ZSTD"),
     crypto: Some(NAME),
     zswap: Some(KernelSpan::since(4, 14)),
-    nearest: &[
-        &super::deflate::INFO,
-        &super::lz4hc::INFO,
-        &super::lzo::LZO_RLE_INFO,
-        &super::lzo::LZO_INFO,
-        &super::lz4::INFO,
-    ],
 };
 
 /// The `zstd` backend.
