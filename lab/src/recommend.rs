@@ -719,7 +719,7 @@ mod tests {
     #[test]
     fn generator_conf_parses_back() {
         let r = recommend(&table(), &inputs()).unwrap();
-        let cfg = zmem_ops::config::parse(
+        let cfg = zmem_conf::parse(
             &r.zram_generator_conf,
             std::path::Path::new("zram-generator.conf"),
         )

@@ -6,7 +6,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(cfg) = zmem_ops::config::parse(text, std::path::Path::new("fuzz.conf")) {
+    if let Ok(cfg) = zmem_conf::parse(text, std::path::Path::new("fuzz.conf")) {
         for d in &cfg.devices {
             let _ = d.zram_size.eval_bytes(8192.0);
         }
@@ -14,9 +14,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem");
     }
     // Strict: unknown keys and sections are errors instead of warnings.
-    let _ = zmem_ops::config::parse_with(text, std::path::Path::new("fuzz.conf"), true);
-    let _ = zmem_ops::config::parse_algorithms_with_warnings(text);
-    let _ = zmem_ops::config::kernel_zram_option(text);
+    let _ = zmem_conf::parse_with(text, std::path::Path::new("fuzz.conf"), true);
+    let _ = zmem_conf::parse_algorithms_with_warnings(text);
+    let _ = zmem_conf::kernel_zram_option(text);
     // The same [policy] keys as `zmem serve --maint=…`.
     let _ = zmem_ops::policy::Policy::default().with_spec(text);
     let _ = (
