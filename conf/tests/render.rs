@@ -231,3 +231,24 @@ proptest! {
         prop_assert_eq!(values(back), m, "{}", text);
     }
 }
+
+/// Whatever the reader takes, it takes again once written, and writing that is the same text.
+#[test]
+fn what_parses_renders_to_a_fixed_point() {
+    let alphabet =
+        b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!/levfsytpmun:";
+    let mut parsed = 0;
+    for s in zmem_host::testutil::random_strings(0x2545F4914F6CDD1D, alphabet, 160, 5000)
+        .chain(["[zram0]\nzram-fraction = 0.3\n[zram1]\nmount-point = /a\n[policy]\n= x\n".into()])
+    {
+        let Ok(c) = parse(&s, Path::new("t.conf")) else {
+            continue;
+        };
+        parsed += 1;
+        let text = c.render();
+        let back = read(&text);
+        assert_eq!(back.render(), text, "from {s:?}");
+        assert_eq!(values(back), values(c), "from {s:?}");
+    }
+    assert!(parsed > 100, "only {parsed} inputs parsed");
+}

@@ -1,5 +1,6 @@
 #![no_main]
-//! zram-generator.conf + zmem extensions, and the size expressions in it: errors, never panics.
+//! zram-generator.conf + zmem extensions, and the size expressions in it: errors, never panics;
+//! what parses renders to text that parses to the same rendering.
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,6 +13,11 @@ fuzz_target!(|data: &[u8]| {
         }
         let _ = zmem_ops::policy::Policy::from_config(&cfg);
         let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem");
+        // What the reader takes, written back, reads again to the same text.
+        let text = cfg.render();
+        let back = zmem_conf::parse(&text, std::path::Path::new("fuzz.conf"))
+            .unwrap_or_else(|e| panic!("rendered text does not parse: {e}\n{text}"));
+        assert_eq!(back.render(), text);
     }
     // Strict: unknown keys and sections are errors instead of warnings.
     let _ = zmem_conf::parse_with(text, std::path::Path::new("fuzz.conf"), true);
