@@ -4,6 +4,9 @@
 //! before (`zmem bench --codecs …`, `zmem bench CORPUS`) still work for one release and print
 //! a note naming the subcommand. Each mode's measurement lives in `zmem_lab::bench`; a
 //! subcommand's flags become the [`Args`] its body reads.
+//!
+//! A new mode is its measurement in `zmem_lab::bench` (its file and its `mod` line there) and,
+//! here, its flags struct, a [`Mode`] variant and the body it runs.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,6 +18,21 @@ use crate::output::{Format, Table};
 mod device;
 pub(crate) mod verdict;
 mod zswap;
+
+// Defaults, shared by the subcommands and the old mode flags.
+const ROUNDS: usize = 5;
+const REQUESTS: usize = 20_000;
+const THREADS: usize = 1;
+const MIN_TIME_MS: u64 = 200;
+const PASSES: usize = 8;
+const HOT: f64 = 0.2;
+const HOT_ACCESS: f64 = 0.8;
+const BUDGET: &str = "0.1";
+const ACCESSES: usize = 50_000;
+const ZPOOL: &str = "zsmalloc";
+const WORKER: &str = "paced:4";
+const WB_TYPE: &str = "idle";
+const PRIMARY: &str = "lz4";
 
 /// `zmem bench`: a mode, or the main job with its flags (and the old mode flags).
 #[derive(clap::Args, Debug)]
@@ -68,14 +86,14 @@ struct VerdictArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Every candidate in this many interleaved rounds
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = ROUNDS)]
     rounds: usize,
     /// Write the recommended configuration as DIR/zmem.conf [default: a file in the temporary
     /// directory]
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// Random-read requests per page-cluster value
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = REQUESTS)]
     requests: usize,
     /// Skip the kernel rows
     #[arg(long)]
@@ -107,10 +125,10 @@ struct DeviceArgs {
     #[arg(long, allow_negative_numbers = true)]
     level: Option<i32>,
     /// Reader threads for the random-read phase
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = THREADS)]
     threads: usize,
     /// Random-read requests per page-cluster value
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = REQUESTS)]
     requests: usize,
     /// Skip the kernel rows
     #[arg(long)]
@@ -135,7 +153,7 @@ struct CodecsArgs {
     #[arg(long, value_name = "FILE")]
     dict: Option<PathBuf>,
     /// Minimum milliseconds of each throughput measurement
-    #[arg(long, value_name = "MS", default_value_t = 200)]
+    #[arg(long, value_name = "MS", default_value_t = MIN_TIME_MS)]
     min_time_ms: u64,
 }
 
@@ -166,10 +184,10 @@ struct FullArgs {
     #[arg(long, value_name = "FILE")]
     dict: Option<PathBuf>,
     /// Minimum milliseconds of each throughput measurement
-    #[arg(long, value_name = "MS", default_value_t = 200)]
+    #[arg(long, value_name = "MS", default_value_t = MIN_TIME_MS)]
     min_time_ms: u64,
     /// Random-read requests per page-cluster value
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = REQUESTS)]
     requests: usize,
     /// Skip the kernel rows
     #[arg(long)]
@@ -185,7 +203,7 @@ struct RecompArgs {
     /// Corpus files of raw 4 KiB pages; without any, a heap-like corpus
     corpus: Vec<PathBuf>,
     /// The primary algorithm the corpus is written with
-    #[arg(long, value_name = "ALGO", default_value = "lz4")]
+    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
     primary: String,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -201,10 +219,10 @@ struct FastpathArgs {
     /// Corpus files of raw 4 KiB pages; without any, a heap-like corpus
     corpus: Vec<PathBuf>,
     /// The primary algorithm the fast-path slots are recompressed back to
-    #[arg(long, value_name = "ALGO", default_value = "lz4")]
+    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
     primary: String,
     /// Write passes into fresh devices (latencies pooled over all passes)
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    #[arg(long, value_name = "N", default_value_t = PASSES)]
     passes: usize,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -217,10 +235,10 @@ struct WritebackArgs {
     /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
     corpus: Vec<PathBuf>,
     /// The algorithm the corpus is written with
-    #[arg(long, value_name = "ALGO", default_value = "lz4")]
+    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
     algo: String,
     /// The pages written back (idle, huge, huge_idle, incompressible, all)
-    #[arg(long, value_name = "TYPE", default_value = "idle")]
+    #[arg(long, value_name = "TYPE", default_value = WB_TYPE)]
     wb_type: String,
     /// Write the compressed objects (writeback_compressed=1)
     #[arg(long)]
@@ -246,19 +264,19 @@ struct ZswapArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Share of the pages that is hot
-    #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
+    #[arg(long, value_name = "SHARE", default_value_t = HOT)]
     hot: f64,
     /// Share of the accesses that go to the hot pages
-    #[arg(long, value_name = "SHARE", default_value_t = 0.8)]
+    #[arg(long, value_name = "SHARE", default_value_t = HOT_ACCESS)]
     hot_access: f64,
     /// RAM budget (zswap pool limit = zram mem_limit): a share of the corpus or a size (64M)
-    #[arg(long, value_name = "SHARE|SIZE", default_value = "0.1")]
+    #[arg(long, value_name = "SHARE|SIZE", default_value = BUDGET)]
     budget: String,
     /// Swap-ins after every page was swapped out once
-    #[arg(long, default_value_t = 50_000)]
+    #[arg(long, default_value_t = ACCESSES)]
     accesses: usize,
     /// zswap allocator (zsmalloc, zbud, z3fold)
-    #[arg(long, default_value = "zsmalloc")]
+    #[arg(long, default_value = ZPOOL)]
     zpool: String,
     /// Run the kernel rows even if other swap areas are active or zswap is enabled
     #[arg(long)]
@@ -266,7 +284,7 @@ struct ZswapArgs {
     /// When the engine's shrink worker runs: `paced:N` (queued by a refused store, then N steps
     /// of its loop per later store or load, as the kernel's workqueue) or `inline` (to the end,
     /// right after the refused store)
-    #[arg(long, value_name = "inline|paced:N", default_value = "paced:4")]
+    #[arg(long, value_name = "inline|paced:N", default_value = WORKER)]
     worker: String,
     /// Skip the kernel rows
     #[arg(long)]
@@ -372,11 +390,11 @@ pub struct Args {
     #[arg(hide = true, long, value_name = "FILE")]
     pub dict: Option<PathBuf>,
     /// Codecs mode: minimum milliseconds of each throughput measurement
-    #[arg(hide = true, long, value_name = "MS", default_value_t = 200)]
+    #[arg(hide = true, long, value_name = "MS", default_value_t = MIN_TIME_MS)]
     pub min_time_ms: u64,
     /// Every candidate in this many interleaved rounds; the decision uses the median score and
     /// its interval
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = ROUNDS)]
     pub rounds: usize,
     /// The verdict on the given corpus files (without files it is the default)
     #[arg(hide = true, long)]
@@ -386,10 +404,10 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     /// Device mode: reader threads for the random-read phase
-    #[arg(hide = true, long, default_value_t = 1)]
+    #[arg(hide = true, long, default_value_t = THREADS)]
     pub threads: usize,
     /// Random-read requests per page-cluster value
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = REQUESTS)]
     pub requests: usize,
     /// Skip the kernel rows
     #[arg(long)]
@@ -423,19 +441,19 @@ pub struct Args {
     #[arg(hide = true, long)]
     pub zswap: bool,
     /// zswap mode: share of the pages that is hot
-    #[arg(hide = true, long, value_name = "SHARE", default_value_t = 0.2)]
+    #[arg(hide = true, long, value_name = "SHARE", default_value_t = HOT)]
     pub hot: f64,
     /// zswap mode: share of the accesses that go to the hot pages
-    #[arg(hide = true, long, value_name = "SHARE", default_value_t = 0.8)]
+    #[arg(hide = true, long, value_name = "SHARE", default_value_t = HOT_ACCESS)]
     pub hot_access: f64,
     /// zswap mode: RAM budget (zswap pool limit = zram mem_limit): a share of the corpus or a size (64M)
-    #[arg(hide = true, long, value_name = "SHARE|SIZE", default_value = "0.1")]
+    #[arg(hide = true, long, value_name = "SHARE|SIZE", default_value = BUDGET)]
     pub budget: String,
     /// zswap mode: swap-ins after every page was swapped out once
-    #[arg(hide = true, long, default_value_t = 50_000)]
+    #[arg(hide = true, long, default_value_t = ACCESSES)]
     pub accesses: usize,
     /// zswap mode: zswap allocator (zsmalloc, zbud, z3fold)
-    #[arg(hide = true, long, default_value = "zsmalloc")]
+    #[arg(hide = true, long, default_value = ZPOOL)]
     pub zpool: String,
     /// zswap mode: run the kernel rows even if other swap areas are active or zswap is enabled
     #[arg(hide = true, long)]
@@ -447,7 +465,7 @@ pub struct Args {
         hide = true,
         long,
         value_name = "inline|paced:N",
-        default_value = "paced:4"
+        default_value = WORKER
     )]
     pub worker: String,
     /// Recompression: write the corpus with the primary (first --algo, default lz4), mark
@@ -462,7 +480,7 @@ pub struct Args {
     #[arg(hide = true, long, value_name = "ALGO", conflicts_with = "recomp")]
     pub fastpath: Option<String>,
     /// Fast-path mode: write passes into fresh devices (latencies pooled over all passes)
-    #[arg(hide = true, long, value_name = "N", default_value_t = 8)]
+    #[arg(hide = true, long, value_name = "N", default_value_t = PASSES)]
     pub passes: usize,
     /// Writeback: write the corpus (default corpus without files) with the first --algo
     /// (default lz4) on a device with a backing file, mark all idle, write back --wb-type;
@@ -471,7 +489,7 @@ pub struct Args {
     #[arg(hide = true, long, conflicts_with_all = ["recomp", "fastpath"])]
     pub writeback: bool,
     /// Writeback mode: the pages written back (idle, huge, huge_idle, incompressible, all)
-    #[arg(hide = true, long, value_name = "TYPE", default_value = "idle")]
+    #[arg(hide = true, long, value_name = "TYPE", default_value = WB_TYPE)]
     pub wb_type: String,
     /// Writeback mode: write the compressed objects (writeback_compressed=1)
     #[arg(hide = true, long)]
