@@ -373,3 +373,49 @@ fn the_main_job_has_no_note() {
     let e = text(&o.stderr);
     assert!(e.contains("lz5") && !e.contains("note:"), "{e}");
 }
+
+/// The modes whose figures are all timings (the verdict, the full table): the old spelling
+/// and the new one refuse a bad algorithm with the same error, and only the old one notes the
+/// subcommand.
+#[test]
+fn timed_modes_old_and_new_refuse_alike() {
+    for (old, new, subcommand) in [
+        (
+            &["bench", "--verdict", "--algo", "lz5", "--no-kernel"][..],
+            &["bench", "verdict", "--algo", "lz5", "--no-kernel"][..],
+            "zmem bench verdict",
+        ),
+        (
+            &["bench", "--full", "--algo", "lz5"],
+            &["bench", "full", "--algo", "lz5"],
+            "zmem bench full",
+        ),
+        (
+            &["bench", "--weights", "speed=1"],
+            &["bench", "full", "--weights", "speed=1"],
+            "zmem bench full",
+        ),
+    ] {
+        let (o, n) = (zmem(old), zmem(new));
+        assert!(
+            !o.status.success() && !n.status.success(),
+            "{old:?} / {new:?}"
+        );
+        let (oe, ne) = (text(&o.stderr), text(&n.stderr));
+        let error = |e: &str| {
+            e.lines()
+                .filter(|l| !l.contains("note:"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(error(&oe), error(&ne), "{old:?} vs {new:?}");
+        assert!(
+            oe.lines()
+                .next()
+                .unwrap_or("")
+                .contains(&format!("is now `{subcommand}`")),
+            "{oe}"
+        );
+        assert!(!ne.contains("note:"), "{ne}");
+    }
+}
