@@ -120,7 +120,9 @@ impl Recommendation {
                 .iter()
                 .any(|r| r.starts_with("disable zswap"))
         {
-            f.push_str("\n[zswap]\nenabled = N\n");
+            let mut w = Writer::new();
+            w.blank().zswap(&[Entry::new("enabled", "N")]);
+            f.push_str(&w.finish());
         }
         f
     }
