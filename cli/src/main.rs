@@ -1,7 +1,13 @@
-//! `zmem`: compressed memory for Linux.
+//! `zmem`: compressed memory for Linux, the command line.
 //!
-//! This crate is argument parsing and output formatting only; every command
-//! calls into a library crate (codec, zram, zswap, nbd, lab, kernel).
+//! Each command's arguments are parsed in `cmd/` (one file per command, `zmem bench`'s modes
+//! as subcommands in `cmd/bench.rs`), the work is done by the library crates (codec, zpool,
+//! zram, zswap, nbd, conf, ops, lab, trial, tune, on host, device and kernel) and the
+//! results are printed through `output`. Some orchestration still lives here and is on its
+//! way into the crates (issue 29): running the verdict and the full table
+//! (`cmd/bench/verdict.rs`, `cmd/lab_run.rs`), printing the device and zswap tables
+//! (`cmd/bench/device.rs`, `cmd/bench/zswap.rs`) and building a served device
+//! (`cmd/serve.rs`).
 
 use clap::{Parser, Subcommand};
 
@@ -26,8 +32,15 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// The main job: the configuration to use on this machine, measured on its memory (the
-    /// verdict); with corpus files or a mode flag, the lab's benchmarks beside the kernel's zram
-    Bench(cmd::bench::Args),
+    /// verdict); its subcommands are the lab's other measurements beside the kernel's zram
+    /// (device, floor, codecs, full, recomp, fastpath, writeback, zswap, verdict)
+    ///
+    /// With no subcommand: a 64 MiB sample of this machine's memory plus synthetic pages, every
+    /// candidate algorithm in interleaved rounds, and the verdict with the config file to apply
+    /// (docs/lab.md); the options below are its own. Each subcommand has its own flags (`zmem
+    /// bench MODE --help`). The mode flags of before (`zmem bench --codecs …`, `zmem bench
+    /// CORPUS`) still work in this release and print a note naming the subcommand.
+    Bench(cmd::bench::Bench),
     /// List every compression algorithm with its parameters and defaults
     Codecs(cmd::codecs::Args),
     /// Capture a corpus of 4 KiB pages from process memory or a zram device

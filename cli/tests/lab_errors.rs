@@ -98,7 +98,7 @@ fn recommend_json_and_files() {
     }
     // One file: zram-generator sections and [sysctl], read back by zmem's config reader.
     let conf = std::fs::read_to_string(dir.join("zmem.conf")).unwrap();
-    let parsed = zmem_ops::config::parse(&conf, &dir.join("zmem.conf")).expect("parses back");
+    let parsed = zmem_conf::parse(&conf, &dir.join("zmem.conf")).expect("parses back");
     let d = &parsed.devices[0];
     assert_eq!(
         d.resident_limit

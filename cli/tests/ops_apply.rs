@@ -145,7 +145,7 @@ fn zram_generator_files_and_dropins_dry_run() {
 /// algorithm: the codec crate's parameter ranges).
 #[test]
 fn apply_level_ranges_agree_with_zmem_codecs() {
-    for (algo, lo, hi, _) in zmem_ops::config::LEVEL_RANGES.iter().copied() {
+    for (algo, lo, hi, _) in zmem_conf::LEVEL_RANGES.iter().copied() {
         let backend = zmem_codec::all()
             .iter()
             .find(|b| b.name() == algo)
@@ -210,7 +210,7 @@ fn persist_writes_generator_sysctl_and_tmpfiles() {
         "{gen}"
     );
     // What zmem writes, zmem (and the lab) can read back.
-    let back = zmem_ops::config::load(&root.join("etc/systemd/zram-generator.conf")).unwrap();
+    let back = zmem_conf::load(&root.join("etc/systemd/zram-generator.conf")).unwrap();
     assert_eq!(
         back.devices[0].algorithms.as_ref().unwrap().recompress[0].name,
         "lz4"

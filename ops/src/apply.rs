@@ -11,9 +11,9 @@
 use std::fmt;
 use std::io;
 
-use crate::config::{self, Algorithms, Config, DeviceConfig};
 use crate::zram::{self, ZramDevice};
 use crate::zswap;
+use zmem_conf::{self as config, Algorithms, Config, DeviceConfig};
 use zmem_host::Sys;
 use zmem_kernel::{Errno, SwapEntry};
 use zmem_units::bytes;

@@ -5,7 +5,6 @@
 //! runs against a fixture tree as well as against the running kernel.
 
 pub mod apply;
-pub mod config;
 pub mod exporter;
 pub mod persist;
 pub mod policy;

@@ -6,7 +6,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::config::Config;
+use zmem_conf::Config;
 
 pub const MARK: &str = "# Written by `zmem persist`";
 

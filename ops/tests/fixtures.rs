@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use zmem_conf as config;
 use zmem_host::SysfsDevice;
 use zmem_host::{Sys, FIXTURE_LOG};
 use zmem_ops::apply::{self, Options};
-use zmem_ops::config;
 use zmem_ops::policy::{self, Policy, State};
 use zmem_ops::status;
 

@@ -5,11 +5,11 @@
 
 use std::fs;
 
+use zmem_conf as config;
 use zmem_host::testutil::ScratchDir;
 use zmem_host::HotDevice;
 use zmem_host::Sys;
 use zmem_ops::apply::{self, ApplyError, Options};
-use zmem_ops::config;
 use zmem_ops::status;
 use zmem_ops::zram;
 

@@ -40,6 +40,7 @@
 //!   [`signal`] (Ctrl-C/SIGTERM/SIGHUP), [`learn`] (one run without
 //!   pressure: time and anonymous footprint, with a hook on its processes).
 
+mod as_conf;
 pub mod cgroup;
 pub mod config;
 pub mod host;

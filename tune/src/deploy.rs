@@ -3,10 +3,9 @@
 //! which `zmem apply` and `zmem persist` take unchanged. Nothing is applied
 //! here.
 
-use std::fmt::Write as _;
-
+use zmem_conf::{Config, Writer};
 use zmem_trial::{SwapConfig, TrialConfig};
-use zmem_verdict::{sizes, zram_section};
+use zmem_verdict::{device_section, sizes};
 
 /// What the file is written for, besides the winner.
 #[derive(Debug, Clone)]
@@ -30,82 +29,61 @@ pub struct Why {
     pub ratio: f64,
 }
 
-fn sysctl(c: &TrialConfig) -> String {
-    let mut s = String::new();
-    if c.swappiness.is_none() && c.page_cluster.is_none() {
-        return s;
-    }
-    let _ = writeln!(s, "[sysctl]");
-    if let Some(v) = c.swappiness {
-        let _ = writeln!(s, "vm.swappiness = {v}");
-    }
-    if let Some(v) = c.page_cluster {
-        let _ = writeln!(s, "vm.page-cluster = {v}");
-    }
-    s
-}
-
 /// `[disk-swap]` for the disk tier behind zram or zswap: the machine's own
 /// swap area when it has one, else a comment saying what to add.
-fn disk_tier(m: &Machine) -> String {
-    match m.disk_swap.first() {
-        Some(d) => format!("[disk-swap]\ndevice = {d}\npriority = 10\n"),
-        None => "# The trial had a disk swap file behind this tier; this machine has no disk swap now.\n\
-# Create one (e.g. mkswap /var/swapfile) and add:  [disk-swap]  device = /var/swapfile\n"
-            .into(),
-    }
+fn disk_tier(w: &mut Writer, c: &Config) {
+    match &c.disk_swap {
+        Some(d) => w.disk_swap(d),
+        None => w.comment(
+            "The trial had a disk swap file behind this tier; this machine has no disk swap now.\n\
+             Create one (e.g. mkswap /var/swapfile) and add:  [disk-swap]  device = /var/swapfile",
+        ),
+    };
 }
 
-/// The config file for `winner`.
+/// The config file for `winner`: what its `--config` means as a file
+/// ([`TrialConfig::to_conf`]), zram sized for this machine as `zmem recommend` sizes it.
 pub fn config_file(winner: &TrialConfig, why: &Why, m: &Machine) -> String {
     let from = format!(
         "`zmem tune` ({winner} won: {:.2} s median on {})",
         why.wall_s, why.trial
     );
-    // The marker line zmem recognises as its own (zram_section writes it too).
-    let header = format!("# zram-generator.conf from {from}\n");
-    let mut f = String::new();
+    let mut c = winner.to_conf(m.disk_swap.first().map(String::as_str));
+    if !m.zswap_enabled {
+        // Off on this machine already: nothing to write for it.
+        c.zswap
+            .retain(|e| (e.key.as_str(), e.value.as_str()) != ("enabled", "N"));
+    }
+    // The marker line zmem recognises as its own (device_section writes it too).
+    let header = format!("zram-generator.conf from {from}");
+    let mut w = Writer::new();
     match &winner.swap {
-        SwapConfig::Zram { algo, .. } | SwapConfig::ZramDisk { algo, .. } => {
+        SwapConfig::Zram { .. } | SwapConfig::ZramDisk { .. } => {
             let sz = sizes(m.ram_mib, why.ratio);
-            f.push_str(&zram_section(&from, algo, m.ram_mib, &sz, None));
-            f.push_str(&sysctl(winner));
-            if matches!(winner.swap, SwapConfig::ZramDisk { .. }) {
-                f.push_str(&disk_tier(m));
+            device_section(&mut w, &from, m.ram_mib, &sz, c.devices.remove(0));
+            w.sysctls(&c.sysctls);
+            if winner.swap.uses_disk() {
+                disk_tier(&mut w, &c);
             }
-            if m.zswap_enabled {
-                f.push_str("[zswap]\nenabled = N\n");
-            }
+            w.zswap(&c.zswap);
         }
-        SwapConfig::Zswap {
-            compressor,
-            pool_percent,
-        } => {
-            f.push_str(&header);
-            let _ = writeln!(f, "[zswap]\nenabled = Y\ncompressor = {compressor}");
-            if let Some(p) = pool_percent {
-                let _ = writeln!(f, "max_pool_percent = {p}");
-            }
-            f.push_str(&sysctl(winner));
-            f.push_str(&disk_tier(m));
+        SwapConfig::Zswap { .. } => {
+            w.comment(&header).zswap(&c.zswap).sysctls(&c.sysctls);
+            disk_tier(&mut w, &c);
         }
         SwapConfig::Disk => {
-            f.push_str(&header);
-            f.push_str("# Disk swap alone: no zram device and zswap off.\n");
-            f.push_str(&sysctl(winner));
-            f.push_str(&disk_tier(m));
-            if m.zswap_enabled {
-                f.push_str("[zswap]\nenabled = N\n");
-            }
+            w.comment(&header)
+                .comment("Disk swap alone: no zram device and zswap off.")
+                .sysctls(&c.sysctls);
+            disk_tier(&mut w, &c);
+            w.zswap(&c.zswap);
         }
         SwapConfig::None => {
-            f.push_str(&header);
-            f.push_str(
-                "# No swap: the workload ran best (or only) without it; nothing to set up.\n",
-            );
+            w.comment(&header)
+                .comment("No swap: the workload ran best (or only) without it; nothing to set up.");
         }
     }
-    f
+    w.finish()
 }
 
 #[cfg(test)]

@@ -21,8 +21,8 @@ pub use rank::{
 };
 pub use ranked_table::to_table;
 pub use recommend::{
-    machine_facts, recommend, recommend_ranked, sizes, swappiness, zram_section, Inputs,
-    Recommendation, Sizes,
+    device_section, machine_facts, recommend, recommend_ranked, sizes, swappiness, zram_section,
+    Inputs, Recommendation, Sizes,
 };
 pub use score::{best_for, scores, BestFor, Metrics, Weights, WEIGHTS_FORM};
 pub use stats::{ci_rank, interval, Interval};

@@ -18,10 +18,10 @@
 //!   algorithm (in practice 0): zram is a synchronous swap device, and a page
 //!   mapped once (swap count 1) is read alone, skipping readahead entirely.
 
-use std::fmt::Write as _;
-
 use anyhow::{bail, Result};
 use serde::Serialize;
+
+use zmem_conf::{Algo, Algorithms, DeviceConfig, Entry, SizeExpr, Writer};
 
 use crate::table::{FullRow, FullTable};
 
@@ -118,7 +118,9 @@ impl Recommendation {
                 .iter()
                 .any(|r| r.starts_with("disable zswap"))
         {
-            f.push_str("\n[zswap]\nenabled = N\n");
+            let mut w = Writer::new();
+            w.blank().zswap(&[Entry::new("enabled", "N")]);
+            f.push_str(&w.finish());
         }
         f
     }
@@ -360,50 +362,55 @@ pub fn zram_section(
     sz: &Sizes,
     recompress: Option<&str>,
 ) -> String {
-    let mut conf = String::new();
-    let _ = writeln!(conf, "# zram-generator.conf from {from}");
-    let _ = writeln!(
-        conf,
-        "# Sizes scale with RAM (`ram` = MemTotal in MiB). On this machine ({ram_mib} MiB):"
-    );
-    let _ = writeln!(
-        conf,
-        "#   disksize {} MiB, mem_limit {} MiB, effective ratio {:.2}",
-        sz.disksize_mib, sz.mem_limit_mib, sz.ratio
-    );
-    let _ = writeln!(conf, "[zram0]");
-    let _ = writeln!(
-        conf,
-        "zram-size = floor(min(ram * 0.5 * {:.2}, ram * 2))",
-        sz.ratio
-    );
-    let _ = writeln!(conf, "zram-resident-limit = floor(ram * 0.5)");
-    match recompress {
-        Some(r) => {
-            let _ = writeln!(conf, "compression-algorithm = {primary} {r} (type=idle)");
-        }
-        None => {
-            let _ = writeln!(conf, "compression-algorithm = {primary}");
-        }
+    let mut algorithms = Algorithms::new(Algo::named(primary));
+    if let Some(r) = recompress {
+        algorithms.recompress.push(Algo::named(r));
+        algorithms
+            .recompress_params
+            .push(("type".into(), "idle".into()));
     }
-    let _ = writeln!(conf, "swap-priority = 100");
-    conf
+    let mut dev = DeviceConfig::new(0, 0);
+    dev.algorithms = Some(algorithms);
+    let mut w = Writer::new();
+    device_section(&mut w, from, ram_mib, sz, dev);
+    w.finish()
+}
+
+/// `dev` as `[zram0]` with its header comment, sized as zmem recommends for `sz`: the
+/// sizes are expressions of `ram`, so the file suits machines with other amounts of memory.
+pub fn device_section(w: &mut Writer, from: &str, ram_mib: u64, sz: &Sizes, mut dev: DeviceConfig) {
+    // A ratio too large to write is capped by `ram * 2` anyway.
+    let size = match sz.ratio.is_finite() {
+        true => format!("floor(min(ram * 0.5 * {:.2}, ram * 2))", sz.ratio),
+        false => "floor(ram * 2)".into(),
+    };
+    dev.zram_size = SizeExpr::parse(&size, 0).expect("a zram-size zmem writes parses");
+    dev.resident_limit = Some(SizeExpr::parse("floor(ram * 0.5)", 0).expect("parses"));
+    w.comment(&format!("zram-generator.conf from {from}"))
+        .comment(&format!(
+            "Sizes scale with RAM (`ram` = MemTotal in MiB). On this machine ({ram_mib} MiB):"
+        ))
+        .comment(&format!(
+            "  disksize {} MiB, mem_limit {} MiB, effective ratio {:.2}",
+            sz.disksize_mib, sz.mem_limit_mib, sz.ratio
+        ))
+        .device(&dev);
 }
 
 /// The `[sysctl]` section for vm.swappiness and vm.page-cluster (zmem's
 /// extension of zram-generator.conf: `zmem apply` writes it to /proc/sys,
 /// `zmem persist` to /etc/sysctl.d/90-zmem.conf).
 fn sysctl_conf(swp: &SwappinessChoice, page_cluster: u32) -> String {
-    let mut sysctl = String::new();
-    let _ = writeln!(
-        sysctl,
-        "# swappiness = 200·x/(x+1) with x = zram/filesystem random-read speed = {:.2}",
+    let mut w = Writer::new();
+    w.comment(&format!(
+        "swappiness = 200·x/(x+1) with x = zram/filesystem random-read speed = {:.2}",
         swp.x
-    );
-    let _ = writeln!(sysctl, "[sysctl]");
-    let _ = writeln!(sysctl, "vm.swappiness = {}", swp.swappiness);
-    let _ = writeln!(sysctl, "vm.page-cluster = {page_cluster}");
-    sysctl
+    ))
+    .sysctls(&[
+        Entry::new("vm.swappiness", swp.swappiness.to_string()),
+        Entry::new("vm.page-cluster", page_cluster.to_string()),
+    ]);
+    w.finish()
 }
 
 /// Recommend from a scored table.
@@ -656,7 +663,7 @@ mod tests {
     #[test]
     fn generator_conf_parses_back() {
         let r = recommend(&table(), &inputs()).unwrap();
-        let cfg = zmem_ops::config::parse(
+        let cfg = zmem_conf::parse(
             &r.zram_generator_conf,
             std::path::Path::new("zram-generator.conf"),
         )

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use zmem_conf as config;
 use zmem_host::Sys;
 use zmem_ops::apply::{self, Options};
-use zmem_ops::config;
 
 /// Arguments of `zmem apply`.
 #[derive(clap::Args, Debug)]

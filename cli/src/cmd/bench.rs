@@ -1,5 +1,12 @@
-//! `zmem bench`: the main job. Modes are chosen by flags; each mode lives in
-//! `zmem_lab`.
+//! `zmem bench`: with no arguments the main job, the verdict on this machine's memory; every
+//! other mode is a subcommand with only its own flags (`zmem bench device CORPUS`, `codecs`,
+//! `floor`, `full`, `recomp`, `fastpath`, `writeback`, `zswap`, `verdict`). The mode flags of
+//! before (`zmem bench --codecs …`, `zmem bench CORPUS`) still work for one release and print
+//! a note naming the subcommand. Each mode's measurement lives in `zmem_lab`; a
+//! subcommand's flags become the [`Args`] its body reads.
+//!
+//! A new mode is its measurement in `lab/src/bench/` (its file, its `mod` line and re-export) and,
+//! here, its flags struct, a [`Mode`] variant and the body it runs.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,16 +19,363 @@ mod device;
 pub(crate) mod verdict;
 mod zswap;
 
-/// Arguments of `zmem bench`.
+// Defaults, shared by the subcommands and the old mode flags.
+const ROUNDS: usize = 5;
+const REQUESTS: usize = 20_000;
+const THREADS: usize = 1;
+const MIN_TIME_MS: u64 = 200;
+const PASSES: usize = 8;
+const HOT: f64 = 0.2;
+const HOT_ACCESS: f64 = 0.8;
+const BUDGET: &str = "0.1";
+const ACCESSES: usize = 50_000;
+const ZPOOL: &str = "zsmalloc";
+const WORKER: &str = "paced:4";
+const WB_TYPE: &str = "idle";
+const PRIMARY: &str = "lz4";
+
+/// `zmem bench`: a mode, or the main job with its flags (and the old mode flags).
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Bench {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    args: Args,
+}
+
+/// The modes of `zmem bench`, one subcommand each.
+#[derive(clap::Subcommand, Debug)]
+enum Mode {
+    /// The verdict (what `zmem bench` runs) on corpus files: every candidate in interleaved
+    /// rounds, the decision on the median score and its interval, and the config file
+    Verdict(VerdictArgs),
+    /// The device table per algorithm on corpus files: the engine's zram beside the kernel's
+    /// (write, random read per page-cluster, ratio, memory)
+    Device(DeviceArgs),
+    /// The device table plus `codec` rows, the floor under any engine: the codec alone on the
+    /// same pages and random requests, with codec/kernel ratios beside engine/kernel
+    Floor(DeviceArgs),
+    /// Codec level only: ratio, compress/decompress/reclaim MB/s and per-page latency
+    Codecs(CodecsArgs),
+    /// The complete table: codec and device figures for every algorithm plus zstd with a
+    /// trained dictionary, page-cluster 0..3, weighted score and the recommendation
+    Full(FullArgs),
+    /// Recompression: the corpus written with the primary, all marked idle and recompressed
+    /// with ALGO; ratio and memory before and after, against ALGO alone
+    Recomp(RecompArgs),
+    /// Fast path: writes with the fast ALGO beside the primary (mean, p50, p99), then the
+    /// fast-path slots recompressed back to the primary
+    Fastpath(FastpathArgs),
+    /// Writeback: idle pages written back to a backing file; memory and ratio before and
+    /// after, bd_stat, every page read back and compared
+    Writeback(WritebackArgs),
+    /// zswap against zram + disk swap at the same RAM budget, with a hot/cold access pattern
+    Zswap(ZswapArgs),
+}
+
+/// `zmem bench verdict`.
+#[derive(clap::Args, Debug)]
+struct VerdictArgs {
+    /// Corpus files of raw 4 KiB pages; without any, this machine's memory plus synthetic pages
+    corpus: Vec<PathBuf>,
+    /// Algorithms to run (comma-separated kernel names); default: all
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Every candidate in this many interleaved rounds
+    #[arg(long, default_value_t = ROUNDS)]
+    rounds: usize,
+    /// Write the recommended configuration as DIR/zmem.conf [default: a file in the temporary
+    /// directory]
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Random-read requests per page-cluster value
+    #[arg(long, default_value_t = REQUESTS)]
+    requests: usize,
+    /// Skip the kernel rows
+    #[arg(long)]
+    no_kernel: bool,
+    /// Score weights, e.g. latency=0.4,ratio=0.4,throughput=0.2 (the default)
+    #[arg(long, value_name = "latency=W,ratio=W,throughput=W")]
+    weights: Option<String>,
+    /// RAM size for the recommendation (default: this machine's MemTotal)
+    #[arg(long, value_name = "SIZE")]
+    ram: Option<String>,
+    /// Filesystem random 4 KiB read speed in MiB/s for vm.swappiness (default: measured)
+    #[arg(long, value_name = "MIB_S")]
+    fs_read: Option<f64>,
+}
+
+/// `zmem bench device` and `zmem bench floor`.
+#[derive(clap::Args, Debug)]
+struct DeviceArgs {
+    /// Corpus files of raw 4 KiB pages (e.g. `dd if=/dev/zram0 of=pages.bin`); without any, a
+    /// synthetic corpus
+    corpus: Vec<PathBuf>,
+    /// Algorithms to run (comma-separated kernel names); default: all
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// `level` for every algorithm run (as zram's algorithm_params level=)
+    #[arg(long, allow_negative_numbers = true)]
+    level: Option<i32>,
+    /// Reader threads for the random-read phase
+    #[arg(long, default_value_t = THREADS)]
+    threads: usize,
+    /// Random-read requests per page-cluster value
+    #[arg(long, default_value_t = REQUESTS)]
+    requests: usize,
+    /// Skip the kernel rows
+    #[arg(long)]
+    no_kernel: bool,
+}
+
+/// `zmem bench codecs`.
+#[derive(clap::Args, Debug)]
+struct CodecsArgs {
+    /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
+    corpus: Vec<PathBuf>,
+    /// Algorithms to run (comma-separated kernel names); default: all
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// `level` for every algorithm run (as zram's algorithm_params level=)
+    #[arg(long, allow_negative_numbers = true)]
+    level: Option<i32>,
+    /// Dictionary file for every algorithm run (lz4, lz4hc, zstd take one)
+    #[arg(long, value_name = "FILE")]
+    dict: Option<PathBuf>,
+    /// Minimum milliseconds of each throughput measurement
+    #[arg(long, value_name = "MS", default_value_t = MIN_TIME_MS)]
+    min_time_ms: u64,
+}
+
+/// `zmem bench full`.
+#[derive(clap::Args, Debug)]
+struct FullArgs {
+    /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
+    corpus: Vec<PathBuf>,
+    /// Algorithms to run (comma-separated kernel names); default: all
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Also write a self-contained HTML report with charts
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
+    /// Score weights, e.g. latency=0.4,ratio=0.4,throughput=0.2 (the default)
+    #[arg(long, value_name = "latency=W,ratio=W,throughput=W")]
+    weights: Option<String>,
+    /// RAM size for the recommendation (default: this machine's MemTotal)
+    #[arg(long, value_name = "SIZE")]
+    ram: Option<String>,
+    /// Filesystem random 4 KiB read speed in MiB/s for vm.swappiness (default: measured)
+    #[arg(long, value_name = "MIB_S")]
+    fs_read: Option<f64>,
+    /// Dictionary file for every algorithm run (lz4, lz4hc, zstd take one)
+    #[arg(long, value_name = "FILE")]
+    dict: Option<PathBuf>,
+    /// Minimum milliseconds of each throughput measurement
+    #[arg(long, value_name = "MS", default_value_t = MIN_TIME_MS)]
+    min_time_ms: u64,
+    /// Random-read requests per page-cluster value
+    #[arg(long, default_value_t = REQUESTS)]
+    requests: usize,
+    /// Skip the kernel rows
+    #[arg(long)]
+    no_kernel: bool,
+}
+
+/// `zmem bench recomp`.
+#[derive(clap::Args, Debug)]
+struct RecompArgs {
+    /// The recompression algorithm
+    #[arg(value_name = "ALGO")]
+    with: String,
+    /// Corpus files of raw 4 KiB pages; without any, a heap-like corpus
+    corpus: Vec<PathBuf>,
+    /// The primary algorithm the corpus is written with
+    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
+    primary: String,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// `zmem bench fastpath`.
+#[derive(clap::Args, Debug)]
+struct FastpathArgs {
+    /// The fast algorithm
+    #[arg(value_name = "ALGO")]
+    fast: String,
+    /// Corpus files of raw 4 KiB pages; without any, a heap-like corpus
+    corpus: Vec<PathBuf>,
+    /// The primary algorithm the fast-path slots are recompressed back to
+    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
+    primary: String,
+    /// Write passes into fresh devices (latencies pooled over all passes)
+    #[arg(long, value_name = "N", default_value_t = PASSES)]
+    passes: usize,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// `zmem bench writeback`.
+#[derive(clap::Args, Debug)]
+struct WritebackArgs {
+    /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
+    corpus: Vec<PathBuf>,
+    /// The algorithm the corpus is written with
+    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
+    algo: String,
+    /// The pages written back (idle, huge, huge_idle, incompressible, all)
+    #[arg(long, value_name = "TYPE", default_value = WB_TYPE)]
+    wb_type: String,
+    /// Write the compressed objects (writeback_compressed=1)
+    #[arg(long)]
+    wb_compressed: bool,
+    /// Backing file (an existing one is used as is and kept; a new one is created and
+    /// removed) [default: a temporary file]
+    #[arg(long, value_name = "FILE")]
+    backing_dev: Option<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// `zmem bench zswap`.
+#[derive(clap::Args, Debug)]
+struct ZswapArgs {
+    /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
+    corpus: Vec<PathBuf>,
+    /// Algorithms to run (comma-separated kernel names)
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Share of the pages that is hot
+    #[arg(long, value_name = "SHARE", default_value_t = HOT)]
+    hot: f64,
+    /// Share of the accesses that go to the hot pages
+    #[arg(long, value_name = "SHARE", default_value_t = HOT_ACCESS)]
+    hot_access: f64,
+    /// RAM budget (zswap pool limit = zram mem_limit): a share of the corpus or a size (64M)
+    #[arg(long, value_name = "SHARE|SIZE", default_value = BUDGET)]
+    budget: String,
+    /// Swap-ins after every page was swapped out once
+    #[arg(long, default_value_t = ACCESSES)]
+    accesses: usize,
+    /// zswap allocator (zsmalloc, zbud, z3fold)
+    #[arg(long, default_value = ZPOOL)]
+    zpool: String,
+    /// Run the kernel rows even if other swap areas are active or zswap is enabled
+    #[arg(long)]
+    force: bool,
+    /// When the engine's shrink worker runs: `paced:N` (queued by a refused store, then N steps
+    /// of its loop per later store or load, as the kernel's workqueue) or `inline` (to the end,
+    /// right after the refused store)
+    #[arg(long, value_name = "inline|paced:N", default_value = WORKER)]
+    worker: String,
+    /// Skip the kernel rows
+    #[arg(long)]
+    no_kernel: bool,
+}
+
+/// Which body runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Verdict,
+    Device,
+    Codecs,
+    Full,
+    Recomp,
+    Fastpath,
+    Writeback,
+    Zswap,
+}
+
+impl Mode {
+    /// The body to run and the flags it reads; what a subcommand does not set keeps the
+    /// default of `zmem bench`.
+    fn resolve(self) -> (Kind, Args) {
+        let mut a = Args::defaults();
+        let kind = match self {
+            Mode::Verdict(m) => {
+                (a.corpus, a.algo, a.format, a.rounds) = (m.corpus, m.algo, m.format, m.rounds);
+                (a.out_dir, a.requests, a.no_kernel) = (m.out_dir, m.requests, m.no_kernel);
+                (a.weights, a.ram, a.fs_read) = (m.weights, m.ram, m.fs_read);
+                Kind::Verdict
+            }
+            Mode::Device(m) => {
+                a.device(m);
+                Kind::Device
+            }
+            Mode::Floor(m) => {
+                a.device(m);
+                a.floor = true;
+                Kind::Device
+            }
+            Mode::Codecs(m) => {
+                (a.corpus, a.algo, a.format, a.level) = (m.corpus, m.algo, m.format, m.level);
+                (a.dict, a.min_time_ms) = (m.dict, m.min_time_ms);
+                Kind::Codecs
+            }
+            Mode::Full(m) => {
+                (a.corpus, a.algo, a.format, a.report) = (m.corpus, m.algo, m.format, m.report);
+                (a.weights, a.ram, a.fs_read, a.dict) = (m.weights, m.ram, m.fs_read, m.dict);
+                (a.min_time_ms, a.requests, a.no_kernel) = (m.min_time_ms, m.requests, m.no_kernel);
+                Kind::Full
+            }
+            Mode::Recomp(m) => {
+                (a.corpus, a.algo, a.format) = (m.corpus, vec![m.primary], m.format);
+                a.recomp = Some(m.with);
+                Kind::Recomp
+            }
+            Mode::Fastpath(m) => {
+                (a.corpus, a.algo, a.format) = (m.corpus, vec![m.primary], m.format);
+                (a.fastpath, a.passes) = (Some(m.fast), m.passes);
+                Kind::Fastpath
+            }
+            Mode::Writeback(m) => {
+                (a.corpus, a.algo, a.format) = (m.corpus, vec![m.algo], m.format);
+                (a.wb_type, a.wb_compressed) = (m.wb_type, m.wb_compressed);
+                a.backing_dev = m.backing_dev;
+                Kind::Writeback
+            }
+            Mode::Zswap(m) => {
+                (a.corpus, a.algo, a.format, a.hot) = (m.corpus, m.algo, m.format, m.hot);
+                (a.hot_access, a.budget, a.accesses) = (m.hot_access, m.budget, m.accesses);
+                (a.zpool, a.force, a.worker) = (m.zpool, m.force, m.worker);
+                a.no_kernel = m.no_kernel;
+                Kind::Zswap
+            }
+        };
+        (kind, a)
+    }
+}
+
+/// The flags every body reads: the main job's (shown in `zmem bench --help`), and the old
+/// spellings of the modes (hidden; they work for one release, with a note).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Corpus files of raw 4 KiB pages (e.g. `dd if=/dev/zram0 of=pages.bin`): the device
     /// table per algorithm. With none (and no mode flag), the main job: a 64 MiB sample of this
     /// machine's memory plus synthetic pages, every candidate in interleaved rounds, and the
     /// verdict with the config file to apply (docs/lab.md)
+    #[arg(hide = true)]
     pub corpus: Vec<PathBuf>,
     /// Codec level only: ratio, compress/decompress/reclaim MB/s and per-page latency
-    #[arg(long)]
+    #[arg(hide = true, long)]
     pub codecs: bool,
     /// Algorithms to run (comma-separated kernel names); default: all
     #[arg(long, value_delimiter = ',')]
@@ -30,144 +384,205 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Codecs mode: `level` for every algorithm run (as zram's algorithm_params level=)
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(hide = true, long, allow_negative_numbers = true)]
     pub level: Option<i32>,
     /// Codecs mode: dictionary file for every algorithm run (lz4, lz4hc, zstd take one)
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide = true, long, value_name = "FILE")]
     pub dict: Option<PathBuf>,
     /// Codecs mode: minimum milliseconds of each throughput measurement
-    #[arg(long, value_name = "MS", default_value_t = 200)]
+    #[arg(hide = true, long, value_name = "MS", default_value_t = MIN_TIME_MS)]
     pub min_time_ms: u64,
-    /// The verdict (the default with no corpus and no mode): every candidate in this many
-    /// interleaved rounds; the decision uses the median score and its interval
-    #[arg(long, default_value_t = 5)]
+    /// Every candidate in this many interleaved rounds; the decision uses the median score and
+    /// its interval
+    #[arg(long, default_value_t = ROUNDS)]
     pub rounds: usize,
     /// The verdict on the given corpus files (without files it is the default)
-    #[arg(long)]
+    #[arg(hide = true, long)]
     pub verdict: bool,
-    /// Verdict: write the recommended configuration as DIR/zmem.conf [default: a file in the
+    /// Write the recommended configuration as DIR/zmem.conf [default: a file in the
     /// temporary directory]
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     /// Device mode: reader threads for the random-read phase
-    #[arg(long, default_value_t = 1)]
+    #[arg(hide = true, long, default_value_t = THREADS)]
     pub threads: usize,
-    /// Device mode: random-read requests per page-cluster value
-    #[arg(long, default_value_t = 20_000)]
+    /// Random-read requests per page-cluster value
+    #[arg(long, default_value_t = REQUESTS)]
     pub requests: usize,
-    /// Device and zswap modes: skip the kernel rows
+    /// Skip the kernel rows
     #[arg(long)]
     pub no_kernel: bool,
     /// Device mode: add `codec` rows, the floor under any engine: the codec alone on the same
     /// pages and the same random requests (no slot table, allocator or locks), with the
     /// codec/kernel ratios beside engine/kernel (docs/lab.md, "The codec floor")
-    #[arg(long, conflicts_with_all = [
+    #[arg(hide = true, long, conflicts_with_all = [
         "codecs", "zswap", "recomp", "fastpath", "writeback", "verdict", "full", "report", "weights",
     ])]
     pub floor: bool,
     /// The complete table: codec and device figures for every algorithm plus zstd with a
     /// dictionary trained on the corpus, page-cluster 0..3, weighted score, best-for lines and
     /// the recommendation (implied by --report and --weights)
-    #[arg(long)]
+    #[arg(hide = true, long)]
     pub full: bool,
     /// Full mode: also write a self-contained HTML report with charts
-    #[arg(long, value_name = "FILE.html")]
+    #[arg(hide = true, long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
     /// Full mode: score weights, e.g. latency=0.4,ratio=0.4,throughput=0.2 (the default)
-    #[arg(long, value_name = "latency=W,ratio=W,throughput=W")]
+    #[arg(hide = true, long, value_name = "latency=W,ratio=W,throughput=W")]
     pub weights: Option<String>,
-    /// Full mode: RAM size for the recommendation (default: this machine's MemTotal)
+    /// RAM size for the recommendation (default: this machine's MemTotal)
     #[arg(long, value_name = "SIZE")]
     pub ram: Option<String>,
-    /// Full mode: filesystem random 4 KiB read speed in MiB/s for vm.swappiness (default: measured)
+    /// Filesystem random 4 KiB read speed in MiB/s for vm.swappiness (default: measured)
     #[arg(long, value_name = "MIB_S")]
     pub fs_read: Option<f64>,
     /// zswap mode: the corpus through zswap and through zram + disk swap at the same RAM budget,
     /// with a hot/cold access pattern (hit rate, writeback, RAM, load latency, backing I/O)
-    #[arg(long)]
+    #[arg(hide = true, long)]
     pub zswap: bool,
     /// zswap mode: share of the pages that is hot
-    #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
+    #[arg(hide = true, long, value_name = "SHARE", default_value_t = HOT)]
     pub hot: f64,
     /// zswap mode: share of the accesses that go to the hot pages
-    #[arg(long, value_name = "SHARE", default_value_t = 0.8)]
+    #[arg(hide = true, long, value_name = "SHARE", default_value_t = HOT_ACCESS)]
     pub hot_access: f64,
     /// zswap mode: RAM budget (zswap pool limit = zram mem_limit): a share of the corpus or a size (64M)
-    #[arg(long, value_name = "SHARE|SIZE", default_value = "0.1")]
+    #[arg(hide = true, long, value_name = "SHARE|SIZE", default_value = BUDGET)]
     pub budget: String,
     /// zswap mode: swap-ins after every page was swapped out once
-    #[arg(long, default_value_t = 50_000)]
+    #[arg(hide = true, long, default_value_t = ACCESSES)]
     pub accesses: usize,
     /// zswap mode: zswap allocator (zsmalloc, zbud, z3fold)
-    #[arg(long, default_value = "zsmalloc")]
+    #[arg(hide = true, long, default_value = ZPOOL)]
     pub zpool: String,
     /// zswap mode: run the kernel rows even if other swap areas are active or zswap is enabled
-    #[arg(long)]
+    #[arg(hide = true, long)]
     pub force: bool,
     /// zswap mode: when the engine's shrink worker runs: `paced:N` (queued by a refused store,
     /// then N steps of its loop per later store or load, as the kernel's workqueue) or `inline`
     /// (to the end, right after the refused store)
-    #[arg(long, value_name = "inline|paced:N", default_value = "paced:4")]
+    #[arg(
+        hide = true,
+        long,
+        value_name = "inline|paced:N",
+        default_value = WORKER
+    )]
     pub worker: String,
     /// Recompression: write the corpus with the primary (first --algo, default lz4), mark
     /// all idle, recompress with ALGO; ratio and mem_used_total before/after, against ALGO
     /// alone. Without corpus files, a heap-like corpus is used
-    #[arg(long, value_name = "ALGO")]
+    #[arg(hide = true, long, value_name = "ALGO")]
     pub recomp: Option<String>,
     /// Fast path: write the corpus with the fast algorithm ALGO and with the primary (first
     /// --algo, default lz4) side by side, timing every write (mean, p50, p99); then recompress
     /// the fast-path slots back to the primary (`recompress type=idle from=ALGO`) and compare
     /// the effective ratio with the primary alone. Without corpus files, a heap-like corpus is used
-    #[arg(long, value_name = "ALGO", conflicts_with = "recomp")]
+    #[arg(hide = true, long, value_name = "ALGO", conflicts_with = "recomp")]
     pub fastpath: Option<String>,
     /// Fast-path mode: write passes into fresh devices (latencies pooled over all passes)
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    #[arg(hide = true, long, value_name = "N", default_value_t = PASSES)]
     pub passes: usize,
     /// Writeback: write the corpus (default corpus without files) with the first --algo
     /// (default lz4) on a device with a backing file, mark all idle, write back --wb-type;
     /// mem_used_total/orig/compr and effective ratio before/after, pages written back,
     /// bd_stat, times; every page read back and compared
-    #[arg(long, conflicts_with_all = ["recomp", "fastpath"])]
+    #[arg(hide = true, long, conflicts_with_all = ["recomp", "fastpath"])]
     pub writeback: bool,
     /// Writeback mode: the pages written back (idle, huge, huge_idle, incompressible, all)
-    #[arg(long, value_name = "TYPE", default_value = "idle")]
+    #[arg(hide = true, long, value_name = "TYPE", default_value = WB_TYPE)]
     pub wb_type: String,
     /// Writeback mode: write the compressed objects (writeback_compressed=1)
-    #[arg(long)]
+    #[arg(hide = true, long)]
     pub wb_compressed: bool,
     /// Writeback mode: backing file (an existing one is used as is and kept; a new one is
     /// created and removed) [default: a temporary file]
-    #[arg(long, value_name = "FILE")]
+    #[arg(hide = true, long, value_name = "FILE")]
     pub backing_dev: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.zswap {
-        return zswap::run(&args);
+impl Args {
+    /// The flags of `zmem bench` alone.
+    fn defaults() -> Args {
+        use clap::FromArgMatches;
+        let cmd = <Args as clap::Args>::augment_args(clap::Command::new("bench"));
+        Args::from_arg_matches(&cmd.get_matches_from(["bench"])).expect("the defaults parse")
     }
-    if let Some(algo) = &args.recomp {
-        return run_recomp(&args, algo);
+
+    fn device(&mut self, m: DeviceArgs) {
+        (self.corpus, self.algo, self.format) = (m.corpus, m.algo, m.format);
+        (self.level, self.threads, self.requests) = (m.level, m.threads, m.requests);
+        self.no_kernel = m.no_kernel;
     }
-    if let Some(algo) = &args.fastpath {
-        return run_fastpath(&args, algo);
+
+    /// The mode the old flags choose (in the order they always took precedence), and the
+    /// subcommand that is its new spelling; `None` for the main job.
+    fn old_mode(&self) -> (Kind, Option<&'static str>) {
+        if self.zswap {
+            (Kind::Zswap, Some("--zswap` is now `zmem bench zswap"))
+        } else if self.recomp.is_some() {
+            (
+                Kind::Recomp,
+                Some("--recomp ALGO` is now `zmem bench recomp ALGO"),
+            )
+        } else if self.fastpath.is_some() {
+            (
+                Kind::Fastpath,
+                Some("--fastpath ALGO` is now `zmem bench fastpath ALGO"),
+            )
+        } else if self.writeback {
+            (
+                Kind::Writeback,
+                Some("--writeback` is now `zmem bench writeback"),
+            )
+        } else if self.codecs {
+            (Kind::Codecs, Some("--codecs` is now `zmem bench codecs"))
+        } else if self.verdict {
+            (Kind::Verdict, Some("--verdict` is now `zmem bench verdict"))
+        } else if self.full || self.report.is_some() || self.weights.is_some() {
+            (
+                Kind::Full,
+                Some("--full` (--report, --weights) is now `zmem bench full"),
+            )
+        } else if self.corpus.is_empty() && self.threads == 1 && !self.floor {
+            // The main job: this machine's memory, the verdict.
+            (Kind::Verdict, None)
+        } else if self.floor {
+            (
+                Kind::Device,
+                Some("--floor CORPUS` is now `zmem bench floor CORPUS"),
+            )
+        } else {
+            (
+                Kind::Device,
+                Some("CORPUS` is now `zmem bench device CORPUS"),
+            )
+        }
     }
-    if args.writeback {
-        return run_writeback(&args);
+}
+
+pub fn run(bench: Bench) -> anyhow::Result<()> {
+    let (kind, args) = match bench.mode {
+        Some(mode) => mode.resolve(),
+        None => {
+            let (kind, note) = bench.args.old_mode();
+            if let Some(note) = note {
+                eprintln!(
+                    "zmem: note: `zmem bench {note}`; the old spelling goes in the next release"
+                );
+            }
+            (kind, bench.args)
+        }
+    };
+    match kind {
+        Kind::Verdict => verdict::run(&args),
+        Kind::Device => device::run(&args),
+        Kind::Codecs => run_codecs(args),
+        Kind::Full => run_full(&args),
+        Kind::Recomp => run_recomp(&args, args.recomp.as_deref().unwrap_or_default()),
+        Kind::Fastpath => run_fastpath(&args, args.fastpath.as_deref().unwrap_or_default()),
+        Kind::Writeback => run_writeback(&args),
+        Kind::Zswap => zswap::run(&args),
     }
-    if args.codecs {
-        return run_codecs(args);
-    }
-    if args.verdict {
-        return verdict::run(&args);
-    }
-    if args.full || args.report.is_some() || args.weights.is_some() {
-        return run_full(&args);
-    }
-    if args.corpus.is_empty() && args.threads == 1 && !args.floor {
-        // The main job: this machine's memory, the verdict.
-        return verdict::run(&args);
-    }
-    device::run(&args)
 }
 
 fn run_codecs(args: Args) -> anyhow::Result<()> {

@@ -68,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 print!("{}", t.render_table());
                 println!(
                     "\nparams: key=default (accepted values), as zram's algorithm_params takes them; \
-                     `zmem bench --codecs` measures them all"
+                     `zmem bench codecs` measures them all"
                 );
             }
         }

@@ -19,7 +19,7 @@ pub struct Args {
 pub enum Cmd {
     /// Train a zstd dictionary on the pages of a corpus (same-filled pages left out)
     #[command(
-        after_help = "Then compare: zmem bench --full CORPUS --algo zstd --dict DICT\n\
+        after_help = "Then compare: zmem bench full CORPUS --algo zstd --dict DICT\n\
 Use with kernel zram: echo \"algo=zstd dict=/path/DICT\" > /sys/block/zramN/algorithm_params"
     )]
     Train(TrainArgs),
@@ -86,7 +86,7 @@ fn train(t: TrainArgs) -> Result<()> {
         Format::Table => {
             println!("dictionary  {} ({} bytes, zstd format)", t.output.display(), d.len());
             println!("trained on  {samples} compressible pages of {} ({} pages)", t.corpus.display(), c.page_count());
-            println!("next        zmem bench --full {} --algo zstd --dict {}", t.corpus.display(), t.output.display());
+            println!("next        zmem bench full {} --algo zstd --dict {}", t.corpus.display(), t.output.display());
         }
         Format::Json => println!(
             "{{\"dictionary\":{:?},\"bytes\":{},\"corpus\":{:?},\"pages\":{},\"samples\":{samples}}}",

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use zmem_ops::{config, persist};
+use zmem_conf as config;
+use zmem_ops::persist;
 
 /// Arguments of `zmem persist`.
 #[derive(clap::Args, Debug)]

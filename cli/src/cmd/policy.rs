@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use zmem_conf as config;
 use zmem_host::Sys;
-use zmem_ops::config;
 use zmem_ops::policy::{self, Policy, State};
 
 /// Arguments of `zmem policy`.

@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(e) = zmem_ops::config::SizeExpr::parse(text, 1) else {
+    let Ok(e) = zmem_conf::SizeExpr::parse(text, 1) else {
         return;
     };
     for ram in [0.0, 1.0, 782.0, 8192.0, 1e9] {

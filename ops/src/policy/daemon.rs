@@ -7,8 +7,8 @@ use zmem_device::{AttrTarget, DryRun};
 use zmem_host::{find_ctl_sockets, Sys, SysfsDevice};
 
 use super::{round, Policy, State};
-use crate::config::Config;
 use crate::zram;
+use zmem_conf::Config;
 
 /// Every device there is, in the order a round visits them: kernel
 /// devices, then served ones.

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use zmem_units::{parse_bool, parse_duration, parse_size};
 
-use crate::config::{Config, ConfigError, Entry};
+use zmem_conf::{Config, ConfigError, Entry};
 
 pub use daemon::round_all;
 pub use round::{idle_age, round, Env};
@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn policy_section() {
-        let cfg = crate::config::parse(
+        let cfg = zmem_conf::parse(
             "[policy]\nwriteback-backoff = 1h\nrecompress = no\n",
             std::path::Path::new("p.conf"),
         )
@@ -237,7 +237,7 @@ mod tests {
         let p = Policy::from_config(&cfg).unwrap();
         assert_eq!(p.writeback_backoff, 3600);
         assert!(!p.recompress);
-        let cfg = crate::config::parse(
+        let cfg = zmem_conf::parse(
             "[policy]\nwriteback-backof = 1h\n",
             std::path::Path::new("p.conf"),
         )

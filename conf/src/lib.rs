@@ -1,5 +1,7 @@
-//! The configuration file of `zmem apply`, `zmem persist` and `zmem policy`:
-//! systemd's zram-generator.conf format plus zmem's extensions.
+//! zmem-conf: the configuration file of `zmem apply`, `zmem persist` and `zmem policy`, which
+//! `zmem recommend` and `zmem tune` write: systemd's zram-generator.conf format plus zmem's
+//! extensions, as one typed model ([`Config`]) that is parsed here ([`parse`], [`load`],
+//! [`load_system`]) and rendered here ([`Config::render`], [`Writer`]).
 //!
 //! zram-generator keys (one `[zramN]` section per device): `zram-size`
 //! (expression in MiB over `ram` = MemTotal in MiB), `zram-resident-limit`,
@@ -24,11 +26,13 @@ use std::path::{Path, PathBuf};
 
 mod algorithms;
 mod expressions;
+mod render;
 mod sections;
 
 pub use algorithms::{parse_algorithms, parse_algorithms_with_warnings, OutOfRange, LEVEL_RANGES};
 pub use expressions::SizeExpr;
 pub use fragments::{kernel_zram_option, load_system, locate_fragments};
+pub use render::Writer;
 
 mod fragments;
 
@@ -75,6 +79,16 @@ pub struct Algo {
     pub params: Vec<(String, String)>,
 }
 
+impl Algo {
+    /// An algorithm without parameters.
+    pub fn named(name: impl Into<String>) -> Algo {
+        Algo {
+            name: name.into(),
+            params: Vec::new(),
+        }
+    }
+}
+
 /// `compression-algorithm`: primary, recompression algorithms (priority 1, 2, 3) and the
 /// global recompression parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +96,17 @@ pub struct Algorithms {
     pub primary: Algo,
     pub recompress: Vec<Algo>,
     pub recompress_params: Vec<(String, String)>,
+}
+
+impl Algorithms {
+    /// `primary` alone: no recompression.
+    pub fn new(primary: Algo) -> Algorithms {
+        Algorithms {
+            primary,
+            recompress: Vec::new(),
+            recompress_params: Vec::new(),
+        }
+    }
 }
 
 /// A `[zramN]` section.
@@ -142,6 +167,17 @@ pub struct DiskSwap {
     pub line: usize,
 }
 
+impl DiskSwap {
+    /// A disk tier to write (line 0: not read from a file).
+    pub fn new(device: impl Into<String>, priority: i32) -> DiskSwap {
+        DiskSwap {
+            device: device.into(),
+            priority,
+            line: 0,
+        }
+    }
+}
+
 /// A `key = value` with its line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -150,7 +186,18 @@ pub struct Entry {
     pub line: usize,
 }
 
-/// A parsed configuration file.
+impl Entry {
+    /// A `key = value` to write (line 0: not read from a file).
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Entry {
+        Entry {
+            key: key.into(),
+            value: value.into(),
+            line: 0,
+        }
+    }
+}
+
+/// A parsed configuration file, or one to write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub file: PathBuf,
@@ -165,6 +212,20 @@ pub struct Config {
 }
 
 impl Config {
+    /// A model with nothing in it; `file` names it in errors (the file it will be, or what
+    /// it was made from).
+    pub fn new(file: impl Into<PathBuf>) -> Config {
+        Config {
+            file: file.into(),
+            devices: Vec::new(),
+            sysctls: Vec::new(),
+            zswap: Vec::new(),
+            disk_swap: None,
+            policy: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
     /// An error about a size expression, naming the file it was read from.
     pub fn expr_err(&self, e: &SizeExpr, reason: impl Into<String>) -> ConfigError {
         ConfigError {

@@ -58,15 +58,7 @@ pub(super) struct Reader {
 impl Reader {
     pub(super) fn new(file: &Path, strict: bool) -> Reader {
         Reader {
-            cfg: Config {
-                file: file.to_path_buf(),
-                devices: Vec::new(),
-                sysctls: Vec::new(),
-                zswap: Vec::new(),
-                disk_swap: None,
-                policy: Vec::new(),
-                warnings: Vec::new(),
-            },
+            cfg: Config::new(file),
             file: file.to_path_buf(),
             strict,
             section: Section::None,
