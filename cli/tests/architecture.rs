@@ -80,3 +80,120 @@ fn architecture_md_matches_cargo_metadata() {
     let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
     assert_eq!(from_doc(&doc), from_cargo(&root));
 }
+
+mod architecture_src;
+
+use architecture_src::{circles, edges, modules, name};
+
+/// The workspace's crates: (folder, package name), from `cargo metadata`.
+fn crate_folders(root: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root)
+        .output()
+        .expect("cargo metadata runs");
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    m["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let manifest = Path::new(p["manifest_path"].as_str().unwrap());
+            (
+                manifest.parent().unwrap().to_path_buf(),
+                p["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The circles the design keeps, each explained where it lives: a device and
+/// its features call each other as the kernel's zram_drv.c and zswap.c do
+/// (zram/src/lib.rs, zswap/src/lib.rs say so).
+const KEPT_CIRCLES: &[(&str, &[&str])] = &[
+    (
+        "zmem-zram",
+        &[
+            "device",
+            "fastpath",
+            "idle",
+            "pp",
+            "recompress",
+            "writeback",
+        ],
+    ),
+    ("zmem-zswap", &["engine", "shrink"]),
+];
+
+#[test]
+fn no_import_circles_between_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = Vec::new();
+    for (dir, pkg) in crate_folders(&root) {
+        let src = dir.join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        for c in circles(&edges(&modules(&src))) {
+            let names: Vec<String> = c.iter().map(name).collect();
+            let kept = KEPT_CIRCLES
+                .iter()
+                .any(|(p, m)| *p == pkg && names.iter().map(String::as_str).eq(m.iter().copied()));
+            if !kept {
+                found.push(format!("{pkg}: {}", names.join(" <-> ")));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "import circles between files:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_circle_check_sees_a_circle() {
+    let dir = std::env::temp_dir().join(format!("zmem-arch-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    std::fs::write(dir.join("lib.rs"), "mod a;\nmod b;\npub use a::A;\n").unwrap();
+    std::fs::write(dir.join("a.rs"), "use crate::b::c::C;\npub struct A(C);\n").unwrap();
+    std::fs::write(dir.join("b/mod.rs"), "mod c;\n").unwrap();
+    // b::c reaches a through the root's re-export; a test module's import is not an edge.
+    std::fs::write(
+        dir.join("b/c.rs"),
+        "pub struct C;\nfn f(_: crate::A) {}\n#[cfg(test)]\nmod tests { use super::super::super::a::A; }\n",
+    )
+    .unwrap();
+    let mods = modules(&dir);
+    let e = edges(&mods);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let c = circles(&e);
+    assert_eq!(c.len(), 1, "{e:?}");
+    assert_eq!(c[0].iter().map(name).collect::<Vec<_>>(), ["a", "b::c"]);
+}
+
+/// A dependency a crate's own code (tests left out) never names belongs in
+/// [dev-dependencies].
+#[test]
+fn test_only_dependencies_are_dev_dependencies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let deps = from_cargo(&root);
+    let mut wrong = Vec::new();
+    for (dir, pkg) in crate_folders(&root) {
+        let mods = modules(&dir.join("src"));
+        for d in &deps[&pkg].0 {
+            let ident = format!("zmem_{d}");
+            if !mods.values().any(|t| t.contains(&ident)) {
+                wrong.push(format!("{pkg} uses zmem-{d} only in tests"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
