@@ -218,7 +218,7 @@ fn missing_algo(dev: &str, algo: &str, offered: &[String], role: &str) -> ApplyE
         None => String::new(),
     };
     ApplyError::MissingFeature(format!(
-        "{dev}: this kernel's zram has no {algo} backend ({}) for the {role} algorithm; it offers {}. {alt}run {algo} in user space with `zmem serve --algorithm {algo}`",
+        "{dev}: this kernel's zram has no {algo} backend ({}) for the {role} algorithm; it offers {}. {alt}run {algo} in user space with `zmem serve --algo {algo}`",
         backend_config(algo),
         offered.join(", ")
     ))
