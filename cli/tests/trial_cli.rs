@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use zmem_host::testutil::ScratchDir;
-use zmem_trial::swap;
+use zmem_host::{create_swap_file, swapoff, swapon};
 
 #[macro_use]
 mod machine_common;
@@ -233,7 +233,7 @@ struct OwnSwap(PathBuf);
 
 impl Drop for OwnSwap {
     fn drop(&mut self) {
-        let _ = swap::swapoff(&self.0);
+        let _ = swapoff(&self.0);
         let _ = fs::remove_file(&self.0);
     }
 }
@@ -247,9 +247,9 @@ fn refuses_to_run_over_active_swap_without_force() {
         std::process::id()
     ));
     let _ = fs::remove_file(&path);
-    swap::create_swap_file(&path, 16 << 20).unwrap();
+    create_swap_file(&path, 16 << 20).unwrap();
     let own = OwnSwap(path.clone());
-    swap::swapon(&path, 5).unwrap();
+    swapon(&path, 5).unwrap();
     let before = snapshot();
     let out = zmem()
         .args([

@@ -151,7 +151,36 @@ impl Sys {
         )
     }
 
-    /// Run a command (`mkswap`, `swapon`, `swapoff`, `mount`, `umount`, `mkfs.*`).
+    /// Activate the swap area at `abs` (swapon(2), with `swapon -o` `options`).
+    /// On a fixture tree it is logged as the `swapon` command line and added
+    /// to the tree's `proc/swaps`.
+    pub fn swapon(&self, abs: &str, priority: i32, options: &str) -> io::Result<()> {
+        if self.fixture {
+            return fixture::swapon_call(self, abs, priority, options);
+        }
+        crate::swap::swapon_with(&self.path(abs), priority, options)
+    }
+
+    /// Deactivate the swap area at `abs` (swapoff(2)); on a fixture tree,
+    /// logged as `swapoff ABS` and removed from `proc/swaps`.
+    pub fn swapoff(&self, abs: &str) -> io::Result<()> {
+        if self.fixture {
+            return fixture::run(self, &["swapoff".into(), abs.to_string()]);
+        }
+        crate::swap::swapoff(&self.path(abs))
+    }
+
+    /// Write a swap signature over the device or file at `abs`; on a fixture
+    /// tree, logged as `mkswap ABS`.
+    pub fn mkswap(&self, abs: &str) -> io::Result<()> {
+        if self.fixture {
+            return fixture::run(self, &["mkswap".into(), abs.to_string()]);
+        }
+        crate::swap::mkswap(&self.path(abs))
+    }
+
+    /// Run a command (`mount`, `umount`, `mkfs.*`; `mkswap`, `swapon` and
+    /// `swapoff` lines of an older undo list).
     /// On a fixture tree the command is logged and its effect applied to the tree.
     pub fn run(&self, argv: &[String]) -> io::Result<()> {
         if argv.is_empty() {

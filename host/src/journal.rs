@@ -1,23 +1,28 @@
-//! The crash journal: what a running trial has changed and not yet undone,
-//! kept on disk in `/run/zmem-trial/<pid>.journal` (one action per line,
-//! rewritten atomically on every change). A trial that dies without running
-//! its cleanup — SIGKILL, the OOM killer taking zmem itself, a crash — leaves
-//! its journal behind; `zmem trial --recover` replays it newest first, and
-//! every new trial refuses to start while such a journal exists.
+//! The crash journal: what a running zmem has changed and not yet undone,
+//! kept on disk in `DIR/<pid>.journal` — `/run/zmem-trial` for trials, tunes
+//! and `bench --zswap`, `/run/zmem/apply-journal` for `zmem apply`. One
+//! undo [`Action`](crate::Action) per line (its journal line), oldest first,
+//! undone bottom to top; lines starting with `#` are comments. The file is
+//! rewritten atomically and fsynced on every change, before the change is
+//! made (or right after, for things that exist only once made). A process
+//! that dies without running its cleanup — SIGKILL, the OOM killer taking
+//! zmem itself, a crash — leaves its journal behind; `zmem trial --recover`
+//! and `zmem apply --revert` replay it ([`crate::recover`]).
 //!
 //! This module only stores lines; what they mean (and how they are replayed)
-//! is [`crate::undo`]'s business.
+//! is [`crate::Action`]'s business.
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use zmem_host::Sys;
+use crate::Sys;
 
-/// Directory of the journals (a path inside the [`Sys`] root).
+/// Directory of the journals of trials, tunes and `bench --zswap` (a path
+/// inside the [`Sys`] root).
 pub const JOURNAL_DIR: &str = "/run/zmem-trial";
 
-/// The journal of one running trial.
+/// The journal of one running process.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
@@ -25,14 +30,19 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Start this process's journal.
+    /// Start this process's journal in [`JOURNAL_DIR`].
     pub fn create(sys: &Sys) -> io::Result<Self> {
-        Self::create_for_pid(sys, std::process::id())
+        Self::create_in(sys, JOURNAL_DIR, std::process::id())
     }
 
-    /// Start a journal under another pid's name (tests).
+    /// Start a journal in [`JOURNAL_DIR`] under another pid's name (tests).
     pub fn create_for_pid(sys: &Sys, pid: u32) -> io::Result<Self> {
-        let dir = sys.path(JOURNAL_DIR);
+        Self::create_in(sys, JOURNAL_DIR, pid)
+    }
+
+    /// Start the journal of `pid` in `dir` (a kernel path in the root).
+    pub fn create_in(sys: &Sys, dir: &str, pid: u32) -> io::Result<Self> {
+        let dir = sys.path(dir);
         fs::create_dir_all(&dir)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let path = dir.join(format!("{pid}.journal"));
@@ -41,7 +51,7 @@ impl Journal {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!(
-                    "{} exists (an earlier trial with this pid died); run `zmem trial --recover`",
+                    "{} exists (an earlier zmem with this pid died); run `zmem trial --recover` (or `zmem apply --revert`)",
                     path.display()
                 ),
             ));
@@ -72,9 +82,23 @@ impl Journal {
     /// Record an action (a line as documented above).
     pub fn push(&mut self, line: String) {
         self.lines.push(line);
+        self.save_or_warn();
+        test_pause_point();
+    }
+
+    /// Record several actions at once (one write and fsync): what undoes
+    /// one step of a plan.
+    pub fn push_all(&mut self, lines: impl IntoIterator<Item = String>) -> io::Result<()> {
+        self.lines.extend(lines);
+        self.save()?;
+        test_pause_point();
+        Ok(())
+    }
+
+    fn save_or_warn(&self) {
         if let Err(e) = self.save() {
             eprintln!(
-                "zmem trial: cannot write the crash journal {}: {e}",
+                "zmem: cannot write the crash journal {}: {e}",
                 self.path.display()
             );
         }
@@ -85,12 +109,13 @@ impl Journal {
         if let Some(i) = self.lines.iter().rposition(|l| l == line) {
             self.lines.remove(i);
         }
-        if let Err(e) = self.save() {
-            eprintln!(
-                "zmem trial: cannot write the crash journal {}: {e}",
-                self.path.display()
-            );
-        }
+        self.save_or_warn();
+    }
+
+    /// Forget every action (they were handed on, or all undone).
+    pub fn clear(&mut self) {
+        self.lines.clear();
+        self.save_or_warn();
     }
 
     /// Pending actions, oldest first.
@@ -113,10 +138,41 @@ impl Drop for Journal {
     }
 }
 
-/// Journals left by trials whose process is gone: (pid, path).
+/// Test-only hook: with `ZMEM_TEST_PAUSE_AT=N` in the environment, the
+/// process stops for good right after its N-th journal record (a
+/// [`Journal::push`] or [`Journal::push_all`], counted from 1) is on disk, and
+/// before the change it records is made — the moment a SIGKILL is worst. It
+/// says so on stderr (`zmem: paused after journal record N`) so a test knows
+/// when to kill it (cli/tests/host_kill.rs). Unset, it costs one environment
+/// lookup per record.
+fn test_pause_point() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static RECORDS: AtomicU32 = AtomicU32::new(0);
+    let n = RECORDS.fetch_add(1, Ordering::SeqCst) + 1;
+    let Some(at) = std::env::var("ZMEM_TEST_PAUSE_AT")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    else {
+        return;
+    };
+    if n == at {
+        eprintln!("zmem: paused after journal record {n}");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+}
+
+/// Journals in [`JOURNAL_DIR`] left by processes that are gone: (pid, path).
+#[cfg(test)]
 pub fn orphans(sys: &Sys) -> Vec<(u32, PathBuf)> {
+    orphans_in(sys, JOURNAL_DIR)
+}
+
+/// Journals in `dir` left by processes that are gone: (pid, path).
+pub fn orphans_in(sys: &Sys, dir: &str) -> Vec<(u32, PathBuf)> {
     let mut v = Vec::new();
-    for name in sys.list(JOURNAL_DIR).unwrap_or_default() {
+    for name in sys.list(dir).unwrap_or_default() {
         let Some(pid) = name
             .strip_suffix(".journal")
             .and_then(|p| p.parse::<u32>().ok())
@@ -124,7 +180,7 @@ pub fn orphans(sys: &Sys) -> Vec<(u32, PathBuf)> {
             continue;
         };
         if !alive_zmem(sys, pid) {
-            v.push((pid, sys.path(&format!("{JOURNAL_DIR}/{name}"))));
+            v.push((pid, sys.path(&format!("{dir}/{name}"))));
         }
     }
     v.sort();
@@ -137,16 +193,37 @@ fn alive_zmem(sys: &Sys, pid: u32) -> bool {
     sys.exists(&format!("/proc/{pid}")) && comm.trim().starts_with("zmem")
 }
 
-/// The pending lines of a journal file, oldest first.
+/// The pending lines of a journal file, oldest first (comments left out).
 pub fn read_pending(path: &Path) -> io::Result<Vec<String>> {
-    Ok(fs::read_to_string(path)?
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect())
+    Ok(pending_lines(&fs::read_to_string(path)?))
 }
 
-/// Delete a journal file whose actions were all undone.
+/// The action lines of a journal's text, oldest first.
+pub fn pending_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Write a journal file whole (atomically, fsynced): `header` comment lines,
+/// then the action lines, oldest first.
+pub fn write_file(path: &Path, header: &str, lines: &[String]) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut f = fs::File::create(&tmp)?;
+    for h in header.lines() {
+        writeln!(f, "# {h}")?;
+    }
+    for l in lines {
+        writeln!(f, "{l}")?;
+    }
+    f.sync_all()?;
+    fs::rename(&tmp, path)
+}
+
 /// Remove a replayed journal, and the journal directory when it was the
 /// last one (`zmem trial --recover` leaves nothing behind).
 pub fn discard(path: &Path) {
