@@ -112,6 +112,14 @@ impl Journal {
         self.save_or_warn();
     }
 
+    /// Forget the actions after the first `n` (a step that was not made).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.lines.len() {
+            self.lines.truncate(n);
+            self.save_or_warn();
+        }
+    }
+
     /// Forget every action (they were handed on, or all undone).
     pub fn clear(&mut self) {
         self.lines.clear();

@@ -2,20 +2,25 @@
 //! what a configuration file says, in the kernel's order, idempotently, with rollback on
 //! failure and a saved undo list for `--revert`.
 //!
-//! The plan is a list of steps; each step is one operation (an attribute write, a command,
-//! hot_add/hot_remove) with the operations that undo it. Executing runs the steps in order;
-//! when one fails, the undo operations of the steps already done run in reverse order. After
-//! a successful run the undo operations are saved (newest first) to `/run/zmem/apply.state`
-//! in the tree, and `--revert` runs them.
+//! The plan is a list of steps; each step is one host-layer [`Action`] (an attribute write,
+//! hot_add/hot_remove, mkswap/swapon/swapoff, a command) with the actions that undo it.
+//! Executing runs the steps in order, each step's undo written to the crash journal
+//! (`/run/zmem/apply-journal/PID.journal`, fsynced) before the step is made; when one
+//! fails, the undo actions of the steps already done run in reverse order. After a
+//! successful run the journal's lines are added to `/run/zmem/apply.state` (the same
+//! format, oldest first) and `--revert` runs them bottom to top — together with the
+//! journal of an apply that was killed before it finished.
 
 use std::fmt;
 use std::io;
+use std::path::PathBuf;
 
 use crate::config::{self, Algorithms, Config, DeviceConfig};
 use crate::zram::{self, ZramDevice};
 use crate::zswap;
-use zmem_host::Sys;
-use zmem_kernel::{Errno, SwapEntry};
+pub use zmem_host::Action;
+use zmem_host::{Journal, Sys};
+use zmem_kernel::SwapEntry;
 use zmem_units::bytes;
 
 /// Where the undo list is kept, inside the state directory (`/run/zmem` in the root tree).
@@ -26,91 +31,11 @@ pub fn state_file(sys: &Sys) -> String {
     format!("{}/{STATE_NAME}", sys.state_dir())
 }
 
-/// One change to the system.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    /// Write VALUE to an absolute kernel path.
-    Write { path: String, value: String },
-    /// Run a command.
-    Run(Vec<String>),
-    /// Create zramN through hot_add (fails unless hot_add returns N).
-    HotAdd(u32),
-    /// Remove zramN through hot_remove.
-    HotRemove(u32),
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Op::Write { path, value } => write!(f, "write {path} {value}"),
-            Op::Run(argv) => write!(f, "run {}", argv.join(" ")),
-            Op::HotAdd(id) => write!(f, "hot_add zram{id}"),
-            Op::HotRemove(id) => write!(f, "hot_remove zram{id}"),
-        }
-    }
-}
-
-impl Op {
-    fn write(path: impl Into<String>, value: impl Into<String>) -> Op {
-        Op::Write {
-            path: path.into(),
-            value: value.into(),
-        }
-    }
-    fn run(argv: &[&str]) -> Op {
-        Op::Run(argv.iter().map(|s| s.to_string()).collect())
-    }
-    /// Tab-separated line for the state file.
-    fn serialize(&self) -> String {
-        match self {
-            Op::Write { path, value } => format!("write\t{path}\t{value}"),
-            Op::Run(argv) => format!("run\t{}", argv.join("\t")),
-            Op::HotAdd(id) => format!("hot_add\t{id}"),
-            Op::HotRemove(id) => format!("hot_remove\t{id}"),
-        }
-    }
-    fn deserialize(line: &str) -> Option<Op> {
-        let mut it = line.split('\t');
-        match it.next()? {
-            "write" => Some(Op::write(it.next()?, it.next().unwrap_or(""))),
-            "run" => {
-                let v: Vec<String> = it.map(str::to_string).collect();
-                (!v.is_empty()).then_some(Op::Run(v))
-            }
-            "hot_add" => Some(Op::HotAdd(it.next()?.parse().ok()?)),
-            "hot_remove" => Some(Op::HotRemove(it.next()?.parse().ok()?)),
-            _ => None,
-        }
-    }
-    /// Carry the operation out.
-    pub fn execute(&self, sys: &Sys) -> Result<(), String> {
-        match self {
-            Op::Write { path, value } => sys
-                .write(path, value)
-                .map_err(|e| format!("{self}: {} ({e})", Errno::from_io(&e))),
-            Op::Run(argv) => sys.run(argv).map_err(|e| format!("{self}: {e}")),
-            Op::HotAdd(id) => {
-                let got = sys.hot_add().map_err(|e| format!("{self}: {e}"))?;
-                if got != *id {
-                    let _ = sys.hot_remove(got);
-                    return Err(format!(
-                        "{self}: hot_add created zram{got}, not zram{id} (removed it again)"
-                    ));
-                }
-                Ok(())
-            }
-            Op::HotRemove(id) => sys
-                .hot_remove(*id)
-                .map_err(|e| format!("{self}: {} ({e})", Errno::from_io(&e))),
-        }
-    }
-}
-
 /// One step: an operation and what undoes it (run in the order given).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    pub op: Op,
-    pub undo: Vec<Op>,
+    pub op: Action,
+    pub undo: Vec<Action>,
 }
 
 /// What apply will do.
@@ -272,36 +197,36 @@ fn device_matches(sys: &Sys, d: &DeviceConfig, cur: &ZramDevice, disksize: u64) 
 }
 
 /// Undo operations that bring an initialised device back to how it is now (after a reset).
-fn restore_ops(cur: &ZramDevice) -> Vec<Op> {
+fn restore_ops(cur: &ZramDevice) -> Vec<Action> {
     let dir = cur.dir();
-    let mut v = vec![Op::write(format!("{dir}/reset"), "1")];
+    let mut v = vec![Action::write(format!("{dir}/reset"), "1")];
     if !cur.initialised {
         return v;
     }
     if let Some(Some(b)) = &cur.backing_dev {
-        v.push(Op::write(format!("{dir}/backing_dev"), b.as_str()));
+        v.push(Action::write(format!("{dir}/backing_dev"), b.as_str()));
     }
     if let Some(a) = &cur.algorithm {
-        v.push(Op::write(format!("{dir}/comp_algorithm"), a.as_str()));
+        v.push(Action::write(format!("{dir}/comp_algorithm"), a.as_str()));
     }
     for (p, a) in cur.recompression.clone().unwrap_or_default() {
-        v.push(Op::write(
+        v.push(Action::write(
             format!("{dir}/recomp_algorithm"),
             format!("algo={a} priority={p}"),
         ));
     }
     if cur.mm.mem_limit > 0 {
-        v.push(Op::write(
+        v.push(Action::write(
             format!("{dir}/mem_limit"),
             cur.mm.mem_limit.to_string(),
         ));
     }
-    v.push(Op::write(
+    v.push(Action::write(
         format!("{dir}/disksize"),
         cur.disksize.to_string(),
     ));
     if cur.swap.is_some() {
-        v.push(Op::Run(vec!["mkswap".into(), cur.dev_path()]));
+        v.push(Action::Mkswap(cur.dev_path()));
     }
     v
 }
@@ -413,7 +338,7 @@ impl<'a> Planner<'a> {
         Ok(devices)
     }
 
-    fn step(&mut self, op: Op, undo: Vec<Op>) {
+    fn step(&mut self, op: Action, undo: Vec<Action>) {
         self.plan.steps.push(Step { op, undo });
     }
 
@@ -451,7 +376,7 @@ impl<'a> Planner<'a> {
                 Some(Vec::new())
             }
             // An existing uninitialised device: the first write's undo resets it.
-            Some(_) => Some(vec![Op::write(format!("{dir}/reset"), "1")]),
+            Some(_) => Some(vec![Action::write(format!("{dir}/reset"), "1")]),
         };
         match (configure, &cur) {
             (Some(first_undo), _) => {
@@ -524,8 +449,11 @@ impl<'a> Planner<'a> {
             added.push(next);
             let dir = format!("/sys/block/zram{next}");
             self.step(
-                Op::HotAdd(next),
-                vec![Op::write(format!("{dir}/reset"), "1"), Op::HotRemove(next)],
+                Action::HotAdd(next),
+                vec![
+                    Action::write(format!("{dir}/reset"), "1"),
+                    Action::HotRemove(next),
+                ],
             );
         }
         if added.len() > 1 {
@@ -562,8 +490,8 @@ impl<'a> Planner<'a> {
                 .map(|x| x.2)
                 .unwrap_or_else(|| "auto".into());
             self.step(
-                Op::run(&["umount", m]),
-                vec![Op::Run(vec![
+                Action::run(&["umount", m]),
+                vec![Action::Run(vec![
                     "mount".into(),
                     "-t".into(),
                     fstype,
@@ -573,7 +501,7 @@ impl<'a> Planner<'a> {
             );
         }
         self.step(
-            Op::write(format!("/sys/block/{}/reset", d.name), "1"),
+            Action::write(format!("/sys/block/{}/reset", d.name), "1"),
             restore_ops(c),
         );
         Ok(())
@@ -581,11 +509,11 @@ impl<'a> Planner<'a> {
 
     /// The attribute writes of setup, in the kernel's order (disksize last); the first one is
     /// undone by `first_undo`.
-    fn configure(&mut self, d: &DeviceConfig, size: u64, resident: u64, first_undo: Vec<Op>) {
+    fn configure(&mut self, d: &DeviceConfig, size: u64, resident: u64, first_undo: Vec<Action>) {
         let dir = format!("/sys/block/{}", d.name);
-        let mut writes: Vec<Op> = Vec::new();
+        let mut writes: Vec<Action> = Vec::new();
         if let Some(b) = &d.writeback_device {
-            writes.push(Op::write(format!("{dir}/backing_dev"), b.as_str()));
+            writes.push(Action::write(format!("{dir}/backing_dev"), b.as_str()));
         }
         if let Some(a) = &d.algorithms {
             writes.extend(algorithm_writes(&dir, a));
@@ -601,9 +529,12 @@ impl<'a> Planner<'a> {
             }
         }
         if resident > 0 {
-            writes.push(Op::write(format!("{dir}/mem_limit"), resident.to_string()));
+            writes.push(Action::write(
+                format!("{dir}/mem_limit"),
+                resident.to_string(),
+            ));
         }
-        writes.push(Op::write(format!("{dir}/disksize"), size.to_string()));
+        writes.push(Action::write(format!("{dir}/disksize"), size.to_string()));
         let mut first_undo = Some(first_undo);
         for w in writes {
             let undo = first_undo.take().unwrap_or_default();
@@ -617,8 +548,8 @@ impl<'a> Planner<'a> {
         if c.mm.mem_limit != want {
             let path = format!("/sys/block/{}/mem_limit", d.name);
             self.step(
-                Op::write(path.clone(), want.to_string()),
-                vec![Op::write(path, c.mm.mem_limit.to_string())],
+                Action::write(path.clone(), want.to_string()),
+                vec![Action::write(path, c.mm.mem_limit.to_string())],
             );
         }
     }
@@ -649,17 +580,11 @@ impl<'a> Planner<'a> {
     fn swap_on(&mut self, d: &DeviceConfig, configured: bool, cur_swap: Option<SwapEntry>) {
         let dev = format!("/dev/{}", d.name);
         // zram-generator's default options are `discard` (freed swap slots free zram memory).
-        let mut swapon = vec![
-            "swapon".to_string(),
-            "-p".into(),
-            d.swap_priority.to_string(),
-        ];
-        let opts = d.options.clone().unwrap_or_else(|| "discard".into());
-        if !opts.is_empty() {
-            swapon.push("-o".into());
-            swapon.push(opts);
-        }
-        swapon.push(dev.clone());
+        let swapon = Action::Swapon {
+            path: dev.clone(),
+            priority: d.swap_priority,
+            options: d.options.clone().unwrap_or_else(|| "discard".into()),
+        };
         match cur_swap {
             Some(s) if s.priority == d.swap_priority => {}
             Some(s) => {
@@ -668,7 +593,7 @@ impl<'a> Planner<'a> {
             }
             None => {
                 if configured {
-                    self.step(Op::run(&["mkswap", &dev]), vec![]);
+                    self.step(Action::Mkswap(dev.clone()), vec![]);
                 }
                 self.plan.steps.push(swapon_step(swapon, &dev));
             }
@@ -695,7 +620,7 @@ impl<'a> Planner<'a> {
         }
         m.push(dev);
         m.push(mp.clone());
-        self.step(Op::Run(m), vec![Op::run(&["umount", &mp])]);
+        self.step(Action::Run(m), vec![Action::run(&["umount", &mp])]);
     }
 
     /// The `[disk-swap]` tier: swapon at its priority, below zram's.
@@ -709,12 +634,11 @@ impl<'a> Planner<'a> {
             .map_err(read_err)?
             .into_iter()
             .find(|s| s.device == ds.device);
-        let on = vec![
-            "swapon".into(),
-            "-p".into(),
-            ds.priority.to_string(),
-            ds.device.clone(),
-        ];
+        let on = Action::Swapon {
+            path: ds.device.clone(),
+            priority: ds.priority,
+            options: String::new(),
+        };
         if cur.is_none() {
             check_disk_swap(self.sys, &ds.device, self.opts.force)?;
         }
@@ -744,8 +668,8 @@ impl<'a> Planner<'a> {
             let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
             if norm(&cur) != norm(&e.value) {
                 self.step(
-                    Op::write(path.clone(), e.value.as_str()),
-                    vec![Op::write(path, norm(&cur))],
+                    Action::write(path.clone(), e.value.as_str()),
+                    vec![Action::write(path, norm(&cur))],
                 );
             }
         }
@@ -778,8 +702,8 @@ impl<'a> Planner<'a> {
             })?;
             if cur.trim() != e.value {
                 self.step(
-                    Op::write(path.clone(), e.value.as_str()),
-                    vec![Op::write(path, cur.trim())],
+                    Action::write(path.clone(), e.value.as_str()),
+                    vec![Action::write(path, cur.trim())],
                 );
             }
         }
@@ -938,26 +862,26 @@ fn in_use(d: &DeviceConfig, c: &ZramDevice) -> ApplyError {
 
 /// comp_algorithm, recomp_algorithm (priority 1, 2, 3) and algorithm_params, in the order
 /// Documentation/admin-guide/blockdev/zram.rst gives.
-fn algorithm_writes(dir: &str, a: &Algorithms) -> Vec<Op> {
-    let mut writes = vec![Op::write(
+fn algorithm_writes(dir: &str, a: &Algorithms) -> Vec<Action> {
+    let mut writes = vec![Action::write(
         format!("{dir}/comp_algorithm"),
         a.primary.name.as_str(),
     )];
     for (i, r) in a.recompress.iter().enumerate() {
-        writes.push(Op::write(
+        writes.push(Action::write(
             format!("{dir}/recomp_algorithm"),
             format!("algo={} priority={}", r.name, i + 1),
         ));
     }
     if !a.primary.params.is_empty() {
-        writes.push(Op::write(
+        writes.push(Action::write(
             format!("{dir}/algorithm_params"),
             format!("priority=0 {}", key_values(&a.primary.params)),
         ));
     }
     for (i, r) in a.recompress.iter().enumerate() {
         if !r.params.is_empty() {
-            writes.push(Op::write(
+            writes.push(Action::write(
                 format!("{dir}/algorithm_params"),
                 format!("priority={} {}", i + 1, key_values(&r.params)),
             ));
@@ -976,83 +900,133 @@ fn key_values(params: &[(String, String)]) -> String {
 }
 
 /// `mkfs.TYPE DEV` (zram-generator runs systemd-makefs, which runs mkfs.TYPE).
-fn mkfs(fs: &str, dev: &str) -> Op {
-    Op::Run(vec![format!("mkfs.{fs}"), dev.to_string()])
+fn mkfs(fs: &str, dev: &str) -> Action {
+    Action::Run(vec![format!("mkfs.{fs}"), dev.to_string()])
 }
 
 /// swapoff DEV, undone by swapon at the priority it had.
 fn swapoff_step(dev: &str, priority: i32) -> Step {
     Step {
-        op: Op::run(&["swapoff", dev]),
-        undo: vec![Op::Run(vec![
-            "swapon".into(),
-            "-p".into(),
-            priority.to_string(),
-            dev.to_string(),
-        ])],
+        op: Action::Swapoff(dev.to_string()),
+        undo: vec![Action::Swapon {
+            path: dev.to_string(),
+            priority,
+            options: String::new(),
+        }],
     }
 }
 
-/// A swapon command line, undone by swapoff DEV.
-fn swapon_step(swapon: Vec<String>, dev: &str) -> Step {
+/// A swapon, undone by swapoff DEV.
+fn swapon_step(swapon: Action, dev: &str) -> Step {
     Step {
-        op: Op::Run(swapon),
-        undo: vec![Op::run(&["swapoff", dev])],
+        op: swapon,
+        undo: vec![Action::Swapoff(dev.to_string())],
     }
 }
 
-/// Run a plan; on failure roll back. `log` gets each operation as it is done.
+/// Where the journal of a running apply is kept: `PID.journal` in this directory, inside
+/// the state directory (`/run/zmem/apply-journal`).
+pub fn journal_dir(sys: &Sys) -> String {
+    format!("{}/apply-journal", sys.state_dir())
+}
+
+/// The first comment line of the saved undo list.
+const STATE_HEADER: &str =
+    "zmem apply: undo actions, oldest first; `zmem apply --revert` runs them bottom to top";
+
+/// A step's journal lines: its undo actions in the order the journal undoes them
+/// (bottom to top), or the action that cannot be written on one line.
+fn step_lines(step: &Step) -> Result<Vec<String>, &Action> {
+    step.undo
+        .iter()
+        .rev()
+        .map(|u| u.to_line().ok_or(u))
+        .collect()
+}
+
+/// Run a plan; on failure roll back. `log` gets each operation as it is done. Each step's
+/// undo is journaled (fsynced) before the step is made, so a killed apply is undone by
+/// `--revert`; a second apply refuses while such a journal is left.
 pub fn execute(sys: &Sys, plan: &Plan, log: &mut dyn FnMut(&str)) -> Result<(), ApplyError> {
-    let mut done: Vec<&Step> = Vec::new();
-    for step in &plan.steps {
-        log(&step.op.to_string());
-        if let Err(error) = step.op.execute(sys) {
-            log(&format!("failed: {error}; rolling back"));
-            let mut rollback_errors = Vec::new();
-            for s in done.iter().rev() {
-                for u in &s.undo {
-                    log(&format!("undo: {u}"));
-                    if let Err(e) = u.execute(sys) {
-                        log(&format!("undo failed: {e}"));
-                        rollback_errors.push(e);
-                    }
-                }
-            }
-            return Err(ApplyError::Failed {
-                error,
-                rolled_back: done.len(),
-                rollback_errors,
-            });
-        }
-        done.push(step);
-    }
     if plan.steps.is_empty() {
         return Ok(());
     }
-    // Save the undo list, newest first, in front of any earlier one.
-    let mut lines: Vec<String> = Vec::new();
-    for s in plan.steps.iter().rev() {
-        for u in &s.undo {
-            lines.push(u.serialize());
+    let dir = journal_dir(sys);
+    if let Some((pid, path)) = zmem_host::orphan_journals(sys, &dir).into_iter().next() {
+        return Err(ApplyError::Refused(format!(
+            "a previous zmem apply (pid {pid}) stopped before it finished and left {}; run `zmem apply --revert` first",
+            path.display()
+        )));
+    }
+    for s in &plan.steps {
+        if let Err(u) = step_lines(s) {
+            return Err(ApplyError::Refused(format!(
+                "cannot journal the undo `{u}` (a tab or newline in a value)"
+            )));
         }
     }
-    let old = sys
-        .read_opt(&state_file(sys))
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    lines.extend(
-        old.lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .map(str::to_string),
-    );
-    let text = format!(
-        "# zmem apply: undo operations, run top to bottom by `zmem apply --revert`\n{}\n",
-        lines.join("\n")
-    );
-    let write_state = || -> io::Result<()> {
-        std::fs::create_dir_all(sys.path(sys.state_dir()))?;
-        std::fs::write(sys.path(&state_file(sys)), text)?;
+    let mut journal = Journal::create_in(sys, &dir, std::process::id())
+        .map_err(|e| ApplyError::Read(format!("cannot create the journal in {dir}: {e}")))?;
+    let mut done: Vec<&Step> = Vec::new();
+    for step in &plan.steps {
+        let before = journal.lines().len();
+        let lines = step_lines(step).expect("checked above");
+        let made = journal
+            .push_all(lines)
+            .map_err(|e| format!("cannot write the journal {}: {e}", journal.path().display()))
+            .and_then(|()| {
+                log(&step.op.to_string());
+                step.op.execute(sys)
+            });
+        if let Err(error) = made {
+            // This step did not happen: its undo never runs.
+            journal.truncate(before);
+            log(&format!("failed: {error}; rolling back"));
+            return Err(roll_back(sys, &done, &mut journal, error, log));
+        }
+        done.push(step);
+    }
+    save_state(sys, plan, &mut journal, log);
+    Ok(())
+}
+
+/// Undo the steps done, newest first; what could not be undone stays in the journal.
+fn roll_back(
+    sys: &Sys,
+    done: &[&Step],
+    journal: &mut Journal,
+    error: String,
+    log: &mut dyn FnMut(&str),
+) -> ApplyError {
+    let mut rollback_errors = Vec::new();
+    for s in done.iter().rev() {
+        for u in &s.undo {
+            log(&format!("undo: {u}"));
+            match u.execute(sys) {
+                Ok(()) => journal.remove(&u.to_line().unwrap_or_default()),
+                Err(e) => {
+                    log(&format!("undo failed: {e}"));
+                    rollback_errors.push(e);
+                }
+            }
+        }
+    }
+    ApplyError::Failed {
+        error,
+        rolled_back: done.len(),
+        rollback_errors,
+    }
+}
+
+/// Add the journal's undo lines to the saved undo list (after any earlier apply's) and the
+/// applied algorithm strings beside it; then the journal goes. If the list cannot be
+/// saved, the journal stays for `--revert`.
+fn save_state(sys: &Sys, plan: &Plan, journal: &mut Journal, log: &mut dyn FnMut(&str)) {
+    let state = sys.path(&state_file(sys));
+    let save = || -> io::Result<()> {
+        let mut lines = state_lines(&sys.read_opt(&state_file(sys))?.unwrap_or_default());
+        lines.extend(journal.lines().iter().cloned());
+        zmem_host::write_journal(&state, STATE_HEADER, &lines)?;
         for (dev, algos) in &plan.applied_algorithms {
             std::fs::write(
                 sys.path(&format!("{}/{dev}.algorithms", sys.state_dir())),
@@ -1061,49 +1035,96 @@ pub fn execute(sys: &Sys, plan: &Plan, log: &mut dyn FnMut(&str)) -> Result<(), 
         }
         Ok(())
     };
-    if let Err(e) = write_state() {
-        log(&format!(
-            "warning: could not save the undo list to {}: {e}; --revert will not know this change",
-            sys.path(&state_file(sys)).display()
-        ));
+    match save() {
+        Ok(()) => journal.clear(),
+        Err(e) => log(&format!(
+            "warning: could not save the undo list to {}: {e}; `zmem apply --revert` finds it in {}",
+            state.display(),
+            journal.path().display()
+        )),
     }
-    Ok(())
 }
 
-/// The undo operations saved by earlier applies, in the order `revert` runs
-/// them (what `zmem apply --revert --dry-run` shows).
-pub fn revert_ops(sys: &Sys) -> Result<Vec<Op>, String> {
-    let Some(text) = sys.read_opt(&state_file(sys)).map_err(|e| e.to_string())? else {
+/// The action lines of a saved undo list, oldest first. A list saved by an older zmem
+/// (`# zmem apply: undo operations, run top to bottom`) was newest first.
+fn state_lines(text: &str) -> Vec<String> {
+    let mut lines = zmem_host::journal_lines(text);
+    if text.starts_with("# zmem apply: undo operations") {
+        lines.reverse();
+    }
+    lines
+}
+
+/// What `--revert` undoes: the saved list, then the journals of applies that were killed
+/// (newer than anything saved, since an apply refuses while one is left). Oldest first.
+struct Pending {
+    /// (action, journal line, whether it comes from a killed apply's journal)
+    actions: Vec<(Action, String, bool)>,
+    journals: Vec<PathBuf>,
+}
+
+fn pending(sys: &Sys) -> Result<Pending, String> {
+    let state = sys.read_opt(&state_file(sys)).map_err(|e| e.to_string())?;
+    let orphans = zmem_host::orphan_journals(sys, &journal_dir(sys));
+    if state.is_none() && orphans.is_empty() {
         return Err(format!(
             "nothing to revert: {} does not exist",
             sys.path(&state_file(sys)).display()
         ));
-    };
-    let mut ops = Vec::new();
-    for (i, l) in text.lines().enumerate() {
-        if l.starts_with('#') || l.is_empty() {
-            continue;
-        }
-        ops.push(Op::deserialize(l).ok_or_else(|| {
-            format!(
-                "{}:{}: cannot read {l:?}",
-                sys.path(&state_file(sys)).display(),
-                i + 1
-            )
-        })?);
     }
-    Ok(ops)
+    let mut p = Pending {
+        actions: Vec::new(),
+        journals: Vec::new(),
+    };
+    let mut add = |file: &std::path::Path, lines: Vec<String>, killed: bool| {
+        for l in lines {
+            let a = Action::parse(&l)
+                .ok_or_else(|| format!("{}: cannot read {l:?}", file.display()))?;
+            p.actions.push((a, l, killed));
+        }
+        Ok::<(), String>(())
+    };
+    add(
+        &sys.path(&state_file(sys)),
+        state_lines(&state.unwrap_or_default()),
+        false,
+    )?;
+    for (_, path) in orphans {
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        add(&path, zmem_host::journal_lines(&text), true)?;
+        p.journals.push(path);
+    }
+    Ok(p)
 }
 
-/// Undo everything applied since the last revert. Returns the number of operations run.
+/// The undo operations saved by earlier applies (and left by a killed one), in the order
+/// `revert` runs them (what `zmem apply --revert --dry-run` shows).
+pub fn revert_ops(sys: &Sys) -> Result<Vec<Action>, String> {
+    Ok(pending(sys)?
+        .actions
+        .into_iter()
+        .rev()
+        .map(|(a, _, _)| a)
+        .collect())
+}
+
+/// Undo everything applied since the last revert, and what a killed apply left. Returns the
+/// number of operations run.
 pub fn revert(sys: &Sys, log: &mut dyn FnMut(&str)) -> Result<usize, String> {
-    let ops = revert_ops(sys)?;
+    let p = pending(sys)?;
     let mut failed = Vec::new();
-    for op in &ops {
-        log(&op.to_string());
-        if let Err(e) = op.execute(sys) {
+    for (a, line, killed) in p.actions.iter().rev() {
+        log(&a.to_string());
+        // A killed apply's last step may not have been made: nothing to undo then.
+        let r = if *killed {
+            a.replay(sys).map(|_| ())
+        } else {
+            a.execute(sys)
+        };
+        if let Err(e) = r {
             log(&format!("failed: {e}"));
-            failed.push(op.serialize());
+            failed.push(line.clone());
         }
     }
     for n in sys.list(sys.state_dir()).unwrap_or_default() {
@@ -1111,22 +1132,31 @@ pub fn revert(sys: &Sys, log: &mut dyn FnMut(&str)) -> Result<usize, String> {
             let _ = std::fs::remove_file(sys.path(&format!("{}/{n}", sys.state_dir())));
         }
     }
-    if failed.is_empty() {
-        std::fs::remove_file(sys.path(&state_file(sys))).map_err(|e| e.to_string())?;
-        Ok(ops.len())
+    let state = sys.path(&state_file(sys));
+    let result = if failed.is_empty() {
+        match std::fs::remove_file(&state) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.to_string()),
+            _ => Ok(p.actions.len()),
+        }
     } else {
-        let text = format!(
-            "# zmem apply: undo operations that failed during --revert\n{}\n",
-            failed.join("\n")
-        );
-        std::fs::write(sys.path(&state_file(sys)), text).map_err(|e| e.to_string())?;
+        failed.reverse();
+        zmem_host::write_journal(
+            &state,
+            "zmem apply: undo actions that failed during --revert, oldest first",
+            &failed,
+        )
+        .map_err(|e| e.to_string())?;
         Err(format!(
             "{} of {} undo operations failed; they are kept in {}",
             failed.len(),
-            ops.len(),
-            sys.path(&state_file(sys)).display()
+            p.actions.len(),
+            state.display()
         ))
+    };
+    for j in &p.journals {
+        zmem_host::discard_journal(j);
     }
+    result
 }
 
 #[cfg(test)]
@@ -1136,14 +1166,22 @@ mod tests {
     #[test]
     fn ops_round_trip() {
         for op in [
-            Op::write("/sys/block/zram0/disksize", "1024"),
-            Op::run(&["swapon", "-p", "5", "/dev/zram0"]),
-            Op::HotAdd(3),
-            Op::HotRemove(3),
+            Action::write("/sys/block/zram0/disksize", "1024"),
+            Action::run(&["swapon", "-p", "5", "/dev/zram0"]),
+            Action::HotAdd(3),
+            Action::HotRemove(3),
         ] {
-            assert_eq!(Op::deserialize(&op.serialize()), Some(op));
+            assert_eq!(Action::parse(&op.to_line().unwrap()), Some(op));
         }
-        assert_eq!(Op::deserialize("bogus\tx"), None);
+        assert_eq!(Action::parse("bogus\tx"), None);
+    }
+
+    #[test]
+    fn an_older_undo_list_is_read_newest_first() {
+        let old = "# zmem apply: undo operations, run top to bottom by `zmem apply --revert`\nwrite\t/a\t1\nhot_remove\t0\n";
+        assert_eq!(state_lines(old), ["hot_remove\t0", "write\t/a\t1"]);
+        let new = format!("# {STATE_HEADER}\nhot_remove\t0\nwrite\t/a\t1\n");
+        assert_eq!(state_lines(&new), ["hot_remove\t0", "write\t/a\t1"]);
     }
 
     #[test]
