@@ -148,12 +148,13 @@ impl Drop for Journal {
 
 /// Test-only hook: with `ZMEM_TEST_PAUSE_AT=N` in the environment, the
 /// process stops for good right after its N-th journal record (a
-/// [`Journal::push`] or [`Journal::push_all`], counted from 1) is on disk, and
+/// [`Journal::push`] or [`Journal::push_all`], or a journaled
+/// [`HotDevice`](crate::HotDevice), counted from 1) is on disk, and
 /// before the change it records is made — the moment a SIGKILL is worst. It
 /// says so on stderr (`zmem: paused after journal record N`) so a test knows
 /// when to kill it (cli/tests/host_kill.rs). Unset, it costs one environment
 /// lookup per record.
-fn test_pause_point() {
+pub(crate) fn test_pause_point() {
     use std::sync::atomic::{AtomicU32, Ordering};
     static RECORDS: AtomicU32 = AtomicU32::new(0);
     let n = RECORDS.fetch_add(1, Ordering::SeqCst) + 1;
@@ -181,8 +182,10 @@ pub fn orphans(sys: &Sys) -> Vec<(u32, PathBuf)> {
 pub fn orphans_in(sys: &Sys, dir: &str) -> Vec<(u32, PathBuf)> {
     let mut v = Vec::new();
     for name in sys.list(dir).unwrap_or_default() {
+        // `PID.journal`, or `PID.TAG.journal` (a device's own journal).
         let Some(pid) = name
             .strip_suffix(".journal")
+            .and_then(|p| p.split('.').next())
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
