@@ -112,6 +112,26 @@ impl Sys {
         fs::write(self.path(abs), value)
     }
 
+    /// Write a whole file (a configuration under /etc, state under /run),
+    /// making its directory first: written to a temporary file beside it,
+    /// fsynced and renamed over it, so the file is the old one or the new one,
+    /// never a part. Files are not kernel attributes: a fixture tree gets the
+    /// file and no log line.
+    pub fn write_file(&self, abs: &str, contents: &str) -> io::Result<()> {
+        use std::io::Write;
+        let p = self.path(abs);
+        if let Some(d) = p.parent() {
+            fs::create_dir_all(d)?;
+        }
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(".zmem-tmp");
+        let tmp = p.with_file_name(name);
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(contents.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, &p)
+    }
+
     /// Make a directory, e.g. a new cgroup (`mkdir /sys/fs/cgroup/NAME`: the
     /// kernel fills it with the controller files, see
     /// Documentation/admin-guide/cgroup-v2.rst). Fails if it exists. On a

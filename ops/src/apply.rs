@@ -1028,9 +1028,9 @@ fn save_state(sys: &Sys, plan: &Plan, journal: &mut Journal, log: &mut dyn FnMut
         lines.extend(journal.lines().iter().cloned());
         zmem_host::write_journal(&state, STATE_HEADER, &lines)?;
         for (dev, algos) in &plan.applied_algorithms {
-            std::fs::write(
-                sys.path(&format!("{}/{dev}.algorithms", sys.state_dir())),
-                format!("{algos}\n"),
+            sys.write_file(
+                &format!("{}/{dev}.algorithms", sys.state_dir()),
+                &format!("{algos}\n"),
             )?;
         }
         Ok(())
