@@ -321,7 +321,7 @@ fn restore(sys: &Sys, path: &str, value: &str) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Every kind of action, with the awkward values a line must keep.

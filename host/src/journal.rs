@@ -276,6 +276,36 @@ mod tests {
     }
 
     #[test]
+    fn every_action_round_trips_through_a_journal_file() {
+        let (root, h) = fake("round-trip");
+        let actions = crate::action::tests::every_action();
+        let path = {
+            let mut j = Journal::create_in(&h, "/run/zmem/apply-journal", DEAD).unwrap();
+            for a in &actions[..3] {
+                j.push(a.to_line().unwrap());
+            }
+            j.push_all(actions[3..].iter().map(|a| a.to_line().unwrap()))
+                .unwrap();
+            let p = j.path().to_path_buf();
+            std::mem::forget(j); // killed: the file stays
+            p
+        };
+        let back: Vec<crate::Action> = read_pending(&path)
+            .unwrap()
+            .iter()
+            .map(|l| crate::Action::parse(l).unwrap())
+            .collect();
+        assert_eq!(back, actions);
+        assert_eq!(orphans_in(&h, "/run/zmem/apply-journal").len(), 1);
+        // A saved list with comment lines reads the same.
+        let saved = h.path("/run/zmem/apply.state");
+        let lines: Vec<String> = actions.iter().map(|a| a.to_line().unwrap()).collect();
+        write_file(&saved, "header one\nheader two", &lines).unwrap();
+        assert_eq!(read_pending(&saved).unwrap(), lines);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
     fn live_trials_are_not_orphans() {
         let (root, h) = fake("live");
         fs::create_dir_all(h.path(JOURNAL_DIR)).unwrap();
