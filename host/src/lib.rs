@@ -52,7 +52,7 @@ pub use knob::{
 };
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
-pub use swap::{create_swap_file, page_size, swap_header, swapoff, swapon};
+pub use swap::{create_swap_file, swapoff, swapon};
 pub use sys::{Sys, FIXTURE_LOG};
 pub use sysfs_device::{find_ctl_sockets, SysfsDevice};
-pub use undo::{recover_dir as recover_journals, replay_lines, Guard, Recovery};
+pub use undo::{recover_dir as recover_journals, Guard, Recovery};

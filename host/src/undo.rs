@@ -177,7 +177,7 @@ pub struct Recovery {
 
 /// Undo the journal lines of a dead process, newest first: (what was done,
 /// the lines that could not be undone, oldest first, with why).
-pub fn replay_lines(sys: &Sys, lines: &[String]) -> (Vec<String>, Vec<(String, String)>) {
+fn replay_lines(sys: &Sys, lines: &[String]) -> (Vec<String>, Vec<(String, String)>) {
     let mut done = Vec::new();
     let mut failed = Vec::new();
     for line in lines.iter().rev() {
