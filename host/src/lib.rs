@@ -18,8 +18,9 @@
 //! Modules (arrows point one way):
 //!
 //! ```text
-//! undo (Guard, recovery) ──► journal, action ──► knob ──► sys ──► swap, fixture
-//! cgroup ──► knob;   signal, hotdev, input, signature (leaves)
+//! undo (Guard, recovery) ──► hotdev ──► journal, action
+//! action ──► knob ──► sys ──► swap, fixture (fixture reads back through sys)
+//! journal ──► sys;   cgroup ──► knob;   signal, input, signature (leaves)
 //! ```
 
 mod action;
@@ -46,10 +47,7 @@ pub use journal::{
     discard as discard_journal, orphans_in as orphan_journals, pending_lines as journal_lines,
     write_file as write_journal, Journal, JOURNAL_DIR,
 };
-pub use knob::{
-    active_swaps, cgroup_pids, is_active, knob_equal, read_knob, selected, PAGE_CLUSTER,
-    SWAPPINESS, ZSWAP_PARAMS,
-};
+pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
 pub use swap::{create_swap_file, swapoff, swapon};
