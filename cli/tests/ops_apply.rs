@@ -332,3 +332,117 @@ fn ram_is_whole_mib_as_zram_generator_reads_it() {
         "{out}"
     );
 }
+
+/// The files of a fixture tree, without zmem's own state (`run/`) and the fixture log.
+fn tree_files(root: &Path) -> std::collections::BTreeMap<String, String> {
+    fn walk(base: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, String>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+            if rel == "zmem-fixture.log" || rel.starts_with("run") {
+                continue;
+            }
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else {
+                out.insert(rel, fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    let mut m = std::collections::BTreeMap::new();
+    walk(root, root, &mut m);
+    m
+}
+
+/// Start `zmem apply` paused right after it journaled record `n`
+/// (`ZMEM_TEST_PAUSE_AT`), and SIGKILL it there.
+fn apply_killed_at(n: usize, conf: &str, root: &str, force: bool) {
+    use std::io::{BufRead, BufReader};
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zmem"));
+    cmd.args(["apply", conf, "--root", root]);
+    if force {
+        cmd.arg("--force");
+    }
+    let mut child = cmd
+        .env("ZMEM_TEST_PAUSE_AT", n.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(
+        line.trim(),
+        format!("zmem: paused after journal record {n}")
+    );
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), None, "killed by SIGKILL");
+}
+
+/// SIGKILL `zmem apply` after each step's undo is journaled (the step not made yet, every
+/// step before it made): a new apply refuses, and `zmem apply --revert` brings the tree back
+/// to exactly what it was (but for what the case's `revert-differs` names: swap usage and
+/// data a reset throws away).
+#[test]
+fn apply_killed_at_every_step_is_undone_by_revert() {
+    for case in ["01-basic", "03-multi-comp-writeback", "07-in-use-force"] {
+        let dir = fixture(case);
+        let force = fs::read_to_string(dir.join("args"))
+            .unwrap_or_default()
+            .contains("--force");
+        let allowed: Vec<String> = fs::read_to_string(dir.join("revert-differs"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let steps = fs::read_to_string(dir.join("expected-apply.log"))
+            .unwrap()
+            .lines()
+            .count();
+        assert!(steps >= 3, "{case}");
+        let conf = dir.join("zmem.conf");
+        let c = conf.to_str().unwrap();
+        for n in 1..=steps {
+            let (_scratch, root) = ScratchDir::with_copy("cli-apply-kill", &dir.join("root"));
+            let r = root.to_str().unwrap();
+            let before = tree_files(&root);
+            apply_killed_at(n, c, r, force);
+            if n > 1 {
+                assert_ne!(before, tree_files(&root), "{case} @{n}: steps were made");
+            }
+            let mut args = vec!["apply", c, "--root", r];
+            if force {
+                args.push("--force");
+            }
+            let (ok, _, err) = zmem(&args);
+            assert!(
+                !ok && err.contains("zmem apply --revert"),
+                "{case} @{n}: {err}"
+            );
+            let (ok, preview, err) = zmem(&["apply", "--revert", "--dry-run", "--root", r]);
+            assert!(ok, "{case} @{n}: {err}");
+            let (ok, out, err) = zmem(&["apply", "--revert", "--root", r]);
+            assert!(ok, "{case} @{n}: {err}\n{out}");
+            let previewed: Vec<&str> = preview.lines().filter(|l| !l.starts_with('#')).collect();
+            let ran: Vec<&str> = out.lines().filter(|l| !l.starts_with("reverted")).collect();
+            assert_eq!(
+                previewed, ran,
+                "{case} @{n}: the preview is what --revert runs"
+            );
+            let after = tree_files(&root);
+            for k in before.keys().chain(after.keys()) {
+                if !allowed.contains(k) {
+                    assert_eq!(before.get(k), after.get(k), "{case} @{n}: {k}");
+                }
+            }
+            let (ok, _, err) = zmem(&["apply", "--revert", "--root", r]);
+            assert!(
+                !ok && err.contains("nothing to revert"),
+                "{case} @{n}: {err}"
+            );
+        }
+    }
+}

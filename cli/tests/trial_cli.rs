@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use zmem_host::testutil::ScratchDir;
-use zmem_trial::swap;
+use zmem_host::{create_swap_file, swapoff, swapon};
 
 #[macro_use]
 mod machine_common;
@@ -228,12 +228,65 @@ fn sigkill_leaves_a_journal_that_recover_replays() {
     );
 }
 
+/// SIGKILL `zmem trial` right after its journal record `n` is on disk
+/// (`ZMEM_TEST_PAUSE_AT`: the change it records not made yet, every one
+/// before it made), then `zmem trial --recover` must restore everything.
+/// The records of a `zram:lz4+disk` trial with both sysctls: 1 vm.swappiness,
+/// 2 vm.page-cluster, 3 the zram device (after hot_add), 4 its swapoff (after
+/// swapon), 5 the swap file (before it is created), 6 its swapoff, 7 the
+/// cgroup (before mkdir).
+#[test]
+fn sigkill_after_each_kind_of_journal_record_is_recovered() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("sigkill_after_each_kind_of_journal_record_is_recovered");
+    for n in [1, 3, 4, 5, 6, 7] {
+        let before = snapshot();
+        let mut cmd = zmem();
+        cmd.args(["trial", "--builtin", "memalloc", "--memory", "64M"])
+            .args([
+                "--size",
+                "96M",
+                "--repeat",
+                "1",
+                "--config",
+                "zram:lz4+disk",
+            ])
+            .args(["--swappiness", "150", "--page-cluster", "1"])
+            .env("ZMEM_TEST_PAUSE_AT", n.to_string());
+        let (mut child, rx, reader) = spawn_watching_stderr(&mut cmd);
+        let paused = format!("zmem: paused after journal record {n}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut hit = false;
+        while !hit && Instant::now() < deadline {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(l) => hit = l == paused,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(_) => break,
+            }
+        }
+        child.kill().unwrap();
+        assert_eq!(child.wait().unwrap().code(), None, "killed by SIGKILL");
+        let log = reader.join().unwrap();
+        assert!(hit, "@{n}: never paused: {log}");
+        if n > 1 {
+            assert_ne!(before, snapshot(), "@{n}: the trial changed the machine");
+        }
+        let out = zmem().args(["trial", "--recover"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "@{n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_same(&before, &snapshot());
+    }
+}
+
 /// A swap file this test activates itself, removed again on drop.
 struct OwnSwap(PathBuf);
 
 impl Drop for OwnSwap {
     fn drop(&mut self) {
-        let _ = swap::swapoff(&self.0);
+        let _ = swapoff(&self.0);
         let _ = fs::remove_file(&self.0);
     }
 }
@@ -247,9 +300,9 @@ fn refuses_to_run_over_active_swap_without_force() {
         std::process::id()
     ));
     let _ = fs::remove_file(&path);
-    swap::create_swap_file(&path, 16 << 20).unwrap();
+    create_swap_file(&path, 16 << 20).unwrap();
     let own = OwnSwap(path.clone());
-    swap::swapon(&path, 5).unwrap();
+    swapon(&path, 5).unwrap();
     let before = snapshot();
     let out = zmem()
         .args([

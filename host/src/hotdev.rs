@@ -3,6 +3,10 @@
 //! This is the only way tests, benchmarks and trials create kernel zram
 //! devices: `/sys/class/zram-control/hot_add`, and on drop (also on panic or
 //! error) `reset` and `hot_remove`. It never touches a device it did not create.
+//! [`HotDevice::create_journaled`] also keeps a crash journal for the device
+//! (`/run/zmem-trial/PID.zramN.journal`, one `zram N` line), so `zmem trial
+//! --recover` removes it when zmem is killed while it exists (the kernel rows
+//! of `zmem bench` and `zmem verdict`).
 
 use std::fs;
 use std::io;
@@ -23,6 +27,8 @@ pub struct HotDevice {
     id: u32,
     sys: PathBuf,
     dev: PathBuf,
+    /// The device's own crash journal, removed with the device.
+    journal: Option<PathBuf>,
 }
 
 impl HotDevice {
@@ -53,6 +59,7 @@ impl HotDevice {
             id,
             sys: PathBuf::from(format!("/sys/block/zram{id}")),
             dev: PathBuf::from(format!("/dev/zram{id}")),
+            journal: None,
         };
         // udev may create the node a little later.
         for _ in 0..200 {
@@ -68,6 +75,24 @@ impl HotDevice {
             )));
         }
         Ok(dev)
+    }
+
+    /// Create a new uninitialised device with a crash journal of its own,
+    /// written (and fsynced) right after hot_add made it.
+    pub fn create_journaled() -> Result<Self, KernelZramUnavailable> {
+        let mut d = Self::create()?;
+        let path = Path::new(crate::JOURNAL_DIR).join(format!(
+            "{}.zram{}.journal",
+            std::process::id(),
+            d.id
+        ));
+        let line = crate::Action::RemoveZram(d.id).to_line().expect("one line");
+        crate::journal::write_file(&path, "", &[line]).map_err(|e| {
+            KernelZramUnavailable(format!("writing the journal {}: {e}", path.display()))
+        })?;
+        d.journal = Some(path);
+        crate::journal::test_pause_point();
+        Ok(d)
     }
 
     /// Create a device with `algo` and `disksize` bytes, initialised.
@@ -137,12 +162,17 @@ impl Drop for HotDevice {
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                     std::thread::sleep(std::time::Duration::from_millis(10))
                 }
-                _ => return,
+                _ => break,
             }
         }
-        eprintln!(
-            "zmem: zram{} stayed busy; reset and remove it by hand",
-            self.id
-        );
+        if self.sys.exists() {
+            eprintln!(
+                "zmem: zram{} is still there after reset and hot_remove (busy?); remove it by hand",
+                self.id
+            );
+        } else if let Some(j) = &self.journal {
+            // Gone: the journal has nothing left to undo.
+            crate::journal::discard(j);
+        }
     }
 }

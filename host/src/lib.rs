@@ -1,22 +1,55 @@
-//! zmem-host: the machine zmem runs on, read and changed.
+//! zmem-host: the machine, read and changed reversibly.
 //!
 //! * [`Sys`]: `/sys`, `/proc` and `/run` under a root: the running kernel, or a
 //!   fixture tree whose emulator plays the kernel for tests;
 //! * [`HotDevice`]: a kernel zram device zmem hot-added and removes again;
 //! * [`SysfsDevice`]: a kernel zram device as an attribute target;
 //! * [`input`]: files a user hands zmem, checked before they are read;
-//! * [`signature`]: what a file or device already holds, before zmem writes to it.
+//! * [`signature`]: what a file or device already holds, before zmem writes to it;
+//! * the one host layer every command that changes the machine uses
+//!   (`zmem apply`/`--revert`, `trial`/`--recover`, `tune`, the kernel rows of
+//!   `bench`): [`Action`]s (zram hot_add/reset/hot_remove, attribute, sysctl
+//!   and zswap parameter writes, mkswap/swapon/swapoff, swap files, cgroups),
+//!   each undo written to a [`Journal`] before the change is made, undone in
+//!   reverse by a [`Guard`] (also on panic and, with [`SignalWatch`], on
+//!   Ctrl-C/SIGTERM/SIGHUP), and replayed from a dead process's journal by
+//!   [`recover_journals`].
+//!
+//! Modules (arrows point one way):
+//!
+//! ```text
+//! undo (Guard, recovery) ──► hotdev ──► journal, action
+//! action ──► knob ──► sys ──► swap, fixture (fixture reads back through sys)
+//! journal ──► sys;   cgroup ──► knob;   signal, input, signature (leaves)
+//! ```
 
+mod action;
+mod cgroup;
 mod hotdev;
 pub mod input;
+mod journal;
+mod knob;
 mod privilege;
+mod signal;
 pub mod signature;
+mod swap;
 mod sys;
 mod sysfs_device;
 #[doc(hidden)]
 pub mod testutil;
+mod undo;
 
+pub use action::Action;
+pub use cgroup::{detect as memory_hierarchy, Cgroup, CgroupVersion, MemoryHierarchy};
 pub use hotdev::{HotDevice, KernelZramUnavailable};
+pub use journal::{
+    discard as discard_journal, orphans_in as orphan_journals, pending_lines as journal_lines,
+    write_file as write_journal, Journal, JOURNAL_DIR,
+};
+pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use privilege::euid_is_root;
+pub use signal::SignalWatch;
+pub use swap::{create_swap_file, swapoff, swapon};
 pub use sys::{Sys, FIXTURE_LOG};
 pub use sysfs_device::{find_ctl_sockets, SysfsDevice};
+pub use undo::{recover_dir as recover_journals, Guard, Recovery};

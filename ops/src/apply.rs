@@ -2,11 +2,14 @@
 //! what a configuration file says, in the kernel's order, idempotently, with rollback on
 //! failure and a saved undo list for `--revert`.
 //!
-//! The plan is a list of steps; each step is one operation (an attribute write, a command,
-//! hot_add/hot_remove) with the operations that undo it. Executing runs the steps in order;
-//! when one fails, the undo operations of the steps already done run in reverse order. After
-//! a successful run the undo operations are saved (newest first) to `/run/zmem/apply.state`
-//! in the tree, and `--revert` runs them.
+//! The plan is a list of steps; each step is one host-layer [`Action`] (an attribute write,
+//! hot_add/hot_remove, mkswap/swapon/swapoff, a command) with the actions that undo it.
+//! This file makes the plan (reads only); `apply/run.rs` executes it, each step's undo written to
+//! the crash journal (`/run/zmem/apply-journal/PID.journal`, fsynced) before the step is
+//! made; when one fails, the undo actions of the steps already done run in reverse order.
+//! After a successful run the journal's lines are added to `/run/zmem/apply.state` (the
+//! same format, oldest first) and `--revert` runs them bottom to top — together with the
+//! journal of an apply that was killed before it finished.
 
 use std::fmt;
 use std::io;
@@ -14,8 +17,12 @@ use std::io;
 use crate::zram::{self, ZramDevice};
 use crate::zswap;
 use zmem_conf::{self as config, Algorithms, Config, DeviceConfig};
+mod run;
+
+pub use run::{execute, journal_dir, revert, revert_ops};
+pub use zmem_host::Action;
 use zmem_host::Sys;
-use zmem_kernel::{Errno, SwapEntry};
+use zmem_kernel::SwapEntry;
 use zmem_units::bytes;
 
 /// Where the undo list is kept, inside the state directory (`/run/zmem` in the root tree).
@@ -26,91 +33,11 @@ pub fn state_file(sys: &Sys) -> String {
     format!("{}/{STATE_NAME}", sys.state_dir())
 }
 
-/// One change to the system.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    /// Write VALUE to an absolute kernel path.
-    Write { path: String, value: String },
-    /// Run a command.
-    Run(Vec<String>),
-    /// Create zramN through hot_add (fails unless hot_add returns N).
-    HotAdd(u32),
-    /// Remove zramN through hot_remove.
-    HotRemove(u32),
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Op::Write { path, value } => write!(f, "write {path} {value}"),
-            Op::Run(argv) => write!(f, "run {}", argv.join(" ")),
-            Op::HotAdd(id) => write!(f, "hot_add zram{id}"),
-            Op::HotRemove(id) => write!(f, "hot_remove zram{id}"),
-        }
-    }
-}
-
-impl Op {
-    fn write(path: impl Into<String>, value: impl Into<String>) -> Op {
-        Op::Write {
-            path: path.into(),
-            value: value.into(),
-        }
-    }
-    fn run(argv: &[&str]) -> Op {
-        Op::Run(argv.iter().map(|s| s.to_string()).collect())
-    }
-    /// Tab-separated line for the state file.
-    fn serialize(&self) -> String {
-        match self {
-            Op::Write { path, value } => format!("write\t{path}\t{value}"),
-            Op::Run(argv) => format!("run\t{}", argv.join("\t")),
-            Op::HotAdd(id) => format!("hot_add\t{id}"),
-            Op::HotRemove(id) => format!("hot_remove\t{id}"),
-        }
-    }
-    fn deserialize(line: &str) -> Option<Op> {
-        let mut it = line.split('\t');
-        match it.next()? {
-            "write" => Some(Op::write(it.next()?, it.next().unwrap_or(""))),
-            "run" => {
-                let v: Vec<String> = it.map(str::to_string).collect();
-                (!v.is_empty()).then_some(Op::Run(v))
-            }
-            "hot_add" => Some(Op::HotAdd(it.next()?.parse().ok()?)),
-            "hot_remove" => Some(Op::HotRemove(it.next()?.parse().ok()?)),
-            _ => None,
-        }
-    }
-    /// Carry the operation out.
-    pub fn execute(&self, sys: &Sys) -> Result<(), String> {
-        match self {
-            Op::Write { path, value } => sys
-                .write(path, value)
-                .map_err(|e| format!("{self}: {} ({e})", Errno::from_io(&e))),
-            Op::Run(argv) => sys.run(argv).map_err(|e| format!("{self}: {e}")),
-            Op::HotAdd(id) => {
-                let got = sys.hot_add().map_err(|e| format!("{self}: {e}"))?;
-                if got != *id {
-                    let _ = sys.hot_remove(got);
-                    return Err(format!(
-                        "{self}: hot_add created zram{got}, not zram{id} (removed it again)"
-                    ));
-                }
-                Ok(())
-            }
-            Op::HotRemove(id) => sys
-                .hot_remove(*id)
-                .map_err(|e| format!("{self}: {} ({e})", Errno::from_io(&e))),
-        }
-    }
-}
-
 /// One step: an operation and what undoes it (run in the order given).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    pub op: Op,
-    pub undo: Vec<Op>,
+    pub op: Action,
+    pub undo: Vec<Action>,
 }
 
 /// What apply will do.
@@ -120,7 +47,7 @@ pub struct Plan {
     /// Things worth telling (devices already configured, skipped sections, warnings).
     pub notes: Vec<String>,
     /// `compression-algorithm` strings to record per device after success (`zram0`, text).
-    applied_algorithms: Vec<(String, String)>,
+    pub(crate) applied_algorithms: Vec<(String, String)>,
 }
 
 /// Why apply did not happen or did not finish.
@@ -220,7 +147,7 @@ fn missing_algo(dev: &str, algo: &str, offered: &[String], role: &str) -> ApplyE
         None => String::new(),
     };
     ApplyError::MissingFeature(format!(
-        "{dev}: this kernel's zram has no {algo} backend ({}) for the {role} algorithm; it offers {}. {alt}run {algo} in user space with `zmem serve --algorithm {algo}`",
+        "{dev}: this kernel's zram has no {algo} backend ({}) for the {role} algorithm; it offers {}. {alt}run {algo} in user space with `zmem serve --algo {algo}`",
         backend_config(algo),
         offered.join(", ")
     ))
@@ -274,36 +201,36 @@ fn device_matches(sys: &Sys, d: &DeviceConfig, cur: &ZramDevice, disksize: u64) 
 }
 
 /// Undo operations that bring an initialised device back to how it is now (after a reset).
-fn restore_ops(cur: &ZramDevice) -> Vec<Op> {
+fn restore_ops(cur: &ZramDevice) -> Vec<Action> {
     let dir = cur.dir();
-    let mut v = vec![Op::write(format!("{dir}/reset"), "1")];
+    let mut v = vec![Action::write(format!("{dir}/reset"), "1")];
     if !cur.initialised {
         return v;
     }
     if let Some(Some(b)) = &cur.backing_dev {
-        v.push(Op::write(format!("{dir}/backing_dev"), b.as_str()));
+        v.push(Action::write(format!("{dir}/backing_dev"), b.as_str()));
     }
     if let Some(a) = &cur.algorithm {
-        v.push(Op::write(format!("{dir}/comp_algorithm"), a.as_str()));
+        v.push(Action::write(format!("{dir}/comp_algorithm"), a.as_str()));
     }
     for (p, a) in cur.recompression.clone().unwrap_or_default() {
-        v.push(Op::write(
+        v.push(Action::write(
             format!("{dir}/recomp_algorithm"),
             format!("algo={a} priority={p}"),
         ));
     }
     if cur.mm.mem_limit > 0 {
-        v.push(Op::write(
+        v.push(Action::write(
             format!("{dir}/mem_limit"),
             cur.mm.mem_limit.to_string(),
         ));
     }
-    v.push(Op::write(
+    v.push(Action::write(
         format!("{dir}/disksize"),
         cur.disksize.to_string(),
     ));
     if cur.swap.is_some() {
-        v.push(Op::Run(vec!["mkswap".into(), cur.dev_path()]));
+        v.push(Action::Mkswap(cur.dev_path()));
     }
     v
 }
@@ -415,7 +342,7 @@ impl<'a> Planner<'a> {
         Ok(devices)
     }
 
-    fn step(&mut self, op: Op, undo: Vec<Op>) {
+    fn step(&mut self, op: Action, undo: Vec<Action>) {
         self.plan.steps.push(Step { op, undo });
     }
 
@@ -453,7 +380,7 @@ impl<'a> Planner<'a> {
                 Some(Vec::new())
             }
             // An existing uninitialised device: the first write's undo resets it.
-            Some(_) => Some(vec![Op::write(format!("{dir}/reset"), "1")]),
+            Some(_) => Some(vec![Action::write(format!("{dir}/reset"), "1")]),
         };
         match (configure, &cur) {
             (Some(first_undo), _) => {
@@ -526,8 +453,11 @@ impl<'a> Planner<'a> {
             added.push(next);
             let dir = format!("/sys/block/zram{next}");
             self.step(
-                Op::HotAdd(next),
-                vec![Op::write(format!("{dir}/reset"), "1"), Op::HotRemove(next)],
+                Action::HotAdd(next),
+                vec![
+                    Action::write(format!("{dir}/reset"), "1"),
+                    Action::HotRemove(next),
+                ],
             );
         }
         if added.len() > 1 {
@@ -564,8 +494,8 @@ impl<'a> Planner<'a> {
                 .map(|x| x.2)
                 .unwrap_or_else(|| "auto".into());
             self.step(
-                Op::run(&["umount", m]),
-                vec![Op::Run(vec![
+                Action::run(&["umount", m]),
+                vec![Action::Run(vec![
                     "mount".into(),
                     "-t".into(),
                     fstype,
@@ -575,7 +505,7 @@ impl<'a> Planner<'a> {
             );
         }
         self.step(
-            Op::write(format!("/sys/block/{}/reset", d.name), "1"),
+            Action::write(format!("/sys/block/{}/reset", d.name), "1"),
             restore_ops(c),
         );
         Ok(())
@@ -583,11 +513,11 @@ impl<'a> Planner<'a> {
 
     /// The attribute writes of setup, in the kernel's order (disksize last); the first one is
     /// undone by `first_undo`.
-    fn configure(&mut self, d: &DeviceConfig, size: u64, resident: u64, first_undo: Vec<Op>) {
+    fn configure(&mut self, d: &DeviceConfig, size: u64, resident: u64, first_undo: Vec<Action>) {
         let dir = format!("/sys/block/{}", d.name);
-        let mut writes: Vec<Op> = Vec::new();
+        let mut writes: Vec<Action> = Vec::new();
         if let Some(b) = &d.writeback_device {
-            writes.push(Op::write(format!("{dir}/backing_dev"), b.as_str()));
+            writes.push(Action::write(format!("{dir}/backing_dev"), b.as_str()));
         }
         if let Some(a) = &d.algorithms {
             writes.extend(algorithm_writes(&dir, a));
@@ -603,9 +533,12 @@ impl<'a> Planner<'a> {
             }
         }
         if resident > 0 {
-            writes.push(Op::write(format!("{dir}/mem_limit"), resident.to_string()));
+            writes.push(Action::write(
+                format!("{dir}/mem_limit"),
+                resident.to_string(),
+            ));
         }
-        writes.push(Op::write(format!("{dir}/disksize"), size.to_string()));
+        writes.push(Action::write(format!("{dir}/disksize"), size.to_string()));
         let mut first_undo = Some(first_undo);
         for w in writes {
             let undo = first_undo.take().unwrap_or_default();
@@ -619,8 +552,8 @@ impl<'a> Planner<'a> {
         if c.mm.mem_limit != want {
             let path = format!("/sys/block/{}/mem_limit", d.name);
             self.step(
-                Op::write(path.clone(), want.to_string()),
-                vec![Op::write(path, c.mm.mem_limit.to_string())],
+                Action::write(path.clone(), want.to_string()),
+                vec![Action::write(path, c.mm.mem_limit.to_string())],
             );
         }
     }
@@ -651,17 +584,11 @@ impl<'a> Planner<'a> {
     fn swap_on(&mut self, d: &DeviceConfig, configured: bool, cur_swap: Option<SwapEntry>) {
         let dev = format!("/dev/{}", d.name);
         // zram-generator's default options are `discard` (freed swap slots free zram memory).
-        let mut swapon = vec![
-            "swapon".to_string(),
-            "-p".into(),
-            d.swap_priority.to_string(),
-        ];
-        let opts = d.options.clone().unwrap_or_else(|| "discard".into());
-        if !opts.is_empty() {
-            swapon.push("-o".into());
-            swapon.push(opts);
-        }
-        swapon.push(dev.clone());
+        let swapon = Action::Swapon {
+            path: dev.clone(),
+            priority: d.swap_priority,
+            options: d.options.clone().unwrap_or_else(|| "discard".into()),
+        };
         match cur_swap {
             Some(s) if s.priority == d.swap_priority => {}
             Some(s) => {
@@ -670,7 +597,7 @@ impl<'a> Planner<'a> {
             }
             None => {
                 if configured {
-                    self.step(Op::run(&["mkswap", &dev]), vec![]);
+                    self.step(Action::Mkswap(dev.clone()), vec![]);
                 }
                 self.plan.steps.push(swapon_step(swapon, &dev));
             }
@@ -697,7 +624,7 @@ impl<'a> Planner<'a> {
         }
         m.push(dev);
         m.push(mp.clone());
-        self.step(Op::Run(m), vec![Op::run(&["umount", &mp])]);
+        self.step(Action::Run(m), vec![Action::run(&["umount", &mp])]);
     }
 
     /// The `[disk-swap]` tier: swapon at its priority, below zram's.
@@ -711,12 +638,11 @@ impl<'a> Planner<'a> {
             .map_err(read_err)?
             .into_iter()
             .find(|s| s.device == ds.device);
-        let on = vec![
-            "swapon".into(),
-            "-p".into(),
-            ds.priority.to_string(),
-            ds.device.clone(),
-        ];
+        let on = Action::Swapon {
+            path: ds.device.clone(),
+            priority: ds.priority,
+            options: String::new(),
+        };
         if cur.is_none() {
             check_disk_swap(self.sys, &ds.device, self.opts.force)?;
         }
@@ -746,8 +672,8 @@ impl<'a> Planner<'a> {
             let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
             if norm(&cur) != norm(&e.value) {
                 self.step(
-                    Op::write(path.clone(), e.value.as_str()),
-                    vec![Op::write(path, norm(&cur))],
+                    Action::write(path.clone(), e.value.as_str()),
+                    vec![Action::write(path, norm(&cur))],
                 );
             }
         }
@@ -780,8 +706,8 @@ impl<'a> Planner<'a> {
             })?;
             if cur.trim() != e.value {
                 self.step(
-                    Op::write(path.clone(), e.value.as_str()),
-                    vec![Op::write(path, cur.trim())],
+                    Action::write(path.clone(), e.value.as_str()),
+                    vec![Action::write(path, cur.trim())],
                 );
             }
         }
@@ -940,26 +866,26 @@ fn in_use(d: &DeviceConfig, c: &ZramDevice) -> ApplyError {
 
 /// comp_algorithm, recomp_algorithm (priority 1, 2, 3) and algorithm_params, in the order
 /// Documentation/admin-guide/blockdev/zram.rst gives.
-fn algorithm_writes(dir: &str, a: &Algorithms) -> Vec<Op> {
-    let mut writes = vec![Op::write(
+fn algorithm_writes(dir: &str, a: &Algorithms) -> Vec<Action> {
+    let mut writes = vec![Action::write(
         format!("{dir}/comp_algorithm"),
         a.primary.name.as_str(),
     )];
     for (i, r) in a.recompress.iter().enumerate() {
-        writes.push(Op::write(
+        writes.push(Action::write(
             format!("{dir}/recomp_algorithm"),
             format!("algo={} priority={}", r.name, i + 1),
         ));
     }
     if !a.primary.params.is_empty() {
-        writes.push(Op::write(
+        writes.push(Action::write(
             format!("{dir}/algorithm_params"),
             format!("priority=0 {}", key_values(&a.primary.params)),
         ));
     }
     for (i, r) in a.recompress.iter().enumerate() {
         if !r.params.is_empty() {
-            writes.push(Op::write(
+            writes.push(Action::write(
                 format!("{dir}/algorithm_params"),
                 format!("priority={} {}", i + 1, key_values(&r.params)),
             ));
@@ -978,156 +904,27 @@ fn key_values(params: &[(String, String)]) -> String {
 }
 
 /// `mkfs.TYPE DEV` (zram-generator runs systemd-makefs, which runs mkfs.TYPE).
-fn mkfs(fs: &str, dev: &str) -> Op {
-    Op::Run(vec![format!("mkfs.{fs}"), dev.to_string()])
+fn mkfs(fs: &str, dev: &str) -> Action {
+    Action::Run(vec![format!("mkfs.{fs}"), dev.to_string()])
 }
 
 /// swapoff DEV, undone by swapon at the priority it had.
 fn swapoff_step(dev: &str, priority: i32) -> Step {
     Step {
-        op: Op::run(&["swapoff", dev]),
-        undo: vec![Op::Run(vec![
-            "swapon".into(),
-            "-p".into(),
-            priority.to_string(),
-            dev.to_string(),
-        ])],
+        op: Action::Swapoff(dev.to_string()),
+        undo: vec![Action::Swapon {
+            path: dev.to_string(),
+            priority,
+            options: String::new(),
+        }],
     }
 }
 
-/// A swapon command line, undone by swapoff DEV.
-fn swapon_step(swapon: Vec<String>, dev: &str) -> Step {
+/// A swapon, undone by swapoff DEV.
+fn swapon_step(swapon: Action, dev: &str) -> Step {
     Step {
-        op: Op::Run(swapon),
-        undo: vec![Op::run(&["swapoff", dev])],
-    }
-}
-
-/// Run a plan; on failure roll back. `log` gets each operation as it is done.
-pub fn execute(sys: &Sys, plan: &Plan, log: &mut dyn FnMut(&str)) -> Result<(), ApplyError> {
-    let mut done: Vec<&Step> = Vec::new();
-    for step in &plan.steps {
-        log(&step.op.to_string());
-        if let Err(error) = step.op.execute(sys) {
-            log(&format!("failed: {error}; rolling back"));
-            let mut rollback_errors = Vec::new();
-            for s in done.iter().rev() {
-                for u in &s.undo {
-                    log(&format!("undo: {u}"));
-                    if let Err(e) = u.execute(sys) {
-                        log(&format!("undo failed: {e}"));
-                        rollback_errors.push(e);
-                    }
-                }
-            }
-            return Err(ApplyError::Failed {
-                error,
-                rolled_back: done.len(),
-                rollback_errors,
-            });
-        }
-        done.push(step);
-    }
-    if plan.steps.is_empty() {
-        return Ok(());
-    }
-    // Save the undo list, newest first, in front of any earlier one.
-    let mut lines: Vec<String> = Vec::new();
-    for s in plan.steps.iter().rev() {
-        for u in &s.undo {
-            lines.push(u.serialize());
-        }
-    }
-    let old = sys
-        .read_opt(&state_file(sys))
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    lines.extend(
-        old.lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .map(str::to_string),
-    );
-    let text = format!(
-        "# zmem apply: undo operations, run top to bottom by `zmem apply --revert`\n{}\n",
-        lines.join("\n")
-    );
-    let write_state = || -> io::Result<()> {
-        std::fs::create_dir_all(sys.path(sys.state_dir()))?;
-        std::fs::write(sys.path(&state_file(sys)), text)?;
-        for (dev, algos) in &plan.applied_algorithms {
-            std::fs::write(
-                sys.path(&format!("{}/{dev}.algorithms", sys.state_dir())),
-                format!("{algos}\n"),
-            )?;
-        }
-        Ok(())
-    };
-    if let Err(e) = write_state() {
-        log(&format!(
-            "warning: could not save the undo list to {}: {e}; --revert will not know this change",
-            sys.path(&state_file(sys)).display()
-        ));
-    }
-    Ok(())
-}
-
-/// The undo operations saved by earlier applies, in the order `revert` runs
-/// them (what `zmem apply --revert --dry-run` shows).
-pub fn revert_ops(sys: &Sys) -> Result<Vec<Op>, String> {
-    let Some(text) = sys.read_opt(&state_file(sys)).map_err(|e| e.to_string())? else {
-        return Err(format!(
-            "nothing to revert: {} does not exist",
-            sys.path(&state_file(sys)).display()
-        ));
-    };
-    let mut ops = Vec::new();
-    for (i, l) in text.lines().enumerate() {
-        if l.starts_with('#') || l.is_empty() {
-            continue;
-        }
-        ops.push(Op::deserialize(l).ok_or_else(|| {
-            format!(
-                "{}:{}: cannot read {l:?}",
-                sys.path(&state_file(sys)).display(),
-                i + 1
-            )
-        })?);
-    }
-    Ok(ops)
-}
-
-/// Undo everything applied since the last revert. Returns the number of operations run.
-pub fn revert(sys: &Sys, log: &mut dyn FnMut(&str)) -> Result<usize, String> {
-    let ops = revert_ops(sys)?;
-    let mut failed = Vec::new();
-    for op in &ops {
-        log(&op.to_string());
-        if let Err(e) = op.execute(sys) {
-            log(&format!("failed: {e}"));
-            failed.push(op.serialize());
-        }
-    }
-    for n in sys.list(sys.state_dir()).unwrap_or_default() {
-        if n.ends_with(".algorithms") {
-            let _ = std::fs::remove_file(sys.path(&format!("{}/{n}", sys.state_dir())));
-        }
-    }
-    if failed.is_empty() {
-        std::fs::remove_file(sys.path(&state_file(sys))).map_err(|e| e.to_string())?;
-        Ok(ops.len())
-    } else {
-        let text = format!(
-            "# zmem apply: undo operations that failed during --revert\n{}\n",
-            failed.join("\n")
-        );
-        std::fs::write(sys.path(&state_file(sys)), text).map_err(|e| e.to_string())?;
-        Err(format!(
-            "{} of {} undo operations failed; they are kept in {}",
-            failed.len(),
-            ops.len(),
-            sys.path(&state_file(sys)).display()
-        ))
+        op: swapon,
+        undo: vec![Action::Swapoff(dev.to_string())],
     }
 }
 
@@ -1138,14 +935,14 @@ mod tests {
     #[test]
     fn ops_round_trip() {
         for op in [
-            Op::write("/sys/block/zram0/disksize", "1024"),
-            Op::run(&["swapon", "-p", "5", "/dev/zram0"]),
-            Op::HotAdd(3),
-            Op::HotRemove(3),
+            Action::write("/sys/block/zram0/disksize", "1024"),
+            Action::run(&["swapon", "-p", "5", "/dev/zram0"]),
+            Action::HotAdd(3),
+            Action::HotRemove(3),
         ] {
-            assert_eq!(Op::deserialize(&op.serialize()), Some(op));
+            assert_eq!(Action::parse(&op.to_line().unwrap()), Some(op));
         }
-        assert_eq!(Op::deserialize("bogus\tx"), None);
+        assert_eq!(Action::parse("bogus\tx"), None);
     }
 
     #[test]

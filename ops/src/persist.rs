@@ -121,11 +121,13 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
     v
 }
 
-/// Write the files under `root`. Refuses to replace a file zmem did not write unless `force`.
+/// Write the files under `root` (through the host layer: each written whole, atomically).
+/// Refuses to replace a file zmem did not write unless `force`.
 pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf>> {
+    let sys = zmem_host::Sys::new(root);
     let mut written = Vec::new();
     for f in files {
-        let p = root.join(f.path.trim_start_matches('/'));
+        let p = sys.path(&f.path);
         if let Ok(old) = fs::read_to_string(&p) {
             let ours = old.starts_with(MARK) || f.path == "/etc/zmem/zmem.conf";
             if !ours && !force {
@@ -138,10 +140,7 @@ pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf
                 ));
             }
         }
-        if let Some(d) = p.parent() {
-            fs::create_dir_all(d)?;
-        }
-        fs::write(&p, &f.contents)?;
+        sys.write_file(&f.path, &f.contents)?;
         written.push(p);
     }
     Ok(written)

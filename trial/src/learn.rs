@@ -8,11 +8,10 @@
 use std::cell::Cell;
 
 use serde::Serialize;
-use zmem_host::Sys;
+use zmem_host::{self as host, Cgroup, Journal, Sys};
 
-use crate::cgroup::Cgroup;
 use crate::measure::RunRecord;
-use crate::{host, SignalWatch, TrialError};
+use crate::{SignalWatch, TrialError};
 
 /// What one unpressured run showed.
 #[derive(Debug, Clone, Serialize)]
@@ -51,14 +50,14 @@ pub fn learn(
     }
     let sys = Sys::real();
     crate::refuse_unless_root_and_recovered(&sys)?;
-    let hierarchy = crate::cgroup::detect(&sys).map_err(|e| TrialError::Refused(vec![e]))?;
+    let hierarchy = host::memory_hierarchy(&sys).map_err(|e| TrialError::Refused(vec![e]))?;
     let ram = sys
         .meminfo_get("MemTotal")
         .ok()
         .flatten()
         .ok_or_else(|| TrialError::Io("cannot read MemTotal from /proc/meminfo".into()))?;
     let journal = std::rc::Rc::new(std::cell::RefCell::new(
-        crate::journal::Journal::create(&sys)
+        Journal::create(&sys)
             .map_err(|e| TrialError::Io(format!("cannot create the crash journal: {e}")))?,
     ));
     let peak = Cell::new(0u64);

@@ -1,14 +1,15 @@
 //! `zmem trial`: run a workload under real memory pressure, once per swap
 //! configuration per round, and compare.
 //!
-//! Each run gets a fresh memory-limited cgroup ([`cgroup`]) and a freshly set
-//! up swap configuration ([`setup`]): a disk swap file zmem creates, a
-//! hot-added kernel zram device, zswap in front of the disk file, or zram
-//! with the disk file behind it. Both are torn down after the run. Every
-//! change is recorded in an undo list ([`undo::Guard`]) before it is made and
-//! undone in reverse order on normal exit, error, panic and (through
-//! [`signal::SignalWatch`]) Ctrl-C/SIGTERM/SIGHUP; the crash [`journal`] keeps
-//! the pending undos on disk for `zmem trial --recover`. Nothing zmem did not
+//! Each run gets a fresh memory-limited cgroup ([`zmem_host::Cgroup`]) and a
+//! freshly set up swap configuration ([`setup`]): a disk swap file zmem
+//! creates, a hot-added kernel zram device, zswap in front of the disk file,
+//! or zram with the disk file behind it. Both are torn down after the run.
+//! Every change goes through the host layer ([`zmem_host`]): its undo is
+//! recorded in a [`Guard`] and the crash journal before it is made, and undone
+//! in reverse order on normal exit, error, panic and (through
+//! [`SignalWatch`]) Ctrl-C/SIGTERM/SIGHUP; `zmem trial --recover` replays the
+//! journal of a trial that was killed. Nothing zmem did not
 //! set up is touched: existing swap areas, zram devices (zram0 …) and zswap
 //! settings are only read, and their presence makes the trial refuse unless
 //! forced.
@@ -18,40 +19,26 @@
 //!
 //! ```text
 //! lib (preflight, run, recover)
-//!  ├─► setup ──► undo ──► journal
-//!  │     │        │
-//!  │     │        └─────► host ──► swap
-//!  │     └──────────────► host, swap, config
+//!  ├─► setup ──► config            (and zmem_host's Guard, swap calls)
 //!  ├─► learn ──► measure (one unpressured run, watched)
-//!  ├─► measure ─► cgroup ─► host
-//!  ├─► report ──► measure, cgroup
-//!  └─► signal, config, workload            (leaves)
+//!  ├─► measure                     (and zmem_host's Cgroup)
+//!  ├─► report ──► measure
+//!  └─► config, workload            (leaves)
 //! ```
 //!
-//! * [`swap`]: swapon, swapoff and the mkswap signature (system calls only);
-//! * [`host`]: the kernel-facing operations on a [`zmem_host::Sys`]
-//!   (settings, swap areas, zram removal, cgroup removal);
-//! * [`journal`]: the on-disk crash journal (lines only);
-//! * [`undo`]: the undo list, its journal lines and `--recover`;
 //! * [`setup`]: one swap configuration, set up with its undos;
-//! * [`cgroup`], [`measure`] (running and measuring one workload),
-//!   [`report`] (statistics, table, CSV, serde structs), [`config`]
-//!   (configuration names), [`workload`] (the built-in `memalloc`),
-//!   [`signal`] (Ctrl-C/SIGTERM/SIGHUP), [`learn`] (one run without
-//!   pressure: time and anonymous footprint, with a hook on its processes).
+//! * [`measure`] (running and measuring one workload), [`report`]
+//!   (statistics, table, CSV, serde structs), [`config`] (configuration
+//!   names), [`workload`] (the built-in `memalloc`), [`learn`] (one run
+//!   without pressure: time and anonymous footprint, with a hook on its
+//!   processes).
 
 mod as_conf;
-pub mod cgroup;
 pub mod config;
-pub mod host;
-pub mod journal;
 pub mod learn;
 pub mod measure;
 pub mod report;
 pub mod setup;
-pub mod signal;
-pub mod swap;
-pub mod undo;
 pub mod workload;
 
 use std::cell::RefCell;
@@ -62,15 +49,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-pub use cgroup::{CgroupVersion, MemoryHierarchy};
 pub use config::{SwapConfig, TrialConfig};
 pub use learn::Learned;
 pub use measure::{Outcome, RunRecord};
 pub use report::{ConfigSummary, Stats, TrialReport};
-pub use signal::SignalWatch;
-pub use undo::Guard;
+pub use zmem_host::{CgroupVersion, Guard, MemoryHierarchy, SignalWatch};
 
-use zmem_host::{HotDevice, Sys};
+use zmem_host as host;
+use zmem_host::{Action, Cgroup, HotDevice, Journal, Sys, JOURNAL_DIR};
 use zmem_units::format_size;
 
 /// What to run and how.
@@ -273,7 +259,9 @@ pub fn preflight(
     validate(spec)?;
     refuse_unless_root_and_recovered(sys)?;
     let mut missing = Vec::new();
-    let hierarchy = cgroup::detect(sys).map_err(|e| missing.push(e)).ok();
+    let hierarchy = host::memory_hierarchy(sys)
+        .map_err(|e| missing.push(e))
+        .ok();
     let needs_swap = spec.configs.iter().any(|c| c.swap != SwapConfig::None);
     if needs_swap && !sys.exists("/proc/swaps") {
         missing.push("the kernel has no swap support (/proc/swaps missing)".into());
@@ -313,13 +301,13 @@ pub(crate) fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialErr
             "not running as root (a trial creates cgroups, swap areas and zram devices)".into(),
         ]));
     }
-    let orphans = journal::orphans(sys);
+    let orphans = host::orphan_journals(sys, JOURNAL_DIR);
     if !orphans.is_empty() {
         let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
         return Err(TrialError::Refused(vec![format!(
             "a previous zmem trial (pid {}) did not finish cleaning up (killed, or a cleanup step failed); run `zmem trial --recover` first (journal in {})",
             pids.join(", "),
-            journal::JOURNAL_DIR
+            JOURNAL_DIR
         )]));
     }
     Ok(())
@@ -444,7 +432,7 @@ pub fn recover() -> Result<Vec<String>, TrialError> {
     if !zmem_host::euid_is_root() {
         return Err(TrialError::Refused(vec!["not running as root".into()]));
     }
-    let r = undo::recover(&Sys::real());
+    let r = host::recover_journals(&Sys::real(), JOURNAL_DIR, "trial");
     if r.errors.is_empty() {
         Ok(r.done)
     } else {
@@ -460,9 +448,9 @@ pub fn run(
 ) -> Result<TrialReport, TrialError> {
     let sys = Sys::real();
     let (hierarchy, forced_over) = preflight(spec, &sys)?;
-    let journal = Rc::new(RefCell::new(journal::Journal::create(&sys).map_err(
-        |e| TrialError::Io(format!("cannot create the crash journal: {e}")),
-    )?));
+    let journal = Rc::new(RefCell::new(Journal::create(&sys).map_err(|e| {
+        TrialError::Io(format!("cannot create the crash journal: {e}"))
+    })?));
     let trial = Trial {
         spec,
         sys: &sys,
@@ -520,7 +508,7 @@ struct Trial<'a> {
     spec: &'a TrialSpec,
     sys: &'a Sys,
     hierarchy: &'a MemoryHierarchy,
-    journal: &'a Rc<RefCell<journal::Journal>>,
+    journal: &'a Rc<RefCell<Journal>>,
     signals: &'a SignalWatch,
 }
 
@@ -630,7 +618,7 @@ impl Trial<'_> {
 pub(crate) struct CgroupPlace<'a> {
     pub(crate) sys: &'a Sys,
     pub(crate) hierarchy: &'a MemoryHierarchy,
-    pub(crate) journal: &'a Rc<RefCell<journal::Journal>>,
+    pub(crate) journal: &'a Rc<RefCell<Journal>>,
 }
 
 /// One workload run in a cgroup of its own.
@@ -645,7 +633,7 @@ pub(crate) struct CgroupRun<'a> {
     pub(crate) zram_sys: Option<&'a str>,
     pub(crate) zswap: bool,
     pub(crate) stop: &'a std::sync::atomic::AtomicBool,
-    pub(crate) observe: Option<&'a dyn Fn(&cgroup::Cgroup)>,
+    pub(crate) observe: Option<&'a dyn Fn(&Cgroup)>,
 }
 
 impl CgroupPlace<'_> {
@@ -656,22 +644,21 @@ impl CgroupPlace<'_> {
             RunRecord::not_run(r.name.into(), r.round, Outcome::SetupFailed { error: e })
         };
         let cg_name = format!("zmem-trial.{}", r.tag);
-        let cg_line = undo::cgroup_line(&format!("{}/{cg_name}", self.hierarchy.parent));
+        let cg_line =
+            Action::RemoveCgroup(format!("{}/{cg_name}", self.hierarchy.parent)).to_line();
         if let Some(l) = &cg_line {
             self.journal.borrow_mut().push(l.clone());
         }
-        let cg =
-            match cgroup::Cgroup::create(self.sys, self.hierarchy, &cg_name, r.limit, r.swappiness)
-            {
-                Ok(cg) => cg,
-                Err(e) => {
-                    // `create` removed the directory again (or reported why not).
-                    if let Some(l) = &cg_line {
-                        self.journal.borrow_mut().remove(l);
-                    }
-                    return (failed(e.to_string()), None);
+        let cg = match Cgroup::create(self.sys, self.hierarchy, &cg_name, r.limit, r.swappiness) {
+            Ok(cg) => cg,
+            Err(e) => {
+                // `create` removed the directory again (or reported why not).
+                if let Some(l) = &cg_line {
+                    self.journal.borrow_mut().remove(l);
                 }
-            };
+                return (failed(e.to_string()), None);
+            }
+        };
         let env = measure::RunEnv {
             sys: self.sys,
             cgroup: &cg,

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use zmem_host::Sys;
 use zmem_kernel::proc;
 
-use super::cgroup::Cgroup;
+use zmem_host::Cgroup;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::cgroup::CgroupVersion;
 use super::measure::RunRecord;
+use zmem_host::CgroupVersion;
 
 /// Median, minimum and maximum of a set of measurements.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -1,17 +1,15 @@
 //! Swap set-up per configuration: the disk swap file zmem creates, the
 //! hot-added zram device, zswap in front of the disk file, and the two-tier
-//! zram+disk layout with priorities. Every step records its undo in the run's
-//! [`Guard`] so the configuration is torn down again after the run.
+//! zram+disk layout with priorities. Every step goes through the host layer
+//! and records its undo in the run's [`Guard`] so the configuration is torn
+//! down again after the run.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use zmem_host::{HotDevice, Sys};
+use zmem_host::{create_swap_file, read_knob, Action, Guard, HotDevice, Sys, ZSWAP_PARAMS};
 
 use crate::config::{SwapConfig, DISK_PRIORITY, ZRAM_PRIORITY};
-use crate::host::{read_knob, ZSWAP_PARAMS};
-use crate::swap::{create_swap_file, mkswap_device, swapon};
-use crate::undo::{Guard, Undo};
 
 /// What a configuration set up, for the measurements.
 #[derive(Debug, Default)]
@@ -46,7 +44,7 @@ pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result
             }
             _ => p.swap_size,
         };
-        setup_zram(algo, size, guard, &mut out)?;
+        setup_zram(p.sys, algo, size, guard, &mut out)?;
     }
     if cfg.uses_disk() {
         setup_disk(p, guard, &mut out)?;
@@ -63,32 +61,43 @@ pub fn setup(cfg: &SwapConfig, p: &SetupParams<'_>, guard: &mut Guard) -> Result
 }
 
 /// A hot-added zram device of `size` bytes with `algo`, swapped on first.
-fn setup_zram(algo: &str, size: u64, guard: &mut Guard, out: &mut Prepared) -> Result<(), String> {
+fn setup_zram(
+    sys: &Sys,
+    algo: &str,
+    size: u64,
+    guard: &mut Guard,
+    out: &mut Prepared,
+) -> Result<(), String> {
     let dev = HotDevice::with_config(algo, size).map_err(|e| e.to_string())?;
     let devpath = dev.dev_path().to_path_buf();
+    let abs = devpath.to_string_lossy().into_owned();
     out.zram_sys = Some(format!("/sys/block/zram{}", dev.id()));
-    guard.push(Undo::Zram(dev));
-    mkswap_device(&devpath, size)
-        .map_err(|e| format!("writing swap signature to {}: {e}", devpath.display()))?;
-    swapon(&devpath, ZRAM_PRIORITY).map_err(|e| e.to_string())?;
-    guard.push(Undo::Swapoff {
-        path: devpath.clone(),
-    });
+    guard.push_zram(dev);
+    sys.mkswap(&abs)
+        .map_err(|e| format!("writing swap signature to {abs}: {e}"))?;
+    swap_on(sys, &abs, ZRAM_PRIORITY, guard)?;
     out.areas.push(devpath);
+    Ok(())
+}
+
+/// swapon, undone by swapoff (journaled right after: it is only there once on).
+fn swap_on(sys: &Sys, abs: &str, priority: i32, guard: &mut Guard) -> Result<(), String> {
+    sys.swapon(abs, priority, "").map_err(|e| e.to_string())?;
+    guard.push(Action::Swapoff(abs.to_string()));
     Ok(())
 }
 
 /// The disk swap file, created new in `p.swap_dir` and swapped on behind zram.
 fn setup_disk(p: &SetupParams<'_>, guard: &mut Guard, out: &mut Prepared) -> Result<(), String> {
     let path = p.swap_dir.join(format!("zmem-trial.{}.swap", p.tag));
+    let abs = path.to_string_lossy().into_owned();
     // Record removal first: a half-written file is removed too.
-    let r = create_swap_file(&path, p.swap_size);
+    let r = create_swap_file(&p.sys.path(&abs), p.swap_size);
     if r.as_ref().err().map(|e| e.kind()) != Some(io::ErrorKind::AlreadyExists) {
-        guard.push(Undo::RemoveFile { path: path.clone() });
+        guard.push(Action::RemoveFile(abs.clone()));
     }
-    r.map_err(|e| format!("creating swap file {}: {e}", path.display()))?;
-    swapon(&path, DISK_PRIORITY).map_err(|e| e.to_string())?;
-    guard.push(Undo::Swapoff { path: path.clone() });
+    r.map_err(|e| format!("creating swap file {abs}: {e}"))?;
+    swap_on(p.sys, &abs, DISK_PRIORITY, guard)?;
     out.areas.push(path);
     Ok(())
 }

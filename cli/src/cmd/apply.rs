@@ -28,8 +28,9 @@ pub struct Args {
     /// Swap off / unmount and reset devices in use when their configuration differs
     #[arg(long)]
     pub force: bool,
-    /// Undo what earlier applies changed (from the saved undo list); with --dry-run, print
-    /// the undo operations without running them
+    /// Undo what earlier applies changed (from the saved undo list), and what an apply that
+    /// was killed left (from its journal); with --dry-run, print the undo operations without
+    /// running them
     #[arg(long, conflicts_with = "force")]
     pub revert: bool,
     /// Work on a fixture tree instead of the running kernel

@@ -32,7 +32,6 @@ const ACCESSES: usize = 50_000;
 const ZPOOL: &str = "zsmalloc";
 const WORKER: &str = "paced:4";
 const WB_TYPE: &str = "idle";
-const PRIMARY: &str = "lz4";
 
 /// `zmem bench`: a mode, or the main job with its flags (and the old mode flags).
 #[derive(clap::Args, Debug)]
@@ -203,7 +202,7 @@ struct RecompArgs {
     /// Corpus files of raw 4 KiB pages; without any, a heap-like corpus
     corpus: Vec<PathBuf>,
     /// The primary algorithm the corpus is written with
-    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
+    #[arg(long, value_name = "ALGO", default_value = zmem_codec::backend::lz4::INFO.name)]
     primary: String,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -219,7 +218,7 @@ struct FastpathArgs {
     /// Corpus files of raw 4 KiB pages; without any, a heap-like corpus
     corpus: Vec<PathBuf>,
     /// The primary algorithm the fast-path slots are recompressed back to
-    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
+    #[arg(long, value_name = "ALGO", default_value = zmem_codec::backend::lz4::INFO.name)]
     primary: String,
     /// Write passes into fresh devices (latencies pooled over all passes)
     #[arg(long, value_name = "N", default_value_t = PASSES)]
@@ -235,7 +234,7 @@ struct WritebackArgs {
     /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
     corpus: Vec<PathBuf>,
     /// The algorithm the corpus is written with
-    #[arg(long, value_name = "ALGO", default_value = PRIMARY)]
+    #[arg(long, value_name = "ALGO", default_value = zmem_codec::backend::lz4::INFO.name)]
     algo: String,
     /// The pages written back (idle, huge, huge_idle, incompressible, all)
     #[arg(long, value_name = "TYPE", default_value = WB_TYPE)]

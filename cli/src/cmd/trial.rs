@@ -106,7 +106,7 @@ pub struct Args {
     /// Set vm.page-cluster during the trial (restored after)
     #[arg(long, value_name = "N")]
     pub page_cluster: Option<u32>,
-    /// Undo what a trial killed with SIGKILL (or crashed) left behind, from its crash journal, and exit
+    /// Undo what a trial, tune or bench killed with SIGKILL (or crashed) left behind, from its crash journal, and exit
     #[arg(long)]
     pub recover: bool,
     /// Internal: run a built-in workload in this process (what a trial starts in its cgroup)
@@ -147,7 +147,7 @@ fn replay_worker(path: &std::path::Path, size: Option<u64>) -> anyhow::Result<()
     Ok(())
 }
 
-/// `--recover`: replay the crash journals of trials (and tunes) that died.
+/// `--recover`: replay the crash journals of trials, tunes and benches that died.
 pub fn run_recover() -> anyhow::Result<()> {
     let done = trial::recover()?;
     if done.is_empty() {

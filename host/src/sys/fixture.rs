@@ -5,8 +5,9 @@
 //! `disksize` initialises, `reset` refuses while swapped on or mounted,
 //! `backing_dev` and the algorithms refuse after initialisation,
 //! `hot_add`/`hot_remove` create and remove device directories), and commands
-//! (`mkswap`, `swapon`, `swapoff`, `mount`, `umount`) are not run but applied
-//! to the tree's `proc/swaps` and `proc/mounts`. Every write and command is
+//! (`mount`, `umount`, `mkfs.*`) and swap calls (`mkswap`, `swapon`,
+//! `swapoff`, logged as the command line that does the same) are not run but
+//! applied to the tree's `proc/swaps` and `proc/mounts`. Every write and command is
 //! appended to [`FIXTURE_LOG`] at the tree's top, so tests can compare the
 //! exact order.
 //!
@@ -355,6 +356,18 @@ pub(crate) fn run(sys: &Sys, argv: &[String]) -> io::Result<()> {
             argv.join(" ")
         ))),
     }
+}
+
+/// [`Sys::swapon`] on a fixture tree: logged as the `swapon` command that
+/// does the same.
+pub(crate) fn swapon_call(sys: &Sys, dev: &str, prio: i32, options: &str) -> io::Result<()> {
+    let mut argv = vec!["swapon".to_string(), "-p".into(), prio.to_string()];
+    if !options.is_empty() {
+        argv.push("-o".into());
+        argv.push(options.to_string());
+    }
+    argv.push(dev.to_string());
+    run(sys, &argv)
 }
 
 /// The arguments that are not options (nor the values of `-p -o -t -L -U`).

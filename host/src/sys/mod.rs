@@ -112,6 +112,26 @@ impl Sys {
         fs::write(self.path(abs), value)
     }
 
+    /// Write a whole file (a configuration under /etc, state under /run),
+    /// making its directory first: written to a temporary file beside it,
+    /// fsynced and renamed over it, so the file is the old one or the new one,
+    /// never a part. Files are not kernel attributes: a fixture tree gets the
+    /// file and no log line.
+    pub fn write_file(&self, abs: &str, contents: &str) -> io::Result<()> {
+        use std::io::Write;
+        let p = self.path(abs);
+        if let Some(d) = p.parent() {
+            fs::create_dir_all(d)?;
+        }
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(".zmem-tmp");
+        let tmp = p.with_file_name(name);
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(contents.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, &p)
+    }
+
     /// Make a directory, e.g. a new cgroup (`mkdir /sys/fs/cgroup/NAME`: the
     /// kernel fills it with the controller files, see
     /// Documentation/admin-guide/cgroup-v2.rst). Fails if it exists. On a
@@ -151,7 +171,36 @@ impl Sys {
         )
     }
 
-    /// Run a command (`mkswap`, `swapon`, `swapoff`, `mount`, `umount`, `mkfs.*`).
+    /// Activate the swap area at `abs` (swapon(2), with `swapon -o` `options`).
+    /// On a fixture tree it is logged as the `swapon` command line and added
+    /// to the tree's `proc/swaps`.
+    pub fn swapon(&self, abs: &str, priority: i32, options: &str) -> io::Result<()> {
+        if self.fixture {
+            return fixture::swapon_call(self, abs, priority, options);
+        }
+        crate::swap::swapon_with(&self.path(abs), priority, options)
+    }
+
+    /// Deactivate the swap area at `abs` (swapoff(2)); on a fixture tree,
+    /// logged as `swapoff ABS` and removed from `proc/swaps`.
+    pub fn swapoff(&self, abs: &str) -> io::Result<()> {
+        if self.fixture {
+            return fixture::run(self, &["swapoff".into(), abs.to_string()]);
+        }
+        crate::swap::swapoff(&self.path(abs))
+    }
+
+    /// Write a swap signature over the device or file at `abs`; on a fixture
+    /// tree, logged as `mkswap ABS`.
+    pub fn mkswap(&self, abs: &str) -> io::Result<()> {
+        if self.fixture {
+            return fixture::run(self, &["mkswap".into(), abs.to_string()]);
+        }
+        crate::swap::mkswap(&self.path(abs))
+    }
+
+    /// Run a command (`mount`, `umount`, `mkfs.*`; `mkswap`, `swapon` and
+    /// `swapoff` lines of an older undo list).
     /// On a fixture tree the command is logged and its effect applied to the tree.
     pub fn run(&self, argv: &[String]) -> io::Result<()> {
         if argv.is_empty() {

@@ -1,7 +1,9 @@
 //! The kernel side of `zmem bench`: the same corpus through a hot-added
 //! kernel zram device (`zmem_host::HotDevice`) with the same algorithm,
 //! written with O_DIRECT pwrite and read back with O_DIRECT random preads of
-//! the same sizes and offsets as the engine's reads.
+//! the same sizes and offsets as the engine's reads. Each device keeps a
+//! crash journal while it exists, so `zmem trial --recover` removes it if
+//! zmem is killed.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -27,7 +29,7 @@ pub fn unavailable_reason() -> Option<String> {
 /// The algorithms the kernel's zram offers (from a temporary device's
 /// comp_algorithm), empty when that cannot be read.
 pub fn algorithms() -> Vec<String> {
-    HotDevice::create()
+    HotDevice::create_journaled()
         .ok()
         .and_then(|d| d.algorithms().ok())
         .unwrap_or_default()
@@ -80,7 +82,7 @@ pub(crate) fn configured_device(
     pages: usize,
     opts: &Options,
 ) -> Result<HotDevice, String> {
-    let d = HotDevice::create().map_err(|e| e.to_string())?;
+    let d = HotDevice::create_journaled().map_err(|e| e.to_string())?;
     d.write_attr("comp_algorithm", algo)
         .map_err(|e| format!("kernel zram has no algorithm {algo}: {e}"))?;
     if let Some(l) = opts.params.level {

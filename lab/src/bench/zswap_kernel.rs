@@ -1,7 +1,7 @@
 //! The kernel side of `zmem bench --zswap`: the same corpus and the same
 //! access sequence through the running kernel's zswap.
 //!
-//! Set-up (every change recorded in a [`zmem_trial::Guard`] first, with the
+//! Set-up (every change recorded in a [`zmem_host::Guard`] first, with the
 //! crash journal of `zmem trial`, and undone on return, error, panic and
 //! Ctrl-C): a new swap file (mkswap + swapon) in the bench directory, zswap's
 //! parameters (`compressor`, `max_pool_percent`, `accept_threshold_percent`,
@@ -80,7 +80,7 @@ pub fn unavailable(sys: &Sys, zpool: &str, compressor: &str, force: bool) -> Opt
             }
         ));
     }
-    if let Err(e) = zmem_trial::cgroup::detect(sys) {
+    if let Err(e) = zmem_host::memory_hierarchy(sys) {
         return Some(e);
     }
     if force {
@@ -120,10 +120,10 @@ pub fn kernel_limit(mem_total: u64, budget: u64) -> (u32, u64) {
 /// swapoff, swap file removed; then debugfs unmounted).
 /// Fields drop in this order too (on a panic).
 struct Env {
-    cgroup: Option<zmem_trial::cgroup::Cgroup>,
+    cgroup: Option<zmem_host::Cgroup>,
     cgroup_line: Option<String>,
-    guard: zmem_trial::Guard,
-    journal: std::rc::Rc<std::cell::RefCell<zmem_trial::journal::Journal>>,
+    guard: zmem_host::Guard,
+    journal: std::rc::Rc<std::cell::RefCell<zmem_host::Journal>>,
     _debugfs: Option<DebugfsMount>,
 }
 
@@ -208,9 +208,9 @@ struct Plan<'a> {
 /// Sets everything up (each step's undo recorded first).
 fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
     let journal = std::rc::Rc::new(std::cell::RefCell::new(
-        zmem_trial::journal::Journal::create(sys).context("creating the crash journal")?,
+        zmem_host::Journal::create(sys).context("creating the crash journal")?,
     ));
-    let guard = zmem_trial::Guard::with_journal(sys, "zmem bench --zswap", journal.clone());
+    let guard = zmem_host::Guard::with_journal(sys, "zmem bench --zswap", journal.clone());
     let mut env = Env {
         cgroup: None,
         cgroup_line: None,
@@ -222,7 +222,7 @@ fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
     swap_file(&mut env.guard, plan, k)?;
     let knob = |n: &str| format!("{PARAMS}/{n}");
     let g = &mut env.guard;
-    g.set_knob(zmem_trial::host::PAGE_CLUSTER, "0")?;
+    g.set_knob(zmem_host::PAGE_CLUSTER, "0")?;
     g.set_knob(&knob("enabled"), "N")?;
     g.set_knob(&knob("compressor"), plan.algorithm)
         .with_context(|| format!("the kernel's zswap has no compressor {}", plan.algorithm))?;
@@ -232,17 +232,17 @@ fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
         g.set_knob(&knob("shrinker_enabled"), "N")?;
     }
     g.set_knob(&knob("enabled"), "Y")?;
-    let h = zmem_trial::cgroup::detect(sys).map_err(anyhow::Error::msg)?;
+    let h = zmem_host::memory_hierarchy(sys).map_err(anyhow::Error::msg)?;
     let limit = match h.version {
         // v1 does not charge zswap's pool to the cgroup (mm/memcontrol.c
         // obj_cgroup_charge_zswap is cgroup2 only); v2 does.
-        zmem_trial::CgroupVersion::V1 => CGROUP_BASE,
-        zmem_trial::CgroupVersion::V2 => CGROUP_BASE + plan.pool_limit,
+        zmem_host::CgroupVersion::V1 => CGROUP_BASE,
+        zmem_host::CgroupVersion::V2 => CGROUP_BASE + plan.pool_limit,
     };
     let name = format!("zmem-bench-zswap.{}", std::process::id());
-    let cg = zmem_trial::cgroup::Cgroup::create(sys, &h, &name, limit, None)
+    let cg = zmem_host::Cgroup::create(sys, &h, &name, limit, None)
         .context("creating the worker's cgroup")?;
-    if let Some(l) = zmem_trial::undo::cgroup_line(cg.path()) {
+    if let Some(l) = zmem_host::Action::RemoveCgroup(cg.path().into()).to_line() {
         env.journal.borrow_mut().push(l.clone());
         env.cgroup_line = Some(l);
     }
@@ -251,19 +251,20 @@ fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
 }
 
 /// A new swap file big enough for every corpus page, swapped on.
-fn swap_file(g: &mut zmem_trial::Guard, plan: &Plan<'_>, k: &KernelOptions) -> Result<()> {
-    use zmem_trial::undo::Undo;
+fn swap_file(g: &mut zmem_host::Guard, plan: &Plan<'_>, k: &KernelOptions) -> Result<()> {
+    use zmem_host::Action;
     let path = k
         .dir
         .join(format!("zmem-bench-zswap.{}.swap", std::process::id()));
+    let abs = path.to_string_lossy().into_owned();
     let bytes = (plan.corpus.page_count() * PAGE_SIZE) as u64 + (16 << 20);
-    let r = zmem_trial::swap::create_swap_file(&path, bytes);
+    let r = zmem_host::create_swap_file(&path, bytes);
     if r.as_ref().err().map(|e| e.kind()) != Some(std::io::ErrorKind::AlreadyExists) {
-        g.push(Undo::RemoveFile { path: path.clone() });
+        g.push(Action::RemoveFile(abs.clone()));
     }
     r.with_context(|| format!("creating swap file {}", path.display()))?;
-    zmem_trial::swap::swapon(&path, zmem_trial::config::DISK_PRIORITY)?;
-    g.push(Undo::Swapoff { path });
+    Sys::real().swapon(&abs, zmem_trial::config::DISK_PRIORITY, "")?;
+    g.push(Action::Swapoff(abs));
     Ok(())
 }
 
@@ -286,7 +287,7 @@ pub fn run(
         accept,
         pool_limit,
     };
-    let signals = zmem_trial::SignalWatch::install().context("installing signal handlers")?;
+    let signals = zmem_host::SignalWatch::install().context("installing signal handlers")?;
     let env = prepare(&sys, &plan, k);
     let result = env
         .as_ref()
@@ -328,7 +329,7 @@ fn single_threaded() -> usize {
 fn spawn_worker(
     plan: &Plan<'_>,
     procs: &Path,
-    signals: &zmem_trial::SignalWatch,
+    signals: &zmem_host::SignalWatch,
 ) -> Result<Measured> {
     let threads = single_threaded();
     if threads != 1 {
@@ -373,7 +374,7 @@ fn spawn_worker(
 fn read_until_exit(
     pipe: &mut File,
     pid: libc::pid_t,
-    signals: &zmem_trial::SignalWatch,
+    signals: &zmem_host::SignalWatch,
 ) -> Result<Vec<u8>> {
     use std::os::fd::AsRawFd;
     let mut out = Vec::new();

@@ -1,8 +1,10 @@
 //! swapon, swapoff and mkswap, without external tools: the swap signature
 //! is the layout mkswap writes (include/linux/swap.h `union swap_header`:
 //! version 1, `last_page`, `SWAPSPACE2` at the end of the first page), and
-//! swapon/swapoff are the system calls (mm/swapfile.c). This module knows
-//! nothing of trials: it records nothing and undoes nothing.
+//! swapon/swapoff are the system calls (mm/swapfile.c), the one way zmem
+//! turns swap on and off. This module records nothing and undoes nothing:
+//! [`Sys`](crate::Sys) calls it for the running kernel (a fixture tree is
+//! emulated instead) and [`Action`](crate::Action) decides when.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -11,8 +13,12 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
+// include/linux/swap.h
 const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
 const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
+const SWAP_FLAG_DISCARD: libc::c_int = 0x10000;
+const SWAP_FLAG_DISCARD_ONCE: libc::c_int = 0x20000;
+const SWAP_FLAG_DISCARD_PAGES: libc::c_int = 0x40000;
 
 /// The system page size.
 pub fn page_size() -> u64 {
@@ -90,10 +96,34 @@ pub fn create_swap_file(path: &Path, bytes: u64) -> io::Result<()> {
     write_signature(&mut f, bytes)
 }
 
-/// Write a swap signature onto a block device of `bytes` bytes.
-pub fn mkswap_device(dev: &Path, bytes: u64) -> io::Result<()> {
-    let mut f = OpenOptions::new().write(true).open(dev)?;
+/// Write a swap signature over the whole of a block device or file (its
+/// size is where it ends), as `mkswap PATH` does.
+pub fn mkswap(path: &Path) -> io::Result<()> {
+    use std::io::Seek;
+    let mut f = OpenOptions::new().write(true).open(path)?;
+    let bytes = f.seek(io::SeekFrom::End(0))?;
     write_signature(&mut f, bytes)
+        .map_err(|e| io::Error::new(e.kind(), format!("mkswap {}: {e}", path.display())))
+}
+
+/// The swapon(2) flags of `swapon -p PRIORITY -o OPTIONS`, as util-linux
+/// swapon(8) makes them: a negative priority leaves it to the kernel (no
+/// SWAP_FLAG_PREFER); `discard`, `discard=once`, `discard=pages` set the
+/// discard flags; other options (`nofail`, `pri=`, `defaults`…) add none.
+pub fn swapon_flags(priority: i32, options: &str) -> libc::c_int {
+    let mut flags = 0;
+    if priority >= 0 {
+        flags |= SWAP_FLAG_PREFER | (priority.min(SWAP_FLAG_PRIO_MASK) & SWAP_FLAG_PRIO_MASK);
+    }
+    for o in options.split(',').map(str::trim) {
+        flags |= match o {
+            "discard" => SWAP_FLAG_DISCARD,
+            "discard=once" => SWAP_FLAG_DISCARD | SWAP_FLAG_DISCARD_ONCE,
+            "discard=pages" => SWAP_FLAG_DISCARD | SWAP_FLAG_DISCARD_PAGES,
+            _ => 0,
+        };
+    }
+    flags
 }
 
 fn cpath(p: &Path) -> io::Result<std::ffi::CString> {
@@ -103,8 +133,13 @@ fn cpath(p: &Path) -> io::Result<std::ffi::CString> {
 
 /// Activate a swap area with a priority (higher is used first).
 pub fn swapon(path: &Path, priority: i32) -> io::Result<()> {
+    swapon_with(path, priority, "")
+}
+
+/// Activate a swap area with a priority and `swapon -o` options.
+pub fn swapon_with(path: &Path, priority: i32, options: &str) -> io::Result<()> {
     let c = cpath(path)?;
-    let flags = SWAP_FLAG_PREFER | (priority.clamp(0, SWAP_FLAG_PRIO_MASK) & SWAP_FLAG_PRIO_MASK);
+    let flags = swapon_flags(priority, options);
     // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
     if unsafe { libc::swapon(c.as_ptr(), flags) } != 0 {
         let e = io::Error::last_os_error();
@@ -149,6 +184,33 @@ mod tests {
         assert!(swap_header(5, 4096).is_err());
         assert!(swap_header(1 << 33, 4096).is_err());
         assert!(swap_header(100, 1000).is_err());
+    }
+
+    #[test]
+    fn flags_are_those_of_swapon_8() {
+        assert_eq!(swapon_flags(100, ""), 0x8000 | 100);
+        assert_eq!(swapon_flags(100, "discard"), 0x18000 | 100);
+        assert_eq!(swapon_flags(5, "nofail,discard=once"), 0x38000 | 5);
+        assert_eq!(swapon_flags(0, "discard=pages"), 0x58000);
+        assert_eq!(
+            swapon_flags(-2, ""),
+            0,
+            "a negative priority is the kernel's"
+        );
+        assert_eq!(swapon_flags(40000, ""), 0x8000 | 0x7fff);
+    }
+
+    #[test]
+    fn mkswap_covers_the_whole_file() {
+        let p = std::env::temp_dir().join(format!("zmem-host-mkswap-test.{}", std::process::id()));
+        fs::write(&p, vec![0u8; 1 << 20]).unwrap();
+        mkswap(&p).unwrap();
+        let data = fs::read(&p).unwrap();
+        let ps = page_size() as usize;
+        assert_eq!(&data[ps - 10..ps], b"SWAPSPACE2");
+        let last = u32::from_ne_bytes(data[1028..1032].try_into().unwrap());
+        assert_eq!(last as usize, (1 << 20) / ps - 1);
+        fs::remove_file(&p).unwrap();
     }
 
     #[test]

@@ -9,10 +9,10 @@
 use std::io;
 use std::path::PathBuf;
 
-use zmem_host::Sys;
+use crate::Sys;
 use zmem_kernel::proc::unescape_mount;
 
-use crate::host;
+use crate::knob;
 
 /// Which cgroup interface holds the memory controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -263,7 +263,7 @@ impl Cgroup {
     /// same, without reporting errors).
     pub fn remove(mut self) -> io::Result<()> {
         self.removed = true;
-        host::remove_cgroup(&self.sys, &self.path).map(|_| ())
+        knob::remove_cgroup(&self.sys, &self.path).map(|_| ())
     }
 }
 
@@ -271,8 +271,8 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         if !self.removed {
             self.removed = true;
-            if let Err(e) = host::remove_cgroup(&self.sys, &self.path) {
-                eprintln!("zmem trial: cleanup failed: {e} — remove it by hand");
+            if let Err(e) = knob::remove_cgroup(&self.sys, &self.path) {
+                eprintln!("zmem: cleanup failed: {e} — remove it by hand");
             }
         }
     }

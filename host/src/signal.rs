@@ -1,5 +1,5 @@
 //! Ctrl-C, SIGTERM and SIGHUP during a trial: they only raise a flag, so the
-//! trial stops at its next check and the undo list ([`crate::undo`]) runs as
+//! run stops at its next check and the undo list ([`crate::Guard`]) runs as
 //! on any other exit.
 
 use std::io;
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Ctrl-C, SIGTERM and SIGHUP raise a flag instead of killing zmem, so the
-/// trial stops at its next check and restores everything. Dropping the watch
+/// run stops at its next check and restores everything. Dropping the watch
 /// restores the previous behaviour.
 pub struct SignalWatch {
     flag: Arc<AtomicBool>,

@@ -1,18 +1,16 @@
-//! The kernel-facing operations of a trial, all through one [`Sys`]: the
-//! settings it changes (zswap's module parameters, the vm sysctls), the swap
-//! areas it activates, and the zram devices and cgroups it removes again.
-//! These functions record nothing; [`undo`](crate::undo) decides what to call
-//! and when.
+//! Settings and the removals the undo actions are made of, all through one
+//! [`Sys`]: how a setting (zswap's module parameters, the vm sysctls) reads
+//! and compares, whether a swap area is active, swapoff until it is gone, and
+//! removing the zram devices and cgroups zmem created. These functions record
+//! nothing; [`Action`](crate::Action) and the [`Guard`](crate::Guard) decide
+//! what to call and when.
 
 use std::io;
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-use zmem_host::Sys;
 
 use zmem_kernel::SwapEntry;
 
-use crate::swap;
+use crate::Sys;
 
 /// zswap module parameters (mm/zswap.c `module_param_cb`).
 pub const ZSWAP_PARAMS: &str = "/sys/module/zswap/parameters";
@@ -56,20 +54,20 @@ pub fn active_swaps(sys: &Sys) -> io::Result<Vec<SwapEntry>> {
     sys.swaps()
 }
 
-/// Whether `path` is an active swap area.
-pub fn is_active(sys: &Sys, path: &Path) -> bool {
+/// Whether `path` (a kernel path) is an active swap area.
+pub fn is_active(sys: &Sys, path: &str) -> bool {
     active_swaps(sys)
-        .map(|v| v.iter().any(|a| Path::new(&a.device) == path))
+        .map(|v| v.iter().any(|a| a.device == path))
         .unwrap_or(false)
 }
 
 /// swapoff, retried: it can fail transiently (EBUSY/ENOMEM while
 /// mm/swapfile.c `try_to_unuse` brings the pages back). Done once the area
 /// is no longer in `/proc/swaps`.
-pub fn swapoff_settled(sys: &Sys, path: &Path) -> Result<(), String> {
+pub fn swapoff_settled(sys: &Sys, path: &str) -> io::Result<()> {
     let mut last = Ok(());
     for attempt in 0..5 {
-        last = swap::swapoff(path).map_err(|e| e.to_string());
+        last = sys.swapoff(path);
         if last.is_ok() || !is_active(sys, path) {
             return Ok(());
         }

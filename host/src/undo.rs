@@ -1,104 +1,56 @@
-//! The undo list of a trial: every change is recorded here *before* it is
-//! made (or, for things that only exist once made, right after), and undone
-//! in reverse order when the list is unwound or dropped — on normal exit, on
-//! error, on panic, and after Ctrl-C/SIGTERM/SIGHUP, which only raise a flag
-//! ([`crate::signal`]) so the trial stops at its next check and unwinds here.
+//! The undo list: every change is recorded here *before* it is made (or, for
+//! things that only exist once made, right after), and undone in reverse
+//! order when the list is unwound or dropped — on normal exit, on error, on
+//! panic, and after Ctrl-C/SIGTERM/SIGHUP, which only raise a flag
+//! ([`crate::SignalWatch`]) so the run stops at its next check and unwinds
+//! here.
 //!
-//! Each pending action is also a line of the crash [`crate::journal`],
-//! so that `zmem trial --recover` can undo what a killed trial left behind
-//! ([`recover`]). Lines: `restore\tPATH\tVALUE`, `swapoff\tPATH`,
-//! `remove\tPATH`, `zram\tID`, `rmdir\tCGROUP`.
+//! Each pending [`Action`] is also a line of the crash [`crate::journal`], so
+//! that `zmem trial --recover` and `zmem apply --revert` can undo what a
+//! killed process left behind ([`recover`]).
 
 use std::cell::RefCell;
-use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use zmem_host::{HotDevice, Sys};
-
-use crate::host::{self, knob_equal, read_knob, selected};
 use crate::journal::{self, Journal};
+use crate::knob::{knob_equal, read_knob, selected};
+use crate::{Action, HotDevice, Sys};
 
-/// One thing to undo.
+/// One pending undo: the action, and the device it removes when zmem holds
+/// one ([`Guard::push_zram`]: dropping it resets and removes it, retrying
+/// while udev still has it open).
 #[derive(Debug)]
-pub enum Undo {
-    /// Write `value` back to the setting at `path` (a kernel path for [`Sys`]).
-    Restore { path: String, value: String },
-    /// `swapoff` a swap area zmem activated.
-    Swapoff { path: PathBuf },
-    /// Delete a file zmem created (a swap file).
-    RemoveFile { path: PathBuf },
-    /// Reset and hot-remove a zram device zmem hot-added.
-    Zram(HotDevice),
+struct Entry {
+    action: Action,
+    device: Option<HotDevice>,
 }
 
-impl Undo {
-    fn describe(&self) -> String {
-        match self {
-            Undo::Restore { path, value } => format!("restore {path} = {value}"),
-            Undo::Swapoff { path } => format!("swapoff {}", path.display()),
-            Undo::RemoveFile { path } => format!("remove {}", path.display()),
-            Undo::Zram(d) => format!("reset and hot_remove zram{}", d.id()),
-        }
+impl Entry {
+    fn line(&self) -> String {
+        // Unjournalable entries still get a line so pops stay paired.
+        self.action
+            .to_line()
+            .unwrap_or_else(|| "unjournalable".into())
     }
 
     fn run(self, sys: &Sys) -> Result<(), String> {
-        let what = self.describe();
-        let r = match self {
-            Undo::Restore { path, value } => restore(sys, &path, &value),
-            Undo::Swapoff { path } => host::swapoff_settled(sys, &path),
-            Undo::RemoveFile { path } => match fs::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.to_string()),
-                _ => Ok(()),
-            },
-            Undo::Zram(dev) => {
+        match self.device {
+            Some(dev) => {
                 let dir = format!("/sys/block/zram{}", dev.id());
                 drop(dev);
                 if sys.exists(&dir) {
-                    Err(format!("{dir} still exists after hot_remove"))
+                    Err(format!(
+                        "{}: {dir} still exists after hot_remove",
+                        self.action
+                    ))
                 } else {
                     Ok(())
                 }
             }
-        };
-        r.map_err(|e| format!("{what}: {e}"))
-    }
-}
-
-/// Write a setting back and check it reads back as written (writing the same
-/// value again is harmless; a different read-back means something else
-/// changed it meanwhile).
-fn restore(sys: &Sys, path: &str, value: &str) -> Result<(), String> {
-    sys.write(path, value).map_err(|e| e.to_string())?;
-    let now = read_knob(sys, path).map_err(|e| e.to_string())?;
-    if knob_equal(&now, value) {
-        Ok(())
-    } else {
-        Err(format!("reads back {now:?}"))
-    }
-}
-
-/// A journal path field: `None` if it cannot be written on one line.
-fn one_line(s: &str) -> Option<&str> {
-    (!s.contains(['\t', '\n'])).then_some(s)
-}
-
-/// The journal line of an undo action (`None` if it cannot be written on one line).
-pub fn line_of(u: &Undo) -> Option<String> {
-    Some(match u {
-        Undo::Restore { path, value } => {
-            format!("restore\t{}\t{}", one_line(path)?, one_line(value)?)
+            None => self.action.execute(sys),
         }
-        Undo::Swapoff { path } => format!("swapoff\t{}", one_line(path.to_str()?)?),
-        Undo::RemoveFile { path } => format!("remove\t{}", one_line(path.to_str()?)?),
-        Undo::Zram(d) => format!("zram\t{}", d.id()),
-    })
-}
-
-/// The journal line for a trial cgroup (a kernel path for [`Sys`]).
-pub fn cgroup_line(path: &str) -> Option<String> {
-    Some(format!("rmdir\t{}", one_line(path)?))
+    }
 }
 
 /// A stack of undo actions, run newest first.
@@ -106,7 +58,7 @@ pub fn cgroup_line(path: &str) -> Option<String> {
 pub struct Guard {
     sys: Sys,
     label: String,
-    stack: Vec<Undo>,
+    stack: Vec<Entry>,
     journal: Option<Rc<RefCell<Journal>>>,
 }
 
@@ -135,14 +87,28 @@ impl Guard {
         }
     }
 
-    /// Record an undo action for a change that was just made.
-    pub fn push(&mut self, u: Undo) {
+    fn push_entry(&mut self, e: Entry) {
         if let Some(j) = &self.journal {
-            // Unjournalable entries still get a line so pops stay paired.
-            let line = line_of(&u).unwrap_or_else(|| "unjournalable".into());
-            j.borrow_mut().push(line);
+            j.borrow_mut().push(e.line());
         }
-        self.stack.push(u);
+        self.stack.push(e);
+    }
+
+    /// Record the undo action of a change (before it is made, or right
+    /// after for what exists only once made).
+    pub fn push(&mut self, action: Action) {
+        self.push_entry(Entry {
+            action,
+            device: None,
+        });
+    }
+
+    /// Record a zram device zmem hot-added: undone by resetting and removing it.
+    pub fn push_zram(&mut self, dev: HotDevice) {
+        self.push_entry(Entry {
+            action: Action::RemoveZram(dev.id()),
+            device: Some(dev),
+        });
     }
 
     /// How many actions are pending.
@@ -164,7 +130,7 @@ impl Guard {
         }
         // The old value of a selection file like "[lzo] lz4" is the bracketed one.
         let old = selected(&old);
-        self.push(Undo::Restore {
+        self.push(Action::Restore {
             path: path.to_string(),
             value: old,
         });
@@ -177,16 +143,16 @@ impl Guard {
     /// (every action is attempted even if earlier ones fail).
     pub fn unwind(&mut self) -> Vec<String> {
         let mut errors = Vec::new();
-        while let Some(u) = self.stack.pop() {
-            let line = line_of(&u).unwrap_or_else(|| "unjournalable".into());
-            match u.run(&self.sys) {
+        while let Some(e) = self.stack.pop() {
+            let line = e.line();
+            match e.run(&self.sys) {
                 // Undone: the crash journal forgets it.
                 Ok(()) => {
                     if let Some(j) = &self.journal {
                         j.borrow_mut().remove(&line);
                     }
                 }
-                // Not undone: it stays in the journal for `zmem trial --recover`.
+                // Not undone: it stays in the journal for `--recover`.
                 Err(e) => errors.push(format!("{}: {e}", self.label)),
             }
         }
@@ -197,7 +163,7 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         for e in self.unwind() {
-            eprintln!("zmem trial: cleanup failed: {e} — restore it by hand");
+            eprintln!("zmem: cleanup failed: {e} — restore it by hand");
         }
     }
 }
@@ -209,67 +175,32 @@ pub struct Recovery {
     pub errors: Vec<String>,
 }
 
-/// Undo one journal line of a dead trial. `Ok(None)` when there was nothing
-/// left to undo.
-fn replay(sys: &Sys, line: &str) -> Result<Option<String>, String> {
-    let f: Vec<&str> = line.splitn(3, '\t').collect();
-    match f.as_slice() {
-        ["restore", path, value] => {
-            sys.write(path, value)
-                .map_err(|e| format!("restore {path} = {value}: {e}"))?;
-            Ok(Some(format!("restored {path} = {value}")))
+/// Undo the journal lines of a dead process, newest first: (what was done,
+/// the lines that could not be undone, oldest first, with why).
+fn replay_lines(sys: &Sys, lines: &[String]) -> (Vec<String>, Vec<(String, String)>) {
+    let mut done = Vec::new();
+    let mut failed = Vec::new();
+    for line in lines.iter().rev() {
+        let r = match Action::parse(line) {
+            Some(a) => a.replay(sys),
+            None => Err(format!("unreadable journal line {line:?}")),
+        };
+        match r {
+            Ok(Some(d)) => done.push(d),
+            Ok(None) => {}
+            Err(e) => failed.push((line.clone(), e)),
         }
-        ["swapoff", path] => replay_swapoff(sys, path),
-        ["remove", path] => replay_remove(path),
-        ["zram", id] => {
-            let id: u32 = id.parse().map_err(|_| format!("bad zram id {id:?}"))?;
-            let removed = host::remove_zram(sys, id).map_err(|e| e.to_string())?;
-            Ok(removed.then(|| format!("reset and removed zram{id}")))
-        }
-        ["rmdir", path] => replay_rmdir(sys, path),
-        _ => Err(format!("unreadable journal line {line:?}")),
     }
+    failed.reverse();
+    (done, failed)
 }
 
-fn replay_swapoff(sys: &Sys, path: &str) -> Result<Option<String>, String> {
-    if !host::is_active(sys, Path::new(path)) {
-        return Ok(None);
-    }
-    crate::swap::swapoff(Path::new(path)).map_err(|e| e.to_string())?;
-    Ok(Some(format!("swapoff {path}")))
-}
-
-/// Only ever the swap files trials create (`zmem-trial.PID.N.swap`).
-fn replay_remove(path: &str) -> Result<Option<String>, String> {
-    if !path.contains("zmem-trial.") {
-        return Err(format!("refusing to remove {path}: not a zmem trial file"));
-    }
-    match fs::remove_file(path) {
-        Ok(()) => Ok(Some(format!("removed {path}"))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("remove {path}: {e}")),
-    }
-}
-
-/// Only ever the cgroups trials create (`zmem-trial.PID.N`).
-fn replay_rmdir(sys: &Sys, path: &str) -> Result<Option<String>, String> {
-    if !Path::new(path)
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("zmem-trial."))
-    {
-        return Err(format!(
-            "refusing to remove cgroup {path}: not a zmem trial cgroup"
-        ));
-    }
-    let removed = host::remove_cgroup(sys, path).map_err(|e| e.to_string())?;
-    Ok(removed.then(|| format!("killed what was left in and removed cgroup {path}")))
-}
-
-/// Undo what every orphaned journal records, newest action first, and remove
-/// the journals that were fully replayed.
-pub fn recover(sys: &Sys) -> Recovery {
+/// Undo what every orphaned journal in `dir` records, newest action first,
+/// and remove the journals that were fully replayed (the others are kept for
+/// a human to look at). `who` names the process kind in the report.
+pub fn recover_dir(sys: &Sys, dir: &str, who: &str) -> Recovery {
     let mut r = Recovery::default();
-    for (pid, path) in journal::orphans(sys) {
+    for (pid, path) in journal::orphans_in(sys, dir) {
         let lines = match journal::read_pending(&path) {
             Ok(l) => l,
             Err(e) => {
@@ -277,26 +208,31 @@ pub fn recover(sys: &Sys) -> Recovery {
                 continue;
             }
         };
-        let before = r.errors.len();
-        for line in lines.iter().rev() {
-            match replay(sys, line) {
-                Ok(Some(d)) => r.done.push(format!("trial {pid}: {d}")),
-                Ok(None) => {}
-                Err(e) => r.errors.push(format!("trial {pid}: {e}")),
-            }
-        }
-        if r.errors.len() == before {
+        let (done, failed) = replay_lines(sys, &lines);
+        r.done
+            .extend(done.into_iter().map(|d| format!("{who} {pid}: {d}")));
+        if failed.is_empty() {
             journal::discard(&path);
         }
+        r.errors
+            .extend(failed.into_iter().map(|(_, e)| format!("{who} {pid}: {e}")));
     }
     r
+}
+
+/// Undo what every orphaned trial journal ([`journal::JOURNAL_DIR`]) records.
+#[cfg(test)]
+pub fn recover(sys: &Sys) -> Recovery {
+    recover_dir(sys, journal::JOURNAL_DIR, "trial")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::{knob_equal, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
     use crate::journal::{orphans, JOURNAL_DIR};
+    use crate::knob::{knob_equal, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
+    use std::fs;
+    use std::path::PathBuf;
 
     fn fake_host() -> (tempdir::Dir, Sys) {
         let d = tempdir::Dir::new();
@@ -412,7 +348,7 @@ mod tests {
         let made = d.path().join("zmem-trial.swap");
         fs::write(&made, b"x").unwrap();
         let mut g = Guard::new(&h, "test");
-        g.push(Undo::RemoveFile { path: made.clone() });
+        g.push(Action::RemoveFile("/zmem-trial.swap".into()));
         // Set the same knob twice: the first old value must win.
         g.set_knob(SWAPPINESS, "100").unwrap();
         g.set_knob(SWAPPINESS, "150").unwrap();
@@ -426,7 +362,7 @@ mod tests {
         let (_d, h) = fake_host();
         let mut g = Guard::new(&h, "test");
         g.set_knob(SWAPPINESS, "100").unwrap();
-        g.push(Undo::Restore {
+        g.push(Action::Restore {
             path: "/proc/sys/vm/no_such_dir/knob".into(),
             value: "1".into(),
         });
@@ -481,8 +417,9 @@ mod tests {
             g.set_knob(&format!("{ZSWAP_PARAMS}/compressor"), "zstd")
                 .unwrap();
             g.set_knob(&format!("{ZSWAP_PARAMS}/enabled"), "Y").unwrap();
-            g.push(Undo::RemoveFile { path: made.clone() });
-            j.borrow_mut().push(cgroup_line(cg).unwrap());
+            g.push(Action::RemoveFile("/zmem-trial.1.2.swap".into()));
+            j.borrow_mut()
+                .push(Action::RemoveCgroup(cg.into()).to_line().unwrap());
             assert_eq!(j.borrow().lines().len(), 5);
             // SIGKILL: no destructor runs.
             std::mem::forget(g);
@@ -564,7 +501,7 @@ mod tests {
             let j = Rc::new(RefCell::new(Journal::create_for_pid(&h, DEAD).unwrap()));
             let mut g = Guard::with_journal(&h, "test", Rc::clone(&j));
             g.set_knob(SWAPPINESS, "100").unwrap();
-            g.push(Undo::Restore {
+            g.push(Action::Restore {
                 path: "/proc/sys/vm/gone/knob".into(),
                 value: "1".into(),
             });
