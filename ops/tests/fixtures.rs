@@ -21,8 +21,8 @@ use zmem_conf as config;
 use zmem_host::SysfsDevice;
 use zmem_host::{Sys, FIXTURE_LOG};
 use zmem_ops::apply::{self, Options};
-use zmem_ops::policy::{self, Policy, State};
 use zmem_ops::status;
+use zmem_policy::{self as policy, Policy, State};
 
 use zmem_host::testutil::ScratchDir;
 

@@ -9,9 +9,9 @@ use zmem_conf as config;
 use zmem_host::testutil::ScratchDir;
 use zmem_host::HotDevice;
 use zmem_host::Sys;
+use zmem_ops as zram;
 use zmem_ops::apply::{self, ApplyError, Options};
 use zmem_ops::status;
-use zmem_ops::zram;
 
 fn zswap_params() -> Vec<(String, String)> {
     let mut v = Vec::new();
@@ -149,7 +149,7 @@ fn apply_check_revert_on_a_hot_added_device() {
 fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
     use zmem_device::AttrTarget;
     use zmem_host::SysfsDevice;
-    use zmem_ops::policy::{self, DeviceState, Policy};
+    use zmem_policy::{self as policy, DeviceState, Policy};
     if let Err(why) = HotDevice::available() {
         zmem_host::testutil::skip(&format!(
             "SKIP policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has: {why}"

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use zmem_device::BlockDevice;
 use zmem_kernel::Errno;
-use zmem_ops::policy::{Maintained, Policy};
+use zmem_policy::{Maintained, Policy};
 use zmem_zram::Zram;
 
 /// What the device is: the flags of `zmem serve` that shape the engine.

@@ -26,19 +26,19 @@
 //!  └─► config, workload            (leaves)
 //! ```
 //!
-//! * [`setup`]: one swap configuration, set up with its undos;
-//! * [`measure`] (running and measuring one workload), [`report`]
+//! * `setup`: one swap configuration, set up with its undos;
+//! * `measure` (running and measuring one workload), [`report`]
 //!   (statistics, table, CSV, serde structs), [`config`] (configuration
 //!   names), [`workload`] (the built-in `memalloc`), [`learn`] (one run
 //!   without pressure: time and anonymous footprint, with a hook on its
 //!   processes).
 
 mod as_conf;
-pub mod config;
-pub mod learn;
-pub mod measure;
+mod config;
+mod learn;
+mod measure;
 pub mod report;
-pub mod setup;
+mod setup;
 pub mod workload;
 
 use std::cell::RefCell;
@@ -49,8 +49,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-pub use config::{SwapConfig, TrialConfig};
-pub use learn::Learned;
+pub use config::{SwapConfig, TrialConfig, DISK_PRIORITY};
+pub use learn::{learn, Learned};
 pub use measure::{Outcome, RunRecord};
 pub use report::{ConfigSummary, Stats, TrialReport};
 pub use zmem_host::{CgroupVersion, Guard, MemoryHierarchy, SignalWatch};

@@ -65,8 +65,9 @@ pub struct VmCounters {
     pub zswpwb: Option<u64>,
 }
 
-/// /proc/vmstat as name → value.
-pub fn parse_vmstat(text: &str) -> HashMap<String, u64> {
+/// /proc/vmstat as name → value (the tests' input for [`VmCounters::delta`]).
+#[cfg(test)]
+fn parse_vmstat(text: &str) -> HashMap<String, u64> {
     proc::parse_vmstat(text).into_iter().collect()
 }
 

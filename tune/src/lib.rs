@@ -1,7 +1,7 @@
 //! `zmem tune`: the lab's prediction checked against the user's own workload
 //! under real memory pressure, and the winner written as one config file.
 //!
-//! 1. **Learn** ([`zmem_trial::learn`]): run the workload once in a cgroup of
+//! 1. **Learn** ([`zmem_trial::learn`](fn@zmem_trial::learn)): run the workload once in a cgroup of
 //!    its own without pressure, and capture its anonymous pages near their
 //!    peak (or take `--corpus`): the lab measures the pages this workload
 //!    really swaps.

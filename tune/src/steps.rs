@@ -128,7 +128,7 @@ fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
         }
         c.seconds += t.elapsed().as_secs_f64();
     };
-    let learned = trial::learn::learn(&s.command, signals, &hook)?;
+    let learned = trial::learn(&s.command, signals, &hook)?;
     if signals.fired() {
         return Err(TrialError::Interrupted(Box::new(empty_report(s))).into());
     }

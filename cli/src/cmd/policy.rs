@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use zmem_conf as config;
 use zmem_host::Sys;
-use zmem_ops::policy::{self, Policy, State};
+use zmem_policy::{self as policy, Policy, State};
 
 /// Arguments of `zmem policy`.
 #[derive(clap::Args, Debug)]
@@ -93,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             };
             let _ = writeln!(std::io::stdout().lock(), "{ts} {l}{dry}");
         };
-        policy::round_all(
+        zmem_ops::round_all(
             &sys,
             &pol,
             cfg.as_ref(),

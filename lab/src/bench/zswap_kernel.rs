@@ -263,7 +263,7 @@ fn swap_file(g: &mut zmem_host::Guard, plan: &Plan<'_>, k: &KernelOptions) -> Re
         g.push(Action::RemoveFile(abs.clone()));
     }
     r.with_context(|| format!("creating swap file {}", path.display()))?;
-    Sys::real().swapon(&abs, zmem_trial::config::DISK_PRIORITY, "")?;
+    Sys::real().swapon(&abs, zmem_trial::DISK_PRIORITY, "")?;
     g.push(Action::Swapoff(abs));
     Ok(())
 }

@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
         for d in &cfg.devices {
             let _ = d.zram_size.eval_bytes(8192.0);
         }
-        let _ = zmem_ops::policy::Policy::from_config(&cfg);
+        let _ = zmem_policy::Policy::from_config(&cfg);
         let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem");
         // What the reader takes, written back, reads again to the same text.
         let text = cfg.render();
@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = zmem_conf::parse_algorithms_with_warnings(text);
     let _ = zmem_conf::kernel_zram_option(text);
     // The same [policy] keys as `zmem serve --maint=…`.
-    let _ = zmem_ops::policy::Policy::default().with_spec(text);
+    let _ = zmem_policy::Policy::default().with_spec(text);
     let _ = (
         zmem_units::parse_size(text),
         zmem_units::parse_duration(text),

@@ -3,7 +3,7 @@
 //! a state without a panic, and what it reads is what it writes: the text of
 //! the state reads back as the same state, and writes the same text again.
 use libfuzzer_sys::fuzz_target;
-use zmem_ops::policy::State;
+use zmem_policy::State;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

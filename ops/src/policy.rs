@@ -6,7 +6,8 @@ use zmem_device::{AttrTarget, DryRun};
 
 use zmem_host::{find_ctl_sockets, Sys, SysfsDevice};
 
-use super::{round, Policy, State};
+use zmem_policy::{round, Policy, State};
+
 use crate::zram;
 use zmem_conf::Config;
 

@@ -1,4 +1,4 @@
-//! The policy engine: idle marking, recompression and writeback on zram
+//! zmem-policy, the policy engine: idle marking, recompression and writeback on zram
 //! devices, in rounds. One engine for `zmem policy` (kernel devices and
 //! served ones, through their control sockets) and for the maintenance worker
 //! of `zmem serve --maint` (the served device in process): both drive an
@@ -21,11 +21,11 @@
 //! Android's mmd does.
 //!
 //! Files: this one (the knobs and their one syntax), [`round`](fn@round) (one round on one
-//! device), `daemon` (a round over every device of a machine, for `zmem policy`), `state`
+//! device), `state`
 //! (what the engine remembers between rounds), `worker` (a thread running rounds for
-//! `zmem serve --maint`).
+//! `zmem serve --maint`). A round over every device of a machine, for
+//! `zmem policy`, is zmem-ops' `round_all`.
 
-mod daemon;
 mod round;
 mod state;
 mod worker;
@@ -36,7 +36,6 @@ use zmem_units::{parse_bool, parse_duration, parse_size};
 
 use zmem_conf::{Config, ConfigError, Entry};
 
-pub use daemon::round_all;
 pub use round::{idle_age, round, Env};
 pub use state::{state_file, DeviceState, State, STATE_NAME};
 pub use worker::{Maintained, Worker};

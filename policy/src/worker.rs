@@ -20,7 +20,7 @@ use zmem_host::Sys;
 
 use zmem_kernel::{AttrError, Errno};
 
-use super::{round, DeviceState, Policy};
+use crate::{round, DeviceState, Policy};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

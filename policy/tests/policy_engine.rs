@@ -17,7 +17,7 @@ use common::{content, phrases, Rng};
 use zmem_codec::Params;
 use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
 use zmem_host::testutil::ScratchDir;
-use zmem_ops::policy::{round, DeviceState, Env, Policy, Worker};
+use zmem_policy::{round, DeviceState, Env, Policy, Worker};
 use zmem_zram::{Zram, PAGE_SIZE};
 
 /// A quiet machine: no memory pressure, no backing block device to measure.

@@ -11,7 +11,7 @@ use zmem_kernel::MmStat;
 use zmem_kernel::{parse_comp_algorithm, parse_recomp_algorithm, AttrError, BdStat, Errno};
 use zmem_units::{bytes, duration};
 
-use super::{DeviceState, Policy};
+use crate::{DeviceState, Policy};
 
 /// What a round needs to know about the machine around the device.
 pub trait Env {
