@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Interleaved runs of `zmem bench` (device mode) for one or more zmem binaries,
+# Interleaved runs of `zmem bench device` for one or more zmem binaries,
 # with the median of each figure per binary — for timing on a shared, noisy
 # machine (docs/zram.md, "Speed"; dated runs in bench/results/).
 #
 #   scripts/bench-engine.sh -r ROUNDS -a ALGO [-t THREADS] [-n REQUESTS] [-k] [-f] CORPUS BIN...
 #
 # -k adds the kernel rows (root and kernel zram needed; each run hot-adds its
-# own device). -f adds the codec floor (`zmem bench --floor`): the codec alone
+# own device). -f adds the codec floor (`zmem bench floor`): the codec alone
 # on the same pages and requests, the least any engine can spend. Each round
 # runs every BIN once, in order; the raw CSV of every run is kept under $OUT
 # (default a temporary directory) and the medians are printed per binary,
 # target and page-cluster: mean latency (µs), reads per CPU-second, write
 # MiB/s, and with -k the engine/kernel (and codec/kernel) ratios: the median
 # of the runs' ratios, then the lowest and highest run (`0.45x 0.41-0.51`).
+# Every BIN needs the `zmem bench device`/`floor` subcommands (older builds
+# spelled them `zmem bench CORPUS` and `zmem bench --floor CORPUS`).
 set -euo pipefail
 
 rounds=5 algo=lz4 threads=1 requests=200000 kernel=0 floor=0
@@ -24,23 +26,24 @@ while getopts "r:a:t:n:kf" o; do
     n) requests=$OPTARG ;;
     k) kernel=1 ;;
     f) floor=1 ;;
-    *) sed -n 2,15p "$0" >&2; exit 2 ;;
+    *) sed -n 2,17p "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 2 ] || { sed -n 2,15p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,17p "$0" >&2; exit 2; }
 corpus=$1
 shift
 out=${OUT:-$(mktemp -d /tmp/zmem-bench-engine.XXXXXX)}
 mkdir -p "$out"
+mode=device
+[ "$floor" = 0 ] || mode=floor
 extra=()
 [ "$kernel" = 1 ] || extra+=(--no-kernel)
-[ "$floor" = 0 ] || extra+=(--floor)
 
 for r in $(seq 1 "$rounds"); do
     for bin in "$@"; do
         name=$(basename "$bin")
-        "$bin" bench --algo "$algo" --threads "$threads" --requests "$requests" \
+        "$bin" bench "$mode" --algo "$algo" --threads "$threads" --requests "$requests" \
             "${extra[@]}" --format csv "$corpus" >"$out/$name.$r.csv" 2>/dev/null
     done
 done

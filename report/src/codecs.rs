@@ -1,4 +1,4 @@
-//! `zmem bench --codecs` for people: the table's columns and a row's cells
+//! `zmem bench codecs` for people: the table's columns and a row's cells
 //! (latencies in µs; JSON and CSV carry the fields of docs/fields.md, in ns).
 
 use zmem_lab::codecs::{Row, Status};

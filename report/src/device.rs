@@ -1,4 +1,4 @@
-//! `zmem bench` in device mode for people: the columns and cells of the
+//! `zmem bench device` (and `floor`) for people: the columns and cells of the
 //! measured rows, then what is under the table — the corpora, the rows
 //! without numbers and why, engine against kernel (and the codec floor
 //! against the kernel), the engine's overhead over the codec, the legend.

@@ -1,4 +1,4 @@
-//! `zmem bench --report FILE.html`: one self-contained page (no scripts, no
+//! `zmem bench full --report FILE.html`: one self-contained page (no scripts, no
 //! network) with inline SVG charts drawn here: ratio against speed with the
 //! Pareto frontier, latency per algorithm, a bar chart per metric, the
 //! recommendation with its reasons, and the complete table.

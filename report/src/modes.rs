@@ -1,5 +1,5 @@
-//! The one-measurement modes of `zmem bench` for people: `--recomp`,
-//! `--fastpath` and `--writeback`, each result as text lines (JSON is the
+//! The one-measurement modes of `zmem bench` for people: `recomp`,
+//! `fastpath` and `writeback`, each result as text lines (JSON is the
 //! result serialised as it is).
 
 use zmem_codec::PAGE_SIZE;

@@ -1,4 +1,4 @@
-//! `zmem bench --zswap` for people: the table's columns and a row's cells,
+//! `zmem bench zswap` for people: the table's columns and a row's cells,
 //! and what is under the table — the corpora and what the access pattern and
 //! the columns mean.
 

@@ -1,4 +1,4 @@
-//! The full `zmem bench` run: codec figures (`zmem_lab::codecs`) and device
+//! `zmem bench full`: codec figures (`zmem_lab::codecs`) and device
 //! figures (`zmem_lab::device`, engine and kernel) for every algorithm, plus zstd
 //! with a dictionary trained on the corpus, joined into the complete table.
 

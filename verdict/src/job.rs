@@ -1,7 +1,7 @@
 //! The jobs the commands run, start to end: the verdict (`zmem bench`'s main
 //! job and `zmem recommend`: the corpus, the interleaved rounds, the
 //! page-cluster reads of the winner, this machine's facts, the
-//! recommendation) and the full table (`zmem bench --full`). They report
+//! recommendation) and the full table (`zmem bench full`). They report
 //! what they do through [`Progress`]; the caller shows it.
 
 use std::path::{Path, PathBuf};

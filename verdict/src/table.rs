@@ -1,4 +1,4 @@
-//! The complete table of `zmem bench`: per algorithm (the nine, plus zstd with a
+//! The complete table of `zmem bench full`: per algorithm (the nine, plus zstd with a
 //! trained dictionary) and page-cluster 0..3, the codec figures (ratio,
 //! compress/decompress/reclaim MB/s, from `zmem_lab::codecs`) beside the device
 //! figures (mm_stat ratio and effective ratio, read MiB/s, IOPS, mean/p99

@@ -1,7 +1,8 @@
-//! Shared by `zmem bench --full` (also implied by `--report` and `--weights`)
-//! and the verdict (`zmem bench`, `zmem recommend`): the arguments of the
-//! complete table (`zmem_verdict::full_table`), the progress bar on stderr,
-//! and the table (and recommendation) printed; optionally an HTML report.
+//! Shared by `zmem bench full` (the old `--full`, also implied by `--report`
+//! and `--weights`) and the verdict (`zmem bench`, `zmem bench verdict`,
+//! `zmem recommend`): the arguments of the complete table
+//! (`zmem_verdict::full_table`), the progress bar on stderr, and the table
+//! (and recommendation) printed; optionally an HTML report.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! `zmem bench --codecs`: every algorithm on every corpus at the codec level.
+//! `zmem bench codecs`: every algorithm on every corpus at the codec level.
 //!
 //! Per algorithm and corpus: ratio (orig/compressed), compress and decompress
 //! MB/s, reclaim MB/s (compress speed × (1 − compressed/orig): memory freed per

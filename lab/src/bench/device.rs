@@ -1,4 +1,4 @@
-//! `zmem bench` (device mode): the corpus through an engine zram device per
+//! `zmem bench device` (and `floor`): the corpus through an engine zram device per
 //! algorithm — mm_stat after writing, write MiB/s, then random reads of
 //! 2^page_cluster consecutive pages (page-cluster 0..3, as the published fio
 //! method reads a swap device) with MiB/s, IOPS, mean and p99 latency — and,

@@ -1,4 +1,4 @@
-//! What a device-mode run of `zmem bench` is given ([`Options`]) and what
+//! What a run of `zmem bench device` (or `floor`) is given ([`Options`]) and what
 //! each side of it, the engine device or the hot-added kernel zram device,
 //! yields per algorithm and page-cluster ([`Target`], [`Row`]). Shared by
 //! [`super::device`] and [`super::kernel`], and depends on neither.

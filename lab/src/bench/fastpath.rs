@@ -1,4 +1,4 @@
-//! `zmem bench --fastpath ALGO`: what the fast path costs and buys.
+//! `zmem bench fastpath ALGO`: what the fast path costs and buys.
 //!
 //! Two zmem zram devices get the same corpus in the same loop, page by page
 //! (alternating which device goes first): device F writes every page with
@@ -13,7 +13,8 @@
 //! measured again; P is measured for the primary alone. Every page of both
 //! devices must read back identical.
 //!
-//! The effective ratio is `orig_data_size / mem_used_total`, as in `--recomp`.
+//! The effective ratio is `orig_data_size / mem_used_total`, as in
+//! `zmem bench recomp`.
 
 use std::time::{Duration, Instant};
 

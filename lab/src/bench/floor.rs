@@ -1,4 +1,4 @@
-//! The codec floor of device mode (`zmem bench --floor`): the least any
+//! The codec floor of device mode (`zmem bench floor`): the least any
 //! engine can spend on this corpus with this algorithm, measured in the same
 //! run as the engine and the kernel, on the same pages and the same random
 //! requests. Its rows (`target` = `codec`) say how far an engine/kernel

@@ -1,4 +1,5 @@
-//! The kernel side of `zmem bench`: the same corpus through a hot-added
+//! The kernel side of `zmem bench device` (and of the verdict's rounds,
+//! [`super::sample`]): the same corpus through a hot-added
 //! kernel zram device (`zmem_host::HotDevice`) with the same algorithm,
 //! written with O_DIRECT pwrite and read back with O_DIRECT random preads of
 //! the same sizes and offsets as the engine's reads. Each device keeps a

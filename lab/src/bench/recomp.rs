@@ -1,4 +1,4 @@
-//! `zmem bench --recomp ALGO`: what recompressing idle pages with a
+//! `zmem bench recomp ALGO`: what recompressing idle pages with a
 //! secondary algorithm buys (docs/recompress.md).
 //!
 //! 1. A zmem zram device with the primary algorithm (e.g. lz4) and ALGO as

@@ -1,4 +1,4 @@
-//! `zmem bench --writeback`: what writing idle (or huge) pages back to a
+//! `zmem bench writeback`: what writing idle (or huge) pages back to a
 //! backing file frees in RAM (docs/writeback.md).
 //!
 //! 1. A zmem zram device with a backing file stores the corpus; compact;

@@ -1,4 +1,4 @@
-//! `zmem bench --zswap`: the corpus replayed through zswap (a compressed LRU
+//! `zmem bench zswap`: the corpus replayed through zswap (a compressed LRU
 //! cache over a backing file) and through zram in front of the same kind of
 //! backing file (a lower-priority disk swap), at the same RAM budget.
 //!

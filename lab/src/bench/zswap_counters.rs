@@ -1,4 +1,4 @@
-//! What the kernel side of `zmem bench --zswap` counts: the kernel's zswap
+//! What the kernel side of `zmem bench zswap` counts: the kernel's zswap
 //! counters at one point of the run ([`Snapshot`]: /proc/vmstat,
 //! /sys/kernel/debug/zswap, /proc/meminfo) and what the worker measured
 //! ([`Measured`]), passed from the worker to the bench as JSON.

@@ -1,4 +1,4 @@
-//! The kernel side of `zmem bench --zswap`: the same corpus and the same
+//! The kernel side of `zmem bench zswap`: the same corpus and the same
 //! access sequence through the running kernel's zswap.
 //!
 //! Set-up (every change recorded in a [`zmem_host::Guard`] first, with the

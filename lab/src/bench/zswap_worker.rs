@@ -1,4 +1,4 @@
-//! The worker of the kernel side of `zmem bench --zswap`
+//! The worker of the kernel side of `zmem bench zswap`
 //! ([`super::zswap_kernel`]): a child process in the bench's memory cgroup
 //! that holds the corpus in an anonymous mapping and swaps its pages out and
 //! in, in the engine's order.

@@ -1,4 +1,4 @@
-//! `zmem bench [CORPUS...]` without `--codecs`: the device-level benchmark
+//! `zmem bench device [CORPUS...]` and `zmem bench floor`: the device-level benchmark
 //! (engine zram device per algorithm, kernel zram beside it where possible).
 
 use std::io::{IsTerminal, Write};

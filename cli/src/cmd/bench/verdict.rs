@@ -1,4 +1,5 @@
-//! The main job, `zmem bench` with no corpus and no mode: this machine's
+//! The main job, `zmem bench` with no subcommand (and `zmem bench verdict`
+//! on corpus files): this machine's
 //! memory (at least 64 MiB where memory allows) plus the synthetic
 //! sections, every candidate measured in interleaved rounds, and a verdict
 //! this kernel can run, written as one config file for `zmem apply`.

@@ -1,4 +1,4 @@
-//! `zmem bench --zswap [CORPUS...]`: the corpus through zswap and through
+//! `zmem bench zswap [CORPUS...]`: the corpus through zswap and through
 //! zram + disk swap at the same RAM budget, with a hot/cold access pattern
 //! (`zmem_lab::zswap`); as root with zswap, also through the kernel's
 //! zswap unless `--no-kernel`.
