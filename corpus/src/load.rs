@@ -54,16 +54,10 @@ pub fn joined_or_machine(
 /// Captured memory in the verdict's corpus: large enough not to sit in the
 /// CPU cache, bounded by an eighth of the memory available now.
 pub fn verdict_capture() -> u64 {
-    let avail = std::fs::read_to_string("/proc/meminfo")
+    let avail = zmem_host::Sys::real()
+        .meminfo_get("MemAvailable")
         .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemAvailable:"))?
-                .split_whitespace()
-                .nth(1)?
-                .parse::<u64>()
-                .ok()
-        })
-        .map_or(u64::MAX, |kb| kb * 1024 / 8);
+        .flatten()
+        .map_or(u64::MAX, |bytes| bytes / 8);
     (64u64 << 20).min(avail).max(4 << 20)
 }

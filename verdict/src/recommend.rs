@@ -480,36 +480,27 @@ fn recommend_for(
 /// the kernel zram's algorithms (from an existing zram device's
 /// comp_algorithm, readable without root, if any exists).
 pub fn machine_facts() -> (Option<u64>, Vec<String>, Option<bool>, Vec<String>) {
-    let ram = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
-        s.lines()
-            .find(|l| l.starts_with("MemTotal:"))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .map(|kib| kib * 1024)
-    });
-    let swaps: Vec<String> = std::fs::read_to_string("/proc/swaps")
+    let sys = zmem_host::Sys::real();
+    let ram = sys.meminfo_get("MemTotal").ok().flatten();
+    let swaps: Vec<String> = sys
+        .swaps()
         .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .into_iter()
+        .map(|e| e.device)
         .filter(|d| !d.starts_with("/dev/zram"))
         .collect();
-    let zswap = std::fs::read_to_string("/sys/module/zswap/parameters/enabled")
+    let zswap = sys
+        .read("/sys/module/zswap/parameters/enabled")
         .ok()
         .map(|s| s.trim() == "Y");
-    let mut algos = Vec::new();
-    if let Ok(rd) = std::fs::read_dir("/sys/block") {
-        for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with("zram") {
-                if let Ok(s) = std::fs::read_to_string(e.path().join("comp_algorithm")) {
-                    algos = s
-                        .split_whitespace()
-                        .map(|a| a.trim_matches(|c| c == '[' || c == ']').to_string())
-                        .collect();
-                    break;
-                }
-            }
-        }
-    }
+    let algos = sys
+        .list("/sys/block")
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| n.starts_with("zram"))
+        .find_map(|n| sys.read(&format!("/sys/block/{n}/comp_algorithm")).ok())
+        .map(|s| zmem_kernel::parse_comp_algorithm(&s).0)
+        .unwrap_or_default();
     (ram, swaps, zswap, algos)
 }
 
