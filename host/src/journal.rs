@@ -1,6 +1,6 @@
 //! The crash journal: what a running zmem has changed and not yet undone,
 //! kept on disk in `DIR/<pid>.journal` — `/run/zmem-trial` for trials, tunes
-//! and `bench --zswap`, `/run/zmem/apply-journal` for `zmem apply`. One
+//! and `bench zswap`, `/run/zmem/apply-journal` for `zmem apply`. One
 //! undo [`Action`](crate::Action) per line (its journal line), oldest first,
 //! undone bottom to top; lines starting with `#` are comments. The file is
 //! rewritten atomically and fsynced on every change, before the change is
@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::Sys;
 
-/// Directory of the journals of trials, tunes and `bench --zswap` (a path
+/// Directory of the journals of trials, tunes and `bench zswap` (a path
 /// inside the [`Sys`] root).
 pub const JOURNAL_DIR: &str = "/run/zmem-trial";
 

@@ -11,7 +11,7 @@
 //!   with second chance and writeback (`lru`, `shrink`).
 //! * Parameters under `/sys/module/zswap/parameters` names and statistics
 //!   under the debugfs names (`attrs`, `stats`).
-//! * [`ZswapDevice`]: the block-device view (zram's [`BlockDevice`] face).
+//! * [`ZswapDevice`]: the block-device view (a [`BlockDevice`], as zram is).
 //!
 //! `engine` and `shrink` import each other on purpose: the shrinker writes
 //! back entries of the engine's tree and LRU, and the engine calls it when the

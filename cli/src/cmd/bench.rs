@@ -159,7 +159,8 @@ struct CodecsArgs {
 /// `zmem bench full`.
 #[derive(clap::Args, Debug)]
 struct FullArgs {
-    /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
+    /// Corpus files of raw 4 KiB pages; without any, this machine's memory (at most 16 MiB)
+    /// plus 4 MiB of synthetic pages
     corpus: Vec<PathBuf>,
     /// Algorithms to run (comma-separated kernel names); default: all
     #[arg(long, value_delimiter = ',')]

@@ -225,7 +225,7 @@ impl Stream for Lz4mStream {
 ///
 /// Longer than a screen on purpose: one decoding loop (tokens, literals,
 /// matches) whose positions and checks are shared by every branch; this is
-/// the hot path `zmem bench --codecs` measures (docs/own-codecs.md).
+/// the hot path `zmem bench codecs` measures (docs/own-codecs.md).
 pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), String> {
     if !dst.len().is_multiple_of(4) {
         return Err(format!("output of {} bytes is not whole words", dst.len()));

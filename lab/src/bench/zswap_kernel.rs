@@ -210,7 +210,7 @@ fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
     let journal = std::rc::Rc::new(std::cell::RefCell::new(
         zmem_host::Journal::create(sys).context("creating the crash journal")?,
     ));
-    let guard = zmem_host::Guard::with_journal(sys, "zmem bench --zswap", journal.clone());
+    let guard = zmem_host::Guard::with_journal(sys, "zmem bench zswap", journal.clone());
     let mut env = Env {
         cgroup: None,
         cgroup_line: None,
