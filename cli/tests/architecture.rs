@@ -197,3 +197,42 @@ fn test_only_dependencies_are_dev_dependencies() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// A library's surface reads in one screen: its modules are private and
+/// lib.rs re-exports what users need, with a few namespaces kept public (a
+/// command's API such as ops' `apply`, a wire protocol such as nbd's `proto`).
+/// `#[doc(hidden)]` test helpers do not count.
+const MAX_PUBLIC_MODULES: usize = 4;
+
+#[test]
+fn libraries_keep_their_modules_private() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut wide = Vec::new();
+    let mut total = 0;
+    for (dir, pkg) in crate_folders(&root) {
+        let Ok(lib) = std::fs::read_to_string(dir.join("src/lib.rs")) else {
+            continue;
+        };
+        let mut hidden = false;
+        let mut public = Vec::new();
+        for line in lib.lines().map(str::trim) {
+            if let Some(m) = line.strip_prefix("pub mod ") {
+                if !hidden {
+                    public.push(m.trim_end_matches(';').to_string());
+                }
+            }
+            hidden = line == "#[doc(hidden)]";
+        }
+        total += public.len();
+        if public.len() > MAX_PUBLIC_MODULES {
+            wide.push(format!("{pkg}: {}", public.join(", ")));
+        }
+    }
+    assert!(
+        wide.is_empty(),
+        "more than {MAX_PUBLIC_MODULES} public modules:\n{}",
+        wide.join("\n")
+    );
+    // The whole workspace: 80 before the crates were narrowed.
+    assert!(total <= 20, "{total} public modules across the workspace");
+}
