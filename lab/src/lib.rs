@@ -7,6 +7,7 @@ mod fields;
 mod fsread;
 
 pub use bench::random_read::ReadResult;
-pub use bench::{codecs, device, fastpath, kernel, recomp, sample, writeback, zswap};
+// Each bench mode is a module of `bench` (`pub mod MODE;` there), re-exported as `zmem_lab::MODE`.
+pub use bench::*;
 pub use fields::{opt_us_as_ns, us_as_ns};
 pub use fsread::{measure as measure_fs_read, FsRead};

@@ -16,7 +16,8 @@ mod zswap;
 pub use codecs::{codec_cells, CODECS_COLUMNS};
 pub use device::{device_cells, device_notes, DEVICE_COLUMNS};
 pub use html::{pareto, render as html_report};
-pub use modes::{fastpath_text, recomp_text, writeback_text};
+// The one-measurement modes' text (`MODE_text`), one function each in modes.rs.
+pub use modes::*;
 pub use ranking::ranking_text;
 pub use recommendation::{error_json, pretty, recommendation_json, recommendation_text};
 pub use table::{table_csv, table_json, table_text};
