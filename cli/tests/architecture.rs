@@ -11,8 +11,8 @@ fn short(name: &str) -> String {
     name.strip_prefix("zmem-").unwrap_or(name).to_string()
 }
 
-/// crate → (dependencies, dev-dependencies) among the workspace's crates, from cargo.
-fn from_cargo(root: &Path) -> Deps {
+/// `cargo metadata` of the workspace (no dependencies' packages).
+fn metadata(root: &Path) -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
@@ -30,7 +30,12 @@ fn from_cargo(root: &Path) -> Deps {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// crate → (dependencies, dev-dependencies) among the workspace's crates, from cargo.
+fn from_cargo(root: &Path) -> Deps {
+    let m = metadata(root);
     let mut deps = Deps::new();
     for p in m["packages"].as_array().unwrap() {
         let name = p["name"].as_str().unwrap().to_string();
@@ -87,19 +92,7 @@ use architecture_src::{circles, edges, modules, name};
 
 /// The workspace's crates: (folder, package name), from `cargo metadata`.
 fn crate_folders(root: &Path) -> Vec<(std::path::PathBuf, String)> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(root)
-        .output()
-        .expect("cargo metadata runs");
-    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = metadata(root);
     m["packages"]
         .as_array()
         .unwrap()

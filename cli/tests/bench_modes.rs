@@ -2,23 +2,13 @@
 //! and gives what the old flag spelling gives; the old spelling prints a one-line note naming
 //! the subcommand.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod bench_common;
 
+use std::collections::BTreeSet;
+
+use bench_common::{text, write_corpus, zmem};
 use serde_json::Value;
 use zmem_host::testutil::ScratchDir;
-
-fn zmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(args)
-        .output()
-        .expect("run zmem")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// The `--long` flags a help text lists as options.
 fn flags_in_help(help: &str) -> BTreeSet<String> {
@@ -182,36 +172,6 @@ fn a_subcommand_refuses_other_modes_flags() {
     }
 }
 
-/// 48 pages: 16 zero, 16 text, 16 random (huge).
-fn write_corpus(dir: &ScratchDir) -> PathBuf {
-    let mut data = Vec::new();
-    let mut x = 0x1234_5678_9abc_def1u64;
-    for i in 0..48 {
-        let mut p = vec![0u8; 4096];
-        match i % 3 {
-            0 => {}
-            1 => {
-                for (j, c) in p.chunks_mut(16).enumerate() {
-                    let s = format!("line {j:05} slot {i}\n");
-                    c.copy_from_slice(&s.as_bytes()[..16]);
-                }
-            }
-            _ => {
-                for c in p.chunks_mut(8) {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    c.copy_from_slice(&x.to_le_bytes());
-                }
-            }
-        }
-        data.extend_from_slice(&p);
-    }
-    let path = dir.join("pages.bin");
-    std::fs::write(&path, data).unwrap();
-    path
-}
-
 /// The JSON output without what differs from run to run: times, speeds, temporary paths.
 fn steady(v: Value) -> Value {
     match v {
@@ -248,7 +208,7 @@ fn json_of(args: &[&str]) -> (Value, String) {
 #[test]
 fn old_spellings_note_the_subcommand_and_give_the_same_output() {
     let dir = ScratchDir::new("bench-modes");
-    let c = write_corpus(&dir);
+    let c = write_corpus(&dir, "pages.bin");
     let c = c.to_str().unwrap();
     let pairs: [(&[&str], &[&str], &str); 8] = [
         (
