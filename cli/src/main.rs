@@ -2,12 +2,9 @@
 //!
 //! Each command's arguments are parsed in `cmd/` (one file per command, `zmem bench`'s modes
 //! as subcommands in `cmd/bench.rs`), the work is done by the library crates (codec, zpool,
-//! zram, zswap, nbd, serve, conf, ops, corpus, lab, verdict, report, trial, tune, on units,
-//! host, device and kernel) and the results are printed through `output`. Some
-//! orchestration still lives here and is on its way into the crates (issue 29): running the
-//! verdict and the full table (`cmd/bench/verdict.rs`, `cmd/lab_run.rs`) and printing the
-//! device and zswap tables (`cmd/bench/device.rs`, `cmd/bench/zswap.rs`); `zmem serve`'s
-//! device is built and served by zmem-serve (`cmd/serve.rs` holds its flags).
+//! zram, zswap, nbd, serve, conf, policy, ops, corpus, lab, verdict, report, trial, tune, on
+//! units, host, device and kernel: ARCHITECTURE.md), and what stays here is glue: the flags
+//! and their checks, the progress bar (`cmd/lab_run.rs`) and printing (`output`).
 
 use clap::{Parser, Subcommand};
 
