@@ -6,6 +6,7 @@
 //! * [`SysfsDevice`]: a kernel zram device as an attribute target;
 //! * [`input`]: files a user hands zmem, checked before they are read;
 //! * [`signature`]: what a file or device already holds, before zmem writes to it;
+//! * [`zswap_compressors`]: which compressors the running kernel can give zswap;
 //! * the one host layer every command that changes the machine uses
 //!   (`zmem apply`/`--revert`, `trial`/`--recover`, `tune`, the kernel rows of
 //!   `bench`): [`Action`]s (zram hot_add/reset/hot_remove, attribute, sysctl
@@ -19,12 +20,13 @@
 //!
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
-//! action ──► knob ──► sys ──► swap, fixture (fixture reads back through sys)
-//! journal ──► sys;   cgroup ──► knob;   signal, input, signature (leaves)
+//! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
+//! journal ──► sys;   cgroup ──► knob;   crypto ──► sys;   signal, input, signature (leaves)
 //! ```
 
 mod action;
 mod cgroup;
+mod crypto;
 mod hotdev;
 pub mod input;
 mod journal;
@@ -41,6 +43,7 @@ mod undo;
 
 pub use action::Action;
 pub use cgroup::{detect as memory_hierarchy, Cgroup, CgroupVersion, MemoryHierarchy};
+pub use crypto::{zswap_compressor_available, zswap_compressors};
 pub use hotdev::{HotDevice, KernelZramUnavailable};
 pub use journal::{
     discard as discard_journal, orphans_in as orphan_journals, pending_lines as journal_lines,
@@ -49,7 +52,7 @@ pub use journal::{
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
-pub use swap::{create_swap_file, swapoff, swapon};
+pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};
 pub use sys::{Sys, FIXTURE_LOG};
 pub use sysfs_device::{find_ctl_sockets, SysfsDevice};
 pub use undo::{recover_dir as recover_journals, Guard, Recovery};

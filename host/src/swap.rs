@@ -20,6 +20,11 @@ const SWAP_FLAG_DISCARD: libc::c_int = 0x10000;
 const SWAP_FLAG_DISCARD_ONCE: libc::c_int = 0x20000;
 const SWAP_FLAG_DISCARD_PAGES: libc::c_int = 0x40000;
 
+/// Swap priority zmem gives the zram tier it turns on; higher is used first.
+pub const ZRAM_PRIORITY: i32 = 100;
+/// Swap priority zmem gives a disk swap file it turns on (below zram's).
+pub const DISK_PRIORITY: i32 = 10;
+
 /// The system page size.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.

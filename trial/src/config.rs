@@ -27,10 +27,7 @@ pub enum SwapConfig {
     },
 }
 
-/// Swap priority of the zram tier; higher is used first.
-pub const ZRAM_PRIORITY: i32 = 100;
-/// Swap priority of the disk swap file.
-pub const DISK_PRIORITY: i32 = 10;
+pub use zmem_host::{DISK_PRIORITY, ZRAM_PRIORITY};
 
 impl SwapConfig {
     /// Whether this configuration needs the disk swap file.

@@ -193,48 +193,15 @@ fn find_program(prog: &str) -> Option<PathBuf> {
         .find(|p| exec(p))
 }
 
-/// Whether /proc/crypto's text lists `name`.
-fn crypto_lists(crypto: &str, name: &str) -> bool {
-    crypto.lines().any(|l| {
-        l.split_once(':')
-            .is_some_and(|(k, v)| k.trim() == "name" && v.trim() == name)
-    })
-}
-
-/// Whether the kernel can give zswap this compressor: loaded in /proc/crypto,
-/// or available as a (built-in or loadable) crypto module.
+/// Whether the kernel can give zswap this compressor (zmem-host asks /proc/crypto and
+/// the module lists), naming the codec registry's compressors it has when not.
 fn zswap_compressor_available(sys: &Sys, name: &str) -> Result<(), String> {
-    let crypto = sys.read("/proc/crypto").unwrap_or_default();
-    if crypto_lists(&crypto, name) {
-        return Ok(());
-    }
-    let rel = sys.read("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let needle = format!("crypto/{name}.ko");
-    for f in ["modules.builtin", "modules.dep"] {
-        let list = format!("/lib/modules/{}/{f}", rel.trim());
-        if sys.read(&list).is_ok_and(|t| t.contains(&needle)) {
-            return Ok(());
-        }
-    }
-    let have: Vec<&str> = zmem_codec::zswap_names()
-        .into_iter()
-        .filter(|k| crypto_lists(&crypto, k))
-        .collect();
-    Err(format!(
-        "zswap compressor {name} is not available: not in /proc/crypto and no crypto/{name}.ko module (compressors available: {})",
-        if have.is_empty() { "none".to_string() } else { have.join(", ") }
-    ))
+    zmem_host::zswap_compressor_available(sys, name, &zmem_codec::zswap_names())
 }
 
-/// The compressors zswap can use on this kernel, of those the kernel has
-/// (crypto/*.ko or built in, or already in /proc/crypto).
+/// The compressors zswap can use on this kernel, of the codec registry's crypto API names.
 pub fn zswap_compressors(sys: &Sys) -> Vec<String> {
-    // The compressors zswap can be asked for: the codec registry's crypto API names.
-    zmem_codec::zswap_names()
-        .into_iter()
-        .filter(|c| zswap_compressor_available(sys, c).is_ok())
-        .map(String::from)
-        .collect()
+    zmem_host::zswap_compressors(sys, &zmem_codec::zswap_names())
 }
 
 fn free_space(dir: &Path) -> Option<(u64, i64)> {

@@ -69,7 +69,7 @@ pub fn unavailable(sys: &Sys, zpool: &str, compressor: &str, force: bool) -> Opt
             "the kernel's zswap allocates from zsmalloc only (6.18), not {zpool}"
         ));
     }
-    let have = zmem_trial::zswap_compressors(sys);
+    let have = zmem_host::zswap_compressors(sys, &zmem_codec::zswap_names());
     if !have.iter().any(|c| c == compressor) {
         return Some(format!(
             "the kernel's zswap has no compressor {compressor} (it has: {})",
@@ -263,7 +263,7 @@ fn swap_file(g: &mut zmem_host::Guard, plan: &Plan<'_>, k: &KernelOptions) -> Re
         g.push(Action::RemoveFile(abs.clone()));
     }
     r.with_context(|| format!("creating swap file {}", path.display()))?;
-    Sys::real().swapon(&abs, zmem_trial::DISK_PRIORITY, "")?;
+    Sys::real().swapon(&abs, zmem_host::DISK_PRIORITY, "")?;
     g.push(Action::Swapoff(abs));
     Ok(())
 }
