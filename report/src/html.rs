@@ -439,21 +439,7 @@ fn write_per_metric(h: &mut String, pc0: &[&FullRow]) {
 /// Every row at every page-cluster, the overall best in bold.
 fn write_table(h: &mut String, t: &FullTable) {
     h.push_str("<h2>Complete table</h2><table><tr>");
-    for c in [
-        "target",
-        "algo",
-        "pc",
-        "ratio",
-        "eff",
-        "comp MB/s",
-        "decomp MB/s",
-        "reclaim MB/s",
-        "read MiB/s",
-        "IOPS",
-        "mean µs",
-        "p99 µs",
-        "score",
-    ] {
+    for c in crate::table::HEAD {
         let _ = write!(h, "<th>{c}</th>");
     }
     h.push_str("</tr>");

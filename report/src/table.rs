@@ -5,23 +5,26 @@ use std::fmt::Write as _;
 
 use zmem_verdict::FullTable;
 
+/// The complete table's column heads, for the text and the HTML report.
+pub(crate) const HEAD: [&str; 13] = [
+    "target",
+    "algo",
+    "pc",
+    "ratio",
+    "eff",
+    "comp MB/s",
+    "decomp MB/s",
+    "reclaim MB/s",
+    "read MiB/s",
+    "IOPS",
+    "mean µs",
+    "p99 µs",
+    "score",
+];
+
 /// Aligned text for people.
 pub fn table_text(t: &FullTable) -> String {
-    let head = [
-        "target",
-        "algo",
-        "pc",
-        "ratio",
-        "eff",
-        "comp MB/s",
-        "decomp MB/s",
-        "reclaim MB/s",
-        "read MiB/s",
-        "IOPS",
-        "mean µs",
-        "p99 µs",
-        "score",
-    ];
+    let head = HEAD;
     let mut cells: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
     for r in &t.rows {
         cells.push(vec![
