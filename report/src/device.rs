@@ -168,16 +168,7 @@ fn write_legend(o: &mut String, corpora: &[Corpus], opts: &Options) {
 /// What follows the table: the corpora, what is missing, the comparisons
 /// and the legend.
 pub fn device_notes(reports: &[Report], corpora: &[Corpus], opts: &Options) -> String {
-    let mut o = String::new();
-    for c in corpora {
-        let _ = writeln!(
-            o,
-            "corpus {}: {} pages ({})",
-            c.name,
-            c.page_count(),
-            c.source
-        );
-    }
+    let mut o = crate::corpora::corpus_lines(corpora);
     write_unavailable(&mut o, reports);
     write_comparisons(&mut o, reports);
     write_legend(&mut o, corpora, opts);

@@ -4,6 +4,7 @@
 //! HTML report.
 
 mod codecs;
+mod corpora;
 mod device;
 mod html;
 mod modes;
@@ -14,6 +15,7 @@ mod verdict;
 mod zswap;
 
 pub use codecs::{codec_cells, CODECS_COLUMNS};
+pub use corpora::corpus_lines;
 pub use device::{device_cells, device_notes, DEVICE_COLUMNS};
 pub use html::{pareto, render as html_report};
 // The one-measurement modes' text (`MODE_text`), one function each in modes.rs.

@@ -58,16 +58,7 @@ pub fn zswap_cells(r: &Row) -> Vec<String> {
 /// The corpora, then the pattern (`hot` share of the pages getting
 /// `hot_access` of `accesses` swap-ins) and the columns explained.
 pub fn zswap_notes(corpora: &[Corpus], hot: f64, hot_access: f64, accesses: usize) -> String {
-    let mut o = String::new();
-    for c in corpora {
-        let _ = writeln!(
-            o,
-            "corpus {}: {} pages ({})",
-            c.name,
-            c.page_count(),
-            c.source
-        );
-    }
+    let mut o = crate::corpora::corpus_lines(corpora);
     let _ = writeln!(
         o,
         "pattern: {:.0}% of the pages get {:.0}% of {} swap-ins (each followed by a swap-out); budget = zswap \

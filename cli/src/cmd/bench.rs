@@ -634,9 +634,7 @@ fn run_codecs(args: Args) -> anyhow::Result<()> {
                 print!("{}", crate::output::csv_of(&rows));
             } else {
                 print!("{}", t.render_table());
-                for c in &corpora {
-                    println!("corpus {}: {} pages ({})", c.name, c.page_count(), c.source);
-                }
+                print!("{}", zmem_report::corpus_lines(&corpora));
                 println!(
                     "MB/s = 10^6 bytes of pages per second, same-filled pages excluded (zram stores only \
                      their word); reclaim = compress MB/s x (1 - 1/ratio); latency in microseconds per page"
