@@ -72,15 +72,20 @@ fn sample(
     }
 }
 
-/// One round on the engine.
-pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
-    let pages = corpus.page_count();
-    let dev = Zram::builder()
+/// The verdict's engine device: `algo`, just large enough for `pages`.
+fn engine_device(algo: &str, pages: usize) -> Result<Zram, String> {
+    Zram::builder()
         .name("zram-verdict")
         .algorithm(algo, Default::default())
         .disksize((pages * PAGE_SIZE) as u64)
         .build()
-        .map_err(|e| e.message)?;
+        .map_err(|e| e.message)
+}
+
+/// One round on the engine.
+pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
+    let pages = corpus.page_count();
+    let dev = engine_device(algo, pages)?;
     let mut chunks = Vec::with_capacity(pages / CHUNK_PAGES + 1);
     let all: Vec<&[u8]> = corpus.pages().collect();
     for (c, group) in all.chunks(CHUNK_PAGES).enumerate() {
@@ -164,12 +169,7 @@ pub fn page_clusters(
             }
         }
         _ => {
-            let dev = Zram::builder()
-                .name("zram-verdict")
-                .algorithm(algo, Default::default())
-                .disksize((pages * PAGE_SIZE) as u64)
-                .build()
-                .map_err(|e| e.message)?;
+            let dev = engine_device(algo, pages)?;
             for (i, p) in corpus.pages().enumerate() {
                 dev.write_page(i, p).map_err(|e| format!("write: {e}"))?;
             }
