@@ -10,7 +10,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::Sys;
-use zmem_kernel::proc::unescape_mount;
+use zmem_kernel::proc::parse_mountinfo;
 
 use crate::knob;
 
@@ -28,28 +28,6 @@ pub struct MemoryHierarchy {
     pub version: CgroupVersion,
     /// The parent directory new cgroups go into (a kernel path for [`Sys`]).
     pub parent: String,
-}
-
-/// A mount from /proc/self/mountinfo: (mount root, mount point, fstype, super options).
-fn mounts(text: &str) -> Vec<(String, String, String, String)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let pre: Vec<&str> = pre.split(' ').collect();
-        let post: Vec<&str> = post.split(' ').collect();
-        if pre.len() < 5 || post.len() < 3 {
-            continue;
-        }
-        out.push((
-            unescape_mount(pre[3]),
-            unescape_mount(pre[4]),
-            post[0].to_string(),
-            post[2].to_string(),
-        ));
-    }
-    out
 }
 
 /// This process's cgroup path in the v1 hierarchy with `controller`, or in v2 (`None`).
@@ -93,7 +71,7 @@ pub fn detect(sys: &Sys) -> Result<MemoryHierarchy, String> {
         .read("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
     let own = sys.read("/proc/self/cgroup").unwrap_or_default();
-    let ms = mounts(&info);
+    let ms = parse_mountinfo(&info);
     let mut why = Vec::new();
     for (_root, point, fstype, _opts) in ms.iter().filter(|m| m.2 == "cgroup2") {
         let _ = fstype;
@@ -282,6 +260,7 @@ impl Drop for Cgroup {
 mod tests {
     use super::*;
     use std::fs;
+    use zmem_kernel::proc::unescape_mount;
 
     const MOUNTINFO: &str = "\
 31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
@@ -292,7 +271,7 @@ mod tests {
 
     #[test]
     fn parses_mountinfo_and_own_cgroup() {
-        let m = mounts(MOUNTINFO);
+        let m = parse_mountinfo(MOUNTINFO);
         assert_eq!(m.len(), 4);
         assert_eq!(
             m[2],

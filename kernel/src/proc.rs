@@ -81,6 +81,29 @@ pub fn parse_mounts(s: &str) -> Vec<(String, String, String)> {
 /// Undo the octal escapes (`\ooo`) the kernel writes for space, tab, newline
 /// and backslash in `/proc/mounts`, `/proc/self/mountinfo` and `/proc/swaps`
 /// (`mangle`/`seq_escape` in fs/proc_namespace.c). Anything that is not a
+/// `/proc/self/mountinfo` (proc(5)) as (mount root, mount point, fstype,
+/// super options) per mount, paths unescaped.
+pub fn parse_mountinfo(text: &str) -> Vec<(String, String, String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((pre, post)) = line.split_once(" - ") else {
+            continue;
+        };
+        let pre: Vec<&str> = pre.split(' ').collect();
+        let post: Vec<&str> = post.split(' ').collect();
+        if pre.len() < 5 || post.len() < 3 {
+            continue;
+        }
+        out.push((
+            unescape_mount(pre[3]),
+            unescape_mount(pre[4]),
+            post[0].to_string(),
+            post[2].to_string(),
+        ));
+    }
+    out
+}
+
 /// three-digit octal byte stays as it is.
 pub fn unescape_mount(s: &str) -> String {
     let b = s.as_bytes();

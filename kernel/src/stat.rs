@@ -262,6 +262,7 @@ mod tests {
             );
             let _ = (
                 crate::proc::parse_swaps(&s),
+                crate::proc::parse_mountinfo(&s),
                 crate::memparse(&s),
                 parse_debug_stat_miss_free(&s),
             );

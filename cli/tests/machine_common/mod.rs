@@ -88,22 +88,12 @@ macro_rules! skip_unless_ready {
 pub fn cgroup_parents() -> Vec<PathBuf> {
     let mut v = Vec::new();
     let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    for line in fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-    {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let pre: Vec<&str> = pre.split(' ').collect();
-        let post: Vec<&str> = post.split(' ').collect();
-        if pre.len() < 5 || post.len() < 3 {
-            continue;
-        }
-        let mp = PathBuf::from(pre[4]);
-        if post[0] == "cgroup2" {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for (_, mount_point, fstype, options) in zmem_kernel::proc::parse_mountinfo(&info) {
+        let mp = PathBuf::from(mount_point);
+        if fstype == "cgroup2" {
             v.push(mp);
-        } else if post[0] == "cgroup" && post[2].split(',').any(|o| o == "memory") {
+        } else if fstype == "cgroup" && options.split(',').any(|o| o == "memory") {
             v.push(mp.clone());
             if let Some(p) = own.lines().find_map(|l| {
                 let f: Vec<&str> = l.splitn(3, ':').collect();
