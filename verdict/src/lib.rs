@@ -10,6 +10,7 @@ mod ranked_table;
 mod reason;
 mod recommend;
 mod score;
+mod settle;
 mod stats;
 mod table;
 
@@ -25,5 +26,6 @@ pub use recommend::{
     Inputs, Recommendation, Sizes,
 };
 pub use score::{best_for, scores, BestFor, Metrics, Weights, WEIGHTS_FORM};
-pub use stats::{ci_rank, interval, Interval};
+pub use settle::{look_error, look_index, next_look, separate, Call, Separation, FIRST_LOOK, TOTAL_ERROR};
+pub use stats::{ci_rank, interval, interval_at, Interval};
 pub use table::{assemble, FullRow, FullTable, Missing};

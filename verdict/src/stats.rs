@@ -63,6 +63,48 @@ pub fn ci_rank(n: usize) -> (usize, f64) {
     best
 }
 
+/// The order-statistic index `k` (1-based) with the narrowest interval whose
+/// coverage is at least `level`, and that coverage; `None` when even the
+/// smallest and largest of `n` values do not reach it.
+pub fn rank_at(n: usize, level: f64) -> Option<(usize, f64)> {
+    let cover = |k: usize| 1.0 - 2.0 * binom_cdf_half(n, k - 1);
+    if n < 2 || cover(1) < level {
+        return None;
+    }
+    let mut k = 1;
+    while k < n / 2 && cover(k + 1) >= level {
+        k += 1;
+    }
+    Some((k, cover(k)))
+}
+
+/// Median of `xs` with an interval of coverage at least `level`, and that
+/// coverage; `None` when there are too few finite values to reach it.
+pub fn interval_at(xs: &[f64], level: f64) -> Option<(Interval, f64)> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    let (k, cov) = rank_at(v.len(), level)?;
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some((
+        Interval {
+            median: median_sorted(&v),
+            ci_low: v[k - 1],
+            ci_high: v[n - k],
+        },
+        cov,
+    ))
+}
+
+/// The median of sorted, finite values (not empty).
+fn median_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// Median and interval of `xs` (not empty).
 pub fn interval(xs: &[f64]) -> Interval {
     let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
@@ -75,11 +117,7 @@ pub fn interval(xs: &[f64]) -> Interval {
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
+    let median = median_sorted(&v);
     let (k, _) = ci_rank(n);
     Interval {
         median,
@@ -111,5 +149,16 @@ mod tests {
         assert_eq!((i.median, i.ci_low, i.ci_high), (5.0, 2.0, 8.0));
         assert!(interval(&[1.0, 2.0]).overlaps(&interval(&[2.0, 3.0])));
         assert!(!interval(&[1.0, 1.5]).overlaps(&interval(&[2.0, 3.0])));
+    }
+
+    #[test]
+    fn intervals_at_a_level() {
+        assert_eq!(rank_at(5, 0.95), None);
+        assert_eq!(rank_at(6, 0.95).unwrap().0, 1);
+        assert_eq!(rank_at(11, 0.9875).unwrap().0, 2);
+        assert_eq!(rank_at(20, 1.0 - 0.05 / 16.0).unwrap().0, 4);
+        let (i, c) = interval_at(&[3.0, 1.0, 2.0, 6.0, 5.0, 4.0], 0.95).unwrap();
+        assert_eq!((i.median, i.ci_low, i.ci_high), (3.5, 1.0, 6.0));
+        assert!((c - (1.0 - 2.0 / 64.0)).abs() < 1e-12);
     }
 }
