@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use zmem_verdict::{FullRow, FullTable, Recommendation};
+use zmem_verdict::{FullRow, FullTable, Ranking, Recommendation};
 
 const ENGINE: &str = "#2f6db5";
 const KERNEL: &str = "#e07b1a";
@@ -495,6 +495,7 @@ fn write_notes(h: &mut String, t: &FullTable) {
 /// The page.
 pub fn render(
     t: &FullTable,
+    verdict: Option<&Ranking>,
     rec: Option<&Recommendation>,
     rec_error: Option<&str>,
     title: &str,
@@ -505,6 +506,13 @@ pub fn render(
     // The deployable configuration first; the per-goal bests (which may be
     // algorithms this kernel lacks) after it.
     write_recommendation(&mut h, rec, rec_error);
+    if let Some(r) = verdict {
+        let _ = write!(
+            h,
+            "<h2>The verdict's rounds</h2><p>The pick above comes from these interleaved rounds (the same decision as <code>zmem bench</code> and <code>zmem recommend</code>); the table below informs.</p><pre>{}</pre>",
+            esc(&crate::ranking::ranking_text(r))
+        );
+    }
     write_best_for(&mut h, t);
     write_scatter(&mut h, &pc0);
     write_latency(&mut h, &pc0);
@@ -550,7 +558,7 @@ mod tests {
         };
         let mut t = zmem_verdict::run_full(&c, &opts, &mut |_, _, _| {}).unwrap();
         t.corpus = "<script>".into();
-        let html = render(&t, None, Some("no RAM"), "zmem bench");
+        let html = render(&t, None, None, Some("no RAM"), "zmem bench");
         for id in [
             "chart-pareto",
             "chart-latency",

@@ -3,44 +3,70 @@
 
 use std::fmt::Write as _;
 
-use zmem_verdict::Ranking;
+use zmem_verdict::{Call, Ranking};
 
 /// The ranking table and the engine-only comparisons.
 pub fn ranking_text(r: &Ranking) -> String {
     let mut o = String::new();
+    let d = &r.decision;
     let _ = writeln!(
         o,
-        "{} rounds, candidates interleaved; median [{:.0}% interval] per candidate; weights {}",
+        "{} rounds, candidates interleaved: {}",
         r.rounds,
-        r.ci_coverage * 100.0,
-        r.weights
+        zmem_verdict::stop_text(r)
     );
     let _ = writeln!(
         o,
-        "{:<8} {:<7} {:<22} {:<22} {:<22} {:<22} {:>9}",
+        "median [{:.0}% interval] per candidate; weights {}; {}",
+        r.ci_coverage * 100.0,
+        r.weights,
+        zmem_verdict::margin_text(&d.margin)
+    );
+    let _ = writeln!(
+        o,
+        "{:<8} {:<7} {:<22} {:<22} {:<13} {:<22} {:<22} {:>9}",
         "algo",
         "target",
         "score",
         "behind leader",
+        "call",
         "swap-in µs (p50)",
         "swap-out MiB/s",
         "eff_ratio"
     );
     for x in &r.ranked {
+        let call = match x.call {
+            None => "leader",
+            Some(Call::Ahead) => "leader ahead",
+            Some(c) => c.word(),
+        };
         let _ = writeln!(
             o,
-            "{:<8} {:<7} {:<22} {:<22} {:<22} {:<22} {:>9.3}",
+            "{:<8} {:<7} {:<22} {:<22} {:<13} {:<22} {:<22} {:>9.3}",
             x.algo,
             x.target,
             x.score.map(|s| s.show(1.0, 3)).unwrap_or_default(),
             x.behind_leader
                 .map(|s| s.show(1.0, 3))
-                .unwrap_or_else(|| "leader".into()),
+                .unwrap_or_else(|| "—".into()),
+            call,
             x.read_lat_ns.show(1000.0, 2),
             x.write_mibps.show(1.0, 0),
             x.effective_ratio
         );
     }
+    let _ = writeln!(
+        o,
+        "behind leader: paired per-round difference, interval at {:.1}% (look {}); pick: {}{}",
+        (1.0 - d.look_error) * 100.0,
+        d.look,
+        r.winner,
+        if d.settled {
+            ""
+        } else {
+            " (NOT proven: picked by the tie rule among the unseparated)"
+        }
+    );
     if !r.if_kernel_had.is_empty() {
         let _ = writeln!(
             o,

@@ -41,7 +41,10 @@ pub struct Ask<'a> {
     pub corpus: &'a [PathBuf],
     pub algo: &'a [String],
     pub weights: Weights,
-    pub rounds: usize,
+    /// The most rounds (none: until settled or the budget is spent).
+    pub rounds: Option<usize>,
+    /// Time for the rounds.
+    pub budget: std::time::Duration,
     pub requests: usize,
     pub kernel: bool,
     /// RAM to plan for, as given (`16G`); none: this machine's MemTotal.
@@ -67,7 +70,8 @@ pub fn decide(a: &Ask, progress: &mut dyn FnMut(Progress)) -> Result<Decided> {
         progress(Progress::Capturing(capture))
     })?;
     let opts = rank::Options {
-        rounds: a.rounds.max(1),
+        rounds: a.rounds.unwrap_or(usize::MAX).max(1),
+        budget: a.budget,
         requests: a.requests,
         weights: a.weights,
         kernel: a.kernel,
@@ -94,12 +98,15 @@ pub fn decide(a: &Ask, progress: &mut dyn FnMut(Progress)) -> Result<Decided> {
 }
 
 /// The full table on the corpus files (none: this machine's memory, at most
-/// [`zmem_corpus::DEFAULT_CAPTURE`], plus synthetic pages).
+/// [`zmem_corpus::DEFAULT_CAPTURE`], plus synthetic pages), and the
+/// verdict's interleaved rounds on the same pages: the table informs, the
+/// verdict decides (the same decision as `zmem bench` and `zmem recommend`).
 pub fn full_table(
     corpus: &[PathBuf],
     opts: &full::Options,
+    rank_opts: &rank::Options,
     progress: &mut dyn FnMut(Progress),
-) -> Result<FullTable> {
+) -> Result<(FullTable, Ranking)> {
     // Check names before the (possibly long) corpus capture.
     zmem_lab::codecs::select(&opts.algorithms)?;
     let capture = zmem_corpus::DEFAULT_CAPTURE;
@@ -108,9 +115,18 @@ pub fn full_table(
     let mut t = full::run(&c, opts, &mut |what, done, total| {
         progress(Progress::Step { done, total, what })
     })?;
-    progress(Progress::Measured);
     t.notes.extend(notes);
-    Ok(t)
+    // The verdict's candidates: what the table measured, the dictionary
+    // rows aside (no kernel offers zstd with a trained dictionary).
+    let ranking = rank::rank(&c, rank_opts, &mut |done, total, what| {
+        progress(Progress::Step {
+            done,
+            total,
+            what: &format!("verdict: {what}"),
+        })
+    })?;
+    progress(Progress::Measured);
+    Ok((t, ranking))
 }
 
 /// Where to measure filesystem reads: /var/tmp (disk-backed on most systems), else the temp dir.

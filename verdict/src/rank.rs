@@ -6,20 +6,19 @@
 //! * every candidate — each algorithm the kernel's zram offers, measured
 //!   through the kernel's own device where it can be (else the engine), plus
 //!   every engine-only algorithm as an "if your kernel had it" row — is
-//!   measured once per round, in [`Options::rounds`] rounds; the order
-//!   rotates every round, so drift of the machine spreads over all;
+//!   measured once per round; the order rotates every round, so drift of the
+//!   machine spreads over all. The engine-only rows run in the first
+//!   [`INFO_ROUNDS`] rounds only: they inform, they do not decide;
 //! * in every round each deployable candidate gets a score from the four
 //!   quantities that matter for swap, each relative to the best candidate of
 //!   that round: swap-in latency, effective ratio (orig_data_size /
 //!   mem_used_total), and throughput in both directions (write = swap-out,
 //!   read = swap-in, half the throughput weight each);
-//! * a candidate's score is the median over rounds, with a distribution-free
-//!   interval ([`crate::stats`]);
-//! * the leader (best median) is compared with every other candidate round
-//!   by round: the per-round differences are paired (both measured in the
-//!   same round, so the machine's drift cancels), and the other candidate is
-//!   tied with the leader when the median difference is below [`MARGIN`] or
-//!   its interval reaches zero; then the rule in [`TIE_RULE`] decides.
+//! * rounds go on until the decision is settled or the time budget ends
+//!   (sequential testing): at each look ([`crate::settle`]) the leader (best
+//!   median score) is compared with every other candidate on their paired
+//!   per-round differences, and each is called ahead-of, equivalent or
+//!   undecided against the margin ([`crate::decision`]).
 
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -28,23 +27,29 @@ use zmem_lab::device::Target;
 use zmem_lab::sample::{self as measure, Sample};
 use zmem_lab::ReadResult;
 
+use std::time::{Duration, Instant};
+
+use crate::decision::{self, Decision};
 use crate::score::Weights;
+use crate::settle::{self, Call};
 use crate::stats::{self, Interval};
 
-/// How ties within noise are broken: memory is the scarcer resource, and the
-/// effective ratio is exact (the same bytes give the same mm_stat every round).
-pub const TIE_RULE: &str =
-    "the higher effective ratio wins a tie (memory is what zram saves, and the ratio is exact, not noisy)";
+/// Rounds of the engine-only rows (and the engine rows of deployable
+/// algorithms measured through the kernel): enough for a median.
+pub const INFO_ROUNDS: usize = 5;
 
-/// Score differences below this (2 % of the best possible score) are not
-/// worth acting on: a tie even when the measurements could tell them apart.
-pub const MARGIN: f64 = 0.02;
+/// The default time budget of the rounds.
+pub const BUDGET: Duration = Duration::from_secs(60);
 
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Rounds; each candidate is measured once per round.
+    /// The most rounds to run (each candidate once per round); the rounds
+    /// stop earlier when the decision is settled or the budget is spent.
     pub rounds: usize,
+    /// Time for the rounds: no round starts once it would likely end past
+    /// this, except to reach the first look ([`settle::FIRST_LOOK`]).
+    pub budget: Duration,
     /// Random 4 KiB reads per candidate per round.
     pub requests: usize,
     pub weights: Weights,
@@ -58,7 +63,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            rounds: 5,
+            rounds: usize::MAX,
+            budget: BUDGET,
             requests: 4000,
             weights: Weights::default(),
             kernel: true,
@@ -87,16 +93,11 @@ pub struct Ranked {
     pub effective_ratio: f64,
     /// The score of every round, in round order (deployable candidates).
     pub round_scores: Vec<f64>,
-    /// The leader's score minus this one's, paired by round (median and interval).
+    /// The leader's score minus this one's, paired by round (median and
+    /// interval at the decision's look).
     pub behind_leader: Option<Interval>,
-}
-
-/// A tie within noise and how it was broken.
-#[derive(Debug, Clone, Serialize)]
-pub struct Tie {
-    /// Every candidate whose score interval overlaps the best one's.
-    pub between: Vec<String>,
-    pub rule: String,
+    /// What the decision says of this candidate against the leader.
+    pub call: Option<Call>,
 }
 
 /// An engine-only algorithm against the winner, both through the engine.
@@ -117,8 +118,11 @@ pub struct Ranking {
     pub corpus: String,
     pub pages: usize,
     pub rounds: usize,
-    /// The interval's coverage for this many rounds.
+    /// The coverage of each candidate's score interval for this many rounds.
     pub ci_coverage: f64,
+    /// The rounds' budget and the time they took, s.
+    pub budget_s: f64,
+    pub elapsed_s: f64,
     /// `kernel` when the deployable candidates were measured through the kernel.
     pub target: String,
     pub weights: Weights,
@@ -126,8 +130,10 @@ pub struct Ranking {
     pub ranked: Vec<Ranked>,
     /// Engine-only algorithms (and engine rows of the kernel's), measured too.
     pub engine: Vec<Ranked>,
+    /// The pick: the leader, or by [`decision::TIE_RULE`] among the leader
+    /// and the candidates equivalent to it or not separated from it.
     pub winner: String,
-    pub tie: Option<Tie>,
+    pub decision: Decision,
     pub if_kernel_had: Vec<IfKernelHad>,
     /// Why a candidate could not be measured.
     pub failed: Vec<(String, String)>,
@@ -175,32 +181,89 @@ pub fn rank(
         Vec::new()
     };
     let cands = candidates(opts, &offered);
-    let rounds = opts.rounds.max(1);
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cands.len()];
     let mut failed: Vec<(String, String)> = Vec::new();
-    let total = rounds * cands.len();
-    for round in 0..rounds {
-        for j in 0..cands.len() {
-            // Rotate the order every round: drift spreads over every candidate.
-            let i = (j + round * 7) % cands.len();
-            let (algo, target, _) = &cands[i];
-            progress(
-                round * cands.len() + j,
-                total,
-                &format!("round {}/{rounds}: {algo} ({})", round + 1, target.name()),
+    let (start, mut last_round) = (Instant::now(), Duration::ZERO);
+    let (mut rounds, mut look_at) = (0, settle::FIRST_LOOK);
+    while rounds < opts.rounds.max(1) {
+        let spent = start.elapsed();
+        if rounds >= settle::FIRST_LOOK && spent + last_round > opts.budget {
+            break;
+        }
+        let t = Instant::now();
+        let mut show = |what: &str| {
+            let (done, total) = (
+                start.elapsed().as_secs() as usize,
+                opts.budget.as_secs() as usize,
             );
-            if failed.iter().any(|(a, _)| a == &label(algo, *target)) {
-                continue;
-            }
-            let seed = opts.seed ^ round as u64;
-            match measure::once(corpus, algo, *target, opts.requests, seed) {
-                Ok(s) => samples[i].push(s),
-                Err(e) => failed.push((label(algo, *target), e)),
+            progress(
+                done.min(total),
+                total,
+                &format!("round {}: {what}", rounds + 1),
+            );
+        };
+        measure_round(
+            corpus,
+            opts,
+            &cands,
+            rounds,
+            &mut samples,
+            &mut failed,
+            &mut show,
+        );
+        last_round = t.elapsed();
+        rounds += 1;
+        if rounds == look_at {
+            look_at = settle::next_look(rounds);
+            let r = decide(corpus, opts, &cands, &samples, &failed, &offered, rounds)?;
+            if r.decision.settled {
+                return Ok(timed(r, opts, start));
             }
         }
     }
-    progress(total, total, "deciding");
-    decide(corpus, opts, &cands, &samples, failed, !offered.is_empty())
+    let (s, t) = (
+        opts.budget.as_secs() as usize,
+        start.elapsed().as_secs() as usize,
+    );
+    progress(t.min(s), s, "deciding");
+    let r = decide(corpus, opts, &cands, &samples, &failed, &offered, rounds)?;
+    Ok(timed(r, opts, start))
+}
+
+fn timed(mut r: Ranking, opts: &Options, start: Instant) -> Ranking {
+    r.budget_s = opts.budget.as_secs_f64();
+    r.elapsed_s = start.elapsed().as_secs_f64();
+    r
+}
+
+/// One round: every candidate once, in an order rotated by the round (drift
+/// spreads over every candidate); rows that only inform stop after
+/// [`INFO_ROUNDS`], a candidate that failed once is not measured again.
+fn measure_round(
+    corpus: &Corpus,
+    opts: &Options,
+    cands: &[(String, Target, bool)],
+    round: usize,
+    samples: &mut [Vec<Sample>],
+    failed: &mut Vec<(String, String)>,
+    show: &mut dyn FnMut(&str),
+) {
+    for j in 0..cands.len() {
+        let i = (j + round * 7) % cands.len();
+        let (algo, target, deployable) = &cands[i];
+        if !deployable && round >= INFO_ROUNDS {
+            continue;
+        }
+        if failed.iter().any(|(a, _)| a == &label(algo, *target)) {
+            continue;
+        }
+        show(&format!("{algo} ({})", target.name()));
+        let seed = opts.seed ^ round as u64;
+        match measure::once(corpus, algo, *target, opts.requests, seed) {
+            Ok(s) => samples[i].push(s),
+            Err(e) => failed.push((label(algo, *target), e)),
+        }
+    }
 }
 
 /// Random reads at page-cluster 0..=3 for the winner on its target (what
@@ -245,7 +308,12 @@ fn round_scores(w: &Weights, round: &[&Sample]) -> Vec<f64> {
 
 fn ranked_of(algo: &str, target: Target, s: &[Sample], rounds: &[f64]) -> Ranked {
     let iv = |f: &dyn Fn(&Sample) -> f64| stats::interval(&s.iter().map(f).collect::<Vec<_>>());
-    let last = s.last().copied().expect("measured");
+    // The sizes of the median round by mem_used_total: the same pages give
+    // the same mm_stat every round, so this is exact (the median only guards
+    // against a stray page of the pool).
+    let mut by_mem: Vec<Sample> = s.to_vec();
+    by_mem.sort_by_key(|x| x.mem_used_total);
+    let last = *by_mem.get(by_mem.len() / 2).expect("measured");
     Ranked {
         algo: algo.into(),
         target: target.name().into(),
@@ -259,6 +327,7 @@ fn ranked_of(algo: &str, target: Target, s: &[Sample], rounds: &[f64]) -> Ranked
         score: (!rounds.is_empty()).then(|| stats::interval(rounds)),
         round_scores: rounds.to_vec(),
         behind_leader: None,
+        call: None,
     }
 }
 
@@ -267,10 +336,10 @@ fn decide(
     opts: &Options,
     cands: &[(String, Target, bool)],
     samples: &[Vec<Sample>],
-    failed: Vec<(String, String)>,
-    kernel: bool,
+    failed: &[(String, String)],
+    offered: &[String],
+    rounds: usize,
 ) -> Result<Ranking> {
-    let rounds = opts.rounds.max(1);
     let deploy: Vec<usize> = (0..cands.len())
         .filter(|&i| cands[i].2 && samples[i].len() == rounds)
         .collect();
@@ -285,7 +354,6 @@ fn decide(
         );
     }
     let mut per_cand: Vec<Vec<f64>> = vec![Vec::new(); deploy.len()];
-    #[allow(clippy::needless_range_loop)] // r indexes every deployable candidate's samples
     for r in 0..rounds {
         let round: Vec<&Sample> = deploy.iter().map(|&i| &samples[i][r]).collect();
         for (k, s) in round_scores(&opts.weights, &round).into_iter().enumerate() {
@@ -297,8 +365,8 @@ fn decide(
         .zip(&per_cand)
         .map(|(&i, sc)| ranked_of(&cands[i].0, cands[i].1, &samples[i], sc))
         .collect();
-    ranked.sort_by(|a, b| b.score.unwrap().median.total_cmp(&a.score.unwrap().median));
-    let (winner, tie) = break_ties(&mut ranked);
+    let (winner, decision) =
+        decision::decide(&mut ranked, &opts.weights, settle::look_index(rounds));
     let engine: Vec<Ranked> = (0..cands.len())
         .filter(|&i| cands[i].1 == Target::Engine && !samples[i].is_empty())
         .map(|i| ranked_of(&cands[i].0, Target::Engine, &samples[i], &[]))
@@ -309,56 +377,22 @@ fn decide(
         pages: corpus.page_count(),
         rounds,
         ci_coverage: stats::ci_rank(rounds).1,
-        target: if kernel { "kernel" } else { "engine" }.into(),
+        budget_s: 0.0,
+        elapsed_s: 0.0,
+        target: if offered.is_empty() {
+            "engine"
+        } else {
+            "kernel"
+        }
+        .into(),
         weights: opts.weights,
         ranked,
         engine,
         winner,
-        tie,
+        decision,
         if_kernel_had,
-        failed,
+        failed: failed.to_vec(),
     })
-}
-
-/// The winner: the leader (best median score) unless others are tied with
-/// it — paired per-round difference below [`MARGIN`] or not clearly above
-/// zero — then [`TIE_RULE`] among the tied. Fills `behind_leader`.
-fn break_ties(ranked: &mut [Ranked]) -> (String, Option<Tie>) {
-    let lead = ranked[0].round_scores.clone();
-    let mut tied = vec![0usize];
-    for (j, r) in ranked.iter_mut().enumerate().skip(1) {
-        let d: Vec<f64> = lead
-            .iter()
-            .zip(&r.round_scores)
-            .map(|(a, b)| a - b)
-            .collect();
-        let iv = stats::interval(&d);
-        if iv.median < MARGIN || iv.ci_low <= 0.0 {
-            tied.push(j);
-        }
-        r.behind_leader = Some(iv);
-    }
-    if tied.len() < 2 {
-        return (ranked[0].algo.clone(), None);
-    }
-    let w = tied
-        .iter()
-        .map(|&j| &ranked[j])
-        .max_by(|a, b| {
-            a.effective_ratio
-                .total_cmp(&b.effective_ratio)
-                .then(b.read_lat_ns.median.total_cmp(&a.read_lat_ns.median))
-        })
-        .expect("two or more tied");
-    let mut between: Vec<String> = tied.iter().map(|&j| ranked[j].algo.clone()).collect();
-    between.sort();
-    (
-        w.algo.clone(),
-        Some(Tie {
-            between,
-            rule: TIE_RULE.into(),
-        }),
-    )
 }
 
 /// Engine-only algorithms against the winner's engine row.
@@ -409,60 +443,5 @@ mod tests {
         let smaller = s(1000.0, 500.0, 200);
         let sc = round_scores(&w, &[&a, &smaller]);
         assert!(sc[1] > sc[0], "ratio counts: {sc:?}");
-    }
-
-    fn r(algo: &str, rounds: &[f64], ratio: f64) -> Ranked {
-        let iv = Interval {
-            median: 1.0,
-            ci_low: 1.0,
-            ci_high: 1.0,
-        };
-        Ranked {
-            algo: algo.into(),
-            target: "kernel".into(),
-            score: Some(stats::interval(rounds)),
-            read_lat_ns: iv,
-            read_mibps: iv,
-            write_mibps: iv,
-            orig_data_size: 0,
-            compr_data_size: 0,
-            mem_used_total: 0,
-            effective_ratio: ratio,
-            round_scores: rounds.to_vec(),
-            behind_leader: None,
-        }
-    }
-
-    #[test]
-    fn ties_within_noise_or_margin_go_to_the_better_ratio() {
-        // lz4 ahead by 0.1 in every round: clear.
-        let mut clear = [
-            r("lz4", &[0.9, 0.92, 0.88], 2.0),
-            r("lzo", &[0.8, 0.82, 0.78], 2.2),
-        ];
-        let (w, t) = break_ties(&mut clear);
-        assert_eq!((w.as_str(), t.is_none()), ("lz4", true));
-        assert!((clear[1].behind_leader.unwrap().median - 0.1).abs() < 1e-9);
-        // A round-wide drift (0.7 in round 2) cancels in the paired differences.
-        let mut drift = [
-            r("lz4", &[0.9, 0.7, 0.9], 2.0),
-            r("lzo", &[0.8, 0.6, 0.8], 2.2),
-        ];
-        assert_eq!(break_ties(&mut drift).0, "lz4");
-        // Within the margin: a tie, the better ratio wins.
-        let mut close = [
-            r("lz4", &[0.90, 0.91, 0.90], 2.0),
-            r("lzo-rle", &[0.89, 0.90, 0.89], 2.2),
-            r("lzo", &[0.5, 0.5, 0.5], 2.3),
-        ];
-        let (w, t) = break_ties(&mut close);
-        assert_eq!(w, "lzo-rle");
-        assert_eq!(t.unwrap().between, ["lz4", "lzo-rle"]);
-        // Beaten in one round: not clearly ahead, a tie.
-        let mut crossed = [
-            r("lz4", &[0.95, 0.95, 0.80], 2.0),
-            r("lzo", &[0.85, 0.85, 0.90], 2.2),
-        ];
-        assert_eq!(break_ties(&mut crossed).0, "lzo");
     }
 }

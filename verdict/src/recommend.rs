@@ -157,37 +157,6 @@ fn candidates<'t>(t: &'t FullTable, inp: &Inputs) -> (&'static str, Vec<&'t Full
     (target, cand)
 }
 
-/// The candidate with the best score at page-cluster 0.
-fn best_at_pc0<'t>(cand: &[&'t FullRow], inp: &Inputs) -> Result<&'t FullRow> {
-    let Some(best) = cand
-        .iter()
-        .copied()
-        .filter(|r| r.page_cluster == 0)
-        .max_by(|a, b| a.score.partial_cmp(&b.score).unwrap())
-    else {
-        bail!(
-            "cannot recommend: no algorithm the kernel offers ({}) has measured device figures at page-cluster 0",
-            if inp.kernel_algos.is_empty() { "unknown; assumed its built-in list".to_string() } else { inp.kernel_algos.join(", ") }
-        );
-    };
-    Ok(best)
-}
-
-/// Why `best` is the primary algorithm.
-fn primary_reason(t: &FullTable, inp: &Inputs, target: &str, best: &FullRow) -> String {
-    format!(
-        "{}: best score at page-cluster 0 ({:.3}, weights {}) among the algorithms this kernel offers{}, from {} rows: {:.2}:1 effective, {:.0} MiB/s, {:.2} µs mean",
-        best.algo,
-        best.score.unwrap_or(0.0),
-        t.weights,
-        if inp.kernel_algos.is_empty() { String::new() } else { format!(" ({})", inp.kernel_algos.join(", ")) },
-        target,
-        ratio_of(best),
-        best.read_mib_s.unwrap_or(0.0),
-        best.lat_mean_ns.unwrap_or(0.0) / 1000.0
-    )
-}
-
 /// The recompression algorithm: any allowed algorithm (engine or kernel
 /// figures) whose ratio at page-cluster 0 is at least 10% better than the
 /// primary's, the best such; with the reason for it or for having none.
@@ -413,33 +382,41 @@ fn sysctl_conf(swp: &SwappinessChoice, page_cluster: u32) -> String {
     w.finish()
 }
 
-/// Recommend from a scored table.
-pub fn recommend(t: &FullTable, inp: &Inputs) -> Result<Recommendation> {
-    let (target, cand) = candidates(t, inp);
-    let best = best_at_pc0(&cand, inp)?;
-    let reason = primary_reason(t, inp, target, best);
-    recommend_for(t, inp, target, &cand, best, reason)
-}
-
 /// Recommend with the primary algorithm the verdict's repeated, interleaved
-/// measurements chose (`crate::rank`), instead of the table's one-shot score.
+/// measurements chose (`crate::rank`): the one decision of `zmem bench`,
+/// `zmem bench full` and `zmem recommend`; the table gives the rest
+/// (recompression, sizes, page-cluster).
 pub fn recommend_ranked(
     t: &FullTable,
     inp: &Inputs,
     ranking: &crate::rank::Ranking,
 ) -> Result<Recommendation> {
+    recommend_pick(
+        t,
+        inp,
+        &ranking.winner,
+        crate::reason::primary_reason(ranking),
+    )
+}
+
+/// Recommend with `pick` as the primary algorithm, for `reason`.
+fn recommend_pick(
+    t: &FullTable,
+    inp: &Inputs,
+    pick: &str,
+    reason: String,
+) -> Result<Recommendation> {
     let (target, cand) = candidates(t, inp);
     let Some(best) = cand
         .iter()
         .copied()
-        .find(|r| r.page_cluster == 0 && r.algo == ranking.winner)
+        .find(|r| r.page_cluster == 0 && r.algo == pick)
     else {
         bail!(
-            "cannot recommend: the verdict's choice {} has no device figures in the table",
-            ranking.winner
+            "cannot recommend: the verdict's choice {pick} has no {target} figures in the table among the algorithms this kernel offers ({})",
+            if inp.kernel_algos.is_empty() { "unknown".to_string() } else { inp.kernel_algos.join(", ") }
         );
     };
-    let reason = crate::reason::primary_reason(ranking);
     recommend_for(t, inp, target, &cand, best, reason)
 }
 
@@ -603,10 +580,18 @@ mod tests {
         }
     }
 
+    /// The recommendation around the verdict's pick.
+    fn recommend(t: &FullTable, i: &Inputs) -> Result<Recommendation> {
+        recommend_pick(t, i, "lz4", "the verdict's pick".into())
+    }
+
     #[test]
     fn recommends_kernel_algorithms_only_with_reasons() {
         let r = recommend(&table(), &inputs()).unwrap();
-        assert_eq!(r.primary, "lz4", "wkdm scores best but the kernel lacks it");
+        assert_eq!(r.primary, "lz4");
+        // wkdm has figures, but the kernel lacks it: never recommended.
+        let e = recommend_pick(&table(), &inputs(), "wkdm", String::new()).unwrap_err();
+        assert!(e.to_string().contains("cannot recommend"), "{e}");
         assert_eq!(r.recompress.as_deref(), Some("zstd"));
         assert_eq!(r.page_cluster, 0);
         assert_eq!(r.swappiness, swappiness(40.0));

@@ -20,7 +20,7 @@ pub(crate) mod verdict;
 mod zswap;
 
 // Defaults, shared by the subcommands and the old mode flags.
-const ROUNDS: usize = 5;
+const ROUND_BUDGET: &str = "60s";
 const REQUESTS: usize = 20_000;
 const THREADS: usize = 1;
 const MIN_TIME_MS: u64 = 200;
@@ -84,9 +84,14 @@ struct VerdictArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-    /// Every candidate in this many interleaved rounds
-    #[arg(long, default_value_t = ROUNDS)]
-    rounds: usize,
+    /// Time for the interleaved rounds: they go on until the decision is settled or this
+    /// is spent (e.g. 60s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = ROUND_BUDGET)]
+    budget: String,
+    /// At most this many interleaved rounds (every candidate once per round); default: until
+    /// settled or the budget is spent
+    #[arg(long)]
+    rounds: Option<usize>,
     /// Write the recommended configuration as DIR/zmem.conf [default: a file in the temporary
     /// directory]
     #[arg(long, value_name = "DIR")]
@@ -312,6 +317,7 @@ impl Mode {
         let kind = match self {
             Mode::Verdict(m) => {
                 (a.corpus, a.algo, a.format, a.rounds) = (m.corpus, m.algo, m.format, m.rounds);
+                a.budget = Some(m.budget);
                 (a.out_dir, a.requests, a.no_kernel) = (m.out_dir, m.requests, m.no_kernel);
                 (a.weights, a.ram, a.fs_read) = (m.weights, m.ram, m.fs_read);
                 Kind::Verdict
@@ -354,7 +360,7 @@ impl Mode {
             }
             Mode::Zswap(m) => {
                 (a.corpus, a.algo, a.format, a.hot) = (m.corpus, m.algo, m.format, m.hot);
-                (a.hot_access, a.budget, a.accesses) = (m.hot_access, m.budget, m.accesses);
+                (a.hot_access, a.budget, a.accesses) = (m.hot_access, Some(m.budget), m.accesses);
                 (a.zpool, a.force, a.worker) = (m.zpool, m.force, m.worker);
                 a.no_kernel = m.no_kernel;
                 Kind::Zswap
@@ -392,10 +398,10 @@ pub struct Args {
     /// Codecs mode: minimum milliseconds of each throughput measurement
     #[arg(hide = true, long, value_name = "MS", default_value_t = MIN_TIME_MS)]
     pub min_time_ms: u64,
-    /// Every candidate in this many interleaved rounds; the decision uses the median score and
-    /// its interval
-    #[arg(long, default_value_t = ROUNDS)]
-    pub rounds: usize,
+    /// At most this many interleaved rounds (every candidate once per round); default: until
+    /// the decision is settled or --budget is spent
+    #[arg(long)]
+    pub rounds: Option<usize>,
     /// The verdict on the given corpus files (without files it is the default)
     #[arg(hide = true, long)]
     pub verdict: bool,
@@ -446,9 +452,10 @@ pub struct Args {
     /// zswap mode: share of the accesses that go to the hot pages
     #[arg(hide = true, long, value_name = "SHARE", default_value_t = HOT_ACCESS)]
     pub hot_access: f64,
-    /// zswap mode: RAM budget (zswap pool limit = zram mem_limit): a share of the corpus or a size (64M)
-    #[arg(hide = true, long, value_name = "SHARE|SIZE", default_value = BUDGET)]
-    pub budget: String,
+    /// Time for the interleaved rounds: they go on until the decision is settled or this is
+    /// spent (e.g. 60s, 2m) [default: 60s]. (With the old `--zswap` spelling: its RAM budget.)
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
     /// zswap mode: swap-ins after every page was swapped out once
     #[arg(hide = true, long, default_value_t = ACCESSES)]
     pub accesses: usize,
@@ -666,7 +673,13 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
         // Bad weights fail before anything is measured.
         w.parse::<zmem_verdict::Weights>()?;
     }
-    let t = full::table(&full::Run {
+    let budget = match &args.budget {
+        Some(b) => {
+            zmem_units::parse_duration(b).map_err(|e| anyhow::anyhow!("bad --budget: {e}"))?
+        }
+        None => zmem_verdict::BUDGET,
+    };
+    let (t, ranking) = full::table(&full::Run {
         corpus: &args.corpus,
         algo: &args.algo,
         weights: args.weights.as_deref(),
@@ -674,10 +687,12 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
         requests: args.requests,
         kernel: !args.no_kernel,
         dict: args.dict.as_deref(),
+        rounds: args.rounds,
+        budget,
     })?;
     let rec = full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
-        .and_then(|i| zmem_verdict::recommend(&t, &i));
-    full::print(&t, &rec, args.format, args.report.as_deref())
+        .and_then(|i| zmem_verdict::recommend_ranked(&t, &i, &ranking));
+    full::print(&t, &ranking, &rec, args.format, args.report.as_deref())
 }
 
 fn run_writeback(args: &Args) -> anyhow::Result<()> {

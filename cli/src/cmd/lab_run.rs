@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use zmem_verdict::{Dict, FullOptions, FullTable, Inputs, Progress, Recommendation, Weights};
+use zmem_verdict::{
+    Dict, FullOptions, FullTable, Inputs, Progress, RankOptions, Ranking, Recommendation, Weights,
+};
 
 use crate::output::Format;
 
@@ -21,6 +23,9 @@ pub struct Run<'a> {
     pub requests: usize,
     pub kernel: bool,
     pub dict: Option<&'a Path>,
+    /// The verdict's rounds: at most this many, within this time.
+    pub rounds: Option<usize>,
+    pub budget: std::time::Duration,
 }
 
 /// The largest dictionary zmem reads (zstd's own trainer makes ~112 KiB ones).
@@ -68,8 +73,8 @@ impl Bar {
     }
 }
 
-/// Run the complete table with a progress bar on stderr.
-pub fn table(r: &Run<'_>) -> Result<FullTable> {
+/// Run the complete table and the verdict on the same pages, with a progress bar on stderr.
+pub fn table(r: &Run<'_>) -> Result<(FullTable, Ranking)> {
     let weights: Weights = match r.weights {
         Some(w) => w.parse()?,
         None => Weights::default(),
@@ -90,8 +95,17 @@ pub fn table(r: &Run<'_>) -> Result<FullTable> {
         dict,
         ..Default::default()
     };
+    let rank_opts = RankOptions {
+        rounds: r.rounds.unwrap_or(usize::MAX).max(1),
+        budget: r.budget,
+        requests: r.requests,
+        weights,
+        kernel: r.kernel,
+        algorithms: r.algo.to_vec(),
+        ..Default::default()
+    };
     let mut bar = Bar::default();
-    zmem_verdict::full_table(r.corpus, &opts, &mut |p| {
+    zmem_verdict::full_table(r.corpus, &opts, &rank_opts, &mut |p| {
         match p {
         Progress::Capturing(_) => eprintln!("zmem: building the default corpus (this machine's memory, at most 16 MiB, plus 4 MiB synthetic)…"),
         p => bar.show(p),
@@ -113,13 +127,15 @@ pub fn inputs(ram: Option<&str>, fs_read: Option<f64>, fs_dir: &Path) -> Result<
 /// Print the table (and recommendation) in `format`; write the report if asked.
 pub fn print(
     t: &FullTable,
+    ranking: &Ranking,
     rec: &Result<Recommendation>,
     format: Format,
     report: Option<&Path>,
 ) -> Result<()> {
     match format {
         Format::Table => {
-            // The configuration this kernel can run first, then the table.
+            // The verdict and the configuration this kernel can run first, then the table.
+            println!("{}", zmem_report::ranking_text(ranking));
             match rec {
                 Ok(r) => println!("{}", zmem_report::recommendation_text(r)),
                 Err(e) => println!("no recommendation: {e:#}\n"),
@@ -129,6 +145,7 @@ pub fn print(
         Format::Csv => print!("{}", zmem_report::table_csv(t)),
         Format::Json => {
             let mut v = zmem_report::table_json(t);
+            v["ranking"] = serde_json::to_value(ranking)?;
             v["recommendation"] = match rec {
                 Ok(r) => zmem_report::recommendation_json(r),
                 Err(e) => zmem_report::error_json(&format!("{e:#}")),
@@ -139,6 +156,7 @@ pub fn print(
     if let Some(p) = report {
         let html = zmem_report::html_report(
             t,
+            Some(ranking),
             rec.as_ref().ok(),
             rec.as_ref().err().map(|e| format!("{e:#}")).as_deref(),
             "zmem bench",

@@ -31,9 +31,14 @@ pub struct Args {
     /// Random 4 KiB reads per candidate per round
     #[arg(long, default_value_t = 20_000)]
     pub requests: usize,
-    /// Interleaved rounds (every candidate once per round)
-    #[arg(long, default_value_t = 5)]
-    pub rounds: usize,
+    /// Time for the interleaved rounds: they go on until the decision is settled or this
+    /// is spent (e.g. 60s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub budget: String,
+    /// At most this many interleaved rounds (every candidate once per round); default: until
+    /// settled or the budget is spent
+    #[arg(long)]
+    pub rounds: Option<usize>,
     /// Skip the kernel zram rows (rank the engine's rows of the kernel's algorithms)
     #[arg(long)]
     pub no_kernel: bool,
@@ -54,6 +59,7 @@ pub fn run(a: Args) -> Result<()> {
         algo: &a.algo,
         weights: a.weights.as_deref(),
         rounds: a.rounds,
+        budget: Some(&a.budget),
         requests: a.requests,
         kernel: !a.no_kernel,
         ram: a.ram.as_deref(),
@@ -77,16 +83,14 @@ pub fn run(a: Args) -> Result<()> {
         Format::Csv => {
             println!("key,value");
             let s = d.rec.sizes;
-            let tie = d
-                .ranking
-                .tie
-                .as_ref()
-                .map(|t| t.between.join(" "))
-                .unwrap_or_default();
+            let dec = &d.ranking.decision;
             for (k, v) in [
                 ("use", d.rec.use_.clone()),
                 ("algo", d.rec.primary.clone()),
-                ("tie", tie),
+                ("settled", dec.settled.to_string()),
+                ("leader", dec.leader.clone()),
+                ("equivalent", dec.equivalent.join(" ")),
+                ("undecided", dec.undecided.join(" ")),
                 ("recompress", d.rec.recompress.clone().unwrap_or_default()),
                 ("ram_bytes", (s.ram_mib << 20).to_string()),
                 ("effective_ratio", format!("{:.3}", s.ratio)),

@@ -42,7 +42,9 @@ pub struct Ask<'a> {
     pub corpus: &'a [PathBuf],
     pub algo: &'a [String],
     pub weights: Option<&'a str>,
-    pub rounds: usize,
+    pub rounds: Option<usize>,
+    /// Time for the rounds, as people write it (`60s`, `2m`); none: the default.
+    pub budget: Option<&'a str>,
     pub requests: usize,
     pub kernel: bool,
     pub ram: Option<&'a str>,
@@ -61,12 +63,22 @@ pub fn decide(a: &Ask) -> Result<Decided> {
     if let Some(r) = a.ram {
         crate::args::size_of("--ram", r)?;
     }
+    let budget = match a.budget {
+        Some(b) => {
+            zmem_units::parse_duration(b).map_err(|e| anyhow::anyhow!("bad --budget: {e}"))?
+        }
+        None => zmem_verdict::BUDGET,
+    };
+    if budget.is_zero() || a.rounds == Some(0) {
+        anyhow::bail!("--budget and --rounds must be more than zero");
+    }
     let mut bar = super::super::lab_run::Bar::default();
     let ask = zmem_verdict::Ask {
         corpus: a.corpus,
         algo: a.algo,
         weights,
         rounds: a.rounds,
+        budget,
         requests: a.requests,
         kernel: a.kernel,
         ram: a.ram,
@@ -99,6 +111,7 @@ pub fn run(args: &Args) -> Result<()> {
         algo: &args.algo,
         weights: args.weights.as_deref(),
         rounds: args.rounds,
+        budget: args.budget.as_deref(),
         requests: args.requests,
         kernel: !args.no_kernel,
         ram: args.ram.as_deref(),

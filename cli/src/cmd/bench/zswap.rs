@@ -24,7 +24,7 @@ fn budget(s: &str) -> anyhow::Result<(Option<u64>, f64)> {
 }
 
 pub fn run(args: &super::Args) -> anyhow::Result<()> {
-    let (budget_bytes, budget_fraction) = budget(&args.budget)?;
+    let (budget_bytes, budget_fraction) = budget(args.budget.as_deref().unwrap_or(super::BUDGET))?;
     let algos = if args.algo.is_empty() {
         vec![zmem_codec::ZSWAP_DEFAULT.name.to_string()]
     } else {
