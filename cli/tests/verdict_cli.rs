@@ -155,3 +155,132 @@ fn verdict_table_names_the_configuration_and_the_apply_command() {
         );
     }
 }
+
+fn json_of(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("JSON")
+}
+
+/// Too few rounds to decide: the verdict says so, names the candidates it
+/// could not separate, and picks by the stable tie-break (the higher ratio).
+#[test]
+fn verdict_without_enough_rounds_says_it_is_not_settled() {
+    let d = dir("unsettled");
+    let c = corpus(d.path());
+    let o = zmem(&[
+        "bench",
+        "verdict",
+        &c,
+        "--rounds",
+        "2",
+        "--requests",
+        "300",
+        "--no-kernel",
+        "--algo",
+        "lz4,lzo",
+        "--fs-read",
+        "100",
+        "--format",
+        "json",
+        "--out-dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let r = &json_of(&o)["ranking"];
+    let dec = &r["decision"];
+    assert_eq!(dec["settled"], false, "{dec}");
+    let leader = dec["leader"].as_str().unwrap();
+    let other = if leader == "lz4" { "lzo" } else { "lz4" };
+    assert_eq!(dec["undecided"], serde_json::json!([other]), "{dec}");
+    let ratio = |a: &str| {
+        r["ranked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["algo"] == a)
+            .unwrap()["effective_ratio"]
+            .as_f64()
+            .unwrap()
+    };
+    let better = if ratio("lzo") > ratio("lz4") {
+        "lzo"
+    } else {
+        "lz4"
+    };
+    assert_eq!(r["winner"], better, "the tie rule picks the better ratio");
+    let o = zmem(&[
+        "bench",
+        "verdict",
+        &c,
+        "--rounds",
+        "2",
+        "--requests",
+        "300",
+        "--no-kernel",
+        "--algo",
+        "lz4,lzo",
+        "--fs-read",
+        "100",
+        "--out-dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.contains("NOT settled") && t.contains("not proven"), "{t}");
+}
+
+/// A clear difference settles at the first look, and `zmem bench full`,
+/// `zmem recommend` and the main job's verdict on the same pages pick the
+/// same algorithm (one decision, one code path).
+#[test]
+fn a_clear_difference_settles_and_every_command_picks_the_same() {
+    let d = dir("settled");
+    let c = corpus(d.path());
+    let common = [
+        "--requests",
+        "300",
+        "--no-kernel",
+        "--algo",
+        "lz4,deflate",
+        "--fs-read",
+        "100",
+        "--ram",
+        "4G",
+        "--format",
+        "json",
+        "--budget",
+        "60s",
+    ];
+    let run = |head: &[&str], out: &str| {
+        let out = d.join(out);
+        let mut a: Vec<&str> = head.to_vec();
+        a.push(&c);
+        a.extend(common);
+        a.extend(["--out-dir", out.to_str().unwrap()]);
+        json_of(&zmem(&a))
+    };
+    let v = run(&["bench", "verdict"], "v");
+    let dec = &v["ranking"]["decision"];
+    assert_eq!(dec["settled"], true, "{dec}");
+    assert_eq!(v["ranking"]["winner"], "lz4");
+    assert_eq!(v["ranking"]["rounds"], 6, "settled at the first look");
+    let deflate = &v["ranking"]["ranked"][1];
+    assert_eq!(
+        (deflate["algo"].as_str(), deflate["call"].as_str()),
+        (Some("deflate"), Some("ahead"))
+    );
+    let r = run(&["recommend"], "r");
+    assert_eq!(
+        r["recommendation"]["primary"], "lz4",
+        "{}",
+        r["recommendation"]
+    );
+    let mut full = vec!["bench", "full", &c];
+    full.extend(common);
+    full.extend(["--min-time-ms", "20"]);
+    let f = json_of(&zmem(&full));
+    assert_eq!(f["ranking"]["winner"], "lz4");
+    assert_eq!(
+        f["recommendation"]["primary"], "lz4",
+        "{}",
+        f["recommendation"]
+    );
+}

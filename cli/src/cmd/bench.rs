@@ -197,6 +197,13 @@ struct FullArgs {
     /// Skip the kernel rows
     #[arg(long)]
     no_kernel: bool,
+    /// The verdict's rounds on the same pages (it picks the algorithm): they go on until the
+    /// decision is settled or this is spent (e.g. 60s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = ROUND_BUDGET)]
+    budget: String,
+    /// At most this many verdict rounds; default: until settled or the budget is spent
+    #[arg(long)]
+    rounds: Option<usize>,
 }
 
 /// `zmem bench recomp`.
@@ -340,6 +347,7 @@ impl Mode {
                 (a.corpus, a.algo, a.format, a.report) = (m.corpus, m.algo, m.format, m.report);
                 (a.weights, a.ram, a.fs_read, a.dict) = (m.weights, m.ram, m.fs_read, m.dict);
                 (a.min_time_ms, a.requests, a.no_kernel) = (m.min_time_ms, m.requests, m.no_kernel);
+                (a.budget, a.rounds) = (Some(m.budget), m.rounds);
                 Kind::Full
             }
             Mode::Recomp(m) => {
