@@ -37,7 +37,7 @@ enum Command {
     /// (docs/lab.md); the options below are its own. Each subcommand has its own flags (`zmem
     /// bench MODE --help`). The mode flags of before (`zmem bench --codecs …`, `zmem bench
     /// CORPUS`) still work in this release and print a note naming the subcommand.
-    Bench(cmd::bench::Bench),
+    Bench(Box<cmd::bench::Bench>),
     /// List every compression algorithm with its parameters and defaults
     Codecs(cmd::codecs::Args),
     /// Capture a corpus of 4 KiB pages from process memory or a zram device
@@ -72,7 +72,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(a) => cmd::bench::run(a),
+        Command::Bench(a) => cmd::bench::run(*a),
         Command::Codecs(a) => cmd::codecs::run(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Corpus(a) => cmd::corpus::run(a),

@@ -34,6 +34,7 @@ const MODES: [(&str, &[&str]); 9] = [
         &[
             "algo",
             "format",
+            "budget",
             "rounds",
             "out-dir",
             "requests",
@@ -82,6 +83,8 @@ const MODES: [(&str, &[&str]); 9] = [
             "min-time-ms",
             "requests",
             "no-kernel",
+            "budget",
+            "rounds",
         ],
     ),
     ("recomp", &["primary", "format"]),
@@ -133,6 +136,7 @@ fn bench_help_describes_the_subcommands_and_the_main_job() {
     let main_job: BTreeSet<String> = [
         "algo",
         "format",
+        "budget",
         "rounds",
         "out-dir",
         "requests",

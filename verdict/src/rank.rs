@@ -354,6 +354,7 @@ fn decide(
         );
     }
     let mut per_cand: Vec<Vec<f64>> = vec![Vec::new(); deploy.len()];
+    #[allow(clippy::needless_range_loop)] // r indexes every deployable candidate's samples
     for r in 0..rounds {
         let round: Vec<&Sample> = deploy.iter().map(|&i| &samples[i][r]).collect();
         for (k, s) in round_scores(&opts.weights, &round).into_iter().enumerate() {
