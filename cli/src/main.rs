@@ -54,7 +54,7 @@ enum Command {
     /// beside measured ranks, and the winner as one config file
     Tune(cmd::tune::Args),
     /// Serve a zmem device over NBD (qemu, nbdcopy, fio, nbdfuse, nbd-client)
-    Serve(cmd::serve::Args),
+    Serve(Box<cmd::serve::Args>),
     /// Read or write attributes of a zram device or a `zmem serve` device
     Ctl(cmd::ctl::Args),
     /// Show what the kernel's zram devices and zswap are doing
@@ -80,7 +80,7 @@ fn main() {
         Command::Recommend(a) => cmd::recommend::run(a),
         Command::Trial(a) => cmd::trial::run(a),
         Command::Tune(a) => cmd::tune::run(a),
-        Command::Serve(a) => cmd::serve::run(a),
+        Command::Serve(a) => cmd::serve::run(*a),
         Command::Ctl(a) => cmd::ctl::run(a),
         Command::Status(a) => cmd::status::run(a),
         Command::Apply(a) => cmd::apply::run(a),
