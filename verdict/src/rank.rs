@@ -7,8 +7,8 @@
 //!   through the kernel's own device where it can be (else the engine), plus
 //!   every engine-only algorithm as an "if your kernel had it" row — is
 //!   measured once per round; the order rotates every round, so drift of the
-//!   machine spreads over all. The engine-only rows run in the first
-//!   [`INFO_ROUNDS`] rounds only: they inform, they do not decide;
+//!   machine spreads over all. The engine-only rows inform, they do not
+//!   decide: they run in [`INFO_ROUNDS`] rounds of their own after the decision;
 //! * in every round each deployable candidate gets a score from the four
 //!   quantities that matter for swap, each relative to the best candidate of
 //!   that round: swap-in latency, effective ratio (orig_data_size /
@@ -34,9 +34,9 @@ use crate::score::Weights;
 use crate::settle::{self, Call};
 use crate::stats::{self, Interval};
 
-/// Rounds of the engine-only rows (and the engine rows of deployable
-/// algorithms measured through the kernel): enough for a median.
-pub const INFO_ROUNDS: usize = 5;
+/// Rounds of the rows that inform (engine-only algorithms, and the winner
+/// through the engine beside them), after the decision: enough for a median.
+pub const INFO_ROUNDS: usize = 3;
 
 /// The default time budget of the rounds.
 pub const BUDGET: Duration = Duration::from_secs(60);
@@ -166,7 +166,7 @@ fn candidates(opts: &Options, offered: &[String]) -> Vec<(String, Target, bool)>
     v
 }
 
-/// Measure and decide. `progress(done, total, what)`.
+/// Measure and decide. `progress(done, total, what)`: seconds spent of the budget.
 pub fn rank(
     corpus: &Corpus,
     opts: &Options,
@@ -181,87 +181,89 @@ pub fn rank(
         Vec::new()
     };
     let cands = candidates(opts, &offered);
-    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cands.len()];
-    let mut failed: Vec<(String, String)> = Vec::new();
-    let (start, mut last_round) = (Instant::now(), Duration::ZERO);
-    let (mut rounds, mut look_at) = (0, settle::FIRST_LOOK);
-    while rounds < opts.rounds.max(1) {
-        let spent = start.elapsed();
-        if rounds >= settle::FIRST_LOOK && spent + last_round > opts.budget {
-            break;
+    let mut m = Measured {
+        samples: vec![Vec::new(); cands.len()],
+        failed: Vec::new(),
+        start: Instant::now(),
+    };
+    let (mut rounds, mut look_at, mut last_round) = (0, settle::FIRST_LOOK, Duration::ZERO);
+    let deciding: Vec<bool> = cands.iter().map(|c| c.2).collect();
+    let decided = loop {
+        let spent = m.start.elapsed();
+        let over = rounds >= settle::FIRST_LOOK && spent + last_round > opts.budget;
+        if rounds >= opts.rounds.max(1) || over {
+            break decide(corpus, opts, &cands, &m, &offered, rounds)?;
         }
         let t = Instant::now();
-        let mut show = |what: &str| {
-            let (done, total) = (
-                start.elapsed().as_secs() as usize,
-                opts.budget.as_secs() as usize,
-            );
-            progress(
-                done.min(total),
-                total,
-                &format!("round {}: {what}", rounds + 1),
-            );
-        };
-        measure_round(
-            corpus,
-            opts,
-            &cands,
-            rounds,
-            &mut samples,
-            &mut failed,
-            &mut show,
-        );
+        let what = format!("round {}", rounds + 1);
+        m.round(corpus, opts, &cands, &deciding, rounds, &what, progress);
         last_round = t.elapsed();
         rounds += 1;
         if rounds == look_at {
             look_at = settle::next_look(rounds);
-            let r = decide(corpus, opts, &cands, &samples, &failed, &offered, rounds)?;
+            let r = decide(corpus, opts, &cands, &m, &offered, rounds)?;
             if r.decision.settled {
-                return Ok(timed(r, opts, start));
+                break r;
             }
         }
+    };
+    // The rows that inform (engine-only algorithms and the winner through
+    // the engine, for "if your kernel had it"), after the decision.
+    let informing: Vec<bool> = cands
+        .iter()
+        .map(|(a, t, d)| {
+            !d && *t == Target::Engine && (!offered.contains(a) || *a == decided.winner)
+        })
+        .collect();
+    if informing.iter().any(|x| *x) {
+        for round in 0..INFO_ROUNDS {
+            let what = format!("if your kernel had it {}/{INFO_ROUNDS}", round + 1);
+            m.round(corpus, opts, &cands, &informing, round, &what, progress);
+        }
     }
-    let (s, t) = (
-        opts.budget.as_secs() as usize,
-        start.elapsed().as_secs() as usize,
-    );
-    progress(t.min(s), s, "deciding");
-    let r = decide(corpus, opts, &cands, &samples, &failed, &offered, rounds)?;
-    Ok(timed(r, opts, start))
-}
-
-fn timed(mut r: Ranking, opts: &Options, start: Instant) -> Ranking {
+    let mut r = decide(corpus, opts, &cands, &m, &offered, rounds)?;
     r.budget_s = opts.budget.as_secs_f64();
-    r.elapsed_s = start.elapsed().as_secs_f64();
-    r
+    r.elapsed_s = m.start.elapsed().as_secs_f64();
+    Ok(r)
 }
 
-/// One round: every candidate once, in an order rotated by the round (drift
-/// spreads over every candidate); rows that only inform stop after
-/// [`INFO_ROUNDS`], a candidate that failed once is not measured again.
-fn measure_round(
-    corpus: &Corpus,
-    opts: &Options,
-    cands: &[(String, Target, bool)],
-    round: usize,
-    samples: &mut [Vec<Sample>],
-    failed: &mut Vec<(String, String)>,
-    show: &mut dyn FnMut(&str),
-) {
-    for j in 0..cands.len() {
-        let i = (j + round * 7) % cands.len();
-        let (algo, target, deployable) = &cands[i];
-        if !deployable && round >= INFO_ROUNDS {
-            continue;
-        }
-        if failed.iter().any(|(a, _)| a == &label(algo, *target)) {
-            continue;
-        }
-        show(&format!("{algo} ({})", target.name()));
-        let seed = opts.seed ^ round as u64;
-        match measure::once(corpus, algo, *target, opts.requests, seed) {
-            Ok(s) => samples[i].push(s),
-            Err(e) => failed.push((label(algo, *target), e)),
+/// What the rounds measured so far.
+struct Measured {
+    samples: Vec<Vec<Sample>>,
+    failed: Vec<(String, String)>,
+    start: Instant,
+}
+
+impl Measured {
+    /// One round over the candidates with `which[i]`, in an order rotated by
+    /// the round (drift spreads over every candidate); a candidate that
+    /// failed once is not measured again.
+    #[allow(clippy::too_many_arguments)]
+    fn round(
+        &mut self,
+        corpus: &Corpus,
+        opts: &Options,
+        cands: &[(String, Target, bool)],
+        which: &[bool],
+        round: usize,
+        what: &str,
+        progress: &mut dyn FnMut(usize, usize, &str),
+    ) {
+        for j in 0..cands.len() {
+            let i = (j + round * 7) % cands.len();
+            let (algo, target, _) = &cands[i];
+            let name = label(algo, *target);
+            if !which[i] || self.failed.iter().any(|(a, _)| *a == name) {
+                continue;
+            }
+            let total = opts.budget.as_secs() as usize;
+            let done = self.start.elapsed().as_secs() as usize;
+            progress(done.min(total), total, &format!("{what}: {name}"));
+            let seed = opts.seed ^ round as u64;
+            match measure::once(corpus, algo, *target, opts.requests, seed) {
+                Ok(s) => self.samples[i].push(s),
+                Err(e) => self.failed.push((name, e)),
+            }
         }
     }
 }
@@ -335,11 +337,11 @@ fn decide(
     corpus: &Corpus,
     opts: &Options,
     cands: &[(String, Target, bool)],
-    samples: &[Vec<Sample>],
-    failed: &[(String, String)],
+    m: &Measured,
     offered: &[String],
     rounds: usize,
 ) -> Result<Ranking> {
+    let (samples, failed) = (&m.samples, &m.failed);
     let deploy: Vec<usize> = (0..cands.len())
         .filter(|&i| cands[i].2 && samples[i].len() == rounds)
         .collect();
