@@ -120,7 +120,7 @@ pub struct Ranking {
     pub rounds: usize,
     /// The coverage of each candidate's score interval for this many rounds.
     pub ci_coverage: f64,
-    /// The rounds' budget and the time they took, s.
+    /// The rounds' budget and the time the deciding rounds took, s.
     pub budget_s: f64,
     pub elapsed_s: f64,
     /// `kernel` when the deployable candidates were measured through the kernel.
@@ -207,6 +207,7 @@ pub fn rank(
             }
         }
     };
+    let decision_s = m.start.elapsed().as_secs_f64();
     // The rows that inform (engine-only algorithms and the winner through
     // the engine, for "if your kernel had it"), after the decision.
     let informing: Vec<bool> = cands
@@ -223,7 +224,7 @@ pub fn rank(
     }
     let mut r = decide(corpus, opts, &cands, &m, &offered, rounds)?;
     r.budget_s = opts.budget.as_secs_f64();
-    r.elapsed_s = m.start.elapsed().as_secs_f64();
+    r.elapsed_s = decision_s;
     Ok(r)
 }
 
@@ -235,9 +236,9 @@ struct Measured {
 }
 
 impl Measured {
-    /// One round over the candidates with `which[i]`, in an order rotated by
-    /// the round (drift spreads over every candidate); a candidate that
-    /// failed once is not measured again.
+    /// One round over the candidates with `which[i]`, measured together and
+    /// interleaved finely ([`measure::round`]); a candidate that failed once
+    /// is not measured again.
     #[allow(clippy::too_many_arguments)]
     fn round(
         &mut self,
@@ -249,18 +250,34 @@ impl Measured {
         what: &str,
         progress: &mut dyn FnMut(usize, usize, &str),
     ) {
-        for j in 0..cands.len() {
-            let i = (j + round * 7) % cands.len();
-            let (algo, target, _) = &cands[i];
-            let name = label(algo, *target);
-            if !which[i] || self.failed.iter().any(|(a, _)| *a == name) {
-                continue;
-            }
-            let total = opts.budget.as_secs() as usize;
-            let done = self.start.elapsed().as_secs() as usize;
-            progress(done.min(total), total, &format!("{what}: {name}"));
-            let seed = opts.seed ^ round as u64;
-            match measure::once(corpus, algo, *target, opts.requests, seed) {
+        let idx: Vec<usize> = (0..cands.len())
+            .filter(|&i| {
+                let name = label(&cands[i].0, cands[i].1);
+                which[i] && !self.failed.iter().any(|(a, _)| *a == name)
+            })
+            .collect();
+        let names: Vec<String> = idx
+            .iter()
+            .map(|&i| label(&cands[i].0, cands[i].1))
+            .collect();
+        let total = opts.budget.as_secs() as usize;
+        let done = self.start.elapsed().as_secs() as usize;
+        progress(
+            done.min(total),
+            total,
+            &format!("{what}: {}", names.join(", ")),
+        );
+        let set: Vec<(&str, Target)> = idx
+            .iter()
+            .map(|&i| (cands[i].0.as_str(), cands[i].1))
+            .collect();
+        let seed = opts.seed ^ round as u64;
+        for ((&i, name), r) in
+            idx.iter()
+                .zip(names)
+                .zip(measure::round(corpus, &set, opts.requests, seed))
+        {
+            match r {
                 Ok(s) => self.samples[i].push(s),
                 Err(e) => self.failed.push((name, e)),
             }
