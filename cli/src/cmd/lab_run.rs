@@ -110,6 +110,12 @@ pub fn inputs(ram: Option<&str>, fs_read: Option<f64>, fs_dir: &Path) -> Result<
     zmem_verdict::inputs(ram, fs_read, fs_dir, &mut |p| bar.show(p))
 }
 
+/// Whether an existing report was written by zmem (an HTML page titled `zmem …`).
+fn ours_html(old: &[u8]) -> bool {
+    let head = &old[..old.len().min(512)];
+    head.starts_with(b"<!DOCTYPE html>") && head.windows(12).any(|w| w == b"<title>zmem ")
+}
+
 /// Print the table (and recommendation) in `format`; write the report if asked.
 pub fn print(
     t: &FullTable,
@@ -143,7 +149,8 @@ pub fn print(
             rec.as_ref().err().map(|e| format!("{e:#}")).as_deref(),
             "zmem bench",
         );
-        std::fs::write(p, html).with_context(|| format!("writing report {}", p.display()))?;
+        zmem_host::write_output(p, html.as_bytes(), zmem_host::Replace::IfOurs(&ours_html))
+            .context("writing the HTML report")?;
         eprintln!("zmem: report written to {}", p.display());
     }
     Ok(())
