@@ -318,7 +318,8 @@ fn root_and_another_user_at_once_each_get_their_own_answer() {
     let nobody_dir = rb.path.parent().unwrap();
     assert_eq!(nobody_dir.parent(), Some(tmp.as_path()), "{rb:?}");
     assert!(
-        text(&b.stderr).contains("no state directory"),
+        text(&b.stderr)
+            .contains("HOME (/nonexistent) does not exist: using a new private directory"),
         "{}",
         text(&b.stderr)
     );

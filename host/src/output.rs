@@ -89,6 +89,9 @@ fn preferred(euid: u32, env: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBu
             "HOME ({}) is not a directory of yours",
             home.display()
         )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(format!("HOME ({}) does not exist", home.display()))
+        }
         Err(e) => Err(format!("HOME ({}): {e}", home.display())),
     }
 }
@@ -224,7 +227,7 @@ impl StateDir {
         };
         let (path, fd) = make_temp(&std::env::temp_dir(), euid)?;
         let note = Some(format!(
-            "no state directory ({why}); using the new private directory {}",
+            "{why}: using a new private directory, {}",
             path.display()
         ));
         Ok(StateDir { path, note, fd })
@@ -443,7 +446,7 @@ mod tests {
             &env(&[("XDG_STATE_HOME", "rel"), ("HOME", "/nonexistent")]),
         )
         .unwrap_err();
-        assert!(e.contains("/nonexistent"), "{e}");
+        assert_eq!(e, "HOME (/nonexistent) does not exist");
         assert!(preferred(65534, &env(&[])).is_err());
         assert_eq!(
             preferred(0, &env(&[(STATE_DIR_ENV, "/s")])).unwrap(),
