@@ -42,14 +42,18 @@ pub enum Replace<'a> {
     Always,
 }
 
-/// A private directory for zmem's answers, open by descriptor.
+/// A private directory for zmem's answers. An existing one is checked (and
+/// opened by descriptor) by [`StateDir::open`], before a run measures
+/// anything; a missing one is made only when the first file is written, so a
+/// run that fails earlier leaves nothing behind.
 #[derive(Debug)]
 pub struct StateDir {
-    /// Where it is.
-    pub path: PathBuf,
-    /// Why the usual place was not used (a new directory in `$TMPDIR` instead).
-    pub note: Option<String>,
-    fd: OwnedFd,
+    /// Where it is or will be made; `None` until a `$TMPDIR` one is made.
+    path: Option<PathBuf>,
+    fd: Option<OwnedFd>,
+    /// Why the usual place cannot be used (a new directory in `$TMPDIR` instead).
+    why_not: Option<String>,
+    euid: u32,
 }
 
 fn err(kind: io::ErrorKind, msg: String) -> io::Error {
@@ -207,58 +211,93 @@ fn make_temp(tmp: &Path, euid: u32) -> io::Result<(PathBuf, OwnedFd)> {
 }
 
 impl StateDir {
-    /// The user's state directory, made 0700 when missing; a new private
-    /// directory under `$TMPDIR` when there is none (see the module doc).
+    /// The user's state directory (see the module doc): an existing one is
+    /// checked now (a symbolic link, someone else's or one others can write
+    /// is an error); a missing one is made 0700 by the first
+    /// [`create_new`](Self::create_new), or, when it cannot be made, a new
+    /// private directory under `$TMPDIR`.
     pub fn open() -> io::Result<StateDir> {
         let euid = euid();
-        let why = match preferred(euid, &|k| std::env::var_os(k)) {
-            Ok(path) => match make_private(&path, euid) {
-                Ok(fd) => {
-                    return Ok(StateDir {
-                        path,
-                        note: None,
-                        fd,
-                    })
-                }
-                Err(Unusable::Refused(e)) => return Err(e),
-                Err(Unusable::CannotMake(why)) => why,
-            },
-            Err(why) => why,
+        let mut s = StateDir {
+            path: None,
+            fd: None,
+            why_not: None,
+            euid,
         };
-        let (path, fd) = make_temp(&std::env::temp_dir(), euid)?;
-        let note = Some(format!(
+        match preferred(euid, &|k| std::env::var_os(k)) {
+            Ok(path) => {
+                if std::fs::symlink_metadata(&path).is_ok() {
+                    s.fd = Some(match make_private(&path, euid) {
+                        Ok(fd) => fd,
+                        Err(Unusable::Refused(e)) => return Err(e),
+                        Err(Unusable::CannotMake(why)) => {
+                            return Err(err(io::ErrorKind::Other, why))
+                        }
+                    });
+                }
+                s.path = Some(path);
+            }
+            Err(why) => s.why_not = Some(why),
+        }
+        Ok(s)
+    }
+
+    /// The directory, made now if it is not yet.
+    fn ready(&mut self) -> io::Result<(&OwnedFd, &Path)> {
+        if self.fd.is_none() {
+            match self.path.as_deref().map(|p| make_private(p, self.euid)) {
+                Some(Ok(fd)) => self.fd = Some(fd),
+                Some(Err(Unusable::Refused(e))) => return Err(e),
+                Some(Err(Unusable::CannotMake(why))) => self.why_not = Some(why),
+                None => {}
+            }
+        }
+        if self.fd.is_none() {
+            let (path, fd) = make_temp(&std::env::temp_dir(), self.euid)?;
+            (self.path, self.fd) = (Some(path), Some(fd));
+        }
+        match (&self.fd, &self.path) {
+            (Some(fd), Some(p)) => Ok((fd, p)),
+            _ => unreachable!("made above"),
+        }
+    }
+
+    /// Why the usual place was not used, once a file went to a new directory in `$TMPDIR`.
+    pub fn note(&self) -> Option<String> {
+        let (why, p) = (self.why_not.as_ref()?, self.path.as_ref()?);
+        Some(format!(
             "{why}: using a new private directory, {}",
-            path.display()
-        ));
-        Ok(StateDir { path, note, fd })
+            p.display()
+        ))
     }
 
     /// Writes `bytes` to a new file `STEM-YYYYMMDDTHHMMSSZ.EXT` (`-2`, `-3`…
     /// when that name is taken), mode 0600, and returns its path.
-    pub fn create_new(&self, stem: &str, ext: &str, bytes: &[u8]) -> io::Result<PathBuf> {
+    pub fn create_new(&mut self, stem: &str, ext: &str, bytes: &[u8]) -> io::Result<PathBuf> {
         let stamp = utc_stamp(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
         );
+        let (fd, dir) = self.ready()?;
         for n in 1..1000 {
             let name = match n {
                 1 => format!("{stem}-{stamp}.{ext}"),
                 n => format!("{stem}-{stamp}-{n}.{ext}"),
             };
-            match create_in(&self.fd, &name) {
+            match create_in(fd, &name) {
                 Ok(f) => {
-                    fill(f, &self.fd, &name, bytes).map_err(|e| named(e, &self.path, &name))?;
-                    return Ok(self.path.join(name));
+                    fill(f, fd, &name, bytes).map_err(|e| named(e, dir, &name))?;
+                    return Ok(dir.join(name));
                 }
                 Err(Errno::EXIST) => continue,
-                Err(e) => return Err(named(e.into(), &self.path, &name)),
+                Err(e) => return Err(named(e.into(), dir, &name)),
             }
         }
         Err(err(
             io::ErrorKind::AlreadyExists,
-            format!("{}: no free name for {stem}", self.path.display()),
+            format!("{}: no free name for {stem}", dir.display()),
         ))
     }
 }
@@ -480,11 +519,11 @@ mod tests {
     #[test]
     fn new_files_are_private_and_never_collide() {
         let d = ScratchDir::new("output-new");
-        let fd = make_private(&d.join("state"), euid()).ok().unwrap();
-        let s = StateDir {
-            path: d.join("state"),
-            note: None,
-            fd,
+        let mut s = StateDir {
+            path: Some(d.join("state")),
+            fd: None,
+            why_not: None,
+            euid: euid(),
         };
         let a = s.create_new("verdict", "conf", b"one").unwrap();
         let b = s.create_new("verdict", "conf", b"two").unwrap();
@@ -500,6 +539,20 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(dmode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn temporary_state_dirs_are_new_and_private() {
+        let d = ScratchDir::new("output-temp");
+        let (a, _) = make_temp(d.path(), euid()).unwrap();
+        let (b, _) = make_temp(d.path(), euid()).unwrap();
+        assert_ne!(a, b);
+        for p in [&a, &b] {
+            assert_eq!(p.parent(), Some(d.path()));
+            let m = std::fs::symlink_metadata(p).unwrap();
+            assert!(m.is_dir());
+            assert_eq!(m.permissions().mode() & 0o777, 0o700);
+        }
     }
 
     #[test]

@@ -32,22 +32,22 @@ pub fn config_path(out_dir: Option<&Path>) -> Result<ConfigPath> {
             zmem_host::check_output(&p, zmem_host::Replace::IfOurs(&ours))?;
             Ok(ConfigPath::OutDir(p))
         }
-        None => {
-            let s = zmem_host::StateDir::open()?;
-            if let Some(n) = &s.note {
-                eprintln!("zmem: {n}");
-            }
-            Ok(ConfigPath::State(s))
-        }
+        None => Ok(ConfigPath::State(zmem_host::StateDir::open()?)),
     }
 }
 
 impl ConfigPath {
     /// Writes `text` there (once per run) and returns the file's path.
-    pub fn write(&self, text: &str) -> Result<PathBuf> {
+    pub fn write(self, text: &str) -> Result<PathBuf> {
         match self {
-            ConfigPath::OutDir(p) => write_config(p, text).map(|_| p.clone()),
-            ConfigPath::State(s) => Ok(s.create_new("verdict", "conf", text.as_bytes())?),
+            ConfigPath::OutDir(p) => write_config(&p, text).map(|_| p),
+            ConfigPath::State(mut s) => {
+                let p = s.create_new("verdict", "conf", text.as_bytes())?;
+                if let Some(n) = s.note() {
+                    eprintln!("zmem: {n}");
+                }
+                Ok(p)
+            }
         }
     }
 }
