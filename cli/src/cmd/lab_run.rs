@@ -116,6 +116,17 @@ fn ours_html(old: &[u8]) -> bool {
     head.starts_with(b"<!DOCTYPE html>") && head.windows(12).any(|w| w == b"<title>zmem ")
 }
 
+/// Writes an HTML report (`bench full`, `trial` and `tune --report`): mode
+/// 0600, never through a symbolic link, replacing only a report zmem wrote.
+pub fn write_report(path: &Path, html: &str) -> Result<()> {
+    zmem_host::write_output(
+        path,
+        html.as_bytes(),
+        zmem_host::Replace::IfOurs(&ours_html),
+    )
+    .context("writing the HTML report")
+}
+
 /// Print the table (and recommendation) in `format`; write the report if asked.
 pub fn print(
     t: &FullTable,
@@ -149,8 +160,7 @@ pub fn print(
             rec.as_ref().err().map(|e| format!("{e:#}")).as_deref(),
             "zmem bench",
         );
-        zmem_host::write_output(p, html.as_bytes(), zmem_host::Replace::IfOurs(&ours_html))
-            .context("writing the HTML report")?;
+        write_report(p, &html)?;
         eprintln!("zmem: report written to {}", p.display());
     }
     Ok(())

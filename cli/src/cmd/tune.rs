@@ -146,8 +146,7 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("zmem tune: wrote {}", p.display());
     }
     if let Some(r) = &a.report {
-        std::fs::write(r, zmem_tune::render_html(&t))
-            .with_context(|| format!("writing {}", r.display()))?;
+        super::lab_run::write_report(r, &zmem_tune::render_html(&t))?;
         eprintln!("zmem tune: report written to {}", r.display());
     }
     match a.format {
