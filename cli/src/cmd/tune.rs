@@ -112,6 +112,9 @@ pub fn run(a: Args) -> Result<()> {
         return super::trial::run_recover();
     }
     let memory = a.memory.context("--memory is required")?;
+    if let Some(o) = &a.out_dir {
+        super::bench::verdict::config_path(Some(o))?; // refused before the trials, not after
+    }
     let (command, name) = workload(&a, memory)?;
     let spec = TuneSpec {
         memory_limit: memory,
