@@ -332,3 +332,43 @@ fn root_and_another_user_at_once_each_get_their_own_answer() {
         assert_eq!(mode(p.parent().unwrap()), 0o700);
     }
 }
+
+#[test]
+fn out_dir_config_is_private_and_replaced_only_when_zmem_wrote_it() {
+    let d = ScratchDir::new("outputs-outdir");
+    let c = corpus(d.path());
+    let out = d.join("new/out");
+    let conf = out.join("zmem.conf");
+    for ram in ["1G", "2G"] {
+        let mut cmd = verdict(Path::new(BIN), &c, ram);
+        cmd.arg("--out-dir").arg(&out);
+        let o = run(cmd);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let s = shown(&text(&o.stdout));
+        assert_eq!(s.path, conf);
+        holds_what_was_shown(&s);
+        assert_eq!(mode(&conf), 0o600);
+        // A world-readable copy of zmem's own file is replaced by a private one.
+        fs::set_permissions(&conf, fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    assert_eq!(mode(&out), 0o700, "a directory zmem made is private");
+    fs::write(&conf, "# my own zram-generator.conf\n").unwrap();
+    let mut cmd = verdict(Path::new(BIN), &c, "1G");
+    cmd.arg("--out-dir").arg(&out);
+    let o = run(cmd);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("not written by zmem"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(&conf).unwrap(),
+        "# my own zram-generator.conf\n"
+    );
+    assert_eq!(
+        fs::read_dir(&out).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
+}
