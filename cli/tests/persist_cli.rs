@@ -115,3 +115,34 @@ fn with_zram_generator_and_systemd_boot_applies_the_files() {
         "{out}"
     );
 }
+
+#[test]
+fn persist_never_writes_through_a_symbolic_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = ScratchDir::new("persist-link");
+    let (conf, root) = (config(&d), d.join("root"));
+    plant(&root, GENERATOR);
+    plant(&root, SYSCTL);
+    let victim = d.join("victim");
+    fs::write(&victim, "keep\n").unwrap();
+    fs::create_dir_all(root.join("etc/sysctl.d")).unwrap();
+    std::os::unix::fs::symlink(&victim, root.join("etc/sysctl.d/90-zmem.conf")).unwrap();
+    for force in [&[][..], &["--force"][..]] {
+        let o = persist(&conf, &root, force);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{force:?}");
+        assert!(err.contains("symbolic link"), "{err}");
+    }
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "keep\n");
+    // Without the link: written, readable by the boot-time programs (0644).
+    fs::remove_file(root.join("etc/sysctl.d/90-zmem.conf")).unwrap();
+    let o = persist(&conf, &root, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in [
+        "etc/systemd/zram-generator.conf",
+        "etc/sysctl.d/90-zmem.conf",
+    ] {
+        let m = fs::metadata(root.join(f)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(m, 0o644, "{f}: {m:o}");
+    }
+}

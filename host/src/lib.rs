@@ -53,7 +53,10 @@ pub use journal::{
     write_file as write_journal, Journal, JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
-pub use output::{check_output, utc_stamp, write_output, Replace, StateDir, STATE_DIR_ENV};
+pub use output::{
+    check_output, utc_stamp, write_output, write_output_for, Readers, Replace, StateDir,
+    STATE_DIR_ENV,
+};
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
 pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};

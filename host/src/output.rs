@@ -1,8 +1,9 @@
 //! The one writer of the files zmem writes on request: the verdict's config
 //! in the user's state directory, `--out-dir DIR/zmem.conf`, HTML reports,
-//! tune's deployed file.
+//! tune's deployed file, `zmem persist`'s files.
 //!
-//! Every output is created mode 0600 with `O_CREAT|O_EXCL|O_NOFOLLOW` inside
+//! Every output is created mode 0600 (0644 for the files `zmem persist`
+//! leaves for the boot, [`Readers`]) with `O_CREAT|O_EXCL|O_NOFOLLOW` inside
 //! a directory opened with `O_DIRECTORY|O_NOFOLLOW`, and everything after
 //! that open is relative to the directory's descriptor (`openat`,
 //! `renameat`), so neither the file nor the directory it goes in is ever
@@ -286,7 +287,7 @@ impl StateDir {
                 1 => format!("{stem}-{stamp}.{ext}"),
                 n => format!("{stem}-{stamp}-{n}.{ext}"),
             };
-            match create_in(fd, &name) {
+            match create_in(fd, &name, 0o600) {
                 Ok(f) => {
                     fill(f, fd, &name, bytes).map_err(|e| named(e, dir, &name))?;
                     return Ok(dir.join(name));
@@ -306,10 +307,16 @@ fn named(e: io::Error, dir: &Path, name: &str) -> io::Error {
     err(e.kind(), format!("{}: {e}", dir.join(name).display()))
 }
 
-/// Creates `name` in the directory: new, mode 0600, never through a link.
-fn create_in(dir: &OwnedFd, name: &str) -> Result<File, Errno> {
+/// Creates `name` in the directory: new, never through a link, with `mode`
+/// exactly (set again after the open, which the umask may have narrowed).
+fn create_in(dir: &OwnedFd, name: &str, mode: u32) -> Result<File, Errno> {
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o600)).map(File::from)
+    let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(mode))?;
+    if let Err(e) = rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)) {
+        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+        return Err(e);
+    }
+    Ok(File::from(fd))
 }
 
 /// Writes and syncs the new file; on failure removes it.
@@ -342,13 +349,13 @@ pub fn utc_stamp(secs: u64) -> String {
     )
 }
 
-/// Opens `dir`, creating it (and missing parents) mode 0700 first.
-fn open_out_dir(dir: &Path) -> io::Result<OwnedFd> {
+/// Opens `dir`, creating it (and missing parents) first when missing.
+fn open_out_dir(dir: &Path, readers: Readers) -> io::Result<OwnedFd> {
     use std::os::unix::fs::DirBuilderExt;
     if !is_symlink(dir) && !dir.exists() {
         std::fs::DirBuilder::new()
             .recursive(true)
-            .mode(0o700)
+            .mode(readers.modes().1)
             .create(dir)
             .map_err(|e| err(e.kind(), format!("creating {}: {e}", dir.display())))?;
     }
@@ -399,11 +406,14 @@ fn check_replaceable(dir: &OwnedFd, path: &Path, name: &str, replace: Replace) -
 }
 
 /// Checks, before a long measurement, that [`write_output`] could write
-/// `path` (its directory made if missing): not a symbolic link, and any
-/// existing file accepted by `replace`.
+/// `path`: neither it nor its directory a symbolic link, and any existing
+/// file accepted by `replace`. A missing directory is left to the write.
 pub fn check_output(path: &Path, replace: Replace) -> io::Result<()> {
     let (dir, name) = split(path)?;
-    let fd = open_out_dir(&dir)?;
+    if !is_symlink(&dir) && !dir.exists() {
+        return Ok(()); // made by the write; nothing there to refuse
+    }
+    let fd = open_dir(&dir)?;
     check_replaceable(&fd, path, &name, replace)
 }
 
@@ -425,17 +435,45 @@ fn split(path: &Path) -> io::Result<(PathBuf, String)> {
     Ok((dir, name))
 }
 
+/// Who may read an output file (and a directory made for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Readers {
+    /// 0600, directories 0700: answers, reports, configs in a user's place.
+    Owner,
+    /// 0644, directories 0755: files the system reads at boot (`zmem persist`'s, under /etc).
+    Everyone,
+}
+
+impl Readers {
+    fn modes(self) -> (u32, u32) {
+        match self {
+            Readers::Owner => (0o600, 0o700),
+            Readers::Everyone => (0o644, 0o755),
+        }
+    }
+}
+
 /// Writes `bytes` to `path`, mode 0600: its directory (made 0700 if
 /// missing) and the file must not be symbolic links, an existing file is
-/// replaced only as `replace` allows, and the new content goes to a private
-/// temporary file renamed over `path` once written and synced.
+/// replaced only as `replace` allows, and the new content goes to a new
+/// temporary file beside it, renamed over `path` once written and synced.
 pub fn write_output(path: &Path, bytes: &[u8], replace: Replace) -> io::Result<()> {
+    write_output_for(path, bytes, replace, Readers::Owner)
+}
+
+/// [`write_output`] with the modes for `readers`.
+pub fn write_output_for(
+    path: &Path,
+    bytes: &[u8],
+    replace: Replace,
+    readers: Readers,
+) -> io::Result<()> {
     let (dir, name) = split(path)?;
-    let fd = open_out_dir(&dir)?;
+    let fd = open_out_dir(&dir, readers)?;
     check_replaceable(&fd, path, &name, replace)?;
     let tmp = loop {
         let t = format!(".{name}.zmem-{}", random_suffix());
-        match create_in(&fd, &t) {
+        match create_in(&fd, &t, readers.modes().0) {
             Ok(f) => {
                 fill(f, &fd, &t, bytes).map_err(|e| named(e, &dir, &t))?;
                 break t;

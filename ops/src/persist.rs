@@ -123,26 +123,34 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
     v
 }
 
-/// Write the files under `root` (through the host layer: each written whole, atomically).
-/// Refuses to replace a file zmem did not write unless `force`.
+/// Write the files under `root` through zmem's one output writer: each written whole (a new
+/// file renamed over the old), mode 0644, never through a symbolic link (a link at a file or at
+/// its directory is refused). Refuses to replace a file zmem did not write unless `force`.
 pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf>> {
     let sys = zmem_host::Sys::new(root);
     let mut written = Vec::new();
     for f in files {
         let p = sys.path(&f.path);
-        if let Ok(old) = fs::read_to_string(&p) {
-            let ours = old.starts_with(MARK) || f.path == "/etc/zmem/zmem.conf";
-            if !ours && !force {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} exists and was not written by zmem; use --force to replace it",
-                        p.display()
-                    ),
-                ));
-            }
+        let copy = f.path == "/etc/zmem/zmem.conf";
+        let ours = |old: &[u8]| copy || old.starts_with(MARK.as_bytes());
+        let replace = match force {
+            true => zmem_host::Replace::Always,
+            false => zmem_host::Replace::IfOurs(&ours),
+        };
+        let r = zmem_host::write_output_for(
+            &p,
+            f.contents.as_bytes(),
+            replace,
+            zmem_host::Readers::Everyone,
+        );
+        if let Err(e) = r {
+            return Err(match e.kind() {
+                io::ErrorKind::AlreadyExists => {
+                    io::Error::new(e.kind(), format!("{e}; use --force to replace it"))
+                }
+                _ => e,
+            });
         }
-        sys.write_file(&f.path, &f.contents)?;
         written.push(p);
     }
     Ok(written)
