@@ -19,12 +19,14 @@ fn ours(old: &[u8]) -> bool {
 
 /// Where the verdict's config file goes: `--out-dir DIR/zmem.conf`, or a
 /// new file in the user's private state directory (`zmem_host::StateDir`).
-/// Settled before measuring, so a refused place costs no measurement.
 pub enum ConfigPath {
     OutDir(PathBuf),
     State(zmem_host::StateDir),
 }
 
+/// The config file's place, checked before measuring (a symbolic link, a
+/// file zmem did not write, an unsafe state directory are refused at once,
+/// so a refused place costs no measurement).
 pub fn config_path(out_dir: Option<&Path>) -> Result<ConfigPath> {
     match out_dir {
         Some(d) => {
