@@ -372,3 +372,41 @@ fn out_dir_config_is_private_and_replaced_only_when_zmem_wrote_it() {
         "no temporary file left"
     );
 }
+
+#[test]
+fn a_report_replaces_only_a_report_zmem_wrote() {
+    let d = ScratchDir::new("outputs-report");
+    let c = corpus(d.path());
+    let report = d.join("r.html");
+    let full = || {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["bench", "full"]).arg(&c).args([
+            "--no-kernel",
+            "--algo",
+            "lz4",
+            "--fs-read",
+            "100",
+            "--requests",
+            "300",
+        ]);
+        cmd.arg("--report").arg(&report);
+        run(cmd)
+    };
+    for _ in 0..2 {
+        let o = full();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(mode(&report), 0o600);
+    }
+    fs::write(&report, "<!DOCTYPE html><title>my notes</title>\n").unwrap();
+    let o = full();
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("not written by zmem"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(&report).unwrap(),
+        "<!DOCTYPE html><title>my notes</title>\n"
+    );
+}
