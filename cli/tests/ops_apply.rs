@@ -186,6 +186,16 @@ fn missing_feature_and_in_use_are_refused() {
 fn persist_writes_generator_sysctl_and_tmpfiles() {
     let scratch = ScratchDir::new("cli-persist");
     let root = scratch.join("root");
+    // The programs that read the files at boot (cli/tests/persist_cli.rs: when they are missing).
+    for p in [
+        "usr/lib/systemd/system-generators/zram-generator",
+        "usr/lib/systemd/systemd-sysctl",
+        "usr/bin/systemd-tmpfiles",
+        "usr/lib/systemd/systemd",
+    ] {
+        fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+        fs::write(root.join(p), "").unwrap();
+    }
     let dir = scratch.join("conf");
     fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("zmem.conf");

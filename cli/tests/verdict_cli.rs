@@ -96,7 +96,15 @@ fn verdict_ranks_with_intervals_and_writes_one_config_apply_takes() {
     assert!(plan.contains(&format!("comp_algorithm {winner}")), "{plan}");
     // `zmem persist FILE` takes it unchanged: zram-generator.conf and one sysctl.d file.
     let proot = d.join("persist-root");
-    std::fs::create_dir_all(&proot).unwrap();
+    // With the programs that read the files at boot (exit 3 without them: persist_cli.rs).
+    for p in [
+        "usr/lib/systemd/system-generators/zram-generator",
+        "usr/lib/systemd/systemd-sysctl",
+        "usr/bin/systemd-tmpfiles",
+    ] {
+        std::fs::create_dir_all(proot.join(p).parent().unwrap()).unwrap();
+        std::fs::write(proot.join(p), "").unwrap();
+    }
     let o = zmem(&[
         "persist",
         out.join("zmem.conf").to_str().unwrap(),

@@ -6,6 +6,8 @@
 //! * [`SysfsDevice`]: a kernel zram device as an attribute target;
 //! * [`input`]: files a user hands zmem, checked before they are read;
 //! * [`signature`]: what a file or device already holds, before zmem writes to it;
+//! * [`StateDir`], [`write_output`]: the one writer of the files zmem writes
+//!   on request (private, new or replaced only when zmem's, never through a link);
 //! * [`zswap_compressors`]: which compressors the running kernel can give zswap;
 //! * the one host layer every command that changes the machine uses
 //!   (`zmem apply`/`--revert`, `trial`/`--recover`, `tune`, the kernel rows of
@@ -21,7 +23,7 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob;   crypto ──► sys;   signal, input, signature (leaves)
+//! journal ──► sys;   cgroup ──► knob;   crypto ──► sys;   signal, input, signature, output (leaves)
 //! ```
 
 mod action;
@@ -31,6 +33,7 @@ mod hotdev;
 pub mod input;
 mod journal;
 mod knob;
+mod output;
 mod privilege;
 mod signal;
 pub mod signature;
@@ -50,6 +53,10 @@ pub use journal::{
     write_file as write_journal, Journal, JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
+pub use output::{
+    check_output, utc_stamp, write_output, write_output_for, Readers, Replace, StateDir,
+    STATE_DIR_ENV,
+};
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
 pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};

@@ -1,6 +1,8 @@
 //! `zmem persist`: the files that make a configuration survive a reboot, written into a root
 //! tree: zram-generator.conf for the devices, a sysctl.d file, a tmpfiles.d file for zswap, a
 //! swap unit for the disk tier, and a unit running `zmem policy` when there is a [policy].
+//! [`partners`] says which program reads each file at boot and whether it is installed in the
+//! tree (zram-generator for the devices, systemd-sysctl, systemd-tmpfiles, systemd for units).
 
 use std::fs;
 use std::io;
@@ -121,34 +123,172 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
     v
 }
 
-/// Write the files under `root` (through the host layer: each written whole, atomically).
-/// Refuses to replace a file zmem did not write unless `force`.
+/// Write the files under `root` through zmem's one output writer: each written whole (a new
+/// file renamed over the old), mode 0644, never through a symbolic link (a link at a file or at
+/// its directory is refused). Refuses to replace a file zmem did not write unless `force`.
 pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf>> {
     let sys = zmem_host::Sys::new(root);
     let mut written = Vec::new();
     for f in files {
         let p = sys.path(&f.path);
-        if let Ok(old) = fs::read_to_string(&p) {
-            let ours = old.starts_with(MARK) || f.path == "/etc/zmem/zmem.conf";
-            if !ours && !force {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "{} exists and was not written by zmem; use --force to replace it",
-                        p.display()
-                    ),
-                ));
-            }
+        let copy = f.path == "/etc/zmem/zmem.conf";
+        let ours = |old: &[u8]| copy || old.starts_with(MARK.as_bytes());
+        let replace = match force {
+            true => zmem_host::Replace::Always,
+            false => zmem_host::Replace::IfOurs(&ours),
+        };
+        let r = zmem_host::write_output_for(
+            &p,
+            f.contents.as_bytes(),
+            replace,
+            zmem_host::Readers::Everyone,
+        );
+        if let Err(e) = r {
+            return Err(match e.kind() {
+                io::ErrorKind::AlreadyExists => {
+                    io::Error::new(e.kind(), format!("{e}; use --force to replace it"))
+                }
+                _ => e,
+            });
         }
-        sys.write_file(&f.path, &f.contents)?;
         written.push(p);
     }
     Ok(written)
 }
 
+/// A program that reads persisted files at boot.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Partner {
+    pub name: &'static str,
+    /// Where it is installed (any one of them), absolute in the tree.
+    pub paths: &'static [&'static str],
+    /// What it does with the files at boot.
+    pub does: &'static str,
+    /// The package that provides it.
+    pub install: &'static str,
+}
+
+/// systemd's zram generator (zram-generator.conf): where distributions install it.
+pub const ZRAM_GENERATOR: Partner = Partner {
+    name: "zram-generator",
+    paths: &[
+        "/usr/lib/systemd/system-generators/zram-generator",
+        "/lib/systemd/system-generators/zram-generator",
+        "/usr/local/lib/systemd/system-generators/zram-generator",
+        "/etc/systemd/system-generators/zram-generator",
+        "/run/systemd/system-generators/zram-generator",
+    ],
+    does: "creates the zram devices",
+    install: "Debian/Ubuntu: systemd-zram-generator; Fedora: zram-generator; Arch: zram-generator",
+};
+
+const SYSTEMD_PKG: &str = "systemd (its package on Debian/Ubuntu, Fedora and Arch)";
+
+/// systemd-sysctl (sysctl.d).
+pub const SYSTEMD_SYSCTL: Partner = Partner {
+    name: "systemd-sysctl",
+    paths: &[
+        "/usr/lib/systemd/systemd-sysctl",
+        "/lib/systemd/systemd-sysctl",
+    ],
+    does: "sets the sysctls",
+    install: SYSTEMD_PKG,
+};
+
+/// systemd-tmpfiles (tmpfiles.d: the zswap parameters).
+pub const SYSTEMD_TMPFILES: Partner = Partner {
+    name: "systemd-tmpfiles",
+    paths: &["/usr/bin/systemd-tmpfiles", "/bin/systemd-tmpfiles"],
+    does: "sets the zswap parameters",
+    install: SYSTEMD_PKG,
+};
+
+/// systemd itself (the swap unit, the policy service and its config).
+pub const SYSTEMD: Partner = Partner {
+    name: "systemd",
+    paths: &["/usr/lib/systemd/systemd", "/lib/systemd/systemd"],
+    does: "starts the units once enabled with `systemctl enable`",
+    install: SYSTEMD_PKG,
+};
+
+/// The program that reads `path` (a [`File`]'s path) at boot.
+fn partner_of(path: &str) -> &'static Partner {
+    if path == "/etc/systemd/zram-generator.conf" {
+        &ZRAM_GENERATOR
+    } else if path.starts_with("/etc/sysctl.d/") {
+        &SYSTEMD_SYSCTL
+    } else if path.starts_with("/etc/tmpfiles.d/") {
+        &SYSTEMD_TMPFILES
+    } else {
+        &SYSTEMD
+    }
+}
+
+/// One partner, the files it reads and where it was found in the tree (`None`: not installed).
+#[derive(Debug)]
+pub struct PartnerCheck {
+    pub partner: &'static Partner,
+    pub files: Vec<String>,
+    pub found: Option<PathBuf>,
+}
+
+/// For each program that reads some of `files` at boot, whether it is installed under `root`
+/// (a regular file at one of its paths), in the order the files come.
+pub fn partners(root: &Path, files: &[File]) -> Vec<PartnerCheck> {
+    let sys = zmem_host::Sys::new(root);
+    let mut out: Vec<PartnerCheck> = Vec::new();
+    for f in files {
+        let p = partner_of(&f.path);
+        if let Some(c) = out.iter_mut().find(|c| c.partner == p) {
+            c.files.push(f.path.clone());
+            continue;
+        }
+        let found = p.paths.iter().map(|x| sys.path(x)).find(|x| x.is_file());
+        out.push(PartnerCheck {
+            partner: p,
+            files: vec![f.path.clone()],
+            found,
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn file(path: &str) -> File {
+        File {
+            path: path.into(),
+            contents: String::new(),
+        }
+    }
+
+    #[test]
+    fn each_file_names_the_program_that_reads_it_and_whether_it_is_installed() {
+        let d = zmem_host::testutil::ScratchDir::new("persist-partners");
+        let fs = [
+            file("/etc/systemd/zram-generator.conf"),
+            file("/etc/sysctl.d/90-zmem.conf"),
+            file("/etc/systemd/system/swapfile.swap"),
+            file("/etc/systemd/system/zmem-policy.service"),
+        ];
+        let c = partners(d.path(), &fs);
+        let names: Vec<_> = c.iter().map(|c| c.partner.name).collect();
+        assert_eq!(names, ["zram-generator", "systemd-sysctl", "systemd"]);
+        assert!(c.iter().all(|c| c.found.is_none()));
+        assert_eq!(c[2].files.len(), 2);
+        // Any one of the generator's places will do (here /lib, as Debian 12 installs it).
+        let g = d.join("lib/systemd/system-generators");
+        fs::create_dir_all(&g).unwrap();
+        fs::write(g.join("zram-generator"), "").unwrap();
+        let c = partners(d.path(), &fs);
+        assert_eq!(
+            c[0].found.as_deref(),
+            Some(g.join("zram-generator").as_path())
+        );
+        assert!(c[1].found.is_none());
+    }
 
     #[test]
     fn escaping() {

@@ -92,8 +92,8 @@ struct VerdictArgs {
     /// settled or the budget is spent
     #[arg(long)]
     rounds: Option<usize>,
-    /// Write the recommended configuration as DIR/zmem.conf [default: a file in the temporary
-    /// directory]
+    /// Write the recommended configuration as DIR/zmem.conf [default: a new private file in
+    /// your state directory: /var/lib/zmem for root, else ~/.local/state/zmem]
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
     /// Random-read requests per page-cluster value
@@ -413,8 +413,8 @@ pub struct Args {
     /// The verdict on the given corpus files (without files it is the default)
     #[arg(hide = true, long)]
     pub verdict: bool,
-    /// Write the recommended configuration as DIR/zmem.conf [default: a file in the
-    /// temporary directory]
+    /// Write the recommended configuration as DIR/zmem.conf [default: a new private file in
+    /// your state directory: /var/lib/zmem for root, else ~/.local/state/zmem]
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     /// Device mode: reader threads for the random-read phase

@@ -124,6 +124,23 @@ pub fn inputs(ram: Option<&str>, fs_read: Option<f64>, fs_dir: &Path) -> Result<
     zmem_verdict::inputs(ram, fs_read, fs_dir, &mut |p| bar.show(p))
 }
 
+/// Whether an existing report was written by zmem (an HTML page titled `zmem …`).
+fn ours_html(old: &[u8]) -> bool {
+    let head = &old[..old.len().min(512)];
+    head.starts_with(b"<!DOCTYPE html>") && head.windows(12).any(|w| w == b"<title>zmem ")
+}
+
+/// Writes an HTML report (`bench full`, `trial` and `tune --report`): mode
+/// 0600, never through a symbolic link, replacing only a report zmem wrote.
+pub fn write_report(path: &Path, html: &str) -> Result<()> {
+    zmem_host::write_output(
+        path,
+        html.as_bytes(),
+        zmem_host::Replace::IfOurs(&ours_html),
+    )
+    .context("writing the HTML report")
+}
+
 /// Print the table (and recommendation) in `format`; write the report if asked.
 pub fn print(
     t: &FullTable,
@@ -161,7 +178,7 @@ pub fn print(
             rec.as_ref().err().map(|e| format!("{e:#}")).as_deref(),
             "zmem bench",
         );
-        std::fs::write(p, html).with_context(|| format!("writing report {}", p.display()))?;
+        write_report(p, &html)?;
         eprintln!("zmem: report written to {}", p.display());
     }
     Ok(())

@@ -54,6 +54,9 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(w) = &a.weights {
         w.parse::<zmem_verdict::Weights>()?;
     }
+    if let Some(o) = &a.out_dir {
+        verdict::config_path(Some(o))?; // refused before measuring, not after
+    }
     let d = verdict::decide(&Ask {
         corpus: &a.corpus,
         algo: &a.algo,

@@ -213,8 +213,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     drop(signals);
     let html = |r: &trial::TrialReport| -> anyhow::Result<()> {
         if let Some(path) = &args.report {
-            std::fs::write(path, trial::report::render_html(r))
-                .with_context(|| format!("writing {}", path.display()))?;
+            super::lab_run::write_report(path, &trial::report::render_html(r))?;
             eprintln!("zmem trial: report written to {}", path.display());
         }
         Ok(())

@@ -112,6 +112,9 @@ pub fn run(a: Args) -> Result<()> {
         return super::trial::run_recover();
     }
     let memory = a.memory.context("--memory is required")?;
+    if let Some(o) = &a.out_dir {
+        super::bench::verdict::config_path(Some(o))?; // refused before the trials, not after
+    }
     let (command, name) = workload(&a, memory)?;
     let spec = TuneSpec {
         memory_limit: memory,
@@ -146,8 +149,7 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("zmem tune: wrote {}", p.display());
     }
     if let Some(r) = &a.report {
-        std::fs::write(r, zmem_tune::render_html(&t))
-            .with_context(|| format!("writing {}", r.display()))?;
+        super::lab_run::write_report(r, &zmem_tune::render_html(&t))?;
         eprintln!("zmem tune: report written to {}", r.display());
     }
     match a.format {

@@ -6,35 +6,62 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use zmem_verdict::{Decided, Progress};
 
 use super::Args;
 use crate::output::Format;
 
+/// Whether an existing config file was written by zmem (its first line).
+fn ours(old: &[u8]) -> bool {
+    old.starts_with(b"# zram-generator.conf from `zmem")
+}
+
 /// Where the verdict's config file goes: `--out-dir DIR/zmem.conf`, or a
-/// file in the temporary directory.
-fn config_path(args: &Args) -> PathBuf {
-    match &args.out_dir {
-        Some(d) => d.join("zmem.conf"),
-        None => std::env::temp_dir().join("zmem-verdict.conf"),
+/// new file in the user's private state directory (`zmem_host::StateDir`).
+pub enum ConfigPath {
+    OutDir(PathBuf),
+    State(zmem_host::StateDir),
+}
+
+/// The config file's place, checked before measuring (a symbolic link, a
+/// file zmem did not write, an unsafe state directory are refused at once,
+/// so a refused place costs no measurement).
+pub fn config_path(out_dir: Option<&Path>) -> Result<ConfigPath> {
+    match out_dir {
+        Some(d) => {
+            let p = d.join("zmem.conf");
+            zmem_host::check_output(&p, zmem_host::Replace::IfOurs(&ours))?;
+            Ok(ConfigPath::OutDir(p))
+        }
+        None => Ok(ConfigPath::State(zmem_host::StateDir::open()?)),
     }
 }
 
-/// Writes the config file; an existing file is replaced only when zmem wrote it.
-pub fn write_config(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    if let Ok(old) = std::fs::read_to_string(path) {
-        if !old.starts_with("# zram-generator.conf from `zmem") {
-            anyhow::bail!(
-                "{} exists and was not written by zmem; not replacing it",
-                path.display()
-            );
+impl ConfigPath {
+    /// Writes `text` there (once per run) and returns the file's path.
+    pub fn write(self, text: &str) -> Result<PathBuf> {
+        match self {
+            ConfigPath::OutDir(p) => write_config(&p, text).map(|_| p),
+            ConfigPath::State(mut s) => {
+                let p = s.create_new("verdict", "conf", text.as_bytes())?;
+                if let Some(n) = s.note() {
+                    eprintln!("zmem: {n}");
+                }
+                Ok(p)
+            }
         }
     }
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Writes the config file, mode 0600, never through a symbolic link; an
+/// existing file is replaced only when zmem wrote it.
+pub fn write_config(path: &Path, text: &str) -> Result<()> {
+    Ok(zmem_host::write_output(
+        path,
+        text.as_bytes(),
+        zmem_host::Replace::IfOurs(&ours),
+    )?)
 }
 
 /// What `zmem bench` (the verdict) and `zmem recommend` ask for.
@@ -106,6 +133,7 @@ pub fn json(d: &Decided, path: Option<&Path>) -> serde_json::Value {
 }
 
 pub fn run(args: &Args) -> Result<()> {
+    let dest = config_path(args.out_dir.as_deref())?;
     let d = decide(&Ask {
         corpus: &args.corpus,
         algo: &args.algo,
@@ -117,8 +145,7 @@ pub fn run(args: &Args) -> Result<()> {
         ram: args.ram.as_deref(),
         fs_read: args.fs_read,
     })?;
-    let path = config_path(args);
-    write_config(&path, &d.rec.config_file())?;
+    let path = dest.write(&d.rec.config_file())?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&json(&d, Some(&path)))?),
         _ => {
