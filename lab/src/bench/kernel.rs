@@ -31,6 +31,18 @@ pub fn unavailable_reason() -> Option<String> {
     HotDevice::available().err().map(|e| e.to_string())
 }
 
+/// When the kernel's own zram cannot be measured here: why, and what root
+/// would add, as one plain line; None when it can.
+pub fn without_kernel_rows() -> Option<String> {
+    unavailable_reason().map(|why| {
+        format!(
+            "{why}: engine rows only (the same algorithms, byte-exact, in user space); \
+             as root each algorithm the kernel offers is also measured through a real zram device \
+             (the kernel's own rows: its allocator, block layer and locking), and the verdict is made on those"
+        )
+    })
+}
+
 /// The algorithms the kernel's zram offers, empty when unknown: the list of
 /// [`offered`] (which also says how it knows).
 pub fn algorithms() -> Vec<String> {
