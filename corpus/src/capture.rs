@@ -528,10 +528,7 @@ pub fn capture_machine(max_bytes: u64, out: &mut dyn Write) -> Result<Sidecar> {
     let uid = user::euid().context("cannot read this process's uid from /proc/self/status")?;
     let pids = user::pids_of(uid, std::process::id()).context("listing /proc")?;
     if pids.is_empty() {
-        bail!(
-            "{} runs no process besides zmem, and without root no other user's memory can be read",
-            user::describe(uid)
-        );
+        bail!("this user runs no process besides zmem, and without root no other user's memory can be read");
     }
     capture_procs(&pids, false, Some(max_bytes), out, "user")
 }
