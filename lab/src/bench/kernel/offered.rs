@@ -347,4 +347,32 @@ CONFIG_CRYPTO_ZSTD=m
             o.source
         );
     }
+
+    #[test]
+    fn this_kernels_config_agrees_with_its_device() {
+        let sys = Sys::real();
+        let Ok(dev) = existing_device(&sys) else {
+            return zmem_host::testutil::skip(
+                "SKIP this_kernels_config_agrees_with_its_device: no zram device to compare with",
+            );
+        };
+        match from_config(&sys) {
+            Ok(cfg) => {
+                let sorted = |mut v: Vec<String>| {
+                    v.sort();
+                    v
+                };
+                assert_eq!(
+                    sorted(cfg.algorithms),
+                    sorted(dev.algorithms),
+                    "{} against {}",
+                    cfg.source,
+                    dev.source
+                );
+            }
+            Err(e) => zmem_host::testutil::skip(&format!(
+                "SKIP this_kernels_config_agrees_with_its_device: {e}"
+            )),
+        }
+    }
 }
