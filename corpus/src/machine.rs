@@ -43,9 +43,17 @@ pub fn default_corpus_with_memory(max_capture: u64) -> (Corpus, Vec<String>) {
                 .into(),
         );
     }
+    let captured = sections.first().map_or(0, |s| s.pages.len() as u64);
     sections.extend(corpus::default_sections(corpus::DEFAULT_SEED));
+    if captured < max_capture / 2 {
+        notes.push(SMALL_CORPUS.into());
+    }
     (corpus::from_sections(&sections), notes)
 }
+
+/// Said when less than half the memory asked for was captured.
+const SMALL_CORPUS: &str = "a corpus this small may sit in the CPU cache and flatter every read path; for a truer answer run as root, \
+     or capture the workload's processes as their user (`zmem capture --pid PID -o FILE`) and run `zmem bench verdict FILE`";
 
 /// What a capture read from `scope`, in pages and MiB, against what was
 /// asked for, and why it is less.
