@@ -75,7 +75,7 @@ pub fn decide(a: &Ask) -> Result<Decided> {
     zmem_verdict::decide(&ask, &mut |p| {
         match p {
         Progress::Capturing(size) => eprintln!(
-            "zmem: {}capturing up to {} MiB of memory from {}, plus 4 MiB of synthetic pages; the verdict's corpus lines say how much it read…",
+            "zmem: {}capturing up to {} MiB of memory from {}, plus 4 MiB of synthetic pages (the corpus lines below say how much it read)…",
             if zmem_host::euid_is_root() { "" } else { "not root, so other users' memory is closed: " },
             size >> 20,
             zmem_corpus::machine_scope(),
