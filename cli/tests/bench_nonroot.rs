@@ -219,9 +219,12 @@ fn main_job_as_nobody_captures_what_it_says() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(pages > 0, "the sleeper's pages are readable: {notes:?}");
+    // Less than asked for (the sleeper is small), unless other runs as
+    // nobody hold more at the moment: then sampled down to the size asked for.
     assert!(
         captured.contains("read from the processes of nobody (uid 65534)")
-            && captured.contains("all the resident anonymous memory they hold, less than the"),
+            && (captured.contains("all the resident anonymous memory they hold, less than the")
+                || captured.contains("sampled evenly from")),
         "{captured}"
     );
     let synthetic: usize = zmem_corpus::default_sections(zmem_corpus::DEFAULT_SEED)
