@@ -237,7 +237,9 @@ fn verdict_without_enough_rounds_says_it_is_not_settled() {
 
 /// A clear difference settles at the first look, and `zmem bench full`,
 /// `zmem recommend` and the main job's verdict on the same pages pick the
-/// same algorithm (one decision, one code path).
+/// same algorithm (one decision, one code path). Scored on the effective
+/// ratio alone, which is exact, the difference is the same in every round:
+/// the leader is ahead at the first look, whatever the machine does.
 #[test]
 fn a_clear_difference_settles_and_every_command_picks_the_same() {
     let d = dir("settled");
@@ -247,7 +249,9 @@ fn a_clear_difference_settles_and_every_command_picks_the_same() {
         "300",
         "--no-kernel",
         "--algo",
-        "lz4,deflate",
+        "lz4,lzo",
+        "--weights",
+        "ratio=1",
         "--fs-read",
         "100",
         "--ram",
@@ -266,29 +270,22 @@ fn a_clear_difference_settles_and_every_command_picks_the_same() {
         json_of(&zmem(&a))
     };
     let v = run(&["bench", "verdict"], "v");
-    let dec = &v["ranking"]["decision"];
-    assert_eq!(dec["settled"], true, "{dec}");
-    assert_eq!(v["ranking"]["winner"], "lz4");
-    assert_eq!(v["ranking"]["rounds"], 6, "settled at the first look");
-    let deflate = &v["ranking"]["ranked"][1];
-    assert_eq!(
-        (deflate["algo"].as_str(), deflate["call"].as_str()),
-        (Some("deflate"), Some("ahead"))
+    let r = &v["ranking"];
+    assert_eq!(r["decision"]["settled"], true, "{}", r["decision"]);
+    assert_eq!(r["rounds"], 6, "settled at the first look");
+    let winner = r["winner"].as_str().unwrap().to_string();
+    let other = &r["ranked"][1];
+    assert_eq!(other["call"], "ahead", "{other}");
+    assert!(
+        r["ranked"][0]["effective_ratio"].as_f64() > other["effective_ratio"].as_f64(),
+        "{r}"
     );
-    let r = run(&["recommend"], "r");
-    assert_eq!(
-        r["recommendation"]["primary"], "lz4",
-        "{}",
-        r["recommendation"]
-    );
+    let rec = run(&["recommend"], "r");
+    assert_eq!(rec["recommendation"]["primary"], winner.as_str());
     let mut full = vec!["bench", "full", &c];
     full.extend(common);
     full.extend(["--min-time-ms", "20"]);
     let f = json_of(&zmem(&full));
-    assert_eq!(f["ranking"]["winner"], "lz4");
-    assert_eq!(
-        f["recommendation"]["primary"], "lz4",
-        "{}",
-        f["recommendation"]
-    );
+    assert_eq!(f["ranking"]["winner"], winner.as_str());
+    assert_eq!(f["recommendation"]["primary"], winner.as_str());
 }

@@ -18,6 +18,7 @@ use zmem_codec::PAGE_SIZE;
 
 use crate::private::replace_private;
 use crate::sidecar::{self, Region, Sidecar, Skipped};
+use crate::user;
 
 const PAGE: u64 = PAGE_SIZE as u64;
 /// Sampling unit: 16 pages (64 KiB), so neighbouring pages stay together.
@@ -176,8 +177,9 @@ fn open_error(pid: u32, what: &str, e: &io::Error) -> String {
             root_refusal_reason()
         ),
         io::ErrorKind::PermissionDenied => format!(
-            "cannot read {what} of PID {pid} ({}): permission denied; run as root or as the process's owner",
-            comm(pid)
+            "cannot read {what} of PID {pid} ({}): permission denied; {}",
+            comm(pid),
+            user_refusal_reason()
         ),
         _ => format!("cannot read {what} of PID {pid} ({}): {e}", comm(pid)),
     }
@@ -198,6 +200,18 @@ fn root_refusal_reason() -> String {
     }
     "the process may belong to another user namespace or be protected by an LSM (SELinux, AppArmor)"
         .into()
+}
+
+/// What stops a user from reading another process's memory: Yama's
+/// ptrace_scope 1 and 2 refuse even the process's owner (a non-dumpable
+/// process too, which the caller cannot tell apart).
+fn user_refusal_reason() -> String {
+    let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").unwrap_or_default();
+    match yama.trim() {
+        "1" => "kernel.yama.ptrace_scope is 1: only a process's ancestors may read its memory; run as root".into(),
+        s @ ("2" | "3") => format!("kernel.yama.ptrace_scope is {s}: only root may read another process's memory"),
+        _ => "run as root or as the process's owner (a process that made itself non-dumpable is closed to its owner too)".into(),
+    }
 }
 
 /// Whether `pid` is a kernel thread (PF_KTHREAD in /proc/PID/stat's flags,
@@ -459,6 +473,8 @@ fn capture_procs(
         return Err(nothing_to_capture(&sc));
     }
     let total: u64 = runs.iter().map(|r| r.pages).sum();
+    sc.resident_pages = Some(total);
+    sc.resident_pages = Some(total);
     let chosen = sample(&runs, max_bytes.map(|b| b / PAGE));
     let chosen_pages: u64 = chosen.iter().map(|r| r.pages).sum();
     if chosen_pages < total {
@@ -501,13 +517,30 @@ pub fn capture_all(max_bytes: Option<u64>, out: &mut dyn Write) -> Result<Sideca
     capture_procs(&pids, false, max_bytes, out, "all")
 }
 
-/// The memory this machine can show us: every readable process when root,
-/// zmem's own process otherwise. Bounded by `max_bytes`.
+/// The memory this machine can show us, bounded by `max_bytes`: every
+/// readable process when root; without root, the processes of this user
+/// other than zmem itself (other users' memory is closed to it, and zmem's
+/// own pages say nothing about the machine's workload).
 pub fn capture_machine(max_bytes: u64, out: &mut dyn Write) -> Result<Sidecar> {
     if zmem_host::euid_is_root() {
-        capture_all(Some(max_bytes), out)
+        return capture_all(Some(max_bytes), out);
+    }
+    let uid = user::euid().context("cannot read this process's uid from /proc/self/status")?;
+    let pids = user::pids_of(uid, std::process::id()).context("listing /proc")?;
+    if pids.is_empty() {
+        bail!("this user runs no process besides zmem, and without root no other user's memory can be read");
+    }
+    capture_procs(&pids, false, Some(max_bytes), out, "user")
+}
+
+/// Whose memory [`capture_machine`] reads, for saying so before it starts:
+/// `every process on this machine`, or `the processes of nobody (uid 65534)`.
+pub fn machine_scope() -> String {
+    if zmem_host::euid_is_root() {
+        "every process on this machine".into()
     } else {
-        capture_procs(&[std::process::id()], true, Some(max_bytes), out, "self")
+        let who = user::euid().map_or("this user".into(), user::describe);
+        format!("the processes of {who}")
     }
 }
 
@@ -605,6 +638,7 @@ pub fn capture_device(dev: &Path, max_bytes: Option<u64>, out: &mut dyn Write) -
         }
     };
     let total: u64 = runs.iter().map(|r| r.pages).sum();
+    sc.resident_pages = Some(total);
     let chosen = sample(&runs, max_bytes.map(|b| b / PAGE));
     let chosen_pages: u64 = chosen.iter().map(|r| r.pages).sum();
     if chosen_pages < total {

@@ -11,9 +11,11 @@ mod machine;
 mod private;
 mod sidecar;
 mod synth;
+mod user;
 
 pub use capture::{
-    capture_all, capture_device, capture_group, capture_machine, capture_pids, to_file,
+    capture_all, capture_device, capture_group, capture_machine, capture_pids, machine_scope,
+    to_file,
 };
 pub use corpus::{
     default_corpus, default_sections, from_sections, load_all, open_checked, Corpus, Section,

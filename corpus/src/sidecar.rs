@@ -58,6 +58,10 @@ pub struct Sidecar {
     pub exited_skipped: u64,
     /// Pages in the corpus file.
     pub pages: u64,
+    /// A process capture: the resident pages it could take, before sampling
+    /// down to its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resident_pages: Option<u64>,
     /// Of which same-filled (one repeated 8-byte word; zram stores none of them).
     pub same_filled_pages: u64,
     /// Unix time of the capture or generation, seconds.

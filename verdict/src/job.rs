@@ -179,7 +179,7 @@ pub fn inputs(
         ram_bytes,
         fs_read_mib_s,
         fs_read_source,
-        kernel_algos,
+        kernel_algos: kernel_algos.algorithms,
         disk_swap,
         zswap_enabled: zswap,
     })

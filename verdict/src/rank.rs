@@ -140,7 +140,7 @@ pub struct Ranking {
 }
 
 /// The candidates: (algorithm, target, deployable).
-fn candidates(opts: &Options, offered: &[String]) -> Vec<(String, Target, bool)> {
+fn candidates(opts: &Options, offered: &[String], measurable: bool) -> Vec<(String, Target, bool)> {
     let all: Vec<String> = if opts.algorithms.is_empty() {
         zmem_codec::registry::names()
             .into_iter()
@@ -156,12 +156,12 @@ fn candidates(opts: &Options, offered: &[String]) -> Vec<(String, Target, bool)>
         } else {
             offered.contains(a)
         };
-        if in_kernel && !offered.is_empty() {
+        if in_kernel && measurable {
             v.push((a.clone(), Target::Kernel, true));
         }
         // Engine rows for everything: the comparison "if your kernel had it"
         // is engine against engine; without kernel rows they are the candidates.
-        v.push((a.clone(), Target::Engine, in_kernel && offered.is_empty()));
+        v.push((a.clone(), Target::Engine, in_kernel && !measurable));
     }
     v
 }
@@ -175,24 +175,27 @@ pub fn rank(
     for a in &opts.algorithms {
         zmem_codec::find(a)?;
     }
-    let offered = if opts.kernel && zmem_lab::kernel::unavailable_reason().is_none() {
-        zmem_lab::kernel::algorithms()
-    } else {
-        Vec::new()
-    };
-    let cands = candidates(opts, &offered);
+    // Which algorithms this kernel offers (known without root too), and
+    // whether its zram can be measured here (root, zram present).
+    let offered = zmem_lab::kernel::offered().algorithms;
+    let measurable =
+        opts.kernel && !offered.is_empty() && zmem_lab::kernel::unavailable_reason().is_none();
+    let cands = candidates(opts, &offered, measurable);
     let mut m = Measured {
         samples: vec![Vec::new(); cands.len()],
         failed: Vec::new(),
         start: Instant::now(),
     };
+    if let (true, Some(l)) = (opts.kernel, zmem_lab::kernel::without_kernel_rows()) {
+        m.failed.push(("kernel rows".into(), l));
+    }
     let (mut rounds, mut look_at, mut last_round) = (0, settle::FIRST_LOOK, Duration::ZERO);
     let deciding: Vec<bool> = cands.iter().map(|c| c.2).collect();
     let decided = loop {
         let spent = m.start.elapsed();
         let over = rounds >= settle::FIRST_LOOK && spent + last_round > opts.budget;
         if rounds >= opts.rounds.max(1) || over {
-            break decide(corpus, opts, &cands, &m, &offered, rounds)?;
+            break decide(corpus, opts, &cands, &m, measurable, rounds)?;
         }
         let t = Instant::now();
         let what = format!("round {}", rounds + 1);
@@ -201,7 +204,7 @@ pub fn rank(
         rounds += 1;
         if rounds == look_at {
             look_at = settle::next_look(rounds);
-            let r = decide(corpus, opts, &cands, &m, &offered, rounds)?;
+            let r = decide(corpus, opts, &cands, &m, measurable, rounds)?;
             if r.decision.settled {
                 break r;
             }
@@ -222,7 +225,7 @@ pub fn rank(
             m.round(corpus, opts, &cands, &informing, round, &what, progress);
         }
     }
-    let mut r = decide(corpus, opts, &cands, &m, &offered, rounds)?;
+    let mut r = decide(corpus, opts, &cands, &m, measurable, rounds)?;
     r.budget_s = opts.budget.as_secs_f64();
     r.elapsed_s = decision_s;
     Ok(r)
@@ -355,7 +358,7 @@ fn decide(
     opts: &Options,
     cands: &[(String, Target, bool)],
     m: &Measured,
-    offered: &[String],
+    kernel: bool,
     rounds: usize,
 ) -> Result<Ranking> {
     let (samples, failed) = (&m.samples, &m.failed);
@@ -399,12 +402,7 @@ fn decide(
         ci_coverage: stats::ci_rank(rounds).1,
         budget_s: 0.0,
         elapsed_s: 0.0,
-        target: if offered.is_empty() {
-            "engine"
-        } else {
-            "kernel"
-        }
-        .into(),
+        target: if kernel { "kernel" } else { "engine" }.into(),
         weights: opts.weights,
         ranked,
         engine,

@@ -454,9 +454,14 @@ fn recommend_for(
 }
 
 /// This machine's facts: MemTotal, non-zram swap devices, zswap enabled,
-/// the kernel zram's algorithms (from an existing zram device's
-/// comp_algorithm, readable without root, if any exists).
-pub fn machine_facts() -> (Option<u64>, Vec<String>, Option<bool>, Vec<String>) {
+/// and the algorithms the kernel's zram offers with how that is known
+/// ([`zmem_lab::kernel::offered`], the one answer the verdict uses too).
+pub fn machine_facts() -> (
+    Option<u64>,
+    Vec<String>,
+    Option<bool>,
+    zmem_lab::kernel::Offered,
+) {
     let sys = zmem_host::Sys::real();
     let ram = sys.meminfo_get("MemTotal").ok().flatten();
     let swaps: Vec<String> = sys
@@ -470,15 +475,7 @@ pub fn machine_facts() -> (Option<u64>, Vec<String>, Option<bool>, Vec<String>) 
         .read("/sys/module/zswap/parameters/enabled")
         .ok()
         .map(|s| s.trim() == "Y");
-    let algos = sys
-        .list("/sys/block")
-        .unwrap_or_default()
-        .iter()
-        .filter(|n| n.starts_with("zram"))
-        .find_map(|n| sys.read(&format!("/sys/block/{n}/comp_algorithm")).ok())
-        .map(|s| zmem_kernel::parse_comp_algorithm(&s).0)
-        .unwrap_or_default();
-    (ram, swaps, zswap, algos)
+    (ram, swaps, zswap, zmem_lab::kernel::offered())
 }
 
 #[cfg(test)]

@@ -107,7 +107,11 @@ pub fn table(r: &Run<'_>) -> Result<(FullTable, Ranking)> {
     let mut bar = Bar::default();
     zmem_verdict::full_table(r.corpus, &opts, &rank_opts, &mut |p| {
         match p {
-        Progress::Capturing(_) => eprintln!("zmem: building the default corpus (this machine's memory, at most 16 MiB, plus 4 MiB synthetic)…"),
+        Progress::Capturing(size) => eprintln!(
+            "zmem: building the default corpus (up to {} MiB of memory from {}, plus 4 MiB synthetic; the notes say how much it read)…",
+            size >> 20,
+            zmem_corpus::machine_scope()
+        ),
         p => bar.show(p),
     }
     })

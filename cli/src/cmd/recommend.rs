@@ -75,6 +75,16 @@ pub fn run(a: Args) -> Result<()> {
     }
     match a.format {
         Format::Table => {
+            // What was measured, with what the capture read (as the main job prints it).
+            println!(
+                "corpus: {} pages: {}",
+                d.corpus.page_count(),
+                d.corpus.source
+            );
+            for n in &d.notes {
+                println!("  {n}");
+            }
+            println!();
             print!("{}", zmem_report::ranking_text(&d.ranking));
             println!();
             print!("{}", zmem_report::recommendation_text(&d.rec));

@@ -4,7 +4,8 @@
 //! written with O_DIRECT pwrite and read back with O_DIRECT random preads of
 //! the same sizes and offsets as the engine's reads. Each device keeps a
 //! crash journal while it exists, so `zmem trial --recover` removes it if
-//! zmem is killed.
+//! zmem is killed. Which algorithms the kernel offers, found out without root
+//! where the machine allows it, is [`offered`] (a child module).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -16,7 +17,10 @@ use zmem_host::HotDevice;
 use zmem_kernel::MmStat;
 
 use super::device_rows::{Options, Row, Target};
+
+mod offered;
 use super::random_read::{aligned_buffer, read_phase, request_indexes};
+pub use offered::{offered, Offered};
 
 /// Bytes per pwrite while writing the corpus (large, as dd would, so the
 /// kernel's write rate is not a syscall-rate measurement).
@@ -27,13 +31,22 @@ pub fn unavailable_reason() -> Option<String> {
     HotDevice::available().err().map(|e| e.to_string())
 }
 
-/// The algorithms the kernel's zram offers (from a temporary device's
-/// comp_algorithm), empty when that cannot be read.
+/// When the kernel's own zram cannot be measured here: why, and what root
+/// would add, as one plain line; None when it can.
+pub fn without_kernel_rows() -> Option<String> {
+    unavailable_reason().map(|why| {
+        format!(
+            "{why}: engine rows only (the same algorithms, byte-exact, in user space); \
+             as root each algorithm the kernel offers is also measured through a real zram device \
+             (the kernel's own rows: its allocator, block layer and locking), and the verdict is made on those"
+        )
+    })
+}
+
+/// The algorithms the kernel's zram offers, empty when unknown: the list of
+/// [`offered`] (which also says how it knows).
 pub fn algorithms() -> Vec<String> {
-    HotDevice::create_journaled()
-        .ok()
-        .and_then(|d| d.algorithms().ok())
-        .unwrap_or_default()
+    offered().algorithms
 }
 
 pub(crate) fn open_direct(d: &HotDevice, write: bool) -> std::io::Result<File> {

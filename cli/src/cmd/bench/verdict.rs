@@ -114,8 +114,10 @@ pub fn decide(a: &Ask) -> Result<Decided> {
     zmem_verdict::decide(&ask, &mut |p| {
         match p {
         Progress::Capturing(size) => eprintln!(
-            "zmem: capturing this machine's memory ({} MiB, sampled from every readable process) plus 4 MiB of synthetic pages…",
-            size >> 20
+            "zmem: {}capturing up to {} MiB of memory from {}, plus 4 MiB of synthetic pages (the corpus lines below say how much it read)…",
+            if zmem_host::euid_is_root() { "" } else { "not root, so other users' memory is closed: " },
+            size >> 20,
+            zmem_corpus::machine_scope(),
         ),
         p => bar.show(p),
     }
