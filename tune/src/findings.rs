@@ -3,26 +3,13 @@
 //! why there is none), and the findings in sentences (computed once, when the
 //! steps finish; the renderer shows them).
 
-use serde::Serialize;
 use zmem_units::format_size;
 
 use crate::candidates::Candidate;
 use crate::check;
 use crate::compare::{self, Decision, Measured, Outcome, Standing};
-use crate::outcome::{Learn, Tune};
+use crate::outcome::{Held, Learn, Tune};
 use crate::predict::Expect;
-
-/// Whether the trialed candidate predicted best ran fastest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Held {
-    /// It led, or ran within the margin of the leader beyond noise.
-    Held,
-    /// The runs could not separate it from the leader.
-    CannotTell,
-    /// The leader was faster by more than the margin, or one of its runs failed.
-    DidNotHold,
-}
 
 fn held_of(s: Standing) -> Held {
     match s {

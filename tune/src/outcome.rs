@@ -9,8 +9,19 @@ use zmem_verdict::Ranking;
 use crate::candidates::Candidate;
 use crate::check::{ModelCheck, ModelErrors};
 use crate::compare::{Decision, Measured};
-use crate::findings::Held;
 use crate::predict::{Costs, Prediction};
+
+/// Whether the trialed candidate predicted best ran fastest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Held {
+    /// It led, or ran within the margin of the leader beyond noise.
+    Held,
+    /// The runs could not separate it from the leader.
+    CannotTell,
+    /// The leader was faster by more than the margin, or one of its runs failed.
+    DidNotHold,
+}
 
 /// Step 1's result, for the report.
 #[derive(Debug, Clone, Serialize)]
