@@ -109,6 +109,7 @@ pub fn no_fit(
     workload: &str,
     limit: u64,
     learn: &Learn,
+    chosen: &[Candidate],
     o: &Outcome,
     trial: &zmem_trial::TrialReport,
 ) -> Option<String> {
@@ -139,8 +140,16 @@ pub fn no_fit(
         .max()
         .map(|b| format!("; under the limit the trials' cgroups peaked at {}", mib(b)))
         .unwrap_or_default();
+    // The model saw it coming when it expected every candidate to be killed.
+    let expected = chosen
+        .iter()
+        .all(|c| c.prediction.outcome == Expect::OomKilled)
+        .then(|| chosen.first())
+        .flatten()
+        .map(|c| format!(" The model expected it ({}).", c.prediction.basis))
+        .unwrap_or_default();
     Some(format!(
-        "No configuration held {workload} in {}: every candidate failed in at least one run ({}). Without a limit its anonymous memory peaked at {}{cg}{under}. No configuration was chosen or written: give a larger --memory, or make the workload need less.",
+        "No configuration held {workload} in {}: every candidate failed in at least one run ({}). Without a limit its anonymous memory peaked at {}{cg}{under}.{expected} No configuration was chosen or written: give a larger --memory or --swap-size, or make the workload need less.",
         format_size(limit),
         failed.join("; "),
         mib(learn.peak_anon_bytes),
@@ -520,7 +529,16 @@ mod tests {
         let r = report(runs, &names);
         let o = compare(&r, &entrants(&[("zram:lz4", 2.0), ("disk", 1.0)]));
         assert_eq!(prediction_held(&chosen(), &o), None);
-        let n = no_fit("memalloc 512M", 64 << 20, &learn(None, 512 << 20), &o, &r).unwrap();
+        let c = chosen();
+        let n = no_fit(
+            "memalloc 512M",
+            64 << 20,
+            &learn(None, 512 << 20),
+            &c,
+            &o,
+            &r,
+        )
+        .unwrap();
         assert!(
             n.starts_with("No configuration held memalloc 512M in 64M"),
             "{n}"
@@ -539,11 +557,15 @@ mod tests {
         );
         assert!(n.contains("the trials' cgroups peaked at 64.0 MiB"), "{n}");
         assert!(n.contains("No configuration was chosen or written"), "{n}");
+        assert!(
+            !n.contains("The model expected it"),
+            "it expected them to run: {n}"
+        );
         // With a pick, nothing to say.
         let ok = vec![run("disk", 1, 1.0, true)];
         let r = report(ok, &["disk"]);
         let o = compare(&r, &entrants(&[("disk", 1.0)]));
-        assert_eq!(no_fit("w", 1, &learn(None, 1), &o, &r), None);
+        assert_eq!(no_fit("w", 1, &learn(None, 1), &c, &o, &r), None);
     }
 
     #[test]

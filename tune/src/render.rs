@@ -43,11 +43,16 @@ pub fn render_table(t: &Tune) -> String {
         t.learn.pages, t.learn.corpus, t.ranking.rounds, t.repeat
     );
     o.push_str(&columns(&main_rows(t)));
-    let _ = writeln!(
-        o,
-        "\nthe model against the trials (medians; × is measured/predicted):"
-    );
-    o.push_str(&columns(&model_rows(t)));
+    if t.model_check
+        .iter()
+        .any(|c| c.measured_swap_out_pages.is_some())
+    {
+        let _ = writeln!(
+            o,
+            "\nthe model against the trials (medians; × is measured/predicted):"
+        );
+        o.push_str(&columns(&model_rows(t)));
+    }
     let _ = writeln!(o);
     for f in &t.findings {
         let _ = writeln!(o, "{f}");

@@ -374,7 +374,14 @@ fn finish(
 ) -> Tune {
     let held = findings::prediction_held(&chosen, &outcome);
     let rho = findings::rank_correlation(&chosen, &outcome.measured);
-    let no_fit = findings::no_fit(&s.workload, s.memory_limit, &learn, &outcome, &report);
+    let no_fit = findings::no_fit(
+        &s.workload,
+        s.memory_limit,
+        &learn,
+        &chosen,
+        &outcome,
+        &report,
+    );
     let winner = outcome.winner().map(String::from);
     let config_text = winner.as_ref().and_then(|w| {
         let c = chosen.iter().find(|c| &c.config().to_string() == w)?;
