@@ -7,8 +7,21 @@ use zmem_trial::TrialReport;
 use zmem_verdict::Ranking;
 
 use crate::candidates::Candidate;
-use crate::compare::Measured;
+use crate::check::{ModelCheck, ModelErrors};
+use crate::compare::{Decision, Measured};
 use crate::predict::{Costs, Prediction};
+
+/// Whether the trialed candidate predicted best ran fastest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Held {
+    /// It led, or ran within the margin of the leader beyond noise.
+    Held,
+    /// The runs could not separate it from the leader.
+    CannotTell,
+    /// The leader was faster by more than the margin, or one of its runs failed.
+    DidNotHold,
+}
 
 /// Step 1's result, for the report.
 #[derive(Debug, Clone, Serialize)]
@@ -43,12 +56,22 @@ pub struct Tune {
     pub candidates: Vec<Candidate>,
     /// Their measurements, best first.
     pub measured: Vec<Measured>,
+    /// The pick; `None` when no candidate finished all its runs.
     pub winner: Option<String>,
-    pub tie: Vec<String>,
-    /// The predicted best of the trialed candidates won or tied with the winner.
-    pub prediction_held: Option<bool>,
+    /// How the pick was made; `None` when no candidate finished all its runs.
+    pub decision: Option<Decision>,
+    /// When no candidate finished all its runs: that no configuration held
+    /// the workload under the limit, and the peaks seen (the error tune exits with).
+    pub no_fit: Option<String>,
+    /// Whether the trialed candidate predicted best ran fastest (or
+    /// equivalent to the fastest); `None` without a pick.
+    pub prediction_held: Option<Held>,
     /// Spearman's rank correlation of predicted and measured ranks.
     pub rank_correlation: Option<f64>,
+    /// The model against each trialed candidate's runs, in candidate order.
+    pub model_check: Vec<ModelCheck>,
+    /// The measured/predicted factors across candidates.
+    pub model_errors: ModelErrors,
     /// What the comparison means, in sentences.
     pub findings: Vec<String>,
     /// The winner's config file (what `--out-dir` writes).

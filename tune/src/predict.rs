@@ -19,7 +19,10 @@
 //!   the workload cannot run (predicted OOM);
 //! * `zram:ALGO+disk` sizes zram as zmem recommend would for a machine with
 //!   `M` of RAM (`M/2 × ratio`); what does not fit goes to the disk;
-//! * no swap with an overflow is an OOM kill.
+//! * no swap with an overflow is an OOM kill, and so is swap too small for
+//!   what must go out: the trials' swap (`--swap-size`: the disk file, and
+//!   zram devices without a size) holds every swapped page at its
+//!   uncompressed size (zram's disksize, zswap's slots in the disk file).
 
 use serde::Serialize;
 use zmem_trial::{SwapConfig, TrialConfig};
@@ -75,6 +78,9 @@ pub struct ModelInputs {
     /// Per compressor zswap can use.
     pub zswap: Vec<(String, Costs)>,
     pub disk: Costs,
+    /// The trials' swap size, bytes: the disk swap file, and zram devices
+    /// without a size of their own.
+    pub swap_bytes: u64,
 }
 
 impl ModelInputs {
@@ -147,6 +153,20 @@ fn mib(b: f64) -> String {
     format!("{:.0} MiB", b / MIB)
 }
 
+/// An OOM kill when swap of `capacity` bytes cannot hold `swapped` bytes.
+fn swap_full(config: &TrialConfig, swapped: f64, capacity: u64) -> Option<Prediction> {
+    (swapped > capacity as f64).then(|| {
+        oom(
+            config.clone(),
+            format!(
+                "the swap ({}) cannot hold the {} that must go out",
+                mib(capacity as f64),
+                mib(swapped)
+            ),
+        )
+    })
+}
+
 fn zram(algo: &str, c: &Costs, m: &ModelInputs) -> Prediction {
     let o = m.overflow() as f64;
     let cfg = SwapConfig::Zram {
@@ -160,7 +180,11 @@ fn zram(algo: &str, c: &Costs, m: &ModelInputs) -> Prediction {
         c.in_ns / 1e3,
         c.source
     );
-    runs(cfg.into(), m, o, pages(o) as f64 * c.per_page_s(), basis)
+    let cfg: TrialConfig = cfg.into();
+    if let Some(p) = swap_full(&cfg, o, m.swap_bytes) {
+        return p;
+    }
+    runs(cfg, m, o, pages(o) as f64 * c.per_page_s(), basis)
 }
 
 /// The zram size zmem recommend would give a machine with `limit` of RAM.
@@ -188,7 +212,11 @@ fn zram_disk(algo: &str, c: &Costs, m: &ModelInputs) -> Prediction {
         c.source,
         mib(on_disk)
     );
-    runs(cfg.into(), m, o, swap_s, basis)
+    let cfg: TrialConfig = cfg.into();
+    if let Some(p) = swap_full(&cfg, o, size + m.swap_bytes) {
+        return p;
+    }
+    runs(cfg, m, o, swap_s, basis)
 }
 
 fn zswap(comp: &str, c: &Costs, m: &ModelInputs) -> Prediction {
@@ -205,9 +233,15 @@ fn zswap(comp: &str, c: &Costs, m: &ModelInputs) -> Prediction {
             c.ratio
         );
         let per = (c.out_ns + m.disk.out_ns + m.disk.in_ns) / 1e9;
+        if let Some(p) = swap_full(&cfg, o, m.swap_bytes) {
+            return p;
+        }
         return runs(cfg, m, o, pages(o) as f64 * per, basis);
     }
     let swapped = o * c.ratio / (c.ratio - 1.0);
+    if let Some(p) = swap_full(&cfg, swapped, m.swap_bytes) {
+        return p;
+    }
     if swapped >= 0.9 * w {
         let basis = format!(
             "zswap's pool is charged to the cgroup: {} overflow at {:.2}:1 needs {} swapped, nearly the whole {} footprint",
@@ -245,13 +279,11 @@ fn disk(m: &ModelInputs) -> Prediction {
         m.disk.in_ns / 1e3,
         m.disk.source
     );
-    runs(
-        SwapConfig::Disk.into(),
-        m,
-        o,
-        pages(o) as f64 * m.disk.per_page_s(),
-        basis,
-    )
+    let cfg: TrialConfig = SwapConfig::Disk.into();
+    if let Some(p) = swap_full(&cfg, o, m.swap_bytes) {
+        return p;
+    }
+    runs(cfg, m, o, pages(o) as f64 * m.disk.per_page_s(), basis)
 }
 
 fn no_swap(m: &ModelInputs) -> Prediction {
@@ -326,6 +358,7 @@ pub(crate) fn sample_inputs(footprint_mib: u64, limit_mib: u64) -> ModelInputs {
             Costs::from_speeds(3_000.0, 700.0, 2.3, "kernel"),
         )],
         disk: Costs::from_speeds(100_000.0, 200.0, 1.0, "disk"),
+        swap_bytes: 1 << 30,
     }
 }
 
@@ -386,6 +419,30 @@ mod tests {
             find(&v, "zram:lz4:70M+disk").rank,
             find(&v, "zram:lz4").rank
         );
+    }
+
+    #[test]
+    fn swap_too_small_for_the_overflow_is_an_oom_kill() {
+        // 512 MiB under 64 MiB with 128 MiB of swap: 448 MiB must go out.
+        let mut m = inputs(512, 64);
+        m.swap_bytes = 128 << 20;
+        let v = predict(&m);
+        for name in ["zram:lz4", "disk", "zswap:lzo"] {
+            let p = find(&v, name);
+            assert_eq!(p.outcome, Expect::OomKilled, "{name}");
+            assert!(
+                p.basis.contains("the swap (128 MiB) cannot hold"),
+                "{}",
+                p.basis
+            );
+        }
+        // zram with the disk behind it: 70 MiB of zram plus the 128 MiB file.
+        assert_eq!(find(&v, "zram:lz4:70M+disk").outcome, Expect::OomKilled);
+        // With room for it, everything but no swap runs.
+        m.swap_bytes = 1 << 30;
+        let v = predict(&m);
+        assert_eq!(find(&v, "disk").outcome, Expect::Runs);
+        assert_eq!(find(&v, "zram:lz4").outcome, Expect::Runs);
     }
 
     #[test]

@@ -9,7 +9,8 @@ use zmem_trial::Stats;
 use zmem_units::format_size;
 
 use crate::candidates::Candidate;
-use crate::compare::Measured;
+use crate::check::ModelCheck;
+use crate::compare::{Measured, Standing};
 use crate::findings::measured;
 use crate::outcome::Tune;
 use crate::predict::Expect;
@@ -41,17 +42,54 @@ pub fn render_table(t: &Tune) -> String {
         "predicted from {} pages ({}{at}), {} lab rounds; measured in {} interleaved rounds\n",
         t.learn.pages, t.learn.corpus, t.ranking.rounds, t.repeat
     );
+    o.push_str(&columns(&main_rows(t)));
+    if t.model_check
+        .iter()
+        .any(|c| c.measured_swap_out_pages.is_some())
+    {
+        let _ = writeln!(
+            o,
+            "\nthe model against the trials (medians; × is measured/predicted):"
+        );
+        o.push_str(&columns(&model_rows(t)));
+    }
+    let _ = writeln!(o);
+    for f in &t.findings {
+        let _ = writeln!(o, "{f}");
+    }
+    o
+}
+
+/// A candidate's notes: its failures, where it stands, whether it is the pick.
+fn notes(t: &Tune, m: &Measured) -> String {
+    let mut v: Vec<String> = m.failures.clone();
+    if t.decision.is_some() && m.standing != Standing::Failed {
+        v.push(m.standing.word().into());
+    }
+    if let Some(d) = t.decision.as_ref().filter(|d| d.winner == m.config) {
+        v.push(
+            if d.proven {
+                "winner"
+            } else {
+                "winner (not proven)"
+            }
+            .into(),
+        );
+    }
+    v.join(", ")
+}
+
+fn main_rows(t: &Tune) -> Vec<Vec<String>> {
     let head = [
         "config",
         "role",
         "pred",
         "meas",
-        "pred swap s",
         "pred wall s",
         "wall s",
         "ci",
+        "vs leader s",
         "maj faults",
-        "swapped out",
         "ratio",
         "notes",
     ];
@@ -65,17 +103,6 @@ pub fn render_table(t: &Tune) -> String {
             continue;
         };
         let p = &c.prediction;
-        let mut notes = m.failures.join(", ");
-        if m.tied_with_winner && t.tie.len() > 1 {
-            notes.push_str(if notes.is_empty() { "tie" } else { ", tie" });
-        }
-        if t.winner.as_deref() == Some(&m.config) {
-            notes.push_str(if notes.is_empty() {
-                "winner"
-            } else {
-                ", winner"
-            });
-        }
         rows.push(vec![
             m.config.clone(),
             format!("{:?}", c.role).to_lowercase(),
@@ -84,28 +111,73 @@ pub fn render_table(t: &Tune) -> String {
             if p.outcome == Expect::OomKilled {
                 "oom".into()
             } else {
-                format!("{:.2}", p.swap_s)
-            },
-            if p.outcome == Expect::OomKilled {
-                "oom".into()
-            } else {
                 format!("{:.2}", p.wall_s)
             },
-            opt(m.wall_s.map(|w| w.median), 2),
+            opt(m.median_wall(), 2),
             m.wall_s
                 .map_or("-".into(), |w| format!("{:.2}–{:.2}", w.ci_low, w.ci_high)),
+            m.behind_leader.map_or("-".into(), |d| {
+                format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.ci_low, d.ci_high)
+            }),
             opt(m.major_faults, 0),
-            opt(m.swapped_out(), 0),
             opt(m.compression_ratio, 2),
-            notes,
+            notes(t, m),
         ]);
     }
-    o.push_str(&columns(&rows));
-    let _ = writeln!(o);
-    for f in &t.findings {
-        let _ = writeln!(o, "{f}");
+    rows
+}
+
+/// Predicted, measured and their factor, for a count.
+fn trio(p: Option<f64>, m: Option<f64>, f: Option<f64>, prec: usize) -> [String; 3] {
+    [
+        opt(p, prec),
+        opt(m, prec),
+        f.map_or("-".into(), |x| format!("{x:.2}")),
+    ]
+}
+
+fn model_rows(t: &Tune) -> Vec<Vec<String>> {
+    let head = [
+        "config",
+        "out pred",
+        "out",
+        "×",
+        "in pred",
+        "in",
+        "×",
+        "swap s pred",
+        "swap s",
+        "×",
+        "ratio lab",
+        "ratio trial",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    for c in &t.model_check {
+        let mut r = vec![c.config.clone()];
+        let pages = |x: Option<u64>| x.map(|x| x as f64);
+        r.extend(trio(
+            pages(c.predicted_swap_out_pages),
+            c.measured_swap_out_pages,
+            c.swap_out_factor,
+            0,
+        ));
+        r.extend(trio(
+            pages(c.predicted_swap_in_pages),
+            c.measured_swap_in_pages,
+            c.swap_in_factor,
+            0,
+        ));
+        r.extend(trio(
+            c.predicted_swap_s,
+            c.measured_swap_s,
+            c.swap_time_factor,
+            2,
+        ));
+        r.push(opt(c.predicted_ratio, 2));
+        r.push(opt(c.measured_ratio, 2));
+        rows.push(r);
     }
-    o
+    rows
 }
 
 fn columns(rows: &[Vec<String>]) -> String {
@@ -132,7 +204,7 @@ fn columns(rows: &[Vec<String>]) -> String {
 
 /// One candidate as JSON: its prediction beside its measurements (the
 /// `Measured` fields as they serialise; `compare` measures every candidate).
-fn candidate_json(c: &Candidate, m: &Measured) -> Value {
+fn candidate_json(c: &Candidate, m: &Measured, mc: Option<&ModelCheck>) -> Value {
     let p = &c.prediction;
     let fin = |x: f64| x.is_finite().then_some(x);
     let mut v = json!({
@@ -147,20 +219,26 @@ fn candidate_json(c: &Candidate, m: &Measured) -> Value {
     if let (Value::Object(o), Ok(Value::Object(ms))) = (&mut v, serde_json::to_value(m)) {
         o.extend(ms);
     }
+    if let (Value::Object(o), Some(Ok(Value::Object(ms)))) = (&mut v, mc.map(serde_json::to_value))
+    {
+        o.extend(ms);
+    }
     v
 }
 
-/// The measurements of each trialed candidate, in candidate order.
-fn candidate_rows(t: &Tune) -> impl Iterator<Item = (&Candidate, &Measured)> {
-    t.candidates
-        .iter()
-        .filter_map(|c| Some((c, measured(t, &c.config().to_string())?)))
+/// The measurements of each trialed candidate, in candidate order, with the model's check.
+fn candidate_rows(t: &Tune) -> impl Iterator<Item = (&Candidate, &Measured, Option<&ModelCheck>)> {
+    t.candidates.iter().filter_map(|c| {
+        let name = c.config().to_string();
+        let mc = t.model_check.iter().find(|x| x.config == name);
+        Some((c, measured(t, &name)?, mc))
+    })
 }
 
 /// The whole result as JSON; `config_file` is where the winner's file was written.
 pub fn to_json(t: &Tune, config_file: Option<&std::path::Path>) -> Value {
     let cands: Vec<Value> = candidate_rows(t)
-        .map(|(c, m)| candidate_json(c, m))
+        .map(|(c, m, mc)| candidate_json(c, m, mc))
         .collect();
     json!({
         "workload": t.workload,
@@ -175,11 +253,18 @@ pub fn to_json(t: &Tune, config_file: Option<&std::path::Path>) -> Value {
             "config_file": config_file,
             "config_text": t.config_text,
         })),
-        "tie": (t.tie.len() > 1).then(|| json!({
-            "between": t.tie,
-            "rule": "the higher compression ratio measured wins a tie (memory is what compression saves)",
-        })),
+        "decision": t.decision.as_ref().map(|d| {
+            let mut v = json!(d);
+            v["rule"] = json!(format!(
+                "the leader is the fastest candidate whose every run finished; a candidate with a failed run cannot win; the others are behind, equivalent or undecided against the leader at a margin of {:.0} % of its median wall time, on an interval of at least {:.0} % coverage; among the leader and the equivalent and undecided ones the pick is the higher effective ratio the lab measured on the workload's pages, then the candidate order; proven when none is undecided",
+                crate::compare::MARGIN_SHARE * 100.0,
+                d.coverage_needed * 100.0
+            ));
+            v
+        }),
+        "no_fit": t.no_fit,
         "prediction_held": t.prediction_held,
+        "model_errors": t.model_errors,
         "rank_correlation": t.rank_correlation,
         "findings": t.findings,
         "predictions": t.predictions.iter().map(|p| json!({
@@ -209,7 +294,8 @@ pub fn render_csv(t: &Tune) -> String {
         "wall_s",
         "ci_low",
         "ci_high",
-        "tied_with_winner",
+        "standing",
+        "tie_break_ratio",
         "runs",
         "ok",
         "user_s",
@@ -222,11 +308,21 @@ pub fn render_csv(t: &Tune) -> String {
         "zswpwb",
         "cgroup_peak_bytes",
         "compression_ratio",
+        "predicted_swap_in_pages",
+        "measured_swap_out_pages",
+        "measured_swap_in_pages",
+        "measured_swap_s",
+        "predicted_ratio",
+        "measured_ratio",
+        "swap_out_factor",
+        "swap_in_factor",
+        "swap_time_factor",
+        "page_cost_factor",
     ];
     let mut o = cols.join(",");
     o.push('\n');
-    for (c, m) in candidate_rows(t) {
-        let v = candidate_json(c, m);
+    for (c, m, mc) in candidate_rows(t) {
+        let v = candidate_json(c, m, mc);
         let cell = |k: &str| -> String {
             let x = match k {
                 "wall_s" | "ci_low" | "ci_high" => {

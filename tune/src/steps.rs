@@ -13,7 +13,8 @@ use zmem_trial::{
 use zmem_verdict::{self as verdict, Ranked, Ranking};
 
 use crate::candidates::{self, Candidate};
-use crate::compare;
+use crate::check;
+use crate::compare::{self, Entrant};
 use crate::deploy;
 use crate::findings;
 use crate::outcome::{Learn, Tune};
@@ -186,6 +187,15 @@ fn row<'a>(r: &'a Ranking, algo: &str) -> Option<&'a Ranked> {
         .or_else(|| r.engine.iter().find(|x| x.algo == algo))
 }
 
+/// The lab's effective ratio on the workload's pages for `c`'s compressed
+/// tier (`None` without one): the pick's tie-break, and the ratio its
+/// config file is sized for.
+fn lab_ratio(c: &Candidate, r: &Ranking) -> Option<f64> {
+    let swap = &c.config().swap;
+    let algo = swap.zram_algo().or(swap.zswap_compressor())?;
+    row(r, algo).map(|x| x.effective_ratio)
+}
+
 fn costs(x: &Ranked) -> Costs {
     Costs::from_speeds(
         x.read_lat_ns.median,
@@ -242,8 +252,15 @@ fn model(
         zram: pick(&zram_algos),
         zswap: pick(&zswap_comps),
         disk,
+        swap_bytes: trial_swap_size(s, learned.peak_anon_bytes),
     };
     Ok((m, ranking))
+}
+
+/// The trials' swap size: `--swap-size`, else max(2 × limit, 2 × footprint).
+fn trial_swap_size(s: &TuneSpec, footprint: u64) -> u64 {
+    s.swap_size
+        .unwrap_or((2 * s.memory_limit).max(2 * footprint))
 }
 
 /// Steps 3 and 4: the trials, then the comparison.
@@ -264,9 +281,7 @@ fn measure(
         workload: s.workload.clone(),
         force: s.force,
         swap_dir: s.swap_dir.clone(),
-        swap_size: s
-            .swap_size
-            .unwrap_or((2 * s.memory_limit).max(2 * footprint)),
+        swap_size: trial_swap_size(s, footprint),
         swappiness: None,
         page_cluster: None,
     };
@@ -295,8 +310,14 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
     let current = candidates::current(&sys);
     let chosen = candidates::choose(&predictions, s.candidates, current.as_ref());
     let report = measure(s, &chosen, m.footprint_bytes, signals, progress)?;
-    let names: Vec<String> = chosen.iter().map(|c| c.config().to_string()).collect();
-    let outcome = compare::compare(&report, &names);
+    let entrants: Vec<Entrant> = chosen
+        .iter()
+        .map(|c| Entrant {
+            config: c.config().to_string(),
+            ratio: lab_ratio(c, &ranking).unwrap_or(1.0),
+        })
+        .collect();
+    let outcome = compare::compare(&report, &entrants);
     let learn = Learn {
         wall_s: m.base_wall_s,
         peak_anon_bytes: learned.peak_anon_bytes,
@@ -318,7 +339,28 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
     ))
 }
 
-/// The comparison's verdict and the winner's file.
+/// The winner's config file.
+fn config_text(s: &TuneSpec, c: &Candidate, wall_s: f64, ranking: &Ranking) -> String {
+    let (ram, disk_swap, zswap, _) = zmem_verdict::machine_facts();
+    let machine = deploy::Machine {
+        ram_mib: ram.unwrap_or(0) >> 20,
+        disk_swap,
+        zswap_enabled: zswap == Some(true),
+    };
+    let why = deploy::Why {
+        trial: format!(
+            "{} under {}",
+            s.workload,
+            zmem_units::format_size(s.memory_limit)
+        ),
+        wall_s,
+        ratio: lab_ratio(c, ranking).unwrap_or(1.0),
+    };
+    deploy::config_file(c.config(), &why, &machine)
+}
+
+/// The comparison's verdict, the model's check and the winner's file (none
+/// when no candidate finished all its runs).
 #[allow(clippy::too_many_arguments)]
 fn finish(
     s: &TuneSpec,
@@ -332,33 +374,28 @@ fn finish(
 ) -> Tune {
     let held = findings::prediction_held(&chosen, &outcome);
     let rho = findings::rank_correlation(&chosen, &outcome.measured);
-    let config_text = outcome.winner.as_ref().and_then(|w| {
+    let no_fit = findings::no_fit(
+        &s.workload,
+        s.memory_limit,
+        &learn,
+        &chosen,
+        &outcome,
+        &report,
+    );
+    let winner = outcome.winner().map(String::from);
+    let config_text = winner.as_ref().and_then(|w| {
         let c = chosen.iter().find(|c| &c.config().to_string() == w)?;
         let wall = outcome.measured.iter().find(|x| &x.config == w)?.wall_s?;
-        let ratio = c
-            .config()
-            .swap
-            .zram_algo()
-            .or(c.config().swap.zswap_compressor())
-            .and_then(|a| row(&ranking, a))
-            .map_or(1.0, |r| r.effective_ratio);
-        let (ram, disk_swap, zswap, _) = zmem_verdict::machine_facts();
-        let machine = deploy::Machine {
-            ram_mib: ram.unwrap_or(0) >> 20,
-            disk_swap,
-            zswap_enabled: zswap == Some(true),
-        };
-        let why = deploy::Why {
-            trial: format!(
-                "{} under {}",
-                s.workload,
-                zmem_units::format_size(s.memory_limit)
-            ),
-            wall_s: wall.median,
-            ratio,
-        };
-        Some(deploy::config_file(c.config(), &why, &machine))
+        Some(config_text(s, c, wall.median, &ranking))
     });
+    let model_check: Vec<check::ModelCheck> = chosen
+        .iter()
+        .filter_map(|c| {
+            let name = c.config().to_string();
+            let x = outcome.measured.iter().find(|x| x.config == name)?;
+            Some(check::check(c, x, m.base_wall_s, lab_ratio(c, &ranking)))
+        })
+        .collect();
     let mut t = Tune {
         workload: s.workload.clone(),
         memory_limit_bytes: s.memory_limit,
@@ -369,10 +406,13 @@ fn finish(
         predictions,
         candidates: chosen,
         measured: outcome.measured,
-        winner: outcome.winner,
-        tie: outcome.tie,
+        winner,
+        decision: outcome.decision,
+        no_fit,
         prediction_held: held,
         rank_correlation: rho,
+        model_errors: check::errors(&model_check),
+        model_check,
         findings: Vec::new(),
         config_text,
         ranking,

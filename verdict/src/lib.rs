@@ -34,6 +34,3 @@ pub use settle::{
 };
 pub use stats::{ci_rank, interval, interval_at, Interval};
 pub use table::{assemble, FullRow, FullTable, Missing};
-
-/// tune's wall-time margin until it moves to [`separate`] (issue 30, in progress).
-pub const MARGIN: f64 = 0.02;

@@ -17,8 +17,10 @@ use crate::output::Format;
     after_help = "Steps: learn (one run without pressure, its memory captured near the peak), \
 predict (the lab's verdict on those pages and a model of every configuration this kernel can run), \
 measure (the best --candidates plus disk swap alone and what runs now, in interleaved rounds under --memory), \
-compare (predicted beside measured ranks, ties called) and deploy (the winner as DIR/zmem.conf for \
-`zmem apply` and `zmem persist`; nothing is applied).\n\
+compare (a candidate with a failed run cannot win; the others behind, equivalent or undecided against \
+the fastest at a margin of 5 % of its wall time; predicted beside measured) and deploy (the winner as \
+DIR/zmem.conf for `zmem apply` and `zmem persist`; nothing is applied). When no candidate finished all \
+its runs there is no winner: nothing is written and tune exits with an error.\n\
 Example: zmem tune --memory 128M --builtin memalloc --size 256M --repeat 2 --out-dir /tmp/tuned\n\
 Needs root. Everything it sets up is removed or restored afterwards, also on Ctrl-C; after a crash run `zmem trial --recover`."
 )]
@@ -26,8 +28,9 @@ pub struct Args {
     /// Memory limit the trials run the workload under (e.g. 128M)
     #[arg(long, value_name = "SIZE", value_parser = crate::args::size, required_unless_present = "recover")]
     pub memory: Option<u64>,
-    /// Runs per candidate (interleaved rounds)
-    #[arg(long, default_value_t = 3)]
+    /// Runs per candidate (interleaved rounds); 6, the default, is the fewest that let the
+    /// comparison decide (fewer: undecided, the pick not proven)
+    #[arg(long, default_value_t = 6)]
     pub repeat: u32,
     /// How many of the prediction's best configurations to trial (the baselines come on top)
     #[arg(long, default_value_t = 3)]
@@ -163,12 +166,27 @@ pub fn run(a: Args) -> Result<()> {
         ),
         Format::Csv => print!("{}", zmem_tune::render_csv(&t)),
     }
+    if t.winner.is_none() {
+        // After the report, so the measurements are on the screen.
+        bail!(
+            "{}",
+            t.no_fit
+                .as_deref()
+                .unwrap_or("no configuration finished all its runs; nothing was written")
+        );
+    }
     Ok(())
 }
 
 fn print_deploy(t: &zmem_tune::Tune, path: Option<&std::path::Path>) {
     let Some(w) = &t.winner else { return };
     println!();
+    if let Some(d) = t.decision.as_ref().filter(|d| !d.proven) {
+        println!(
+            "not proven: {w} is the pick among {} and the leader, which the runs could not separate (see above)",
+            d.undecided.join(", ")
+        );
+    }
     match (path, &t.config_text) {
         (Some(p), Some(_)) => {
             println!("winner: {w}; its configuration is in {}", p.display());
