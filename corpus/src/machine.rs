@@ -47,17 +47,18 @@ pub fn default_corpus_with_memory(max_capture: u64) -> (Corpus, Vec<String>) {
     sections.extend(corpus::default_sections(corpus::DEFAULT_SEED));
     if captured < max_capture / 2 {
         let how = if zmem_host::euid_is_root() {
-            "this machine holds little anonymous memory now: run the verdict while the workload runs"
+            " (this machine holds little anonymous memory now); for a truer answer run the verdict while the workload runs"
         } else {
-            "run as root"
+            "; for a truer answer run as root"
         };
-        notes.push(format!("{SMALL_CORPUS}; for a truer answer {how}, or {CAPTURE_WORKLOAD}"));
+        notes.push(format!("{SMALL_CORPUS}{how}, or {CAPTURE_WORKLOAD}"));
     }
     (corpus::from_sections(&sections), notes)
 }
 
 /// Said when less than half the memory asked for was captured.
-const SMALL_CORPUS: &str = "a corpus this small may sit in the CPU cache and flatter every read path";
+const SMALL_CORPUS: &str =
+    "a corpus this small may sit in the CPU cache and flatter every read path";
 /// How to get the pages that matter.
 const CAPTURE_WORKLOAD: &str = "capture the workload's processes as their user (`zmem capture --pid PID -o FILE`) and run `zmem bench verdict FILE`";
 
