@@ -103,14 +103,15 @@ fn check_verdict(v: &serde_json::Value, out: &Path, stderr: &str) {
         conf.contains(&format!("compression-algorithm = {winner}")),
         "{conf}"
     );
-    // Without root no kernel rows: the verdict is on engine rows and says why
-    // (this line comes from the ranking, with the lead's rank.rs change).
+    // Without root no kernel rows: the verdict is on engine rows and says why,
+    // and which algorithms the kernel offers and how that is known.
     assert_eq!(v["ranking"]["target"], "engine", "{}", v["ranking"]);
-    let failed = v["ranking"]["failed"].to_string();
+    let why = v["ranking"]["kernel_rows"].as_str().unwrap_or_default();
     assert!(
-        failed.contains("not running as root") && failed.contains("as root each algorithm"),
-        "what root would add: {failed}"
+        why.contains("not running as root") && why.contains("as root each algorithm"),
+        "what root would add: {why}"
     );
+    assert_eq!(v["ranking"]["offered_source"], offered.source.as_str());
 }
 
 #[test]

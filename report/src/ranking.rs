@@ -22,6 +22,17 @@ pub fn ranking_text(r: &Ranking) -> String {
         r.weights,
         zmem_verdict::margin_text(&d.margin)
     );
+    if !r.offered.is_empty() {
+        let _ = writeln!(
+            o,
+            "candidates: the algorithms this kernel's zram offers, {} ({})",
+            r.offered.join(", "),
+            r.offered_source
+        );
+    }
+    if let Some(k) = &r.kernel_rows {
+        let _ = writeln!(o, "kernel rows not measured: {k}");
+    }
     let _ = writeln!(
         o,
         "{:<8} {:<7} {:<22} {:<22} {:<13} {:<22} {:<22} {:>9}",

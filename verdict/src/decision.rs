@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::rank::Ranked;
+use crate::ranked::Ranked;
 use crate::score::Weights;
 use crate::settle::{self, Call};
 

@@ -7,6 +7,7 @@ mod decision;
 mod full;
 mod job;
 mod rank;
+mod ranked;
 mod ranked_table;
 mod reason;
 mod recommend;

@@ -30,9 +30,10 @@ use zmem_lab::ReadResult;
 use std::time::{Duration, Instant};
 
 use crate::decision::{self, Decision};
+pub use crate::ranked::Ranked;
 use crate::score::Weights;
-use crate::settle::{self, Call};
-use crate::stats::{self, Interval};
+use crate::settle;
+use crate::stats;
 
 /// Rounds of the rows that inform (engine-only algorithms, and the winner
 /// through the engine beside them), after the decision: enough for a median.
@@ -74,32 +75,6 @@ impl Default for Options {
     }
 }
 
-/// One candidate's results over all rounds.
-#[derive(Debug, Clone, Serialize)]
-pub struct Ranked {
-    pub algo: String,
-    /// `kernel` or `engine`.
-    pub target: String,
-    /// Score, median over rounds (deployable candidates only).
-    pub score: Option<Interval>,
-    /// Median 4 KiB swap-in latency per round, ns.
-    #[serde(rename = "lat_p50_ns")]
-    pub read_lat_ns: Interval,
-    pub read_mibps: Interval,
-    pub write_mibps: Interval,
-    pub orig_data_size: u64,
-    pub compr_data_size: u64,
-    pub mem_used_total: u64,
-    pub effective_ratio: f64,
-    /// The score of every round, in round order (deployable candidates).
-    pub round_scores: Vec<f64>,
-    /// The leader's score minus this one's, paired by round (median and
-    /// interval at the decision's look).
-    pub behind_leader: Option<Interval>,
-    /// What the decision says of this candidate against the leader.
-    pub call: Option<Call>,
-}
-
 /// An engine-only algorithm against the winner, both through the engine.
 #[derive(Debug, Clone, Serialize)]
 pub struct IfKernelHad {
@@ -137,6 +112,12 @@ pub struct Ranking {
     pub if_kernel_had: Vec<IfKernelHad>,
     /// Why a candidate could not be measured.
     pub failed: Vec<(String, String)>,
+    /// Which algorithms this kernel's zram offers, and how that is known.
+    pub offered: Vec<String>,
+    pub offered_source: String,
+    /// Why the kernel's own rows are missing and what root would add (none
+    /// when they were measured or not asked for).
+    pub kernel_rows: Option<String>,
 }
 
 /// The candidates: (algorithm, target, deployable).
@@ -177,18 +158,20 @@ pub fn rank(
     }
     // Which algorithms this kernel offers (known without root too), and
     // whether its zram can be measured here (root, zram present).
-    let offered = zmem_lab::kernel::offered().algorithms;
+    let known = zmem_lab::kernel::offered();
+    let offered = known.algorithms.clone();
     let measurable =
         opts.kernel && !offered.is_empty() && zmem_lab::kernel::unavailable_reason().is_none();
+    let kernel_rows = opts
+        .kernel
+        .then(zmem_lab::kernel::without_kernel_rows)
+        .flatten();
     let cands = candidates(opts, &offered, measurable);
     let mut m = Measured {
         samples: vec![Vec::new(); cands.len()],
         failed: Vec::new(),
         start: Instant::now(),
     };
-    if let (true, Some(l)) = (opts.kernel, zmem_lab::kernel::without_kernel_rows()) {
-        m.failed.push(("kernel rows".into(), l));
-    }
     let (mut rounds, mut look_at, mut last_round) = (0, settle::FIRST_LOOK, Duration::ZERO);
     let deciding: Vec<bool> = cands.iter().map(|c| c.2).collect();
     let decided = loop {
@@ -228,6 +211,7 @@ pub fn rank(
     let mut r = decide(corpus, opts, &cands, &m, measurable, rounds)?;
     r.budget_s = opts.budget.as_secs_f64();
     r.elapsed_s = decision_s;
+    (r.offered, r.offered_source, r.kernel_rows) = (offered, known.source, kernel_rows);
     Ok(r)
 }
 
@@ -410,6 +394,9 @@ fn decide(
         decision,
         if_kernel_had,
         failed: failed.to_vec(),
+        offered: Vec::new(),
+        offered_source: String::new(),
+        kernel_rows: None,
     })
 }
 
