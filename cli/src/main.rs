@@ -32,9 +32,10 @@ enum Command {
     /// verdict); its subcommands are the lab's other measurements beside the kernel's zram
     /// (device, floor, codecs, full, recomp, fastpath, writeback, zswap, verdict)
     ///
-    /// With no subcommand: a 64 MiB sample of this machine's memory plus synthetic pages, every
-    /// candidate algorithm in interleaved rounds, and the verdict with the config file to apply
-    /// (docs/lab.md); the options below are its own. Each subcommand has its own flags (`zmem
+    /// With no subcommand: up to 64 MiB of this machine's memory (every process as root, your own
+    /// processes otherwise) plus synthetic pages, every algorithm this kernel offers in
+    /// interleaved rounds until the decision is settled or --budget is spent, and the verdict
+    /// with a new private config file to apply (docs/lab.md); the options below are its own. Each subcommand has its own flags (`zmem
     /// bench MODE --help`). The mode flags of before (`zmem bench --codecs …`, `zmem bench
     /// CORPUS`) still work in this release and print a note naming the subcommand.
     Bench(Box<cmd::bench::Bench>),

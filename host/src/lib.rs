@@ -54,7 +54,7 @@ pub use journal::{
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use output::{
-    check_output, utc_stamp, write_output, write_output_for, Readers, Replace, StateDir,
+    check_output, utc_civil, utc_stamp, write_output, write_output_for, Readers, Replace, StateDir,
     STATE_DIR_ENV,
 };
 pub use privilege::euid_is_root;

@@ -330,7 +330,13 @@ fn fill(mut f: File, dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> 
 
 /// `YYYYMMDDTHHMMSSZ` for seconds since the epoch (UTC, civil calendar).
 pub fn utc_stamp(secs: u64) -> String {
-    let (days, s) = (secs / 86400, secs % 86400);
+    let [year, month, day, h, m, s] = utc_civil(secs);
+    format!("{year:04}{month:02}{day:02}T{h:02}{m:02}{s:02}Z")
+}
+
+/// Year, month, day, hour, minute, second (UTC) of seconds since the epoch.
+pub fn utc_civil(secs: u64) -> [i64; 6] {
+    let (days, s) = (secs / 86400, (secs % 86400) as i64);
     // Days since 1970-01-01 to year, month, day (Howard Hinnant's civil_from_days).
     let z = days as i64 + 719_468;
     let era = z.div_euclid(146_097);
@@ -341,12 +347,7 @@ pub fn utc_stamp(secs: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
-        s / 3600,
-        s % 3600 / 60,
-        s % 60
-    )
+    [year, month, day, s / 3600, s % 3600 / 60, s % 60]
 }
 
 /// Opens `dir`, creating it (and missing parents) first when missing.

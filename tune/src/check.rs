@@ -87,22 +87,13 @@ pub struct Spread {
 
 impl Spread {
     fn of(xs: impl Iterator<Item = f64>) -> Option<Spread> {
-        let mut v: Vec<f64> = xs.filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
+        let v: Vec<f64> = xs.filter(|x| x.is_finite()).collect();
+        let s = zmem_trial::Stats::of(&v)?;
         Some(Spread {
-            median,
-            min: v[0],
-            max: v[n - 1],
-            candidates: n,
+            median: s.median,
+            min: s.min,
+            max: s.max,
+            candidates: v.len(),
         })
     }
 

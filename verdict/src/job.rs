@@ -106,7 +106,7 @@ pub fn full_table(
     opts: &full::Options,
     rank_opts: &rank::Options,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(FullTable, Ranking)> {
+) -> Result<(FullTable, Result<Ranking>)> {
     // Check names before the (possibly long) corpus capture.
     zmem_lab::codecs::select(&opts.algorithms)?;
     let capture = zmem_corpus::DEFAULT_CAPTURE;
@@ -118,13 +118,15 @@ pub fn full_table(
     t.notes.extend(notes);
     // The verdict's candidates: what the table measured, the dictionary
     // rows aside (no kernel offers zstd with a trained dictionary).
+    // An error here (no algorithm asked for is one this kernel offers) is
+    // the recommendation's, not the table's.
     let ranking = rank::rank(&c, rank_opts, &mut |done, total, what| {
         progress(Progress::Step {
             done,
             total,
             what: &format!("verdict: {what}"),
         })
-    })?;
+    });
     progress(Progress::Measured);
     Ok((t, ranking))
 }

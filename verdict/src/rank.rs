@@ -167,6 +167,18 @@ pub fn rank(
         .then(zmem_lab::kernel::without_kernel_rows)
         .flatten();
     let cands = candidates(opts, &offered, measurable);
+    if !cands.iter().any(|c| c.2) {
+        bail!(
+            "none of the algorithms asked for ({}) is one this kernel's zram offers ({}: {})",
+            opts.algorithms.join(", "),
+            if offered.is_empty() {
+                "unknown".to_string()
+            } else {
+                offered.join(", ")
+            },
+            known.source
+        );
+    }
     let mut m = Measured {
         samples: vec![Vec::new(); cands.len()],
         failed: Vec::new(),

@@ -383,9 +383,10 @@ impl Mode {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Corpus files of raw 4 KiB pages (e.g. `dd if=/dev/zram0 of=pages.bin`): the device
-    /// table per algorithm. With none (and no mode flag), the main job: a 64 MiB sample of this
-    /// machine's memory plus synthetic pages, every candidate in interleaved rounds, and the
-    /// verdict with the config file to apply (docs/lab.md)
+    /// table per algorithm. With none (and no mode flag), the main job: up to 64 MiB of this
+    /// machine's memory plus synthetic pages, every candidate in interleaved rounds until the
+    /// decision is settled or --budget is spent, and the verdict with the config file to apply
+    /// (docs/lab.md)
     #[arg(hide = true)]
     pub corpus: Vec<PathBuf>,
     /// Codec level only: ratio, compress/decompress/reclaim MB/s and per-page latency
@@ -698,9 +699,20 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
         rounds: args.rounds,
         budget,
     })?;
-    let rec = full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
-        .and_then(|i| zmem_verdict::recommend_ranked(&t, &i, &ranking));
-    full::print(&t, &ranking, &rec, args.format, args.report.as_deref())
+    let rec = ranking
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("{e:#}"))
+        .and_then(|r| {
+            full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
+                .and_then(|i| zmem_verdict::recommend_ranked(&t, &i, r))
+        });
+    full::print(
+        &t,
+        ranking.as_ref().ok(),
+        &rec,
+        args.format,
+        args.report.as_deref(),
+    )
 }
 
 fn run_writeback(args: &Args) -> anyhow::Result<()> {

@@ -74,7 +74,7 @@ impl Bar {
 }
 
 /// Run the complete table and the verdict on the same pages, with a progress bar on stderr.
-pub fn table(r: &Run<'_>) -> Result<(FullTable, Ranking)> {
+pub fn table(r: &Run<'_>) -> Result<(FullTable, Result<Ranking>)> {
     let weights: Weights = match r.weights {
         Some(w) => w.parse()?,
         None => Weights::default(),
@@ -148,7 +148,7 @@ pub fn write_report(path: &Path, html: &str) -> Result<()> {
 /// Print the table (and recommendation) in `format`; write the report if asked.
 pub fn print(
     t: &FullTable,
-    ranking: &Ranking,
+    ranking: Option<&Ranking>,
     rec: &Result<Recommendation>,
     format: Format,
     report: Option<&Path>,
@@ -156,7 +156,9 @@ pub fn print(
     match format {
         Format::Table => {
             // The verdict and the configuration this kernel can run first, then the table.
-            println!("{}", zmem_report::ranking_text(ranking));
+            if let Some(r) = ranking {
+                println!("{}", zmem_report::ranking_text(r));
+            }
             match rec {
                 Ok(r) => println!("{}", zmem_report::recommendation_text(r)),
                 Err(e) => println!("no recommendation: {e:#}\n"),
@@ -177,7 +179,7 @@ pub fn print(
     if let Some(p) = report {
         let html = zmem_report::html_report(
             t,
-            Some(ranking),
+            ranking,
             rec.as_ref().ok(),
             rec.as_ref().err().map(|e| format!("{e:#}")).as_deref(),
             "zmem bench",

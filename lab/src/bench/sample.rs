@@ -231,7 +231,10 @@ pub fn round(
     let pages = corpus.page_count();
     let mut devs: Vec<Result<Dev, String>> =
         cands.iter().map(|(a, t)| Dev::open(a, *t, pages)).collect();
-    let n = devs.len().max(1);
+    let n = devs.len();
+    if n == 0 {
+        return Vec::new();
+    }
     let mut chunks: Vec<Vec<f64>> = vec![Vec::new(); n];
     let (mut raw, off) = random_read::aligned_buffer(CHUNK_PAGES * PAGE_SIZE);
     let buf = &mut raw[off..off + CHUNK_PAGES * PAGE_SIZE];
