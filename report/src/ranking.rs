@@ -30,6 +30,13 @@ pub fn ranking_text(r: &Ranking) -> String {
             r.offered_source
         );
     }
+    if r.offered.is_empty() && !r.offered_source.is_empty() {
+        let _ = writeln!(
+            o,
+            "candidates: which algorithms this kernel's zram offers is unknown ({}); assumed every algorithm some kernel's zram has: check the pick with `cat /sys/block/zram0/comp_algorithm` once zram is loaded",
+            r.offered_source
+        );
+    }
     if let Some(k) = &r.kernel_rows {
         let _ = writeln!(o, "kernel rows not measured: {k}");
     }
