@@ -28,6 +28,11 @@ pub struct MemoryHierarchy {
     pub version: CgroupVersion,
     /// The parent directory new cgroups go into (a kernel path for [`Sys`]).
     pub parent: String,
+    /// cgroup v2 as most distributions boot it without systemd's slices: the
+    /// memory controller is available but not enabled for children. This is
+    /// the `cgroup.subtree_control` to write `+memory` to, through a guard
+    /// that writes `-memory` back (`Guard::enable_memory_controller`).
+    pub enable: Option<String>,
 }
 
 /// This process's cgroup path in the v1 hierarchy with `controller`, or in v2 (`None`).
@@ -63,7 +68,8 @@ fn join(dir: &str, name: &str) -> String {
 ///
 /// * v2 (preferred when it has the memory controller): new cgroups go directly
 ///   below the cgroup2 mount, which needs `memory` in the mount's
-///   `cgroup.subtree_control` (zmem does not change that file).
+///   `cgroup.subtree_control`; where it is missing, [`MemoryHierarchy::enable`]
+///   names the file, and the caller's guard enables it and undoes that after.
 /// * v1: new cgroups go below this process's own memory cgroup, so the
 ///   workload stays inside whatever limits zmem itself runs under.
 pub fn detect(sys: &Sys) -> Result<MemoryHierarchy, String> {
@@ -87,11 +93,16 @@ pub fn detect(sys: &Sys) -> Result<MemoryHierarchy, String> {
                 return Ok(MemoryHierarchy {
                     version: CgroupVersion::V2,
                     parent: mp,
+                    enable: None,
                 });
             }
-            why.push(format!(
-                "cgroup v2 at {point} has the memory controller but not in cgroup.subtree_control"
-            ));
+            // The controller is there, only not enabled for children: the
+            // caller enables it (and undoes that after).
+            return Ok(MemoryHierarchy {
+                version: CgroupVersion::V2,
+                enable: Some(join(&mp, "cgroup.subtree_control")),
+                parent: mp,
+            });
         } else {
             why.push(format!("cgroup v2 at {point} has no memory controller"));
         }
@@ -120,6 +131,7 @@ pub fn detect(sys: &Sys) -> Result<MemoryHierarchy, String> {
         return Ok(MemoryHierarchy {
             version: CgroupVersion::V1,
             parent,
+            enable: None,
         });
     }
     if why.is_empty() {
@@ -294,8 +306,12 @@ mod tests {
     }
 
     fn fake(v2_memory: bool) -> (PathBuf, Sys) {
-        let root =
-            std::env::temp_dir().join(format!("zmem-cg-test.{}.{}", std::process::id(), v2_memory));
+        fake_named(v2_memory, if v2_memory { "v2" } else { "v1" })
+    }
+
+    /// A fixture tree of its own (`tag` keeps parallel tests apart).
+    fn fake_named(v2_memory: bool, tag: &str) -> (PathBuf, Sys) {
+        let root = std::env::temp_dir().join(format!("zmem-cg-test.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
         let h = Sys::new(&root);
         fs::create_dir_all(h.path("/proc/self")).unwrap();
@@ -331,6 +347,30 @@ mod tests {
         let m = detect(&h).unwrap();
         assert_eq!(m.version, CgroupVersion::V2);
         assert_eq!(m.parent, "/sys/fs/cgroup/unified");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    /// cgroup v2 as booted without systemd: memory available, not enabled
+    /// for children. Detected with the file to enable it in; a guard enables
+    /// it and writes `-memory` back when unwound.
+    #[test]
+    fn v2_without_memory_in_subtree_control_is_enabled_and_undone() {
+        let (root, h) = fake_named(true, "v2-enable");
+        fs::write(
+            h.path("/sys/fs/cgroup/unified/cgroup.subtree_control"),
+            "cpu\n",
+        )
+        .unwrap();
+        let m = detect(&h).unwrap();
+        assert_eq!(m.version, CgroupVersion::V2);
+        let file = "/sys/fs/cgroup/unified/cgroup.subtree_control";
+        assert_eq!(m.enable.as_deref(), Some(file));
+        let mut g = crate::Guard::new(&h, "test");
+        g.enable_memory_controller(&m).unwrap();
+        // The fixture is a plain file: it holds the last write.
+        assert_eq!(fs::read_to_string(h.path(file)).unwrap().trim(), "+memory");
+        assert!(g.unwind().is_empty());
+        assert_eq!(fs::read_to_string(h.path(file)).unwrap().trim(), "-memory");
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use crate::journal::{self, Journal};
 use crate::knob::{knob_equal, read_knob, selected};
-use crate::{Action, HotDevice, Sys};
+use crate::{Action, HotDevice, MemoryHierarchy, Sys};
 
 /// One pending undo: the action, and the device it removes when zmem holds
 /// one ([`Guard::push_zram`]: dropping it resets and removes it, retrying
@@ -109,6 +109,25 @@ impl Guard {
             action: Action::RemoveZram(dev.id()),
             device: Some(dev),
         });
+    }
+
+    /// Enable the memory controller for new cgroups where cgroup v2 was
+    /// booted without it in `cgroup.subtree_control` (`h.enable`), recording
+    /// `-memory` as the undo first; nothing where it is enabled already.
+    pub fn enable_memory_controller(&mut self, h: &MemoryHierarchy) -> io::Result<()> {
+        let Some(file) = &h.enable else {
+            return Ok(());
+        };
+        self.push(Action::Write {
+            path: file.clone(),
+            value: "-memory".into(),
+        });
+        self.sys.write(file, "+memory").map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("enabling the memory controller in {file}: {e}"),
+            )
+        })
     }
 
     /// How many actions are pending.

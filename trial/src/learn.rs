@@ -84,9 +84,15 @@ pub fn learn(
         stop: signals.flag(),
         observe: Some(&watch),
     };
+    let mut guard = host::Guard::with_journal(&sys, "learn", std::rc::Rc::clone(&journal));
+    guard
+        .enable_memory_controller(&hierarchy)
+        .map_err(|e| TrialError::Io(e.to_string()))?;
     let (record, cleanup) = place.run(&run);
-    if let Some(e) = cleanup {
-        return Err(TrialError::Cleanup(vec![e]));
+    let mut errors: Vec<String> = cleanup.into_iter().collect();
+    errors.extend(guard.unwind());
+    if !errors.is_empty() {
+        return Err(TrialError::Cleanup(errors));
     }
     Ok(Learned {
         record,

@@ -428,6 +428,9 @@ pub fn run(
     let mut done = Rounds::default();
     {
         let mut global = Guard::with_journal(&sys, "trial", Rc::clone(&journal));
+        global
+            .enable_memory_controller(&hierarchy)
+            .map_err(|e| TrialError::Io(e.to_string()))?;
         set_sysctls(&mut global, spec.swappiness, spec.page_cluster).map_err(TrialError::Io)?;
         trial.run_rounds(&mut done, progress);
         done.cleanup_errors.extend(global.unwind());

@@ -233,6 +233,7 @@ fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
     }
     g.set_knob(&knob("enabled"), "Y")?;
     let h = zmem_host::memory_hierarchy(sys).map_err(anyhow::Error::msg)?;
+    g.enable_memory_controller(&h)?;
     let limit = match h.version {
         // v1 does not charge zswap's pool to the cgroup (mm/memcontrol.c
         // obj_cgroup_charge_zswap is cgroup2 only); v2 does.
