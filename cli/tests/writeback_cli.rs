@@ -75,7 +75,7 @@ fn bench_writeback_json_table_and_backing_file() {
     let out = text(&o.stdout);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     for want in [
-        "writeback type=all, writeback_compressed",
+        "writeback type=all, compressed_writeback",
         "before writeback",
         "after writeback",
         "bd_stat",
@@ -143,7 +143,11 @@ fn serve_backing_dev_and_ctl_writeback() {
         (vec!["writeback", "page_index=99999"], "ERANGE"),
         (vec!["writeback", "type=warm"], "EINVAL"),
         (vec!["backing_dev", "/tmp/x"], "EBUSY"),
-        (vec!["writeback_compressed", "1"], "EBUSY"),
+        (vec!["compressed_writeback", "1"], "EBUSY"),
+        (vec!["writeback_batch_size", "0"], "EINVAL"),
+        (vec!["writeback_batch_size", "-1"], "EINVAL"),
+        (vec!["writeback_batch_size", "lots"], "EINVAL"),
+        (vec!["writeback_compressed", "1"], "ENOENT"),
         (vec!["writeback_limit", "lots"], "EINVAL"),
     ] {
         let mut a = vec!["ctl", ctl.as_str()];
@@ -171,10 +175,24 @@ fn serve_backing_dev_and_ctl_writeback() {
         "bd_stat:",
         "writeback_limit:",
         "writeback_limit_enable:",
-        "writeback_compressed:",
+        "compressed_writeback: 0",
+        "writeback_batch_size: 32",
     ] {
         assert!(all.contains(a), "{a} in {all}");
     }
+    assert!(!all.contains("writeback_compressed"), "{all}");
+    // 7.0's and 6.19's attributes are read and written by name.
+    assert!(zmem(&["ctl", &ctl, "writeback_batch_size", "8"])
+        .status
+        .success());
+    let o = zmem(&["ctl", &ctl, "writeback_batch_size"]);
+    assert_eq!(text(&o.stdout), "8\n");
+    let o = zmem(&["ctl", &ctl, "writeback_compressed"]);
+    assert!(
+        text(&o.stderr).contains("compressed_writeback"),
+        "the released name: {}",
+        text(&o.stderr)
+    );
     c.disconnect().unwrap();
     let (ok, err) = s.stop();
     assert!(ok, "{err}");

@@ -7,10 +7,16 @@
 //! Versions: `since` is the first mainline release whose
 //! drivers/block/zram/zram_drv.c registers the attribute (for attributes older
 //! than zram's move out of staging, 3.14, the first mainline zram). Checked
-//! against the sources in this session: 6.1's attribute set (zram_drv.c of
-//! that release), `writeback_batch_size` (6.19) and the rename of the
-//! pre-release `writeback_compressed` to `compressed_writeback` (7.0) in the
-//! posted patches. The other versions come from the kernel's git history as
+//! against the sources: 6.1's attribute set (zram_drv.c of that release);
+//! `writeback_batch_size` (6.19: kstrtouint base 10, 0 refused, default 32,
+//! kept by `reset`) and `compressed_writeback` (7.0; kstrtobool, EBUSY once
+//! initialised, kept by `reset`) in the zram_drv.c of the writeback-batching
+//! and compressed-writeback series, and both in Debian's 7.3.4 build (its
+//! zram.ko registers them, and a device there takes and refuses exactly what
+//! docs/writeback.md shows). `writeback_compressed` is the name the
+//! compressed-writeback patches used in development trees before 7.0; no
+//! release registers it (7.3.4's zram.ko has no such string), so the engine
+//! does not serve it. The other versions come from the kernel's git history as
 //! recorded in the commit subjects (e.g. "zram: remove max_comp_streams device
 //! attr", 6.15) and are marked `// history` below: check them against the
 //! release tags before relying on an exact minor version.
@@ -61,6 +67,8 @@ pub struct ZramAttr {
     pub memparse: bool,
     /// zmem's engine (zmem-zram) implements it.
     pub engine: bool,
+    /// For a name no release has: the name released kernels use instead.
+    pub renamed: Option<&'static str>,
 }
 
 impl ZramAttr {
@@ -78,6 +86,7 @@ const fn attr(name: &'static str, mode: Mode, kernels: Kernels, engine: bool) ->
         debugfs: false,
         memparse: false,
         engine,
+        renamed: None,
     }
 }
 
@@ -126,9 +135,16 @@ pub const ZRAM_ATTRS: &[ZramAttr] = &[
     attr("writeback", Wo, since(5, 0), true),
     attr("writeback_limit", Rw, since(5, 1), true),
     attr("writeback_limit_enable", Rw, since(5, 1), true),
-    // Pre-release name of 7.0's compressed_writeback; the engine implements
-    // it under this name (docs/writeback.md).
-    attr("writeback_compressed", Rw, Kernels::PreRelease, true),
+    // 6.19: how many writeback requests a pass keeps in flight (default 32).
+    attr("writeback_batch_size", Rw, since(6, 19), true),
+    // 7.0: write back the compressed object instead of the page.
+    attr("compressed_writeback", Rw, since(7, 0), true),
+    // The development-tree name of compressed_writeback: in no release, not
+    // served by the engine (ENOENT names the released name).
+    ZramAttr {
+        renamed: Some("compressed_writeback"),
+        ..attr("writeback_compressed", Rw, Kernels::PreRelease, false)
+    },
     // zmem only: the fast path (docs/recompress.md).
     attr("fast_algorithm", Rw, Kernels::None, true),
     attr("fast_path", Rw, Kernels::None, true),
@@ -139,8 +155,6 @@ pub const ZRAM_ATTRS: &[ZramAttr] = &[
         Kernels::Released(KernelSpan::between((3, 15), (6, 15))),
         false,
     ),
-    attr("writeback_batch_size", Rw, since(6, 19), false),
-    attr("compressed_writeback", Rw, since(7, 0), false),
     // CONFIG_ZRAM_MEMORY_TRACKING's debugfs file (history: 4.14); the engine
     // offers it as a readable attribute but does not list it.
     ZramAttr {
@@ -190,6 +204,11 @@ mod tests {
         assert!(has("recompress", v(6, 18)) && !has("recompress", v(6, 1)));
         assert!(has("max_comp_streams", v(6, 1)) && !has("max_comp_streams", v(6, 18)));
         assert!(!has("writeback_compressed", v(7, 0)) && has("compressed_writeback", v(7, 0)));
+        assert!(has("writeback_batch_size", v(6, 19)) && !has("writeback_batch_size", v(6, 18)));
+        assert!(!has("compressed_writeback", v(6, 19)) && has("compressed_writeback", v(7, 3)));
+        assert!(zram_attr("compressed_writeback").unwrap().engine);
+        let old = zram_attr("writeback_compressed").unwrap();
+        assert!(!old.engine && old.renamed == Some("compressed_writeback"));
         assert!(zram_attr("allocator").unwrap().engine);
         assert!(!zram_attr("allocator").unwrap().in_kernel_sysfs());
         assert!(!zram_attr("block_state").unwrap().in_kernel_sysfs());

@@ -130,7 +130,7 @@ pub fn writeback_text(r: &WritebackResult) -> String {
         r.algo,
         r.wb_type,
         if r.writeback_compressed {
-            ", writeback_compressed"
+            ", compressed_writeback"
         } else {
             ""
         },

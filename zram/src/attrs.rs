@@ -32,7 +32,13 @@ fn engine_attrs(keep: fn(&ZramAttr) -> bool) -> Vec<&'static str> {
 }
 
 fn no_attr(name: &str) -> AttrError {
-    AttrError::new(Errno::ENOENT, format!("no attribute '{name}'"))
+    match zmem_kernel::zram_attr(name).and_then(|a| a.renamed) {
+        Some(new) => AttrError::new(
+            Errno::ENOENT,
+            format!("no attribute '{name}' (no released kernel has it: the name is '{new}')"),
+        ),
+        None => AttrError::new(Errno::ENOENT, format!("no attribute '{name}'")),
+    }
 }
 
 /// The largest dictionary the kernel reads (INT_MAX bytes).
@@ -59,7 +65,8 @@ impl Zram {
             "bd_stat" => Ok(self.bd_stat().render()),
             "writeback_limit" => Ok(format!("{}\n", self.writeback_limit().remaining)),
             "writeback_limit_enable" => Ok(format!("{}\n", self.writeback_limit().enable as u32)),
-            "writeback_compressed" => Ok(format!("{}\n", self.wb_compressed.load(Relaxed) as u32)),
+            "writeback_batch_size" => Ok(format!("{}\n", self.wb_batch_size.load(Relaxed))),
+            "compressed_writeback" => Ok(format!("{}\n", self.wb_compressed.load(Relaxed) as u32)),
             "fast_algorithm" => Ok(self.fast_algorithm_show()),
             "fast_path" => Ok(self.fast_path_show()),
             // debugfs's file in the kernel, so not listed in READABLE.
@@ -90,7 +97,8 @@ impl Zram {
             "writeback" => self.writeback_store(value),
             "writeback_limit" => self.writeback_limit_store(value),
             "writeback_limit_enable" => self.writeback_limit_enable_store(value),
-            "writeback_compressed" => self.writeback_compressed_store(value),
+            "writeback_batch_size" => self.writeback_batch_size_store(value),
+            "compressed_writeback" => self.compressed_writeback_store(value),
             "fast_algorithm" => self.fast_algorithm_store(value),
             "fast_path" => self.fast_path_store(value),
             n if READABLE.contains(&n) => Err(AttrError::new(
@@ -326,7 +334,7 @@ mod tests {
     fn table_and_dispatch_agree() {
         let unknown = |r: Result<(), AttrError>, name: &str| {
             r.err()
-                .is_some_and(|e| e.message == format!("no attribute '{name}'"))
+                .is_some_and(|e| e.message.starts_with(&format!("no attribute '{name}'")))
         };
         let dev = Zram::new();
         for a in ZRAM_ATTRS {
@@ -339,5 +347,22 @@ mod tests {
         assert!(READABLE.contains(&"mm_stat") && !READABLE.contains(&"block_state"));
         assert!(WRITABLE.contains(&"reset") && !READABLE.contains(&"reset"));
         assert!(unknown(dev.show("nope").map(|_| ()), "nope"));
+    }
+
+    /// The development-tree name is refused with the released one named.
+    #[test]
+    fn renamed_attribute_names_its_successor() {
+        let dev = Zram::new();
+        for e in [
+            dev.show("writeback_compressed").unwrap_err(),
+            dev.store("writeback_compressed", "1").unwrap_err(),
+        ] {
+            assert_eq!(e.errno, Errno::ENOENT);
+            assert!(
+                e.message.contains("'compressed_writeback'"),
+                "{}",
+                e.message
+            );
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! side. Configuration changes are serialised by the config mutex.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use zmem_codec::{Backend, Params, PAGE_SIZE};
@@ -67,7 +67,7 @@ pub struct Meta {
     pub pp_in_progress: AtomicBool,
     /// The backing device set before `disksize` (fixed while initialised).
     pub backing: Option<Arc<Backing>>,
-    /// `writeback_compressed` as it was at `disksize`.
+    /// `compressed_writeback` as it was at `disksize`.
     pub wb_compressed: bool,
 }
 
@@ -154,8 +154,10 @@ pub struct Zram {
     /// `backing_dev` (set before init, released by reset).
     pub(crate) backing: Mutex<Option<Arc<Backing>>>,
     pub(crate) backing_fault: Option<BackingFault>,
-    /// `writeback_compressed` (before init only).
+    /// `compressed_writeback` (before init only; kept by reset).
     pub(crate) wb_compressed: AtomicBool,
+    /// `writeback_batch_size`: writeback requests a pass keeps in flight (kept by reset).
+    pub(crate) wb_batch_size: AtomicU32,
     /// `writeback_limit_enable` / `writeback_limit` (kept across reset, as the kernel's code).
     pub(crate) wb_limit: Mutex<WbLimit>,
 }
@@ -314,8 +316,9 @@ impl Zram {
     /// `reset`: refuse while open, then free every slot (releasing backing
     /// blocks), destroy the pool and compressors, zero the stats and the
     /// limit, restore the default algorithm and parameters, and release the
-    /// backing device (`reset_bdev`). `writeback_limit[_enable]` and
-    /// `writeback_compressed` are kept, as the kernel's code does.
+    /// backing device (`reset_bdev`). `writeback_limit[_enable]`,
+    /// `writeback_batch_size` and `compressed_writeback` are kept, as the
+    /// kernel's code does.
     pub fn reset(&self) -> Result<(), AttrError> {
         if self.openers.load(Ordering::Acquire) != 0 {
             return Err(AttrError::new(Errno::EBUSY, "device is open"));
@@ -539,8 +542,8 @@ impl ZramBuilder {
         self.backing_dev = Some(path.as_ref().display().to_string());
         self
     }
-    /// `writeback_compressed`: write the compressed object, not the page.
-    pub fn writeback_compressed(mut self, on: bool) -> Self {
+    /// `compressed_writeback`: write the compressed object, not the page.
+    pub fn compressed_writeback(mut self, on: bool) -> Self {
         self.wb_compressed = on;
         self
     }
@@ -577,6 +580,7 @@ impl ZramBuilder {
             backing: Mutex::new(None),
             backing_fault: self.backing_fault.take(),
             wb_compressed: AtomicBool::new(self.wb_compressed),
+            wb_batch_size: AtomicU32::new(crate::writeback::DEFAULT_WB_BATCH_SIZE),
             wb_limit: Mutex::new(WbLimit::default()),
         }
     }

@@ -78,7 +78,7 @@ impl Meta {
     }
 
     /// Decompress `src` into one page with the algorithm that stored the slot
-    /// (the written-back object of a `writeback_compressed` slot).
+    /// (the written-back object of a `compressed_writeback` slot).
     pub(crate) fn decompress(
         &self,
         g: &SlotGuard<'_>,

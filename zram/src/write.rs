@@ -34,7 +34,7 @@ impl Meta {
         if g.test(Flag::Huge) {
             g.clear(Flag::Huge);
             // A WB slot keeps HUGE only for the read path of
-            // writeback_compressed; huge_pages already dropped at writeback.
+            // compressed_writeback; huge_pages already dropped at writeback.
             if !g.test(Flag::Wb) {
                 st.huge_pages.fetch_sub(1, Relaxed);
             }

@@ -1,25 +1,28 @@
 //! Writeback to a backing file (CONFIG_ZRAM_WRITEBACK, zram_drv.c `writeback_store`): the
 //! `backing_dev` store, its free-block bitmap, the `writeback` command with
 //! the 6.16+ syntax (and the legacy forms), `writeback_limit[_enable]`,
-//! `writeback_compressed` (post-6.18) and `bd_stat`.
+//! `writeback_batch_size` (6.19), `compressed_writeback` (7.0) and `bd_stat`.
 //!
 //! * **Backing store** ([`Backing`], `backing.rs`): a regular file or a block
 //!   device, free-block bitmap (block 0 never used); reserving a block counts
 //!   `bd_count++`, releasing `bd_count--` (done here, with the stats).
 //! * **A pass** ([`Zram::writeback`]): the requested ranges are scanned into
 //!   the post-processing buckets of [`crate::pp`] (allocated, not WB, not SAME,
-//!   mode filter), then processed largest first, one page at a time
-//!   (6.16–6.18, synchronous): limit check (EIO), block reservation (ENOSPC),
-//!   read the slot under its lock, write the block without the lock, re-lock
-//!   and — if PP_SLOT survived — free the slot (`slot_free`) and make it WB
-//!   with handle = block. `pages_stored` stays counted, `compr_data_size`
-//!   drops. A write error is remembered, the page stays in RAM and the pass
-//!   goes on. `pp_in_progress` excludes a concurrent `recompress` (EAGAIN).
+//!   mode filter), then processed largest first in batches (6.19+): per slot
+//!   limit check (EIO), a free request (when `writeback_batch_size` are in
+//!   flight, they are written and completed first), block reservation
+//!   (ENOSPC), the slot read under its lock, the limit charged. Completion
+//!   re-locks and — if PP_SLOT survived — frees the slot (`slot_free`) and
+//!   makes it WB with handle = block; otherwise the block is released.
+//!   `pages_stored` stays counted, `compr_data_size` drops. A write error
+//!   gives back the block and the limit charge, is remembered, the page stays
+//!   in RAM and the pass goes on. `pp_in_progress` excludes a concurrent
+//!   `recompress` (EAGAIN).
 //! * **Reading** a WB slot reads its block (`bd_reads++`); the slot stays WB.
 //!   Unlike the kernel, which drops the slot lock before the block read, the
 //!   engine reads with the slot locked, so a concurrent free cannot hand the
 //!   block to another slot mid-read.
-//! * **writeback_compressed** (post-6.18): the object itself (padded to a
+//! * **compressed_writeback** (7.0): the object itself (padded to a
 //!   page) is written; size, priority, HUGE and FAST stay in the WB slot and
 //!   the read path decompresses the block with the algorithm that stored it.
 
@@ -203,6 +206,22 @@ fn parse_page_indexes(val: &str, nr_pages: u64) -> Result<(u64, u64), AttrError>
     Ok((lo, hi + 1))
 }
 
+/// `writeback_batch_size` of a new device (`zram_add`).
+pub const DEFAULT_WB_BATCH_SIZE: u32 = 32;
+
+/// One writeback request in flight (`zram_wb_req`): the slot, its reserved
+/// block, the page to write and the slot's (size, priority, huge, fast).
+struct WbReq {
+    index: usize,
+    blk: u64,
+    page: Vec<u8>,
+    meta: (usize, u8, bool, bool),
+}
+
+fn lock_limit(limit: &Mutex<WbLimit>) -> std::sync::MutexGuard<'_, WbLimit> {
+    limit.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// What one writeback pass did (the kernel reports nothing but errors).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WritebackReport {
@@ -214,6 +233,9 @@ pub struct WritebackReport {
     pub io_errors: u64,
     /// Object bytes (compr_data_size) the written slots held in RAM.
     pub bytes_freed: u64,
+    /// Backing-device submissions: groups of at most `writeback_batch_size`
+    /// block writes, each written before any of it is completed.
+    pub batches: u64,
 }
 
 impl Meta {
@@ -245,7 +267,7 @@ impl Meta {
     }
 
     /// The page a slot is written back as: the decompressed page, or with
-    /// `writeback_compressed` the object itself padded with zeros. Returns
+    /// `compressed_writeback` the object itself padded with zeros. Returns
     /// (size, priority, huge, fast) of the slot for the compressed form.
     fn wb_page_locked(
         &self,
@@ -281,15 +303,19 @@ impl Meta {
         res.map(|_| meta)
     }
 
-    /// `zram_writeback_slots` (6.16–6.18, synchronous): process the buckets
-    /// largest first. Returns the report and the last error, if any.
-    /// Longer than a screen on purpose: it follows the kernel function step
-    /// for step (limit, slot lock and re-check, block, write, free), so the two
-    /// can be read side by side.
+    /// `zram_writeback_slots` (6.19+, batched): take the buckets largest
+    /// first; per slot check the limit (EIO), get a free request — when all
+    /// `batch` are in flight, complete them first — reserve a block (ENOSPC),
+    /// read the slot under its lock into the request's page and charge the
+    /// limit at submission. The engine's I/O is synchronous, so the requests
+    /// in flight are written as one submission of at most `batch` blocks and
+    /// then completed in order: one of the schedules the kernel's
+    /// asynchronous completion allows.
     fn writeback_slots(
         &self,
         ctl: &mut PpCtl,
         limit: &Mutex<WbLimit>,
+        batch: usize,
     ) -> (WritebackReport, Option<AttrError>) {
         let mut rep = WritebackReport {
             candidates: ctl.len() as u64,
@@ -301,12 +327,12 @@ impl Meta {
                 Some(AttrError::new(Errno::ENODEV, "no backing device")),
             );
         };
-        let mut page = vec![0u8; PAGE_SIZE];
+        let mut inflight: Vec<WbReq> = Vec::new();
+        let mut spare: Vec<Vec<u8>> = Vec::new();
         let mut blk: Option<u64> = None;
         let mut ret = None;
-        let lock_limit = || limit.lock().unwrap_or_else(|e| e.into_inner());
         while let Some(index) = ctl.select() {
-            let l = *lock_limit();
+            let l = *lock_limit(limit);
             if l.enable && l.remaining == 0 {
                 crate::pp::release_slot(self, index);
                 ret = Some(AttrError::new(
@@ -314,6 +340,11 @@ impl Meta {
                     "writeback_limit is used up (writeback_limit_enable=1)",
                 ));
                 break;
+            }
+            if inflight.len() >= batch {
+                ret = self
+                    .submit_and_complete(b, &mut inflight, &mut spare, limit, &mut rep)
+                    .or(ret);
             }
             let blk_idx = match blk {
                 Some(x) => x,
@@ -333,66 +364,38 @@ impl Meta {
                     }
                 },
             };
+            let mut page = spare.pop().unwrap_or_else(|| vec![0u8; PAGE_SIZE]);
             let g = self.table[index].lock();
-            // Accessed or freed since the scan.
-            if !g.test(Flag::PpSlot) {
-                drop(g);
-                crate::pp::release_slot(self, index);
-                continue;
-            }
-            let Ok((size, prio, huge, fast)) = self.wb_page_locked(&g, &mut page) else {
-                drop(g);
+            // Accessed or freed since the scan (the block is kept for the next slot).
+            let read = if g.test(Flag::PpSlot) {
+                self.wb_page_locked(&g, &mut page).ok()
+            } else {
+                None
+            };
+            drop(g);
+            let Some(meta) = read else {
+                spare.push(page);
                 crate::pp::release_slot(self, index);
                 continue;
             };
-            drop(g);
-            if let Err(e) = b.write_block(blk_idx, &page) {
-                // Not fatal: remember it, keep the block for the next slot.
-                crate::pp::release_slot(self, index);
-                rep.io_errors += 1;
-                ret = Some(AttrError::new(
-                    Errno::EIO,
-                    format!("writing page {index} to block {blk_idx}: {e}"),
-                ));
-                continue;
-            }
-            self.stats.bd_writes.fetch_add(1, Relaxed);
-            let mut g = self.table[index].lock();
-            // Rewritten or freed during the I/O: the block stays reserved.
-            if !g.test(Flag::PpSlot) {
-                drop(g);
-                crate::pp::release_slot(self, index);
-                continue;
-            }
-            let freed = g.size() as u64;
-            self.free_slot(&mut g);
-            g.set(Flag::Wb);
-            g.set_handle(blk_idx);
-            if self.wb_compressed {
-                // Kept for the read path; huge_pages was decremented by slot_free.
-                if huge {
-                    g.set(Flag::Huge);
-                }
-                // The algorithm that made the object: a priority, or FAST.
-                if fast {
-                    g.set(Flag::Fast);
-                }
-                g.set_size(size);
-                g.set_priority(prio);
-            }
-            drop(g);
-            blk = None;
-            self.stats.pages_stored.fetch_add(1, Relaxed);
+            // Charged before submission so a pass does not over-submit.
             {
-                let mut l = lock_limit();
+                let mut l = lock_limit(limit);
                 if l.enable && l.remaining > 0 {
                     l.remaining -= (PAGE_SIZE / 4096) as u64;
                 }
             }
-            rep.written += 1;
-            rep.bytes_freed += freed;
-            crate::pp::release_slot(self, index);
+            inflight.push(WbReq {
+                index,
+                blk: blk_idx,
+                page,
+                meta,
+            });
+            blk = None;
         }
+        ret = self
+            .submit_and_complete(b, &mut inflight, &mut spare, limit, &mut rep)
+            .or(ret);
         if let Some(x) = blk {
             self.free_block_bdev(x);
         }
@@ -400,8 +403,88 @@ impl Meta {
         (rep, ret)
     }
 
+    /// Write the requests in flight (one submission) and complete each
+    /// (`zram_writeback_complete`): a failed write gives its block and its
+    /// limit charge back and leaves the page in RAM; a slot accessed or
+    /// freed during the I/O gives its block back; otherwise the slot is
+    /// freed and becomes WB with handle = block. Returns the last error.
+    fn submit_and_complete(
+        &self,
+        b: &Backing,
+        inflight: &mut Vec<WbReq>,
+        spare: &mut Vec<Vec<u8>>,
+        limit: &Mutex<WbLimit>,
+        rep: &mut WritebackReport,
+    ) -> Option<AttrError> {
+        if inflight.is_empty() {
+            return None;
+        }
+        rep.batches += 1;
+        let results: Vec<std::io::Result<()>> = inflight
+            .iter()
+            .map(|r| b.write_block(r.blk, &r.page))
+            .collect();
+        let mut ret = None;
+        for (r, res) in inflight.drain(..).zip(results) {
+            if let Err(e) = res {
+                {
+                    let mut l = lock_limit(limit);
+                    if l.enable {
+                        l.remaining += (PAGE_SIZE / 4096) as u64;
+                    }
+                }
+                self.free_block_bdev(r.blk);
+                rep.io_errors += 1;
+                ret = Some(AttrError::new(
+                    Errno::EIO,
+                    format!("writing page {} to block {}: {e}", r.index, r.blk),
+                ));
+            } else {
+                self.stats.bd_writes.fetch_add(1, Relaxed);
+                if let Some(freed) = self.complete_wb_slot(&r) {
+                    rep.written += 1;
+                    rep.bytes_freed += freed;
+                }
+            }
+            crate::pp::release_slot(self, r.index);
+            spare.push(r.page);
+        }
+        ret
+    }
+
+    /// A written request's slot: if it is still PP_SLOT, free it and make it
+    /// WB (returns the object bytes it held); else give the block back.
+    fn complete_wb_slot(&self, r: &WbReq) -> Option<u64> {
+        let mut g = self.table[r.index].lock();
+        if !g.test(Flag::PpSlot) {
+            drop(g);
+            self.free_block_bdev(r.blk);
+            return None;
+        }
+        let (size, prio, huge, fast) = r.meta;
+        let freed = g.size() as u64;
+        self.free_slot(&mut g);
+        g.set(Flag::Wb);
+        g.set_handle(r.blk);
+        if self.wb_compressed {
+            // Kept for the read path; huge_pages was decremented by slot_free.
+            if huge {
+                g.set(Flag::Huge);
+            }
+            // The algorithm that made the object: a priority, or FAST.
+            if fast {
+                g.set(Flag::Fast);
+            }
+            g.set_size(size);
+            g.set_priority(prio);
+        }
+        drop(g);
+        self.stats.pages_stored.fetch_add(1, Relaxed);
+        Some(freed)
+    }
+
     /// `read_from_bdev` for a WB slot (locked by the caller): `bd_reads++`,
-    /// read the block; with `writeback_compressed`, decompress it with the
+    /// read the block; with `compressed_writeback`, decompress it with the
     /// slot's priority (or copy a HUGE page).
     pub(crate) fn read_from_bdev(&self, g: &SlotGuard<'_>, dst: &mut [u8]) -> Result<(), String> {
         let b = self
@@ -477,8 +560,9 @@ impl Zram {
             .clone()
     }
 
-    /// `writeback_compressed` write: kstrtobool; initialised → EBUSY.
-    pub(crate) fn writeback_compressed_store(&self, buf: &str) -> Result<(), AttrError> {
+    /// `compressed_writeback` write (7.0): kstrtobool (EINVAL), then
+    /// initialised → EBUSY.
+    pub(crate) fn compressed_writeback_store(&self, buf: &str) -> Result<(), AttrError> {
         let v = kstrtobool(buf).ok_or_else(|| {
             AttrError::new(
                 Errno::EINVAL,
@@ -489,10 +573,37 @@ impl Zram {
         if self.is_initialized() {
             return Err(AttrError::new(
                 Errno::EBUSY,
-                "cannot change writeback_compressed of an initialized device",
+                "cannot change compressed_writeback of an initialized device",
             ));
         }
         self.wb_compressed.store(v, Relaxed);
+        Ok(())
+    }
+
+    /// `writeback_batch_size` write (6.19): kstrtouint base 10 (any error,
+    /// overflow included, EINVAL); 0 → EINVAL. Allowed at any time; a pass
+    /// reads it when it starts.
+    pub(crate) fn writeback_batch_size_store(&self, buf: &str) -> Result<(), AttrError> {
+        let v = kstrtoull(buf, 10)
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| {
+                AttrError::new(
+                    Errno::EINVAL,
+                    format!(
+                        "writeback_batch_size takes a decimal 1..{}, not {:?}",
+                        u32::MAX,
+                        buf.trim_end()
+                    ),
+                )
+            })?;
+        if v == 0 {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                "writeback_batch_size must be at least 1",
+            ));
+        }
+        self.wb_batch_size.store(v, Relaxed);
         Ok(())
     }
 
@@ -565,7 +676,8 @@ impl Zram {
         for s in &p.scans {
             m.scan_for_writeback(s, &mut ctl);
         }
-        match m.writeback_slots(&mut ctl, &self.wb_limit) {
+        let batch = self.wb_batch_size.load(Relaxed) as usize;
+        match m.writeback_slots(&mut ctl, &self.wb_limit, batch) {
             (rep, None) => Ok(rep),
             (_, Some(e)) => Err(e),
         }

@@ -2,7 +2,7 @@
 //! and partial I/O against a reference map of bytes; the mm_stat invariants
 //! (sums over the slot table, as zram_drv.c keeps them) are checked after every sequence. The device has a fast
 //! algorithm (lz4m), a secondary (zstd) and a backing file of random size
-//! (often too small, so ENOSPC happens) in plain or writeback_compressed mode:
+//! (often too small, so ENOSPC happens) in plain or compressed_writeback mode:
 //! fast-path writes, the `always` fast path, idle marking, precise
 //! recompression back to the primary, kernel-syntax recompression and
 //! writeback of random ranges/modes are mixed in; no byte may ever be lost.
@@ -115,7 +115,7 @@ proptest! {
             .secondary(1, "zstd", Params::default())
             .fast_algorithm("lz4m")
             .backing_dev(&backing)
-            .writeback_compressed(compressed)
+            .compressed_writeback(compressed)
             .disksize(SIZE)
             .build()
             .unwrap();
@@ -199,7 +199,7 @@ proptest! {
         let m = dev.mm_stat();
         let slots = dev.block_state();
         let same = slots.iter().filter(|s| s.same).count() as u64;
-        // WB slots: no allocator object (with writeback_compressed they keep size and HUGE for the read path).
+        // WB slots: no allocator object (with compressed_writeback they keep size and HUGE for the read path).
         let huge = slots.iter().filter(|s| s.huge && !s.wb).count() as u64;
         let compr: u64 = slots.iter().filter(|s| !s.wb).map(|s| s.size as u64).sum();
         let wb = slots.iter().filter(|s| s.wb).count() as u64;

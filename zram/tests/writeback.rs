@@ -1,6 +1,6 @@
 //! Writeback to a backing file (zram_drv.c: `writeback_store`, `bd_stat_show`, `zram_free_page`, `idle_store`): every attribute
 //! case by case with the kernel's syntax and errnos, the statistics effects,
-//! both data formats (plain and writeback_compressed), and that no error ever
+//! both data formats (plain and compressed_writeback), and that no error ever
 //! loses a page.
 
 mod common;
@@ -50,7 +50,7 @@ fn dev_with(bpages: u64, compressed: bool) -> (Zram, TmpFile) {
     let d = Zram::builder()
         .algorithm("lz4", Params::default())
         .backing_dev(&f.path)
-        .writeback_compressed(compressed)
+        .compressed_writeback(compressed)
         .disksize(PAGES * PAGE_SIZE as u64)
         .build()
         .unwrap();
@@ -175,7 +175,7 @@ fn builder_checks_like_the_attribute() {
         Errno::EINVAL
     );
     let (dev, _f) = dev_with(8, true);
-    assert_eq!(dev.attr_read("writeback_compressed").unwrap(), "1\n");
+    assert_eq!(dev.attr_read("compressed_writeback").unwrap(), "1\n");
     assert_eq!(dev.backing_dev().unwrap().nr_pages(), 8);
 }
 
@@ -420,9 +420,9 @@ fn bd_stat_text() {
 }
 
 #[test]
-fn writeback_compressed_attribute() {
+fn compressed_writeback_attribute() {
     let dev = Zram::new();
-    assert_eq!(dev.attr_read("writeback_compressed").unwrap(), "0\n");
+    assert_eq!(dev.attr_read("compressed_writeback").unwrap(), "0\n");
     for (v, want) in [
         ("yes", "1\n"),
         ("0", "0\n"),
@@ -430,30 +430,152 @@ fn writeback_compressed_attribute() {
         ("off", "0\n"),
         ("Y", "1\n"),
     ] {
-        dev.attr_write("writeback_compressed", v).unwrap();
-        assert_eq!(dev.attr_read("writeback_compressed").unwrap(), want, "{v}");
+        dev.attr_write("compressed_writeback", v).unwrap();
+        assert_eq!(dev.attr_read("compressed_writeback").unwrap(), want, "{v}");
     }
     for bad in ["", "2", "maybe", "o"] {
         assert_eq!(
-            errno(dev.attr_write("writeback_compressed", bad)),
+            errno(dev.attr_write("compressed_writeback", bad)),
             Errno::EINVAL,
             "{bad:?}"
         );
     }
-    dev.attr_write("writeback_compressed", "1").unwrap();
+    dev.attr_write("compressed_writeback", "1").unwrap();
     dev.attr_write("disksize", "1M").unwrap();
     assert_eq!(
-        errno(dev.attr_write("writeback_compressed", "0")),
+        errno(dev.attr_write("compressed_writeback", "0")),
         Errno::EBUSY
     );
     assert_eq!(
-        errno(dev.attr_write("writeback_compressed", "bad")),
+        errno(dev.attr_write("compressed_writeback", "bad")),
         Errno::EINVAL,
         "parse error first"
     );
 }
 
 // ------------------------------------------------------------------ data and statistics
+
+#[test]
+fn writeback_batch_size_attribute() {
+    // What Debian's 7.3.4 zram takes and refuses (docs/writeback.md).
+    let (dev, _f) = dev_with(PAGES, false);
+    assert_eq!(dev.attr_read("writeback_batch_size").unwrap(), "32\n");
+    for (v, want) in [
+        ("1", "1\n"),
+        ("+5", "5\n"),
+        ("010", "10\n"),
+        ("64\n", "64\n"),
+        ("4294967295", "4294967295\n"),
+    ] {
+        dev.attr_write("writeback_batch_size", v).unwrap();
+        assert_eq!(
+            dev.attr_read("writeback_batch_size").unwrap(),
+            want,
+            "{v:?}"
+        );
+    }
+    dev.attr_write("writeback_batch_size", "7").unwrap();
+    for bad in [
+        "0",
+        "0\n",
+        "-1",
+        " 7",
+        "8 ",
+        "abc",
+        "12abc",
+        "0x10",
+        "4294967296",
+        "99999999999999999999",
+        "\n",
+        "3\n\n",
+        "",
+    ] {
+        assert_eq!(
+            errno(dev.attr_write("writeback_batch_size", bad)),
+            Errno::EINVAL,
+            "{bad:?}"
+        );
+        assert_eq!(dev.attr_read("writeback_batch_size").unwrap(), "7\n");
+    }
+    // Initialised or not, and kept by reset.
+    dev.attr_write("reset", "1").unwrap();
+    assert_eq!(dev.attr_read("writeback_batch_size").unwrap(), "7\n");
+}
+
+#[test]
+fn writeback_is_submitted_in_batches_of_writeback_batch_size() {
+    for (size, want) in [(1u32, 48u64), (5, 10), (32, 2), (48, 1), (4294967295, 1)] {
+        let (dev, _f) = dev_with(PAGES, false);
+        let pages = fill(&dev, 64); // 48 pages that are not same-filled
+        dev.attr_write("writeback_batch_size", &size.to_string())
+            .unwrap();
+        let rep = dev.writeback(&WritebackParams::new().all()).unwrap();
+        assert_eq!((rep.written, rep.batches), (48, want), "batch {size}");
+        assert_eq!(bd(&dev).bd_writes, 48);
+        for (i, p) in pages.iter().enumerate() {
+            assert_eq!(&read(&dev, i), p, "batch {size}, page {i}");
+        }
+    }
+}
+
+#[test]
+fn a_batch_is_read_and_charged_before_it_is_written() {
+    let f = TmpFile::new(PAGES);
+    let (dev, in_rx, go_tx) = paused_device(&f);
+    let pages = fill(&dev, 8); // 6 candidates
+    dev.attr_write("writeback_batch_size", "4").unwrap();
+    dev.attr_write("writeback_limit_enable", "1").unwrap();
+    dev.attr_write("writeback_limit", "100").unwrap();
+    let d = dev.clone();
+    let t = std::thread::spawn(move || d.attr_write("writeback", "page_indexes=0-7"));
+    in_rx.recv().unwrap(); // the first block of the first batch is being written
+    assert_eq!(
+        dev.attr_read("writeback_limit").unwrap(),
+        "96\n",
+        "four requests submitted, charged at submission"
+    );
+    assert_eq!(bd(&dev).bd_count, 4, "four blocks reserved");
+    assert_eq!(bd(&dev).bd_writes, 0, "none completed yet");
+    go_tx.send(()).unwrap();
+    t.join().unwrap().unwrap();
+    assert_eq!(dev.attr_read("writeback_limit").unwrap(), "94\n");
+    assert_eq!(
+        bd(&dev),
+        BdStat {
+            bd_count: 6,
+            bd_reads: 0,
+            bd_writes: 6
+        }
+    );
+    for (i, p) in pages.iter().enumerate() {
+        assert_eq!(&read(&dev, i), p);
+    }
+}
+
+#[test]
+fn a_failed_write_gives_back_its_limit_charge() {
+    let f = TmpFile::new(PAGES);
+    let dev = Zram::builder()
+        .algorithm("lz4", Params::default())
+        .backing_dev(&f.path)
+        .backing_fault(Arc::new(|op, _blk| op == BdOp::Write))
+        .disksize(PAGES * PAGE_SIZE as u64)
+        .build()
+        .unwrap();
+    let pages = fill(&dev, 8);
+    dev.attr_write("writeback_limit_enable", "1").unwrap();
+    dev.attr_write("writeback_limit", "10").unwrap();
+    assert_eq!(errno(dev.attr_write("writeback", "all")), Errno::EINVAL);
+    assert_eq!(
+        errno(dev.attr_write("writeback", "page_indexes=0-7")),
+        Errno::EIO
+    );
+    assert_eq!(dev.attr_read("writeback_limit").unwrap(), "10\n");
+    assert_eq!(bd(&dev), BdStat::default(), "every block released");
+    for (i, p) in pages.iter().enumerate() {
+        assert_eq!(&read(&dev, i), p);
+    }
+}
 
 fn roundtrip(compressed: bool) {
     let (dev, _f) = dev_with(PAGES, compressed);
@@ -744,7 +866,7 @@ fn write_io_error_keeps_the_page_in_ram() {
             bd_reads: 0,
             bd_writes: 5
         },
-        "the failed block was reused"
+        "the failed write's block was released (6.19+ completion)"
     );
     assert!(dev.block_state().iter().all(|s| !s.pp_slot));
     for (i, p) in pages.iter().enumerate() {
@@ -871,11 +993,12 @@ mod random_input {
     use super::*;
     use proptest::prelude::*;
 
-    const NAMES: [&str; 6] = [
+    const NAMES: [&str; 7] = [
         "writeback",
         "writeback_limit",
         "writeback_limit_enable",
-        "writeback_compressed",
+        "compressed_writeback",
+        "writeback_batch_size",
         "backing_dev",
         "idle",
     ];
@@ -925,7 +1048,7 @@ fn fast_path_slots_written_back_read_back_in_both_modes() {
             .algorithm("lz4", Params::default())
             .fast_algorithm("lz4m")
             .backing_dev(&f.path)
-            .writeback_compressed(compressed)
+            .compressed_writeback(compressed)
             .disksize(PAGES * PAGE_SIZE as u64)
             .build()
             .unwrap();

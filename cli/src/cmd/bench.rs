@@ -252,7 +252,7 @@ struct WritebackArgs {
     /// The pages written back (idle, huge, huge_idle, incompressible, all)
     #[arg(long, value_name = "TYPE", default_value = WB_TYPE)]
     wb_type: String,
-    /// Write the compressed objects (writeback_compressed=1)
+    /// Write the compressed objects (compressed_writeback=1)
     #[arg(long)]
     wb_compressed: bool,
     /// Backing file (an existing one is used as is and kept; a new one is created and
@@ -507,7 +507,7 @@ pub struct Args {
     /// Writeback mode: the pages written back (idle, huge, huge_idle, incompressible, all)
     #[arg(hide = true, long, value_name = "TYPE", default_value = WB_TYPE)]
     pub wb_type: String,
-    /// Writeback mode: write the compressed objects (writeback_compressed=1)
+    /// Writeback mode: write the compressed objects (compressed_writeback=1)
     #[arg(hide = true, long)]
     pub wb_compressed: bool,
     /// Writeback mode: backing file (an existing one is used as is and kept; a new one is

@@ -32,7 +32,7 @@ pub struct Options {
     pub algo: String,
     /// `writeback` mode: idle, huge, huge_idle, incompressible, or all (every page).
     pub wb_type: String,
-    /// `writeback_compressed`.
+    /// `compressed_writeback`.
     pub compressed: bool,
     /// Backing file; a temporary one when None.
     pub backing_dev: Option<PathBuf>,
@@ -145,7 +145,7 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
     let dev = Zram::builder()
         .algorithm(opts.algo.as_str(), Params::default())
         .backing_dev(&path)
-        .writeback_compressed(opts.compressed)
+        .compressed_writeback(opts.compressed)
         .disksize((n * PAGE_SIZE) as u64)
         .build()
         .with_context(|| {

@@ -6,11 +6,12 @@ use libfuzzer_sys::fuzz_target;
 use zmem_device::BlockDevice;
 use zmem_zram::{WritebackParams, Zram};
 
-const NAMES: [&str; 5] = [
+const NAMES: [&str; 6] = [
     "writeback",
     "writeback_limit",
     "writeback_limit_enable",
-    "writeback_compressed",
+    "compressed_writeback",
+    "writeback_batch_size",
     "idle",
 ];
 
