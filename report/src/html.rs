@@ -444,30 +444,17 @@ fn write_table(h: &mut String, t: &FullTable) {
     }
     h.push_str("</tr>");
     let best_overall = t.best.map(|b| b.overall);
-    let f = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
     for (i, r) in t.rows.iter().enumerate() {
         let class = format!(
             "{}{}",
             r.target,
             if Some(i) == best_overall { " best" } else { "" }
         );
-        let _ = write!(
-            h,
-            r#"<tr class="{class}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
-            r.target,
-            esc(&r.algo),
-            r.page_cluster,
-            f(r.ratio, 2),
-            f(r.effective_ratio, 2),
-            f(r.compress_mb_s, 0),
-            f(r.decompress_mb_s, 0),
-            f(r.reclaim_mb_s, 0),
-            f(r.read_mib_s, 0),
-            f(r.iops, 0),
-            f(r.lat_mean_ns.map(|v| v / 1000.0), 2),
-            f(r.lat_p99_ns.map(|v| v / 1000.0), 2),
-            f(r.score, 3)
-        );
+        let _ = write!(h, r#"<tr class="{class}">"#);
+        for c in crate::table::row_cells(r) {
+            let _ = write!(h, "<td>{}</td>", esc(&c));
+        }
+        h.push_str("</tr>");
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use zmem_verdict::FullTable;
+use zmem_verdict::{FullRow, FullTable};
 
 /// The complete table's column heads, for the text and the HTML report.
 pub(crate) const HEAD: [&str; 13] = [
@@ -22,27 +22,30 @@ pub(crate) const HEAD: [&str; 13] = [
     "score",
 ];
 
+/// One row's cells under [`HEAD`], as the text and the HTML report show them.
+pub(crate) fn row_cells(r: &FullRow) -> Vec<String> {
+    vec![
+        r.target.clone(),
+        r.algo.clone(),
+        r.page_cluster.to_string(),
+        f(r.ratio, 2),
+        f(r.effective_ratio, 2),
+        f(r.compress_mb_s, 0),
+        f(r.decompress_mb_s, 0),
+        f(r.reclaim_mb_s, 0),
+        f(r.read_mib_s, 0),
+        f(r.iops, 0),
+        f(r.lat_mean_ns.map(|n| n / 1000.0), 2),
+        f(r.lat_p99_ns.map(|n| n / 1000.0), 2),
+        f(r.score, 3),
+    ]
+}
+
 /// Aligned text for people.
 pub fn table_text(t: &FullTable) -> String {
     let head = HEAD;
     let mut cells: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
-    for r in &t.rows {
-        cells.push(vec![
-            r.target.clone(),
-            r.algo.clone(),
-            r.page_cluster.to_string(),
-            f(r.ratio, 2),
-            f(r.effective_ratio, 2),
-            f(r.compress_mb_s, 0),
-            f(r.decompress_mb_s, 0),
-            f(r.reclaim_mb_s, 0),
-            f(r.read_mib_s, 0),
-            f(r.iops, 0),
-            f(r.lat_mean_ns.map(|n| n / 1000.0), 2),
-            f(r.lat_p99_ns.map(|n| n / 1000.0), 2),
-            f(r.score, 3),
-        ]);
-    }
+    cells.extend(t.rows.iter().map(row_cells));
     let widths: Vec<usize> = (0..head.len())
         .map(|i| {
             cells
