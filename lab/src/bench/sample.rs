@@ -1,14 +1,14 @@
-//! One round of one candidate: the corpus written into a fresh device (the
-//! swap-out side, timed in 1 MiB chunks) and random 4 KiB reads from it at
-//! page-cluster 0 (the swap-in side, each read timed), through the engine or
-//! through a hot-added kernel zram device with O_DIRECT, as `zmem bench`
-//! measures them (`crate::bench::kernel`).
+//! A verdict round: for each candidate, the corpus written into a fresh
+//! device (the swap-out side, timed in 1 MiB chunks) and random 4 KiB reads
+//! from it at page-cluster 0 (the swap-in side, each read timed), through the
+//! engine or through a hot-added kernel zram device with O_DIRECT, as `zmem
+//! bench` measures them (`crate::bench::kernel`).
 //!
 //! Both sides use medians, not means: the median read and the median 1 MiB
 //! write chunk. A busy machine preempts a measurement now and then; a mean
 //! takes those spikes in, a median does not.
 //!
-//! [`round`] measures several candidates at once, interleaved finely: every
+//! [`round`] measures its candidates at once, interleaved finely: every
 //! device holds the corpus at the same time, the 1 MiB write chunks go to
 //! the candidates in turn, and so do blocks of the same random reads. What
 //! the machine does meanwhile (other work, frequency, a neighbour's cache)
@@ -63,22 +63,6 @@ fn chunk_mibps(secs: &[f64]) -> f64 {
     1.0 / med.max(1e-12)
 }
 
-/// A round's figures: the median write chunk, the median read, the mm_stat.
-fn sample(
-    chunks: &[f64],
-    r: &crate::bench::random_read::ReadResult,
-    m: &zmem_kernel::MmStat,
-) -> Sample {
-    Sample {
-        write_mibps: chunk_mibps(chunks),
-        read_lat_ns: r.lat_p50_ns,
-        read_mibps: PAGE_SIZE as f64 / r.lat_p50_ns.max(1.0) * 1e9 / (1 << 20) as f64,
-        orig_data_size: m.orig_data_size,
-        compr_data_size: m.compr_data_size,
-        mem_used_total: m.mem_used_total,
-    }
-}
-
 /// The verdict's engine device: `algo`, just large enough for `pages`.
 fn engine_device(algo: &str, pages: usize) -> Result<Zram, String> {
     Zram::builder()
@@ -87,58 +71,6 @@ fn engine_device(algo: &str, pages: usize) -> Result<Zram, String> {
         .disksize((pages * PAGE_SIZE) as u64)
         .build()
         .map_err(|e| e.message)
-}
-
-/// One round on the engine.
-pub fn engine(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
-    let pages = corpus.page_count();
-    let dev = engine_device(algo, pages)?;
-    let mut chunks = Vec::with_capacity(pages / CHUNK_PAGES + 1);
-    let all: Vec<&[u8]> = corpus.pages().collect();
-    for (c, group) in all.chunks(CHUNK_PAGES).enumerate() {
-        let t = Instant::now();
-        for (j, p) in group.iter().enumerate() {
-            dev.write_page(c * CHUNK_PAGES + j, p)
-                .map_err(|e| format!("write: {e}"))?;
-        }
-        chunks.push(t.elapsed().as_secs_f64() / group.len() as f64 * CHUNK_PAGES as f64);
-    }
-    let m = dev.mm_stat();
-    let plan = request_indexes(pages, 0, requests, 1, seed);
-    let r = read_phase(0, &plan, |buf, i| {
-        dev.read_at((i * PAGE_SIZE) as u64, &mut buf[..PAGE_SIZE])
-            .map_err(|e| e.to_string())
-    })?;
-    Ok(sample(&chunks, &r, &m))
-}
-
-/// One round on a fresh kernel zram device (hot-added, removed afterwards).
-pub fn kernel(corpus: &Corpus, algo: &str, requests: usize, seed: u64) -> Result<Sample, String> {
-    let pages = corpus.page_count();
-    let d = kernel::configured_device(algo, pages, &device_rows::Options::default())?;
-    let (chunks, m) = kernel::write_corpus_chunks(&d, corpus)?;
-    let f = kernel::open_direct(&d, false)
-        .map_err(|e| format!("open {}: {e}", d.dev_path().display()))?;
-    let plan = request_indexes(pages, 0, requests, 1, seed);
-    let r = read_phase(0, &plan, |buf, i| {
-        f.read_exact_at(&mut buf[..PAGE_SIZE], (i * PAGE_SIZE) as u64)
-            .map_err(|e| e.to_string())
-    })?;
-    Ok(sample(&chunks, &r, &m))
-}
-
-/// One round of `algo` on `target`.
-pub fn once(
-    corpus: &Corpus,
-    algo: &str,
-    target: Target,
-    requests: usize,
-    seed: u64,
-) -> Result<Sample, String> {
-    match target {
-        Target::Kernel => kernel(corpus, algo, requests, seed),
-        _ => engine(corpus, algo, requests, seed),
-    }
 }
 
 /// A device of a round: the engine's, or a hot-added kernel zram device
@@ -360,8 +292,8 @@ mod tests {
     }
 
     /// Interleaving changes when pages are written, not what is stored: each
-    /// candidate's mm_stat in a round equals its mm_stat measured alone, and a
-    /// candidate that cannot be made fails alone.
+    /// candidate's mm_stat in a round equals its mm_stat in a round of its own,
+    /// and a candidate that cannot be made fails alone.
     #[test]
     fn an_interleaved_round_stores_what_one_candidate_alone_stores() {
         let c = corpus();
@@ -374,7 +306,9 @@ mod tests {
         assert_eq!(r.len(), 3);
         for (k, algo) in ["lz4", "zstd"].iter().enumerate() {
             let s = r[k].as_ref().unwrap();
-            let alone = engine(&c, algo, 500, 9).unwrap();
+            let alone = round(&c, &[(*algo, Target::Engine)], 500, 9)
+                .remove(0)
+                .unwrap();
             assert_eq!(
                 (s.orig_data_size, s.compr_data_size, s.mem_used_total),
                 (
