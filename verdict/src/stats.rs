@@ -49,18 +49,10 @@ fn binom_cdf_half(n: usize, k: usize) -> f64 {
     sum / 2f64.powi(n as i32)
 }
 
-/// The order-statistic index `k` (1-based) of the interval, and its coverage.
+/// The order-statistic index `k` (1-based) of the interval, and its coverage:
+/// the narrowest with at least 90 %, else the widest there is.
 pub fn ci_rank(n: usize) -> (usize, f64) {
-    let mut best = (1, 1.0 - 2.0 * binom_cdf_half(n, 0));
-    for k in 2..=n / 2 {
-        let cov = 1.0 - 2.0 * binom_cdf_half(n, k - 1);
-        if cov >= 0.90 {
-            best = (k, cov);
-        } else {
-            break;
-        }
-    }
-    best
+    rank_at(n, 0.90).unwrap_or((1, 1.0 - 2.0 * binom_cdf_half(n, 0)))
 }
 
 /// The order-statistic index `k` (1-based) with the narrowest interval whose
@@ -78,36 +70,40 @@ pub fn rank_at(n: usize, level: f64) -> Option<(usize, f64)> {
     Some((k, cover(k)))
 }
 
-/// Median of `xs` with an interval of coverage at least `level`, and that
-/// coverage; `None` when there are too few finite values to reach it.
-pub fn interval_at(xs: &[f64], level: f64) -> Option<(Interval, f64)> {
+/// The finite values of `xs`, sorted.
+fn sorted_finite(xs: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    let (k, cov) = rank_at(v.len(), level)?;
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some((
-        Interval {
-            median: median_sorted(&v),
-            ci_low: v[k - 1],
-            ci_high: v[n - k],
-        },
-        cov,
-    ))
+    v
 }
 
-/// The median of sorted, finite values (not empty).
-fn median_sorted(v: &[f64]) -> f64 {
+/// The median of sorted values (not empty) and the interval between the
+/// `k`-th smallest and `k`-th largest.
+fn at_rank(v: &[f64], k: usize) -> Interval {
     let n = v.len();
-    if n % 2 == 1 {
+    let median = if n % 2 == 1 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    Interval {
+        median,
+        ci_low: v[k - 1],
+        ci_high: v[n - k],
     }
 }
 
-/// Median and interval of `xs` (not empty).
+/// Median of `xs` with an interval of coverage at least `level`, and that
+/// coverage; `None` when there are too few finite values to reach it.
+pub fn interval_at(xs: &[f64], level: f64) -> Option<(Interval, f64)> {
+    let v = sorted_finite(xs);
+    let (k, cov) = rank_at(v.len(), level)?;
+    Some((at_rank(&v, k), cov))
+}
+
+/// Median and interval of `xs` (NaN for no finite values).
 pub fn interval(xs: &[f64]) -> Interval {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    let v = sorted_finite(xs);
     if v.is_empty() {
         return Interval {
             median: f64::NAN,
@@ -115,15 +111,7 @@ pub fn interval(xs: &[f64]) -> Interval {
             ci_high: f64::NAN,
         };
     }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = median_sorted(&v);
-    let (k, _) = ci_rank(n);
-    Interval {
-        median,
-        ci_low: v[k - 1],
-        ci_high: v[n - k],
-    }
+    at_rank(&v, ci_rank(v.len()).0)
 }
 
 #[cfg(test)]
