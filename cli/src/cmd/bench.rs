@@ -682,12 +682,7 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
         // Bad weights fail before anything is measured.
         w.parse::<zmem_verdict::Weights>()?;
     }
-    let budget = match &args.budget {
-        Some(b) => {
-            zmem_units::parse_duration(b).map_err(|e| anyhow::anyhow!("bad --budget: {e}"))?
-        }
-        None => zmem_verdict::BUDGET,
-    };
+    let budget = verdict::rounds_budget(args.budget.as_deref(), args.rounds)?;
     let (t, ranking) = full::table(&full::Run {
         corpus: &args.corpus,
         algo: &args.algo,

@@ -78,6 +78,21 @@ pub struct Ask<'a> {
     pub fs_read: Option<f64>,
 }
 
+/// The verdict's `--budget` (none: the default) with its `--rounds`, both
+/// more than zero.
+pub fn rounds_budget(budget: Option<&str>, rounds: Option<usize>) -> Result<std::time::Duration> {
+    let budget = match budget {
+        Some(b) => {
+            zmem_units::parse_duration(b).map_err(|e| anyhow::anyhow!("bad --budget: {e}"))?
+        }
+        None => zmem_verdict::BUDGET,
+    };
+    if budget.is_zero() || rounds == Some(0) {
+        anyhow::bail!("--budget and --rounds must be more than zero");
+    }
+    Ok(budget)
+}
+
 /// Check the arguments, then measure (with a progress bar on stderr) and decide.
 pub fn decide(a: &Ask) -> Result<Decided> {
     let weights = match a.weights {
@@ -90,15 +105,7 @@ pub fn decide(a: &Ask) -> Result<Decided> {
     if let Some(r) = a.ram {
         crate::args::size_of("--ram", r)?;
     }
-    let budget = match a.budget {
-        Some(b) => {
-            zmem_units::parse_duration(b).map_err(|e| anyhow::anyhow!("bad --budget: {e}"))?
-        }
-        None => zmem_verdict::BUDGET,
-    };
-    if budget.is_zero() || a.rounds == Some(0) {
-        anyhow::bail!("--budget and --rounds must be more than zero");
-    }
+    let budget = rounds_budget(a.budget, a.rounds)?;
     let mut bar = super::super::lab_run::Bar::default();
     let ask = zmem_verdict::Ask {
         corpus: a.corpus,
