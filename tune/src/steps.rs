@@ -341,7 +341,7 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
 
 /// The winner's config file.
 fn config_text(s: &TuneSpec, c: &Candidate, wall_s: f64, ranking: &Ranking) -> String {
-    let (ram, disk_swap, zswap, _) = zmem_verdict::machine_facts();
+    let (ram, disk_swap, zswap) = zmem_verdict::machine_facts();
     let machine = deploy::Machine {
         ram_mib: ram.unwrap_or(0) >> 20,
         disk_swap,

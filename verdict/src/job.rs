@@ -86,7 +86,7 @@ pub fn decide(a: &Ask, progress: &mut dyn FnMut(Progress)) -> Result<Decided> {
     ));
     let pcs = rank::winner_page_clusters(&c, &ranking, a.requests.div_ceil(4))?;
     let table = to_table(&ranking, &pcs);
-    let inputs = inputs(a.ram, a.fs_read, &fs_dir(), &mut *progress)?;
+    let inputs = inputs(a.ram, a.fs_read, &fs_dir(), &ranking, &mut *progress)?;
     progress(Progress::Measured);
     let rec = recommend::recommend_ranked(&table, &inputs, &ranking)?;
     Ok(Decided {
@@ -141,14 +141,17 @@ pub fn fs_dir() -> PathBuf {
     }
 }
 
-/// Recommendation inputs from this machine (RAM overridable, filesystem speed measured unless given).
+/// Recommendation inputs from this machine (RAM overridable, filesystem
+/// speed measured unless given) and the ranking's knowledge of which
+/// algorithms this kernel's zram offers.
 pub fn inputs(
     ram: Option<&str>,
     fs_read: Option<f64>,
     fs_dir: &Path,
+    ranking: &Ranking,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Inputs> {
-    let (mem, disk_swap, zswap, kernel_algos) = recommend::machine_facts();
+    let (mem, disk_swap, zswap) = recommend::machine_facts();
     let ram_bytes = match ram {
         Some(s) => zmem_units::parse_size(s).context("bad size for --ram")?,
         None => mem.context("cannot read MemTotal from /proc/meminfo; give --ram")?,
@@ -181,7 +184,7 @@ pub fn inputs(
         ram_bytes,
         fs_read_mib_s,
         fs_read_source,
-        kernel_algos: kernel_algos.algorithms,
+        kernel_algos: ranking.offered.clone(),
         disk_swap,
         zswap_enabled: zswap,
     })

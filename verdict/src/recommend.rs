@@ -453,15 +453,10 @@ fn recommend_for(
     })
 }
 
-/// This machine's facts: MemTotal, non-zram swap devices, zswap enabled,
-/// and the algorithms the kernel's zram offers with how that is known
-/// ([`zmem_lab::kernel::offered`], the one answer the verdict uses too).
-pub fn machine_facts() -> (
-    Option<u64>,
-    Vec<String>,
-    Option<bool>,
-    zmem_lab::kernel::Offered,
-) {
+/// This machine's facts: MemTotal, non-zram swap devices, zswap enabled.
+/// (Which algorithms the kernel's zram offers is the ranking's
+/// [`crate::Ranking::offered`], found once per run.)
+pub fn machine_facts() -> (Option<u64>, Vec<String>, Option<bool>) {
     let sys = zmem_host::Sys::real();
     let ram = sys.meminfo_get("MemTotal").ok().flatten();
     let swaps: Vec<String> = sys
@@ -475,7 +470,7 @@ pub fn machine_facts() -> (
         .read("/sys/module/zswap/parameters/enabled")
         .ok()
         .map(|s| s.trim() == "Y");
-    (ram, swaps, zswap, zmem_lab::kernel::offered())
+    (ram, swaps, zswap)
 }
 
 #[cfg(test)]

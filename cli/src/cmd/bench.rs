@@ -698,7 +698,7 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
         .as_ref()
         .map_err(|e| anyhow::anyhow!("{e:#}"))
         .and_then(|r| {
-            full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir())
+            full::inputs(args.ram.as_deref(), args.fs_read, &full::fs_dir(), r)
                 .and_then(|i| zmem_verdict::recommend_ranked(&t, &i, r))
         });
     full::print(

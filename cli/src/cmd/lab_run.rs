@@ -122,10 +122,16 @@ pub fn fs_dir() -> PathBuf {
     zmem_verdict::fs_dir()
 }
 
-/// Recommendation inputs from this machine (RAM overridable, filesystem speed measured unless given).
-pub fn inputs(ram: Option<&str>, fs_read: Option<f64>, fs_dir: &Path) -> Result<Inputs> {
+/// Recommendation inputs from this machine (RAM overridable, filesystem speed measured unless
+/// given) and the ranking's algorithms of this kernel.
+pub fn inputs(
+    ram: Option<&str>,
+    fs_read: Option<f64>,
+    fs_dir: &Path,
+    ranking: &Ranking,
+) -> Result<Inputs> {
     let mut bar = Bar::default();
-    zmem_verdict::inputs(ram, fs_read, fs_dir, &mut |p| bar.show(p))
+    zmem_verdict::inputs(ram, fs_read, fs_dir, ranking, &mut |p| bar.show(p))
 }
 
 /// Whether an existing report was written by zmem (an HTML page titled `zmem …`).
