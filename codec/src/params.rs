@@ -1,6 +1,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use zmem_kernel::KernelVersion;
+
 use crate::CodecError;
 
 /// Parameters as zram's `algorithm_params` has them.
@@ -17,6 +19,10 @@ pub struct Params {
     /// `deflate.winbits=W`: deflate window bits (the kernel's default is -11:
     /// raw deflate with a 2 KiB window; a positive value means a zlib wrapper).
     pub deflate_winbits: Option<i32>,
+    /// Which kernel's zram to write as, where versions differ in a backend's
+    /// defaults or library (e.g. zstd through the crypto API before 6.12).
+    /// `None`: the newest kernel zmem models. Not an `algorithm_params` key.
+    pub kernel: Option<KernelVersion>,
 }
 
 impl Params {
