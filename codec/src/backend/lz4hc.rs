@@ -41,7 +41,8 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     description:
         "LZ4 block format from the kernel's HC match finder (own encoder), no frame; liblz4 decoder",
     params: &PARAMS,
-    // lib/lz4/lz4hc_compress.c: above LZ4HC_MAX_CLEVEL → the maximum, below 1 → the default 9.
+    // lib/lz4/lz4hc_compress.c: above LZ4HC_MAX_CLEVEL (16 in include/linux/lz4.h) → 16,
+    // below 1 → the default 9. The engine stops at 12 (13..=16 are refused here).
     level: Some(LevelRange {
         min: 1,
         max: MAX_LEVEL,
