@@ -122,3 +122,43 @@ pub fn roundtrip(data: &[u8]) {
         with_stream(name, false, &mut run);
     }
 }
+
+/// Compress a page made from the input with `name` at the level the first
+/// byte picks (1..=12), with the fixed dictionary when the second byte's low
+/// bit is set, into a destination whose size the second byte picks; check
+/// the round trip (or a clean DstTooSmall). For encoders of our own.
+pub fn compress_levels(name: &'static str, data: &[u8]) {
+    if data.len() < 3 {
+        return;
+    }
+    let mut params = Params::with_level(1 + (data[0] % 12) as i32);
+    if data[1] & 1 == 1 {
+        params = params.dict_bytes(dict());
+    }
+    let cap = match (data[1] >> 1) % 4 {
+        0 => MAX_COMPRESSED,
+        1 => PAGE_SIZE,
+        2 => PAGE_SIZE / 2,
+        _ => 16 + data[2] as usize * 16,
+    };
+    let body = &data[2..];
+    let page: Vec<u8> = (0..PAGE_SIZE).map(|i| body[i % body.len()]).collect();
+    let mut s = zmem_codec::find(name)
+        .expect("fuzz target names a registry algorithm")
+        .new_stream(&params)
+        .unwrap_or_else(|e| panic!("{name}: new_stream: {e}"));
+    let mut dst = vec![0u8; cap];
+    match s.compress(&page, &mut dst) {
+        Ok(n) => {
+            assert!(n <= cap, "{name}: wrote {n} into {cap}");
+            let mut out = vec![0u8; PAGE_SIZE];
+            s.decompress(&dst[..n], &mut out)
+                .unwrap_or_else(|e| panic!("{name}: own output: {e}"));
+            assert!(out == page, "{name}: round trip changed the page");
+        }
+        Err(CodecError::DstTooSmall { .. }) => {
+            assert!(cap < MAX_COMPRESSED, "{name}: DstTooSmall into {cap}")
+        }
+        Err(e) => panic!("{name}: compress returned {e:?}"),
+    }
+}

@@ -4,10 +4,17 @@
 //! as the kernel passes it to zlib: -15..=-9 raw deflate with a 2^|W| window,
 //! 9..=15 a zlib (RFC 1950) wrapper.
 //!
-//! Bound to zlib-rs through `flate2` (libdeflate is faster but has no window
-//! size, so its output differs from the kernel's; see docs/codecs.md). Each
-//! stream owns one deflate and one inflate state, reset per page as the
-//! kernel does. The decoder accepts any window up to 32 KiB.
+//! The kernel's `lib/zlib_deflate` is classic zlib (the 1.1 lineage) with
+//! `MAX_MEM_LEVEL` 8, the same on every kernel zram has deflate in (the VM
+//! lab's 6.12 and 7.3; Debian's 6.1 zram does not offer it). Bound to classic
+//! zlib (1.3.1, built from source and linked statically by `libz-sys`) through
+//! `flate2` at memLevel 8: its match finder and block splitting are the
+//! kernel's, so every page compresses to the kernel's length
+//! (codec/tests/kernel_sizes.rs, at levels 1, 6 and 9). zlib-rs, a zlib-ng
+//! port, finds other matches (-2.3 % at level 6, +32 % at level 1, where it
+//! uses deflate_quick), and libdeflate has no window size. Each stream owns
+//! one deflate and one inflate state, reset per page as the kernel does. The
+//! decoder accepts any window up to 32 KiB.
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
@@ -28,7 +35,7 @@ pub const DEFAULT_WINBITS: i32 = -11;
 pub static INFO: AlgorithmInfo = AlgorithmInfo {
     name: NAME,
     description:
-        "raw deflate (RFC 1951), 2 KiB window by default, as zram writes it; zlib-rs via flate2",
+        "raw deflate (RFC 1951), 2 KiB window by default, as zram writes it; classic zlib via flate2",
     params: &PARAMS,
     // backend_deflate.c: zlib_deflateInit2() returns Z_STREAM_ERROR outside -1..=9, so
     // creating the stream fails and so does the disksize write.

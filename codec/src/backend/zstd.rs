@@ -7,6 +7,23 @@
 //! Bound to libzstd 1.5.7 through `zstd-safe`. Each stream owns one CCtx and
 //! one DCtx, created once with the level and dictionary loaded, and reused
 //! for every page (`ZSTD_compress2` / `ZSTD_decompressDCtx`).
+//!
+//! The kernels differ by the zstd in their `lib/zstd`, not by what zram asks
+//! of it (codec/tests/kernel_sizes.rs, 170 fixture pages, Debian's kernels):
+//! * 7.3 (`backend_zstd.c`: `zstd_get_params(level, PAGE_SIZE)`): every page
+//!   equals libzstd 1.5.7's, at levels 1, 3 and 9.
+//! * 6.12 (the same backend): equal at levels 1 and 9; at level 3 (the
+//!   double-fast match finder) 33 pages differ by a few bytes, -0.018 %
+//!   overall: its lib/zstd is a zstd release older than 1.5.7.
+//! * 6.1 (the crypto API, `crypto/zstd.c`: `zstd_get_params(3, 0)`, the
+//!   parameters for an unknown source size: window 2^21, hash 2^17, chain
+//!   2^16, double-fast) with an older lib/zstd (1.4.10, imported in 5.16, by
+//!   the kernel's history; not checked against a tag here): on the fixture
+//!   pages libzstd 1.5.7 writes 0.28 % fewer bytes (100 of 114 pages differ). Giving libzstd 1.5.7 those parameters
+//!   (`ZSTD_compress_advanced`, which does not shrink them to the page)
+//!   changes nothing (-0.29 %, 21 of 114 pages equal): the difference is the
+//!   library's version, which a binding to the current libzstd cannot remove,
+//!   so `Params::kernel` selects nothing here.
 
 use zstd_safe::{CCtx, CParameter, DCtx};
 
