@@ -163,7 +163,11 @@ fn device(id: u32) -> impl Strategy<Value = DeviceConfig> {
                 d.writeback_device = wb.map(String::from);
                 d.swap_priority = prio;
                 d.fs_type = fs.into();
-                d.mount_point = mount.filter(|_| fs != "swap").map(String::from);
+                // One mount point per device (two devices on one are refused, as zram-generator
+                // fails on them): each device mounts under its own directory.
+                d.mount_point = mount
+                    .filter(|_| fs != "swap")
+                    .map(|m| format!("{m}/zram{id}"));
                 d.options = options.map(String::from);
                 d
             },
