@@ -291,7 +291,12 @@ impl<'a> Planner<'a> {
     fn new(sys: &'a Sys, cfg: &'a Config, opts: Options) -> Result<Planner<'a>, ApplyError> {
         let mem_total = sys
             .meminfo_get("MemTotal")
-            .map_err(read_err)?
+            .map_err(|e| {
+                ApplyError::Read(format!(
+                    "{}: {e} (the size expressions' `ram` is its MemTotal)",
+                    sys.path("/proc/meminfo").display()
+                ))
+            })?
             .ok_or_else(|| ApplyError::Read("no MemTotal in /proc/meminfo".into()))?;
         let existing = zram::list_devices(sys).map_err(read_err)?;
         let ids = existing
@@ -351,6 +356,20 @@ impl<'a> Planner<'a> {
         let Some((size, resident)) = self.device_sizes(d)? else {
             return Ok(());
         };
+        if d.is_plain() {
+            return self.plain_device(d);
+        }
+        if d.fs_type == "none" {
+            let boot = if d.mount_point.is_some() {
+                "at boot zram-generator generates a mount unit for it and its setup fails (there is no filesystem `none`)"
+            } else {
+                "at boot zram-generator generates no unit for a device without swap or mount point, so after a reboot it is created and left unconfigured"
+            };
+            self.plan.notes.push(format!(
+                "warning: {}: fs-type = none (zmem's extension): configured here and neither swapped on nor mounted, but {boot}",
+                d.name
+            ));
+        }
         let cur = if self.ids.contains(&d.id) {
             Some(zram::read_device(self.sys, &d.name).map_err(read_err)?)
         } else {
@@ -392,6 +411,20 @@ impl<'a> Planner<'a> {
                 self.device_use(d, false, c.swap.clone(), c.mount.clone());
             }
             (None, None) => unreachable!("only existing devices are left as they are"),
+        }
+        Ok(())
+    }
+
+    /// A plain device (`fs-type` without `mount-point`): zram-generator generates no unit for
+    /// it (src/generator.rs: `handle_zram_mount_point` returns early), so at boot it is created
+    /// by hot_add and never configured nor formatted; zmem does the same, and says so.
+    fn plain_device(&mut self, d: &DeviceConfig) -> Result<(), ApplyError> {
+        self.plan.notes.push(format!(
+            "warning: {}: fs-type = {} without mount-point: zram-generator generates no unit for it, so it is created and left unconfigured (not formatted), at boot too; add mount-point to use it",
+            d.name, d.fs_type
+        ));
+        if !self.ids.contains(&d.id) {
+            self.hot_add(d)?;
         }
         Ok(())
     }
@@ -809,7 +842,7 @@ fn check_mount_point(dev: &str, mp: &str, force: bool) -> Result<(), ApplyError>
         return Err(ApplyError::Refused(format!(
             "[{dev}] mount-point = {mp} is a system directory: mounting a fresh zram filesystem \
              there hides the system's files; choose a directory of its own (e.g. /tmp, /var/tmp) \
-             or re-run with --force"
+             or re-run with --force (at boot zram-generator mounts it there without asking)"
         )));
     }
     Ok(())
