@@ -100,7 +100,8 @@ fn sorted_params(p: &str) -> Vec<String> {
 /// What the kernel is left with from zram-generator's algorithm writes (src/setup.rs): a
 /// name it does not know is refused (`EINVAL`, a warning at boot), so are priorities past 3
 /// (`ZRAM_MAX_COMPS`); algorithm_params skips words that are not a known `key=value` and
-/// refuses the whole write when a level is no number.
+/// refuses the whole write when a level is no number; recompression parameters are written
+/// to `recompress`, which sets no parameter.
 fn kernel_algorithms(probe_field: &str) -> Vec<(String, Vec<String>)> {
     let mut algos = Vec::new();
     // The probe prints `name(params)` with zram-generator's params (commas made spaces).
@@ -126,7 +127,10 @@ fn kernel_algorithms(probe_field: &str) -> Vec<(String, Vec<String>)> {
                 kv.strip_prefix("level=")
                     .is_some_and(|v| v.parse::<i32>().is_err())
             });
-            algos.push((name, if bad_level { Vec::new() } else { p }));
+            // A recompression algorithm's parameters go to `recompress` (setup.rs:58-64),
+            // which sets none.
+            let first = algos.is_empty();
+            algos.push((name, if bad_level || !first { Vec::new() } else { p }));
         }
     }
     algos.truncate(4);
@@ -334,18 +338,33 @@ fn classify(zg: &Outcome, zm: &Outcome) -> Option<String> {
     (!fields.is_empty()).then(|| format!("{} differ", fields.join(", ")))
 }
 
-/// An error message without the parts that change from case to case (numbers, paths).
+/// An error message without the parts that change from case to case (file, line, quoted
+/// values, numbers).
 fn error_kind(e: &str) -> String {
-    let e = e.rsplit(": ").next().unwrap_or(e);
-    let mut s: String = e
-        .chars()
-        .map(|c| if c.is_ascii_digit() { '#' } else { c })
-        .take(60)
-        .collect();
-    if let Some(i) = s.find('`') {
-        s.truncate(i);
+    let e = e.strip_prefix("zmem: error: ").unwrap_or(e);
+    let e = match e.split_once(": ") {
+        Some((place, rest)) if place.starts_with('/') => rest,
+        _ => e,
+    };
+    let mut out = String::new();
+    let mut quoted = false;
+    for c in e.chars() {
+        match c {
+            '`' if quoted => quoted = false,
+            '`' => {
+                quoted = true;
+                out.push_str("`…`");
+            }
+            _ if quoted => {}
+            c if c.is_ascii_digit() || c == '.' && out.ends_with('#') => {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            }
+            c => out.push(c),
+        }
     }
-    s
+    out.chars().take(90).collect()
 }
 
 /// A file of a case: text, or a symlink (to /dev/null, or to another file of the case).

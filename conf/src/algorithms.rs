@@ -88,6 +88,19 @@ pub fn parse_optional_algorithms(s: &str) -> Result<(Option<Algorithms>, Vec<Str
         ));
     }
     let primary = algos.remove(0);
+    for (i, a) in algos
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| !a.params.is_empty())
+    {
+        warnings.push(format!(
+            "{}: parameters `{}` are written to algorithm_params (priority={}); at boot zram-generator writes them to recompress instead, which sets no parameter, so after a reboot {} runs without them",
+            a.name,
+            key_values(&a.params),
+            i + 1,
+            a.name
+        ));
+    }
     let mut global = global_params(&global, &mut warnings)?;
     if !global.is_empty() && algos.is_empty() {
         warnings.push(format!(

@@ -231,7 +231,13 @@ proptest! {
         let text = m.render();
         let back = parse(&text, Path::new("t.conf"))
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        prop_assert!(back.warnings.is_empty(), "{:?}\n{}", back.warnings, text);
+        // Only the announced differences from zram-generator (recompression parameters).
+        let unexpected: Vec<_> = back
+            .warnings
+            .iter()
+            .filter(|w| !w.reason.contains("at boot zram-generator"))
+            .collect();
+        prop_assert!(unexpected.is_empty(), "{:?}\n{}", back.warnings, text);
         prop_assert_eq!(values(back), m, "{}", text);
     }
 }
