@@ -270,37 +270,12 @@ impl Reader {
             }
         }
         self.cfg.devices.sort_by_key(|d| d.id);
-        self.same_mount_point()?;
         if self.disk_swap_line != 0 {
             let keys = std::mem::take(&mut self.disk_swap_keys);
             let ds = disk_swap(&self.cfg, keys, self.disk_swap_line)?;
             self.cfg.disk_swap = Some(ds);
         }
         Ok(self.cfg)
-    }
-}
-
-impl Reader {
-    /// Two devices with one mount point: refused (zram-generator writes the first mount unit,
-    /// then fails on the second's "File exists" and the generator stops).
-    fn same_mount_point(&self) -> Result<(), ConfigError> {
-        let devs = &self.cfg.devices;
-        for (i, d) in devs.iter().enumerate() {
-            let Some(mp) = &d.mount_point else { continue };
-            if let Some(o) = devs[..i]
-                .iter()
-                .find(|o| o.mount_point.as_ref() == Some(mp))
-            {
-                return Err(self.err(
-                    d.line,
-                    format!(
-                        "[{}] and [{}] both have mount-point {mp}: one mount point takes one device (at boot zram-generator fails with \"File exists\" and sets up neither from its units)",
-                        o.name, d.name
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 }
 

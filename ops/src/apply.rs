@@ -285,6 +285,8 @@ struct Planner<'a> {
     ids: Vec<u32>,
     /// What any existing device tells about the kernel (for devices still to be created).
     probe: Option<ZramDevice>,
+    /// (device, mount point) of the devices mounted so far.
+    mounts: Vec<(String, String)>,
 }
 
 impl<'a> Planner<'a> {
@@ -317,6 +319,7 @@ impl<'a> Planner<'a> {
             ram_mib: (mem_total / 1048576) as f64,
             ids,
             probe,
+            mounts: Vec::new(),
         })
     }
 
@@ -359,6 +362,7 @@ impl<'a> Planner<'a> {
         if d.is_plain() {
             return self.plain_device(d);
         }
+        self.one_device_per_mount_point(d)?;
         if d.fs_type == "none" {
             let boot = if d.mount_point.is_some() {
                 "at boot zram-generator generates a mount unit for it and its setup fails (there is no filesystem `none`)"
@@ -412,6 +416,30 @@ impl<'a> Planner<'a> {
             }
             (None, None) => unreachable!("only existing devices are left as they are"),
         }
+        Ok(())
+    }
+
+    /// Two devices set up on one mount point are refused: zram-generator writes the first's
+    /// mount unit, then fails on the second's "File exists" (src/generator.rs:22-27, 335-339)
+    /// and the generator stops. Devices skipped on this machine do not count, as there.
+    fn one_device_per_mount_point(&mut self, d: &DeviceConfig) -> Result<(), ApplyError> {
+        let Some(mp) = &d.mount_point else {
+            return Ok(());
+        };
+        if let Some((other, _)) = self.mounts.iter().find(|(_, m)| m == mp) {
+            return Err(ApplyError::Refused(
+                self.cfg
+                    .err(
+                        d.line,
+                        format!(
+                            "[{other}] and [{}] both have mount-point {mp}: one mount point takes one device (at boot zram-generator fails with \"File exists\" and stops)",
+                            d.name
+                        ),
+                    )
+                    .to_string(),
+            ));
+        }
+        self.mounts.push((d.name.clone(), mp.clone()));
         Ok(())
     }
 
