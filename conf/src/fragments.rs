@@ -205,6 +205,31 @@ mod tests {
         let cfg = load_system(&root, false).unwrap();
         let ids: Vec<u32> = cfg.devices.iter().map(|d| d.id).collect();
         assert_eq!(ids, [0, 1]);
+        // Masking with /dev/null; a symlinked drop-in is skipped (and warned about).
+        let link = |to: &str, p: &str| std::os::unix::fs::symlink(to, inside(&root, p)).unwrap();
+        link("/dev/null", "/run/systemd/zram-generator.conf");
+        link("/dev/null", "/run/systemd/zram-generator.conf.d/10-a.conf");
+        link(
+            "../../../usr/lib/systemd/zram-generator.conf",
+            "/etc/systemd/zram-generator.conf.d/20-c.conf",
+        );
+        let got: Vec<String> = locate_fragments(&root)
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "/run/systemd/zram-generator.conf",
+                "/run/systemd/zram-generator.conf.d/05-b.conf",
+            ]
+        );
+        let masked = load_system(&root, false).unwrap();
+        let ids: Vec<u32> = masked.devices.iter().map(|d| d.id).collect();
+        assert_eq!(ids, [1], "the main files and 10-a.conf are masked");
+        assert!(masked.warnings[0]
+            .reason
+            .contains("skips symlinked drop-ins"));
         assert_eq!(cfg.devices[0].zram_size.source, "1");
         // An expression names the file it came from (the error appears only when applied).
         let z1 = &cfg.devices[1].zram_size;

@@ -146,7 +146,8 @@ impl Reader {
     /// The section a `[name]` header opens.
     fn header(&mut self, line: usize, name: &str) -> Result<Section, ConfigError> {
         if let Some(n) = name.strip_prefix("zram") {
-            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+            // zram-generator's test (src/config.rs:343): the rest parses as a u64.
+            if n.parse::<u64>().is_ok() {
                 return self.device_section(line, name, n);
             }
         }
@@ -181,7 +182,7 @@ impl Reader {
                     self.err(
                         line,
                         format!(
-                        "section [{name}] names no zram device the kernel creates (write [zram{}])",
+                        "section [{name}] names no zram device the kernel creates (write [zram{}]; at boot zram-generator makes units for a /dev/{name}, which never appears)",
                         n.parse::<u64>().map(|x| x.to_string()).unwrap_or_else(|_| n.into())
                     ),
                     )
