@@ -261,7 +261,7 @@ fn check_level(name: &str, level: i32, warnings: &mut Vec<String>) -> Result<(),
     let range = format!("{name} levels go from {lo} to {hi} (`zmem codecs`)");
     match what {
         OutOfRange::Refused => Err(format!(
-            "{name} level {level} is refused by the kernel when the device is set up; {range}"
+            "{name} level {level} is refused by the kernel when the device is set up; {range} (at boot zram-generator writes it and the device fails to set up)"
         )),
         OutOfRange::Clamped => {
             warnings.push(format!(

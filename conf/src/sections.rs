@@ -449,7 +449,7 @@ fn fs_type(v: &str) -> Result<String, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
     {
-        return Err(format!("bad fs-type `{v}`"));
+        return Err(format!("bad fs-type `{v}`: letters, digits, `_` and `.` only, as it names the command mkfs.TYPE (at boot zram-generator passes it to systemd-makefs as it is)"));
     }
     Ok(v.to_string())
 }

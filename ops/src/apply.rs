@@ -147,7 +147,7 @@ fn missing_algo(dev: &str, algo: &str, offered: &[String], role: &str) -> ApplyE
         None => String::new(),
     };
     ApplyError::MissingFeature(format!(
-        "{dev}: this kernel's zram has no {algo} backend ({}) for the {role} algorithm; it offers {}. {alt}run {algo} in user space with `zmem serve --algo {algo}`",
+        "{dev}: this kernel's zram has no {algo} backend ({}) for the {role} algorithm; it offers {}. {alt}run {algo} in user space with `zmem serve --algo {algo}` (at boot zram-generator writes it, the kernel refuses it and the device keeps its default)",
         backend_config(algo),
         offered.join(", ")
     ))
@@ -810,7 +810,7 @@ fn check_features(d: &DeviceConfig, k: &ZramDevice) -> Result<(), ApplyError> {
         }
         if !a.recompress.is_empty() && !k.has_multi_comp() {
             return Err(ApplyError::MissingFeature(format!(
-                "{}: compression-algorithm lists recompression algorithms ({}) but this kernel's zram has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP); keep only the primary `{}`, or use `zmem serve`, which recompresses",
+                "{}: compression-algorithm lists recompression algorithms ({}) but this kernel's zram has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP); keep only the primary `{}`, or use `zmem serve`, which recompresses (at boot zram-generator warns and sets the device up without them)",
                 d.name,
                 a.recompress.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(" "),
                 a.primary.to_config()
@@ -824,7 +824,7 @@ fn check_features(d: &DeviceConfig, k: &ZramDevice) -> Result<(), ApplyError> {
     }
     if d.writeback_device.is_some() && !k.has_writeback() {
         return Err(ApplyError::MissingFeature(format!(
-            "{}: writeback-device is set but this kernel's zram has no backing_dev (CONFIG_ZRAM_WRITEBACK); drop writeback-device and add a lower-priority disk swap ([disk-swap]) as the second tier, or use `zmem serve`, which writes back",
+            "{}: writeback-device is set but this kernel's zram has no backing_dev (CONFIG_ZRAM_WRITEBACK); drop writeback-device and add a lower-priority disk swap ([disk-swap]) as the second tier, or use `zmem serve`, which writes back (at boot zram-generator warns and sets the device up without it)",
             d.name
         )));
     }
