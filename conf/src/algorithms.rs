@@ -18,35 +18,90 @@ pub fn parse_algorithms(s: &str) -> Result<Algorithms, String> {
 
 /// Parse `compression-algorithm`, with warnings for what the kernel takes but does not do
 /// as written (a level it clamps, a parameter it ignores; such parameters are dropped).
+///
+/// The value is split as zram-generator 1.2.1 splits it (src/config.rs:
+/// `parse_compression_algorithm_params`): at whitespace, then each word at its first `(`
+/// into the algorithm and its parameters (one trailing `)` removed, commas read as spaces);
+/// a word without a name (`(type=huge)`) is the global recompression group, the last one
+/// wins. Empty: the kernel's default algorithm. What zram-generator would write and the
+/// kernel refuse (a word after a space inside parentheses read as an algorithm, a fourth
+/// recompression algorithm, a level that is no number) is dropped with a warning saying
+/// so.
 pub fn parse_algorithms_with_warnings(s: &str) -> Result<(Algorithms, Vec<String>), String> {
+    parse_optional_algorithms(s).and_then(|(a, w)| {
+        a.map(|a| (a, w))
+            .ok_or_else(|| "compression-algorithm names no algorithm".to_string())
+    })
+}
+
+/// [`parse_algorithms_with_warnings`], `None` for an empty value (the kernel's default).
+pub fn parse_optional_algorithms(s: &str) -> Result<(Option<Algorithms>, Vec<String>), String> {
     let mut warnings = Vec::new();
     let mut algos = Vec::new();
-    let mut global = Vec::new();
-    for t in tokens(s)? {
-        if t.starts_with('(') {
-            if !global.is_empty() {
-                return Err("more than one global `(…)` parameter group".into());
+    let mut global = String::new();
+    for word in s.split_whitespace() {
+        let (name, params) = match word.find('(') {
+            Some(i) => {
+                let p = &word[i + 1..];
+                let p = p.strip_suffix(')').unwrap_or(p);
+                (&word[..i], p.replace(',', " "))
             }
-            global = global_params(&t, &mut warnings)?;
+            None => (word, String::new()),
+        };
+        if name.is_empty() {
+            global = params;
             continue;
         }
-        let (name, params) = name_and_params(&t)?;
-        let params = check_algorithm(name, params, &mut warnings)?;
+        if !KNOWN_ALGORITHMS.contains(&name) {
+            // A typo is an error; the rest of a parameter list split at a space a warning.
+            if algos.is_empty() || !name.contains(['=', ')']) {
+                let boot = if algos.is_empty() {
+                    "the device keeps its default algorithm"
+                } else {
+                    "the device has no recompression algorithm at that priority"
+                };
+                return Err(format!(
+                    "unknown algorithm `{name}`; zram knows {} (at boot zram-generator writes it and the kernel refuses it: {boot})",
+                    KNOWN_ALGORITHMS.join(", ")
+                ));
+            }
+            warnings.push(format!(
+                "`{name}` is read as recompression algorithm {} (zram-generator splits compression-algorithm at every space, also inside parentheses): at boot zram-generator writes it to recomp_algorithm and the kernel refuses it; not written",
+                algos.len()
+            ));
+            continue;
+        }
+        let params = params_of(name, &params, &mut warnings)?;
         algos.push(Algo {
             name: name.to_string(),
             params,
         });
     }
     if algos.is_empty() {
-        return Err("compression-algorithm names no algorithm".into());
+        return Ok((None, warnings));
     }
     if algos.len() > 4 {
-        return Err(format!(
-            "zram takes at most 3 recompression algorithms, {} given",
-            algos.len() - 1
+        let extra: Vec<String> = algos.drain(4..).map(|a| a.name).collect();
+        warnings.push(format!(
+            "zram takes at most 3 recompression algorithms: at boot zram-generator writes `{}` at priority 4 and above and the kernel refuses them; not written",
+            extra.join(" ")
         ));
     }
     let primary = algos.remove(0);
+    for (i, a) in algos
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| !a.params.is_empty())
+    {
+        warnings.push(format!(
+            "{}: parameters `{}` are written to algorithm_params (priority={}); at boot zram-generator writes them to recompress instead, which sets no parameter, so after a reboot {} runs without them",
+            a.name,
+            key_values(&a.params),
+            i + 1,
+            a.name
+        ));
+    }
+    let mut global = global_params(&global, &mut warnings)?;
     if !global.is_empty() && algos.is_empty() {
         warnings.push(format!(
             "recompression parameters `{}` given but no recompression algorithm; ignored",
@@ -59,25 +114,46 @@ pub fn parse_algorithms_with_warnings(s: &str) -> Result<(Algorithms, Vec<String
         recompress: algos,
         recompress_params: global,
     };
-    Ok((a, warnings))
+    Ok((Some(a), warnings))
 }
 
-/// The global group `(type=huge,threshold=1024)`: the parameters `zmem policy` recompresses
-/// with. zram-generator keeps the group without reading it and writes nothing of it at
-/// setup, so words that are not `key=value` are dropped with a warning; known keys with bad
-/// values are errors.
-fn global_params(t: &str, warnings: &mut Vec<String>) -> Result<Params, String> {
-    let inner = t[1..]
-        .strip_suffix(')')
-        .ok_or_else(|| format!("text after `)` in `{t}`"))?;
-    let mut kept = Vec::new();
-    for p in inner
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|p| !p.is_empty())
+/// An algorithm's parameters as zram-generator passes them (words `key=value`): words that
+/// are not `key=value` are dropped with a warning (the kernel skips them); a level that is
+/// no number makes the kernel refuse the whole algorithm_params write, so all are dropped.
+fn params_of(name: &str, params: &str, warnings: &mut Vec<String>) -> Result<Params, String> {
+    let mut kv = Vec::new();
+    for p in params.split_whitespace() {
+        match p.split_once('=') {
+            Some((k, v)) if !k.is_empty() => kv.push((k.to_string(), v.to_string())),
+            _ => warnings.push(format!(
+                "{name}: parameter `{p}` is not key=value; the kernel ignores it; not written"
+            )),
+        }
+    }
+    if let Some((_, v)) = kv
+        .iter()
+        .find(|(k, v)| k == "level" && zmem_kernel::kstrtoint(v, 10).is_err())
     {
-        match parse_params(p) {
-            Ok(mut one) => kept.append(&mut one),
-            Err(_) => warnings.push(format!(
+        warnings.push(format!(
+            "{name}: level `{v}` is not a number: at boot zram-generator writes `{params}` and the kernel refuses the whole algorithm_params write; none of them written"
+        ));
+        return Ok(Vec::new());
+    }
+    check_algorithm(name, kv, warnings)
+}
+
+/// The global group `type=huge threshold=1024` (commas already spaces): the parameters
+/// `zmem policy` recompresses with. zram-generator keeps the group without reading it and
+/// writes nothing of it at setup, so words that are not `key=value` are dropped with a
+/// warning; known keys with bad values are errors.
+fn global_params(inner: &str, warnings: &mut Vec<String>) -> Result<Params, String> {
+    let mut kept = Vec::new();
+    for p in inner.split_whitespace() {
+        match p.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.is_empty() => {
+                kept.push((k.to_string(), v.to_string()))
+            }
+            _ => warnings.push(format!(
                 "recompression parameter `{p}` is not key=value; ignored"
             )),
         }
@@ -92,57 +168,6 @@ fn key_values(params: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// Split on whitespace outside parentheses (one level of them).
-fn tokens(s: &str) -> Result<Vec<String>, String> {
-    let mut tokens = Vec::new();
-    let mut cur = String::new();
-    let mut depth = 0;
-    for c in s.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                if depth > 1 {
-                    return Err("nested parentheses in compression-algorithm".into());
-                }
-                cur.push(c);
-            }
-            ')' => {
-                if depth == 0 {
-                    return Err("`)` without `(` in compression-algorithm".into());
-                }
-                depth -= 1;
-                cur.push(c);
-            }
-            c if c.is_whitespace() && depth == 0 => {
-                if !cur.is_empty() {
-                    tokens.push(std::mem::take(&mut cur));
-                }
-            }
-            c => cur.push(c),
-        }
-    }
-    if depth != 0 {
-        return Err("unclosed `(` in compression-algorithm".into());
-    }
-    if !cur.is_empty() {
-        tokens.push(cur);
-    }
-    Ok(tokens)
-}
-
-/// `zstd(level=3)` → (`zstd`, [(level, 3)]); `(type=huge)` → (``, [(type, huge)]).
-fn name_and_params(t: &str) -> Result<(&str, Params), String> {
-    match t.find('(') {
-        Some(i) => {
-            let inner = t[i + 1..]
-                .strip_suffix(')')
-                .ok_or_else(|| format!("text after `)` in `{t}`"))?;
-            Ok((&t[..i], parse_params(inner)?))
-        }
-        None => Ok((t, Vec::new())),
-    }
 }
 
 /// The global group: what recompress takes besides the algorithm (type, threshold,
@@ -236,7 +261,7 @@ fn check_level(name: &str, level: i32, warnings: &mut Vec<String>) -> Result<(),
     let range = format!("{name} levels go from {lo} to {hi} (`zmem codecs`)");
     match what {
         OutOfRange::Refused => Err(format!(
-            "{name} level {level} is refused by the kernel when the device is set up; {range}"
+            "{name} level {level} is refused by the kernel when the device is set up; {range} (at boot zram-generator writes it and the device fails to set up)"
         )),
         OutOfRange::Clamped => {
             warnings.push(format!(
@@ -251,23 +276,6 @@ fn check_level(name: &str, level: i32, warnings: &mut Vec<String>) -> Result<(),
             Ok(())
         }
     }
-}
-
-fn parse_params(s: &str) -> Result<Params, String> {
-    let mut v = Vec::new();
-    for p in s
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|p| !p.is_empty())
-    {
-        let (k, val) = p
-            .split_once('=')
-            .ok_or_else(|| format!("parameter `{p}` is not key=value"))?;
-        if k.is_empty() || val.is_empty() {
-            return Err(format!("parameter `{p}` is not key=value"));
-        }
-        v.push((k.to_string(), val.to_string()));
-    }
-    Ok(v)
 }
 
 impl Algo {

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::algorithms::parse_algorithms_with_warnings;
+use super::algorithms::parse_optional_algorithms;
+use super::ini::{Item, SyntaxError};
 use super::{
     Config, ConfigError, DeviceConfig, DiskSwap, Entry, SizeExpr, KNOWN_ALGORITHMS, ZSWAP_PARAMS,
 };
@@ -96,37 +97,57 @@ impl Reader {
         Ok(())
     }
 
-    /// One trimmed line: blank, comment, section header or `key = value`.
-    pub(super) fn line(&mut self, line: usize, l: &str) -> Result<(), ConfigError> {
-        if l.is_empty() || l.starts_with('#') || l.starts_with(';') {
+    /// A syntax error of the file being read.
+    pub(super) fn syntax_error(&self, e: SyntaxError) -> ConfigError {
+        self.err(e.line, e.reason)
+    }
+
+    /// One item of the file: a section header or a `key = value`.
+    pub(super) fn item(&mut self, item: Item) -> Result<(), ConfigError> {
+        let (key, value, line, lines) = match item {
+            Item::Section { name, line } => {
+                self.section = self.header(line, &name)?;
+                return Ok(());
+            }
+            Item::Key {
+                key,
+                value,
+                line,
+                lines,
+            } => (key, value, line, lines),
+        };
+        if lines > 1 {
+            self.glued(&key, line, lines);
             return Ok(());
         }
-        if let Some(rest) = l.strip_prefix('[') {
-            let name = rest
-                .strip_suffix(']')
-                .ok_or_else(|| self.err(line, format!("section header `{l}` has no closing `]`")))?
-                .trim();
-            self.section = self.header(line, name)?;
-            return Ok(());
-        }
-        let (k, v) = l
-            .split_once('=')
-            .ok_or_else(|| self.err(line, format!("expected `key = value`, found `{l}`")))?;
-        let key = k.trim().to_string();
         if key.starts_with("set!") {
-            return Err(self.err(line, format!("`{key}` runs a program at boot; zmem does not run programs from configuration (compute the value and write it into the size expression)")));
+            return Err(self.err(line, format!("`{key}` runs a program at boot; zmem does not run programs from configuration (compute the value and write it into the size expression); at boot zram-generator runs it")));
         }
-        self.entry(Entry {
-            key,
-            value: v.trim().to_string(),
+        self.entry(Entry { key, value, line })
+    }
+
+    /// A line without `=` glued with the lines after it into one key (zram-generator's
+    /// reading): everything in it is dropped, by zram-generator at boot and here. Always a
+    /// warning, also when strict: it is how zram-generator reads the file.
+    fn glued(&mut self, key: &str, line: usize, lines: usize) {
+        let first = key.lines().next().unwrap_or("");
+        let dropped: Vec<&str> = key.lines().skip(1).map(str::trim).collect();
+        let e = self.err(
             line,
-        })
+            format!(
+                "`{first}` has no `=`, so zram-generator reads it and the {} line(s) after it, up to the next `=`, as one unknown key; DROPPED (at boot too): `{}`",
+                lines - 1,
+                dropped.join("` `")
+            ),
+        );
+        self.cfg.warnings.push(e);
     }
 
     /// The section a `[name]` header opens.
     fn header(&mut self, line: usize, name: &str) -> Result<Section, ConfigError> {
         if let Some(n) = name.strip_prefix("zram") {
-            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+            // zram-generator's test (src/config.rs:343): the rest parses as a u64.
+            if n.parse::<u64>().is_ok() {
                 return self.device_section(line, name, n);
             }
         }
@@ -161,7 +182,7 @@ impl Reader {
                     self.err(
                         line,
                         format!(
-                        "section [{name}] names no zram device the kernel creates (write [zram{}])",
+                        "section [{name}] names no zram device the kernel creates (write [zram{}]; at boot zram-generator makes units for a /dev/{name}, which never appears)",
                         n.parse::<u64>().map(|x| x.to_string()).unwrap_or_else(|_| n.into())
                     ),
                     )
@@ -346,9 +367,9 @@ fn device_key(
         "zram-fraction" => obsolete.fraction = Some((zram_fraction(v)?, line)),
         "max-zram-size" => obsolete.max_size = Some((max_zram_size(v)?, line)),
         "compression-algorithm" => {
-            let (a, w) = parse_algorithms_with_warnings(v)?;
+            let (a, w) = parse_optional_algorithms(v)?;
             warnings.extend(w);
-            dev.algorithms = Some(a);
+            dev.algorithms = a;
         }
         "writeback-device" => dev.writeback_device = Some(normal_path("writeback-device", v)?),
         "swap-priority" => dev.swap_priority = swap_priority(v)?,
@@ -428,20 +449,22 @@ fn fs_type(v: &str) -> Result<String, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
     {
-        return Err(format!("bad fs-type `{v}`"));
+        return Err(format!("bad fs-type `{v}`: letters, digits, `_` and `.` only, as it names the command mkfs.TYPE (at boot zram-generator passes it to systemd-makefs as it is)"));
     }
     Ok(v.to_string())
 }
 
 /// zram-generator's obsolete keys: zram-size = min(whole MiB of ram * zram-fraction,
-/// max-zram-size), defaults 0.5 and 4096 (src/config.rs, `set_disksize_if_enabled`:
+/// max-zram-size), defaults 0.5 and no maximum (src/config.rs, `set_disksize_if_enabled`:
 /// `(fraction * memtotal_mb) as u64`, then `.min(max)`).
 fn obsolete_size(dev: &mut DeviceConfig, o: &ObsoleteSize) -> Result<(), (usize, String)> {
     if o.fraction.is_none() && o.max_size.is_none() {
         return Ok(());
     }
     let f = o.fraction.map(|x| x.0).unwrap_or(0.5);
-    let m = o.max_size.map(|x| x.0).unwrap_or(Some(4096));
+    // No maximum unless max-zram-size gives one: zram-generator's code has no 4096 MiB default
+    // here (src/config.rs:131, `unwrap_or(None).unwrap_or(u64::MAX)`), whatever its man page says.
+    let m = o.max_size.and_then(|x| x.0);
     let line = o
         .fraction
         .or(o.max_size.map(|x| (0.0, x.1)))
@@ -463,7 +486,7 @@ fn check_fs_type(dev: &mut DeviceConfig) -> Result<(), String> {
     if dev.mount_point.is_some() && dev.fs_type == "swap" {
         let explicit = dev.raw.iter().any(|(k, _)| k == "fs-type");
         if explicit {
-            return Err(format!("[{}] has mount-point but fs-type = swap", dev.name));
+            return Err(format!("[{}] has mount-point but fs-type = swap: swap cannot be mounted (at boot zram-generator runs mkswap and its mount unit fails)", dev.name));
         }
         dev.fs_type = "ext2".into();
     }

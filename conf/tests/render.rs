@@ -163,7 +163,11 @@ fn device(id: u32) -> impl Strategy<Value = DeviceConfig> {
                 d.writeback_device = wb.map(String::from);
                 d.swap_priority = prio;
                 d.fs_type = fs.into();
-                d.mount_point = mount.filter(|_| fs != "swap").map(String::from);
+                // One mount point per device (two devices on one are refused, as zram-generator
+                // fails on them): each device mounts under its own directory.
+                d.mount_point = mount
+                    .filter(|_| fs != "swap")
+                    .map(|m| format!("{m}/zram{id}"));
                 d.options = options.map(String::from);
                 d
             },
@@ -227,7 +231,13 @@ proptest! {
         let text = m.render();
         let back = parse(&text, Path::new("t.conf"))
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
-        prop_assert!(back.warnings.is_empty(), "{:?}\n{}", back.warnings, text);
+        // Only the announced differences from zram-generator (recompression parameters).
+        let unexpected: Vec<_> = back
+            .warnings
+            .iter()
+            .filter(|w| !w.reason.contains("at boot zram-generator"))
+            .collect();
+        prop_assert!(unexpected.is_empty(), "{:?}\n{}", back.warnings, text);
         prop_assert_eq!(values(back), m, "{}", text);
     }
 }

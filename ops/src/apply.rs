@@ -147,7 +147,7 @@ fn missing_algo(dev: &str, algo: &str, offered: &[String], role: &str) -> ApplyE
         None => String::new(),
     };
     ApplyError::MissingFeature(format!(
-        "{dev}: this kernel's zram has no {algo} backend ({}) for the {role} algorithm; it offers {}. {alt}run {algo} in user space with `zmem serve --algo {algo}`",
+        "{dev}: this kernel's zram has no {algo} backend ({}) for the {role} algorithm; it offers {}. {alt}run {algo} in user space with `zmem serve --algo {algo}` (at boot zram-generator writes it, the kernel refuses it and the device keeps its default)",
         backend_config(algo),
         offered.join(", ")
     ))
@@ -285,13 +285,20 @@ struct Planner<'a> {
     ids: Vec<u32>,
     /// What any existing device tells about the kernel (for devices still to be created).
     probe: Option<ZramDevice>,
+    /// (device, mount point) of the devices mounted so far.
+    mounts: Vec<(String, String)>,
 }
 
 impl<'a> Planner<'a> {
     fn new(sys: &'a Sys, cfg: &'a Config, opts: Options) -> Result<Planner<'a>, ApplyError> {
         let mem_total = sys
             .meminfo_get("MemTotal")
-            .map_err(read_err)?
+            .map_err(|e| {
+                ApplyError::Read(format!(
+                    "{}: {e} (the size expressions' `ram` is its MemTotal)",
+                    sys.path("/proc/meminfo").display()
+                ))
+            })?
             .ok_or_else(|| ApplyError::Read("no MemTotal in /proc/meminfo".into()))?;
         let existing = zram::list_devices(sys).map_err(read_err)?;
         let ids = existing
@@ -312,6 +319,7 @@ impl<'a> Planner<'a> {
             ram_mib: (mem_total / 1048576) as f64,
             ids,
             probe,
+            mounts: Vec::new(),
         })
     }
 
@@ -351,6 +359,21 @@ impl<'a> Planner<'a> {
         let Some((size, resident)) = self.device_sizes(d)? else {
             return Ok(());
         };
+        if d.is_plain() {
+            return self.plain_device(d);
+        }
+        self.one_device_per_mount_point(d)?;
+        if d.fs_type == "none" {
+            let boot = if d.mount_point.is_some() {
+                "at boot zram-generator generates a mount unit for it and its setup fails (there is no filesystem `none`)"
+            } else {
+                "at boot zram-generator generates no unit for a device without swap or mount point, so after a reboot it is created and left unconfigured"
+            };
+            self.plan.notes.push(format!(
+                "warning: {}: fs-type = none (zmem's extension): configured here and neither swapped on nor mounted, but {boot}",
+                d.name
+            ));
+        }
         let cur = if self.ids.contains(&d.id) {
             Some(zram::read_device(self.sys, &d.name).map_err(read_err)?)
         } else {
@@ -392,6 +415,44 @@ impl<'a> Planner<'a> {
                 self.device_use(d, false, c.swap.clone(), c.mount.clone());
             }
             (None, None) => unreachable!("only existing devices are left as they are"),
+        }
+        Ok(())
+    }
+
+    /// Two devices set up on one mount point are refused: zram-generator writes the first's
+    /// mount unit, then fails on the second's "File exists" (src/generator.rs:22-27, 335-339)
+    /// and the generator stops. Devices skipped on this machine do not count, as there.
+    fn one_device_per_mount_point(&mut self, d: &DeviceConfig) -> Result<(), ApplyError> {
+        let Some(mp) = &d.mount_point else {
+            return Ok(());
+        };
+        if let Some((other, _)) = self.mounts.iter().find(|(_, m)| m == mp) {
+            return Err(ApplyError::Refused(
+                self.cfg
+                    .err(
+                        d.line,
+                        format!(
+                            "[{other}] and [{}] both have mount-point {mp}: one mount point takes one device (at boot zram-generator fails with \"File exists\" and stops)",
+                            d.name
+                        ),
+                    )
+                    .to_string(),
+            ));
+        }
+        self.mounts.push((d.name.clone(), mp.clone()));
+        Ok(())
+    }
+
+    /// A plain device (`fs-type` without `mount-point`): zram-generator generates no unit for
+    /// it (src/generator.rs: `handle_zram_mount_point` returns early), so at boot it is created
+    /// by hot_add and never configured nor formatted; zmem does the same, and says so.
+    fn plain_device(&mut self, d: &DeviceConfig) -> Result<(), ApplyError> {
+        self.plan.notes.push(format!(
+            "warning: {}: fs-type = {} without mount-point: zram-generator generates no unit for it, so it is created and left unconfigured (not formatted), at boot too; add mount-point to use it",
+            d.name, d.fs_type
+        ));
+        if !self.ids.contains(&d.id) {
+            self.hot_add(d)?;
         }
         Ok(())
     }
@@ -749,7 +810,7 @@ fn check_features(d: &DeviceConfig, k: &ZramDevice) -> Result<(), ApplyError> {
         }
         if !a.recompress.is_empty() && !k.has_multi_comp() {
             return Err(ApplyError::MissingFeature(format!(
-                "{}: compression-algorithm lists recompression algorithms ({}) but this kernel's zram has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP); keep only the primary `{}`, or use `zmem serve`, which recompresses",
+                "{}: compression-algorithm lists recompression algorithms ({}) but this kernel's zram has no recomp_algorithm (CONFIG_ZRAM_MULTI_COMP); keep only the primary `{}`, or use `zmem serve`, which recompresses (at boot zram-generator warns and sets the device up without them)",
                 d.name,
                 a.recompress.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(" "),
                 a.primary.to_config()
@@ -763,7 +824,7 @@ fn check_features(d: &DeviceConfig, k: &ZramDevice) -> Result<(), ApplyError> {
     }
     if d.writeback_device.is_some() && !k.has_writeback() {
         return Err(ApplyError::MissingFeature(format!(
-            "{}: writeback-device is set but this kernel's zram has no backing_dev (CONFIG_ZRAM_WRITEBACK); drop writeback-device and add a lower-priority disk swap ([disk-swap]) as the second tier, or use `zmem serve`, which writes back",
+            "{}: writeback-device is set but this kernel's zram has no backing_dev (CONFIG_ZRAM_WRITEBACK); drop writeback-device and add a lower-priority disk swap ([disk-swap]) as the second tier, or use `zmem serve`, which writes back (at boot zram-generator warns and sets the device up without it)",
             d.name
         )));
     }
@@ -809,7 +870,7 @@ fn check_mount_point(dev: &str, mp: &str, force: bool) -> Result<(), ApplyError>
         return Err(ApplyError::Refused(format!(
             "[{dev}] mount-point = {mp} is a system directory: mounting a fresh zram filesystem \
              there hides the system's files; choose a directory of its own (e.g. /tmp, /var/tmp) \
-             or re-run with --force"
+             or re-run with --force (at boot zram-generator mounts it there without asking)"
         )));
     }
     Ok(())
