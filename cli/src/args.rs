@@ -14,6 +14,12 @@ pub fn size_of(flag: &str, s: &str) -> anyhow::Result<u64> {
     zmem_units::parse_size(s).with_context(|| format!("bad size for {flag}"))
 }
 
+/// For clap's `value_parser`: `--kernel VERSION` (`6.18`, or a release such
+/// as `6.1.0-56-amd64`), a version zmem models.
+pub fn kernel(s: &str) -> Result<zmem_kernel::KernelModel, String> {
+    zmem_kernel::KernelModel::parse(s).map_err(|e| e.to_string())
+}
+
 /// For clap's `value_parser`: a duration flag (`30s`, `5min`, …).
 pub fn duration(s: &str) -> Result<std::time::Duration, String> {
     zmem_units::parse_duration(s).map_err(|e| e.to_string())

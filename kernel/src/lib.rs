@@ -9,13 +9,16 @@
 //! * [`proc`]: `/proc/swaps`, `/proc/meminfo`, `/proc/mounts`;
 //! * [`zswap`]: zswap's debugfs statistics by name;
 //! * [`ZRAM_ATTRS`]: every zram attribute, declared once (mode, kernel versions,
-//!   whether the engine has it), and [`KernelVersion`]/[`KernelSpan`].
+//!   whether the engine has it), and [`KernelVersion`]/[`KernelSpan`];
+//! * [`KernelModel`]: one kernel version's zram as the engine serves it
+//!   (attributes, zsmalloc's chain, writeback, recompression, parameters).
 //!
 //! This crate depends on no other zmem crate.
 
 mod attrs;
 mod errno;
 mod error;
+mod model;
 mod parse;
 pub mod proc;
 mod stat;
@@ -27,6 +30,7 @@ pub mod zswap;
 pub use attrs::{zram_attr, Kernels, Mode, ZramAttr, BLOCK_ATTRS, ZRAM_ATTRS};
 pub use errno::Errno;
 pub use error::AttrError;
+pub use model::{ChainRule, KernelModel, ModelError};
 pub use parse::{
     kstrtobool, kstrtoint, kstrtoll, kstrtou16, kstrtoul, kstrtoull, memparse, next_args,
     sysfs_streq,

@@ -180,6 +180,7 @@ mod tests {
             corpus: "c".into(),
             page_cluster: Some(pc),
             threads: 1,
+            kernel: None,
             reason: None,
             orig_data_size: Some(1000),
             compr_data_size: Some(400),

@@ -37,6 +37,9 @@ pub struct EngineSpec {
     pub fast_when: String,
     /// The maintenance policy (`--maint[=POLICY]`), if any.
     pub maint: Option<String>,
+    /// The kernel version whose zram the device behaves as (`--kernel`;
+    /// `None`: the newest zmem models). zram only.
+    pub kernel: Option<zmem_kernel::KernelModel>,
 }
 
 /// The served device: zswap's block view, or a zram device (with its
@@ -67,6 +70,7 @@ fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
 fn build_zram(s: &EngineSpec, name: &str) -> anyhow::Result<Zram> {
     let dev = Zram::builder()
         .name(name.to_string())
+        .kernel(s.kernel.unwrap_or_default())
         .build()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     attr(&dev, "allocator", &s.allocator, "--allocator")?;

@@ -158,8 +158,12 @@ pub fn run(s: Spec) -> anyhow::Result<()> {
         .as_ref()
         .map(|c| format!(", control socket {}", c.path().display()))
         .unwrap_or_default();
+    let kernel = zram
+        .as_ref()
+        .map(|z| format!(", as kernel {}'s zram", z.kernel()))
+        .unwrap_or_default();
     eprintln!(
-        "zmem serve: export {:?}: {} bytes, {}{fast} on {}, {} threads per connection{ctl_note}",
+        "zmem serve: export {:?}: {} bytes, {}{fast} on {}{kernel}, {} threads per connection{ctl_note}",
         s.export,
         dev.size(),
         e.algo,

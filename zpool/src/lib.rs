@@ -23,6 +23,7 @@ mod zsmalloc;
 pub use prefetch::ObjHint;
 pub use z3fold::Z3foldPool;
 pub use zbud::ZbudPool;
+pub use zsmalloc::class::ChainRule;
 pub use zsmalloc::{class, wait_background, ZsPool};
 
 /// Page size of the pools.
@@ -126,19 +127,25 @@ pub struct PoolOptions {
     /// zsmalloc's `CONFIG_ZSMALLOC_CHAIN_SIZE` (4..=16, default 8); ignored by
     /// zbud and z3fold.
     pub chain_size: usize,
+    /// How zsmalloc chooses a class's pages per zspage (6.3+ by default).
+    pub chain_rule: ChainRule,
 }
 
 impl Default for PoolOptions {
     fn default() -> Self {
         PoolOptions {
             chain_size: zsmalloc::class::DEFAULT_CHAIN_SIZE,
+            chain_rule: ChainRule::LeastWaste,
         }
     }
 }
 
 impl From<usize> for PoolOptions {
     fn from(chain_size: usize) -> Self {
-        PoolOptions { chain_size }
+        PoolOptions {
+            chain_size,
+            ..PoolOptions::default()
+        }
     }
 }
 
@@ -146,7 +153,10 @@ impl From<usize> for PoolOptions {
 pub fn create(name: &str, opts: impl Into<PoolOptions>) -> Result<Box<dyn Zpool>, ZpoolError> {
     let opts = opts.into();
     match name {
-        "zsmalloc" => Ok(Box::new(ZsPool::new(opts.chain_size)?)),
+        "zsmalloc" => Ok(Box::new(ZsPool::with_rule(
+            opts.chain_size,
+            opts.chain_rule,
+        )?)),
         "zbud" => Ok(Box::new(ZbudPool::new())),
         "z3fold" => Ok(Box::new(Z3foldPool::new())),
         other => Err(ZpoolError::UnknownAllocator(other.to_string())),

@@ -317,3 +317,39 @@ fn objects_spanning_pages() {
         assert_eq!(w[1] - w[0], 1216);
     }
 }
+
+/// 6.1 and 6.2 (before "zsmalloc: make zspage chain size configurable"):
+/// chains of at most 4 pages, chosen by whole-percent usage. With 4 pages the
+/// two rules differ only for the 208-byte class (2 pages at 99 % against 3
+/// pages with 16 bytes of waste); the huge class starts at 3257 bytes, not
+/// 3625 as with 6.3+'s chain of 8.
+#[test]
+fn pre_6_3_rule_with_a_chain_of_4() {
+    use zmem_zpool::class::{pages_per_zspage, pages_per_zspage_used_pct};
+    use zmem_zpool::ChainRule;
+    assert_eq!(pages_per_zspage_used_pct(208, 4), 2);
+    assert_eq!(pages_per_zspage(208, 4), 3);
+    for size in (32..=4096).step_by(16).filter(|&s| s != 208) {
+        assert_eq!(
+            pages_per_zspage_used_pct(size, 4),
+            pages_per_zspage(size, 4),
+            "{size}"
+        );
+    }
+    let t = ClassTable::with_rule(4, ChainRule::MostUsedPercent);
+    assert_eq!((t.classes.len(), t.huge_class_size), (69, 3257));
+    let c208 = t.classes[t.class_for_alloc(200)];
+    assert_eq!(
+        (c208.size, c208.pages_per_zspage, c208.objs_per_zspage),
+        (208, 2, 39)
+    );
+    let pool = zmem_zpool::create(
+        "zsmalloc",
+        zmem_zpool::PoolOptions {
+            chain_size: 4,
+            chain_rule: ChainRule::MostUsedPercent,
+        },
+    )
+    .unwrap();
+    assert_eq!(pool.huge_class_size(), 3257);
+}

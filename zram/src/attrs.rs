@@ -12,7 +12,7 @@ use crate::device::Zram;
 use crate::streams::{MAX_COMPS, PRIMARY};
 use zmem_kernel::render_debug_stat;
 use zmem_kernel::{kstrtoint, kstrtou16, kstrtoul, kstrtoull, memparse, next_args, sysfs_streq};
-use zmem_kernel::{AttrError, Errno, ZramAttr, ZRAM_ATTRS};
+use zmem_kernel::{AttrError, Errno, KernelModel, Kernels, ZramAttr, ZRAM_ATTRS};
 
 /// The engine's attributes that can be read (sysfs ones; `block_state` is
 /// readable too but, being the kernel's debugfs file, not listed), in
@@ -41,12 +41,56 @@ fn no_attr(name: &str) -> AttrError {
     }
 }
 
+/// An attribute the engine has but the device's kernel version does not:
+/// absent, as in that kernel's sysfs.
+fn not_in_version(a: &ZramAttr, kernel: KernelModel) -> AttrError {
+    let when = match a.kernels {
+        Kernels::Released(span) => format!(" (zram has it in {span})"),
+        _ => String::new(),
+    };
+    AttrError::new(
+        Errno::ENOENT,
+        format!(
+            "no attribute '{}': this device behaves as kernel {kernel}'s zram{when}",
+            a.name
+        ),
+    )
+}
+
 /// The largest dictionary the kernel reads (INT_MAX bytes).
 const MAX_DICT: u64 = i32::MAX as u64;
 
 impl Zram {
+    /// Refuse an attribute the engine has but the device's kernel lacks.
+    fn check_version(&self, name: &str) -> Result<(), AttrError> {
+        match zmem_kernel::zram_attr(name) {
+            Some(a) if a.engine && !self.kernel.has_attr(a) => Err(not_in_version(a, self.kernel)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The readable attributes of this device's kernel version, in
+    /// [`ZRAM_ATTRS`] order.
+    pub fn readable_attrs(&self) -> Vec<&'static str> {
+        self.of_version(&READABLE)
+    }
+
+    /// The writable attributes of this device's kernel version.
+    pub fn writable_attrs(&self) -> Vec<&'static str> {
+        self.of_version(&WRITABLE)
+    }
+
+    fn of_version(&self, names: &[&'static str]) -> Vec<&'static str> {
+        names
+            .iter()
+            .copied()
+            .filter(|n| self.kernel.has(n))
+            .collect()
+    }
+
     /// Read an attribute; the text is what the kernel prints.
     pub fn show(&self, name: &str) -> Result<String, AttrError> {
+        self.check_version(name)?;
         match name {
             "disksize" => Ok(format!("{}\n", self.disksize())),
             "initstate" => Ok(format!("{}\n", self.is_initialized() as u32)),
@@ -81,6 +125,7 @@ impl Zram {
 
     /// Write an attribute, with the kernel's syntax and errors.
     pub fn store(&self, name: &str, value: &str) -> Result<(), AttrError> {
+        self.check_version(name)?;
         match name {
             "disksize" => self.disksize_store(value),
             "reset" => self.reset_store(value),
@@ -150,9 +195,11 @@ impl Zram {
         Ok(())
     }
 
-    /// `algorithm_params`: `priority= algo= level= dict= deflate.winbits=`;
-    /// unknown keys are ignored, a token without a value is EINVAL.
+    /// `algorithm_params`: `priority= algo= level= dict= deflate.winbits=`
+    /// (the keys of the device's kernel version; `deflate.winbits` from
+    /// 6.16); unknown keys are ignored, a token without a value is EINVAL.
     fn algorithm_params_store(&self, buf: &str) -> Result<(), AttrError> {
+        let keys = self.kernel.algorithm_params_keys();
         let mut prio: i32 = PRIMARY as i32;
         let mut level = None;
         let mut winbits = None;
@@ -168,6 +215,9 @@ impl Zram {
                     ))
                 }
             };
+            if !keys.contains(&key.as_str()) {
+                continue;
+            }
             match key.as_str() {
                 "priority" => prio = kstrtoint(&val, 10)?,
                 "level" => level = Some(kstrtoint(&val, 10)?),

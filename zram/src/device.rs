@@ -22,7 +22,7 @@ use crate::streams::{self, Backends, Comp, DEFAULT_ALGORITHM, MAX_COMPS, PRIMARY
 use crate::table::SlotTable;
 use crate::writeback::{Backing, BackingFault, WbLimit};
 use zmem_kernel::{AttrError, Errno};
-use zmem_kernel::{IoStat, MmStat};
+use zmem_kernel::{IoStat, KernelModel, MmStat};
 
 /// Configuration that takes effect at the next `disksize` (and is cleared by `reset`).
 #[derive(Debug, Clone)]
@@ -142,8 +142,11 @@ impl InitLock {
 /// A zram device.
 pub struct Zram {
     name: String,
+    /// The kernel version whose zram this device behaves as.
+    pub(crate) kernel: KernelModel,
     backends: Backends,
-    pool_factory: PoolFactory,
+    /// A custom allocator factory; `None`: zmem-zpool's, with the kernel's zsmalloc.
+    pool_factory: Option<PoolFactory>,
     track_actime: bool,
     pub(crate) config: Mutex<Config>,
     pub(crate) limit_pages: AtomicU64,
@@ -207,6 +210,11 @@ impl Zram {
         &self.name
     }
 
+    /// The kernel version whose zram this device behaves as.
+    pub fn kernel(&self) -> KernelModel {
+        self.kernel
+    }
+
     /// The algorithms this device offers.
     pub fn backends(&self) -> &Backends {
         &self.backends
@@ -268,15 +276,23 @@ impl Zram {
                 format!("cannot allocate a slot table of {nr_pages} entries"),
             )
         })?;
-        let pool =
-            (self.pool_factory)(&cfg.allocator).map_err(|e| AttrError::new(Errno::ENOMEM, e))?;
+        let pool = match &self.pool_factory {
+            Some(f) => f(&cfg.allocator),
+            None => pool::create_for(&cfg.allocator, &self.kernel),
+        }
+        .map_err(|e| AttrError::new(Errno::ENOMEM, e))?;
         let huge_class_size = pool.huge_class_size();
         crate::recompress::note_huge_class_size(huge_class_size);
         let comp = |name: &str, params: &Params| {
             let backend = self.backends.find(name).ok_or_else(|| {
                 AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'"))
             })?;
-            streams::create(backend, params)
+            // The stream writes as this kernel's zram does.
+            let params = Params {
+                kernel: Some(self.kernel.version()),
+                ..params.clone()
+            };
+            streams::create(backend, &params)
         };
         let mut comps: [Option<Comp>; MAX_COMPS] = Default::default();
         let mut num_active_comps = 0;
@@ -448,6 +464,7 @@ impl Zram {
 /// Builds a device for embedding; `build` initialises it when a disksize was given.
 pub struct ZramBuilder {
     name: String,
+    kernel: KernelModel,
     disksize: Option<u64>,
     algorithms: Vec<(usize, String, Params)>,
     allocator: String,
@@ -472,6 +489,7 @@ impl ZramBuilder {
     pub fn new() -> Self {
         ZramBuilder {
             name: "zram".into(),
+            kernel: KernelModel::newest(),
             disksize: None,
             algorithms: Vec::new(),
             allocator: DEFAULT_ALLOCATOR.into(),
@@ -489,6 +507,12 @@ impl ZramBuilder {
     /// Device name, e.g. `zram0`.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
+        self
+    }
+    /// Behave as the zram of this kernel version (default: the newest zmem
+    /// models): its attributes, zsmalloc, writeback pass and parameters.
+    pub fn kernel(mut self, kernel: KernelModel) -> Self {
+        self.kernel = kernel;
         self
     }
     /// Size in bytes (rounded up to a page). Without it the device stays uninitialised.
@@ -562,11 +586,9 @@ impl ZramBuilder {
     fn build_uninit(&mut self) -> Zram {
         Zram {
             name: std::mem::take(&mut self.name),
+            kernel: self.kernel,
             backends: Backends::with_extra(std::mem::take(&mut self.extra)),
-            pool_factory: self
-                .pool_factory
-                .take()
-                .unwrap_or_else(pool::default_factory),
+            pool_factory: self.pool_factory.take(),
             track_actime: self.track_actime,
             config: Mutex::new(Config {
                 allocator: self.allocator.clone(),
@@ -605,6 +627,15 @@ impl ZramBuilder {
             if let Some(name) = self.fast_alg.take() {
                 cfg.fast_alg = Some(dev.check_algorithm_name(&name)?);
             }
+        }
+        if self.wb_compressed && !dev.kernel.compressed_writeback() {
+            return Err(AttrError::new(
+                Errno::EINVAL,
+                format!(
+                    "compressed_writeback needs kernel 7.0 or later; this device behaves as {}",
+                    dev.kernel
+                ),
+            ));
         }
         if let Some(path) = self.backing_dev.take() {
             dev.backing_dev_store(&path)?;

@@ -223,9 +223,9 @@ impl BlockDevice for Zram {
     }
 
     fn attr_names(&self) -> Vec<&'static str> {
-        crate::attrs::READABLE.to_vec()
+        self.readable_attrs()
     }
     fn attr_writable(&self) -> Vec<&'static str> {
-        crate::attrs::WRITABLE.to_vec()
+        self.writable_attrs()
     }
 }

@@ -170,6 +170,45 @@ fn parse_mode(val: &str) -> Result<u32, AttrError> {
     }
 }
 
+/// `writeback_store` before 6.16: the whole buffer is one mode word
+/// (`incompressible` from 6.2) or `page_index=N`; anything else, and an index
+/// beyond the device, is EINVAL.
+fn parse_before_6_16(
+    buf: &str,
+    nr_pages: u64,
+    incompressible: bool,
+) -> Result<WritebackParams, AttrError> {
+    let p = WritebackParams::new();
+    let word = |w: &str| zmem_kernel::sysfs_streq(buf, w);
+    if word("idle") {
+        return Ok(p.idle());
+    }
+    if word("huge") {
+        return Ok(p.huge());
+    }
+    if word("huge_idle") {
+        return Ok(p.huge_idle());
+    }
+    if incompressible && word("incompressible") {
+        return Ok(p.incompressible());
+    }
+    let index = buf
+        .strip_prefix("page_index=")
+        .and_then(|v| kstrtoull(v, 10).ok())
+        .filter(|&i| i < nr_pages);
+    match index {
+        Some(i) => Ok(p.page_index(i)),
+        None => Err(AttrError::new(
+            Errno::EINVAL,
+            format!(
+                "writeback takes idle, huge, huge_idle{}, or page_index=N below {nr_pages}, not {:?}",
+                if incompressible { ", incompressible" } else { "" },
+                buf.trim_end()
+            ),
+        )),
+    }
+}
+
 fn out_of_range(what: &str, nr_pages: u64) -> AttrError {
     AttrError::new(
         Errno::ERANGE,
@@ -633,10 +672,17 @@ impl Zram {
         *self.wb_limit.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// `writeback` write.
+    /// `writeback` write, in the syntax of the device's kernel version.
     pub(crate) fn writeback_store(&self, buf: &str) -> Result<(), AttrError> {
-        self.writeback_with(|nr_pages| WritebackParams::parse(buf, nr_pages))
-            .map(|_| ())
+        let k = self.kernel;
+        self.writeback_with(|nr_pages| {
+            if k.keyed_writeback() {
+                WritebackParams::parse(buf, nr_pages)
+            } else {
+                parse_before_6_16(buf, nr_pages, k.incompressible_writeback())
+            }
+        })
+        .map(|_| ())
     }
 
     /// Run one writeback pass: the scans of `p`, then the writes. Checks in
@@ -676,7 +722,12 @@ impl Zram {
         for s in &p.scans {
             m.scan_for_writeback(s, &mut ctl);
         }
-        let batch = self.wb_batch_size.load(Relaxed) as usize;
+        // Before 6.19 a pass writes one page at a time.
+        let batch = if self.kernel.batched_writeback() {
+            self.wb_batch_size.load(Relaxed) as usize
+        } else {
+            1
+        };
         match m.writeback_slots(&mut ctl, &self.wb_limit, batch) {
             (rep, None) => Ok(rep),
             (_, Some(e)) => Err(e),

@@ -1080,3 +1080,101 @@ fn fast_path_slots_written_back_read_back_in_both_modes() {
         assert!(!s.wb && !s.fast);
     }
 }
+
+/// An lz4 device of PAGES pages behaving as kernel `version`, with a backing
+/// file of PAGES pages.
+fn dev_of(version: &str) -> (Zram, TmpFile) {
+    let f = TmpFile::new(PAGES);
+    let d = Zram::builder()
+        .kernel(zmem_kernel::KernelModel::parse(version).unwrap())
+        .algorithm("lz4", Params::default())
+        .backing_dev(&f.path)
+        .disksize(PAGES * PAGE_SIZE as u64)
+        .build()
+        .unwrap();
+    (d, f)
+}
+
+/// Before 6.19 a pass writes one page at a time and there is no
+/// writeback_batch_size; from 6.19 the default batch (32) is used.
+#[test]
+fn writeback_is_one_page_at_a_time_before_6_19() {
+    for (version, want) in [("6.18", 48u64), ("6.12", 48), ("6.19", 2), ("7.3", 2)] {
+        let (dev, _f) = dev_of(version);
+        let pages = fill(&dev, 64);
+        let rep = dev.writeback(&WritebackParams::new().all()).unwrap();
+        assert_eq!((rep.written, rep.batches), (48, want), "{version}");
+        for (i, p) in pages.iter().enumerate() {
+            assert_eq!(&read(&dev, i), p, "{version}, page {i}");
+        }
+    }
+    let (old, _f) = dev_of("6.18");
+    assert_eq!(
+        errno(old.attr_write("writeback_batch_size", "4")),
+        Errno::ENOENT
+    );
+}
+
+/// The writeback syntax of each version: 6.1 has one mode word or
+/// page_index=N (no incompressible, which came with recompression in 6.2);
+/// key=value tokens (type=, page_indexes=) from 6.16.
+#[test]
+fn writeback_syntax_by_version() {
+    let (d61, _a) = dev_of("6.1");
+    fill(&d61, 8);
+    assert_eq!(
+        errno(d61.attr_write("writeback", "incompressible")),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(d61.attr_write("writeback", "type=huge")),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(d61.attr_write("writeback", "page_indexes=0-3")),
+        Errno::EINVAL
+    );
+    // An index beyond the device is EINVAL there (ERANGE from 6.16).
+    assert_eq!(
+        errno(d61.attr_write("writeback", "page_index=64")),
+        Errno::EINVAL
+    );
+    d61.attr_write("writeback", "page_index=0\n").unwrap();
+    d61.attr_write("writeback", "huge\n").unwrap();
+    assert_eq!(bd(&d61).bd_writes, 3, "page 0 and the two huge pages");
+    let (d612, _b) = dev_of("6.12");
+    fill(&d612, 8);
+    d612.attr_write("writeback", "incompressible").unwrap();
+    assert_eq!(
+        errno(d612.attr_write("writeback", "type=huge")),
+        Errno::EINVAL
+    );
+    let (d73, _c) = dev_of("7.3");
+    fill(&d73, 8);
+    d73.attr_write("writeback", "type=huge").unwrap();
+    assert_eq!(
+        errno(d73.attr_write("writeback", "page_index=64")),
+        Errno::ERANGE
+    );
+    d73.attr_write("writeback", "page_indexes=0-3").unwrap();
+}
+
+/// compressed_writeback is 7.0's: a 6.19 device has no such attribute and
+/// its builder refuses the option.
+#[test]
+fn compressed_writeback_only_from_7_0() {
+    let (d619, _f) = dev_of("6.19");
+    assert_eq!(
+        errno(d619.attr_write("compressed_writeback", "1")),
+        Errno::ENOENT
+    );
+    let f = TmpFile::new(PAGES);
+    let e = Zram::builder()
+        .kernel(zmem_kernel::KernelModel::parse("6.19").unwrap())
+        .backing_dev(&f.path)
+        .compressed_writeback(true)
+        .disksize(PAGES * PAGE_SIZE as u64)
+        .build()
+        .unwrap_err();
+    assert!(e.message.contains("7.0"), "{}", e.message);
+}

@@ -137,6 +137,10 @@ struct DeviceArgs {
     /// Skip the kernel rows
     #[arg(long)]
     no_kernel: bool,
+    /// The engine rows behave as this kernel version's zram (6.1 to 7.3) [default: the running
+    /// kernel's when kernel rows are measured, else the newest modeled]
+    #[arg(long, value_name = "VERSION", value_parser = crate::args::kernel)]
+    kernel: Option<zmem_kernel::KernelModel>,
 }
 
 /// `zmem bench codecs`.
@@ -427,6 +431,9 @@ pub struct Args {
     /// Skip the kernel rows
     #[arg(long)]
     pub no_kernel: bool,
+    /// Device mode: the kernel version whose zram the engine rows behave as
+    #[arg(hide = true, long, value_name = "VERSION", value_parser = crate::args::kernel)]
+    pub kernel: Option<zmem_kernel::KernelModel>,
     /// Device mode: add `codec` rows, the floor under any engine: the codec alone on the same
     /// pages and the same random requests (no slot table, allocator or locks), with the
     /// codec/kernel ratios beside engine/kernel (docs/lab.md, "The codec floor")
@@ -527,7 +534,7 @@ impl Args {
     fn device(&mut self, m: DeviceArgs) {
         (self.corpus, self.algo, self.format) = (m.corpus, m.algo, m.format);
         (self.level, self.threads, self.requests) = (m.level, m.threads, m.requests);
-        self.no_kernel = m.no_kernel;
+        (self.no_kernel, self.kernel) = (m.no_kernel, m.kernel);
     }
 
     /// The mode the old flags choose (in the order they always took precedence), and the

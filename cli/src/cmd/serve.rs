@@ -51,6 +51,10 @@ pub struct Args {
     /// `zmem ctl SOCKET maint` shows the last round, `zmem ctl SOCKET maint run` runs one now
     #[arg(long, value_name = "POLICY", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub maint: Option<String>,
+    /// Behave as this kernel version's zram (6.1 to 7.3, e.g. 6.18): its attributes (others are
+    /// absent), zsmalloc, writeback pass and parameter rules [default: the newest modeled]
+    #[arg(long, value_name = "VERSION", value_parser = crate::args::kernel)]
+    pub kernel: Option<zmem_kernel::KernelModel>,
     /// Engine: zram, or zswap (a compressed cache in front of --backing-dev FILE;
     /// --mem-limit is then zswap's max_pool_bytes)
     #[arg(long, default_value = "zram")]
@@ -137,6 +141,7 @@ fn spec(a: Args) -> zmem_serve::Spec {
             fast: a.fast,
             fast_when: a.fast_when,
             maint: a.maint,
+            kernel: a.kernel,
         },
         export: a.export,
         listen: a.listen,
@@ -161,5 +166,11 @@ fn spec(a: Args) -> zmem_serve::Spec {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
+    if a.kernel.is_some() && a.mode != "zram" {
+        anyhow::bail!(
+            "--kernel applies to --mode zram (a kernel version's zram), not --mode {}",
+            a.mode
+        );
+    }
     zmem_serve::run(spec(a))
 }

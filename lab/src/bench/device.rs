@@ -11,6 +11,7 @@ use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
+use zmem_kernel::{KernelModel, KernelVersion};
 use zmem_zram::Zram;
 
 use super::device_rows::huge_class_size;
@@ -101,6 +102,9 @@ pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub rows: Vec<Row>,
+    /// The kernel version whose zram the engine rows behave as, and why that one.
+    pub engine_kernel: String,
+    pub engine_kernel_why: String,
     /// Engine overhead per available algorithm.
     pub overhead: Vec<Overhead>,
     /// Why kernel rows are missing (not root, no zram, disabled), if they are.
@@ -125,6 +129,7 @@ fn write_passes(corpus: &Corpus, algo: &str, opts: &Options) -> Result<(Zram, f6
     let build = || {
         Zram::builder()
             .name("zram-bench")
+            .kernel(opts.kernel_model.unwrap_or_default())
             .algorithm(algo, opts.params.clone())
             .disksize((pages * PAGE_SIZE) as u64)
             .build()
@@ -221,14 +226,56 @@ pub fn run_engine(
     rows
 }
 
+/// The running kernel's version, from /proc/sys/kernel/osrelease.
+pub fn running_kernel() -> Result<KernelVersion, String> {
+    let path = "/proc/sys/kernel/osrelease";
+    let rel = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    KernelVersion::parse(&rel).ok_or_else(|| format!("cannot parse the kernel release {rel:?}"))
+}
+
+/// The kernel version the engine rows behave as, and why: the one asked
+/// for; else, when kernel rows are measured, the running kernel's (a version
+/// zmem does not model falls back to the newest, said so); else the newest.
+pub fn engine_model(
+    asked: Option<KernelModel>,
+    kernel_rows: bool,
+    running: Result<KernelVersion, String>,
+) -> (KernelModel, String) {
+    if let Some(m) = asked {
+        return (m, "--kernel".into());
+    }
+    let newest = KernelModel::newest();
+    if !kernel_rows {
+        return (newest, "the newest modeled; no kernel rows".into());
+    }
+    match running.map(KernelModel::new) {
+        Ok(Ok(m)) => (m, "the running kernel's".into()),
+        Ok(Err(e)) => (newest, format!("the newest modeled; {e}")),
+        Err(e) => (newest, format!("the newest modeled; {e}")),
+    }
+}
+
 /// The whole run: for each algorithm, the engine rows, then (where the kernel
-/// has the algorithm) the kernel rows.
+/// has the algorithm) the kernel rows. The engine behaves as the zram of
+/// [`engine_model`]'s version.
 pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
     let algos = algorithms(opts);
     let kernel_missing = if opts.kernel {
         super::kernel::unavailable_reason()
     } else {
         Some("kernel rows not requested".to_string())
+    };
+    let running = running_kernel();
+    let (model, why) = engine_model(opts.kernel_model, kernel_missing.is_none(), running.clone());
+    let opts = &Options {
+        kernel_model: Some(model),
+        ..opts.clone()
+    };
+    let tag = |mut rows: Vec<Row>, version: Option<String>| {
+        for r in &mut rows {
+            r.kernel.clone_from(&version);
+        }
+        rows
     };
     let kernel_algos = if kernel_missing.is_none() {
         super::kernel::algorithms()
@@ -250,7 +297,10 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
             });
             done += 1;
         };
-        let engine_rows = run_engine(corpus, algo, opts, &mut step);
+        let engine_rows = tag(
+            run_engine(corpus, algo, opts, &mut step),
+            Some(model.to_string()),
+        );
         if engine_rows.iter().any(|r| r.reason.is_none()) {
             overhead.extend(measure_overhead(corpus, algo, &opts.params));
         }
@@ -273,7 +323,11 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
                 });
                 done += 1;
             };
-            rows.extend(super::kernel::run_kernel(corpus, algo, opts, &mut step));
+            let version = running.as_ref().ok().map(|v| v.to_string());
+            rows.extend(tag(
+                super::kernel::run_kernel(corpus, algo, opts, &mut step),
+                version,
+            ));
         }
     }
     progress(Progress {
@@ -283,6 +337,8 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
     });
     Report {
         rows,
+        engine_kernel: model.to_string(),
+        engine_kernel_why: why,
         overhead,
         kernel_missing,
     }
@@ -322,6 +378,50 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("unknown algorithm"));
+    }
+
+    #[test]
+    fn engine_model_follows_the_running_kernel_when_it_is_measured() {
+        let v = |a, b| KernelVersion::new(a, b);
+        let m = |a, b| KernelModel::new(v(a, b)).unwrap();
+        let (got, why) = engine_model(Some(m(6, 12)), true, Ok(v(6, 1)));
+        assert_eq!((got, why.as_str()), (m(6, 12), "--kernel"));
+        assert_eq!(engine_model(None, true, Ok(v(6, 1))).0, m(6, 1));
+        assert_eq!(
+            engine_model(None, false, Ok(v(6, 1))).0,
+            KernelModel::newest()
+        );
+        let (got, why) = engine_model(None, true, Ok(v(5, 10)));
+        assert_eq!(got, KernelModel::newest());
+        assert!(why.contains("does not model kernel 5.10"), "{why}");
+        let (got, why) = engine_model(None, true, Err("cannot read".into()));
+        assert!(got == KernelModel::newest() && why.contains("cannot read"));
+    }
+
+    /// Engine rows carry the version they behave as; 6.1's zsmalloc stores
+    /// the same objects in a different amount of memory.
+    #[test]
+    fn engine_rows_as_kernel_6_1() {
+        let c = zmem_corpus::default_corpus();
+        let opts = |k: &str| Options {
+            requests: 50,
+            kernel: false,
+            write_passes: 1,
+            page_clusters: vec![0],
+            algorithms: vec!["lzo".into()],
+            kernel_model: Some(KernelModel::parse(k).unwrap()),
+            ..Options::default()
+        };
+        let old = run(&c, &opts("6.1"), &mut |_| {});
+        let new = run(&c, &opts("7.3"), &mut |_| {});
+        assert_eq!(
+            (old.engine_kernel.as_str(), new.engine_kernel.as_str()),
+            ("6.1", "7.3")
+        );
+        let (o, n) = (&old.rows[0], &new.rows[0]);
+        assert_eq!(o.kernel.as_deref(), Some("6.1"));
+        assert_eq!(o.compr_data_size, n.compr_data_size);
+        assert_ne!(o.mem_used_total, n.mem_used_total);
     }
 
     /// The floor stores what the engine stores: the same objects (so the

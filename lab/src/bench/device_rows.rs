@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
-use zmem_kernel::MmStat;
+use zmem_kernel::{KernelModel, MmStat};
 use zmem_zram::Zram;
 
 use super::random_read::ReadResult;
@@ -34,6 +34,10 @@ pub struct Options {
     pub write_passes: usize,
     /// Also measure the codec floor (`codec` rows, [`super::floor`]).
     pub floor: bool,
+    /// The kernel version whose zram the engine rows behave as; `None`: the
+    /// running kernel's when kernel rows are measured (so both sides are the
+    /// same version), else the newest zmem models ([`super::device::engine_model`]).
+    pub kernel_model: Option<KernelModel>,
 }
 
 /// Bytes the write phase writes at least when `write_passes` is 0.
@@ -66,6 +70,7 @@ impl Default for Options {
             seed: 0x5eed_2a11,
             write_passes: 0,
             floor: false,
+            kernel_model: None,
         }
     }
 }
@@ -100,6 +105,9 @@ pub struct Row {
     pub corpus: String,
     pub page_cluster: Option<u32>,
     pub threads: usize,
+    /// The kernel version of the row's zram: the version an engine row
+    /// behaves as, the running kernel's for a kernel row; none for codec rows.
+    pub kernel: Option<String>,
     /// Why there are no numbers (algorithm unavailable, device error).
     pub reason: Option<String>,
     pub orig_data_size: Option<u64>,
@@ -135,6 +143,7 @@ impl Row {
             corpus: corpus.to_string(),
             page_cluster: None,
             threads,
+            kernel: None,
             reason: Some(reason),
             orig_data_size: None,
             compr_data_size: None,
@@ -169,6 +178,7 @@ impl Row {
             corpus: corpus.to_string(),
             page_cluster: Some(read.page_cluster),
             threads,
+            kernel: None,
             reason: None,
             orig_data_size: Some(m.orig_data_size),
             compr_data_size: Some(m.compr_data_size),

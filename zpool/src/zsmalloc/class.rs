@@ -1,5 +1,6 @@
 //! Size classes: geometry, pages_per_zspage selection, class merging and
-//! huge_class_size (mm/zsmalloc.c, 6.3+ rules).
+//! huge_class_size (mm/zsmalloc.c: the 6.3+ rules, and the older rule that
+//! picks pages per zspage by whole-percent usage, [`ChainRule`]).
 
 use crate::PAGE_SIZE;
 
@@ -55,6 +56,43 @@ pub fn pages_per_zspage(class_size: usize, chain_size: usize) -> usize {
     best
 }
 
+/// How a class's pages per zspage are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChainRule {
+    /// 6.3+ `calculate_zspage_chain_size` ([`pages_per_zspage`]).
+    #[default]
+    LeastWaste,
+    /// Before 6.3, `get_pages_per_zspage` ([`pages_per_zspage_used_pct`]).
+    MostUsedPercent,
+}
+
+impl ChainRule {
+    /// Pages per zspage of a class of `class_size` bytes, chains up to `chain_size`.
+    pub fn pages_per_zspage(self, class_size: usize, chain_size: usize) -> usize {
+        match self {
+            ChainRule::LeastWaste => pages_per_zspage(class_size, chain_size),
+            ChainRule::MostUsedPercent => pages_per_zspage_used_pct(class_size, chain_size),
+        }
+    }
+}
+
+/// `get_pages_per_zspage` before 6.3: the number of pages (1..=chain) whose
+/// used share `(k·4096 − waste)·100 / (k·4096)`, in whole percent, is
+/// highest; on a tie the smallest k stays.
+pub fn pages_per_zspage_used_pct(class_size: usize, chain_size: usize) -> usize {
+    let mut best = 1;
+    let mut max_used_pct = 0;
+    for k in 1..=chain_size {
+        let zspage = k * PAGE_SIZE;
+        let used_pct = (zspage - zspage % class_size) * 100 / zspage;
+        if used_pct > max_used_pct {
+            max_used_pct = used_pct;
+            best = k;
+        }
+    }
+    best
+}
+
 /// One distinct (unmerged) size class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassGeom {
@@ -80,6 +118,8 @@ impl ClassGeom {
 pub struct ClassTable {
     /// Chain size the table was built with.
     pub chain_size: usize,
+    /// How pages per zspage were chosen.
+    pub rule: ChainRule,
     /// Distinct classes, in ascending size.
     pub classes: Vec<ClassGeom>,
     /// Raw index → position in `classes`.
@@ -89,15 +129,20 @@ pub struct ClassTable {
 }
 
 impl ClassTable {
-    /// Build the classes top-down and merge as `zs_create_pool` does.
+    /// Build the classes top-down and merge as 6.3+'s `zs_create_pool` does.
     /// `chain_size` must be in [`CHAIN_SIZE_RANGE`] (checked by the caller).
     pub fn new(chain_size: usize) -> Self {
+        Self::with_rule(chain_size, ChainRule::LeastWaste)
+    }
+
+    /// [`ClassTable::new`] with pages per zspage chosen by `rule`.
+    pub fn with_rule(chain_size: usize, rule: ChainRule) -> Self {
         let mut desc: Vec<ClassGeom> = Vec::new();
         let mut raw_to_desc = [0usize; ZS_SIZE_CLASSES];
         let mut huge_class_size = 0;
         for i in (0..ZS_SIZE_CLASSES).rev() {
             let size = nominal_size(i);
-            let ppz = pages_per_zspage(size, chain_size);
+            let ppz = rule.pages_per_zspage(size, chain_size);
             let objs = ppz * PAGE_SIZE / size;
             if ppz != 1 && objs != 1 && huge_class_size == 0 {
                 huge_class_size = size - (ZS_HANDLE_SIZE - 1);
@@ -126,6 +171,7 @@ impl ClassTable {
         desc.reverse();
         ClassTable {
             chain_size,
+            rule,
             classes: desc,
             map,
             huge_class_size,

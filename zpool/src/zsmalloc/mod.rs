@@ -19,7 +19,7 @@ use crate::prefetch::prefetch;
 use crate::{Handle, ObjHint, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
 use arena::Arena;
 pub use arena::{wait_background, ArenaStats};
-use class::{ClassTable, CHAIN_SIZE_RANGE, ZS_MAX_ALLOC_SIZE};
+use class::{ChainRule, ClassTable, CHAIN_SIZE_RANGE, ZS_MAX_ALLOC_SIZE};
 use state::{ClassState, ObjLoc};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -74,6 +74,13 @@ fn read_lock(l: &RwLock<ClassState>) -> RwLockReadGuard<'_, ClassState> {
 impl ZsPool {
     /// A pool with `chain_size` = `CONFIG_ZSMALLOC_CHAIN_SIZE` (4..=16).
     pub fn new(chain_size: usize) -> Result<Self, ZpoolError> {
+        Self::with_rule(chain_size, ChainRule::LeastWaste)
+    }
+
+    /// A pool whose classes choose pages per zspage by `rule` (6.3+:
+    /// [`ChainRule::LeastWaste`]; 6.1 and 6.2: [`ChainRule::MostUsedPercent`]
+    /// with a chain of 4).
+    pub fn with_rule(chain_size: usize, rule: ChainRule) -> Result<Self, ZpoolError> {
         if !CHAIN_SIZE_RANGE.contains(&chain_size) {
             return Err(ZpoolError::InvalidOption(format!(
                 "zsmalloc chain size {chain_size} is outside {}..={}",
@@ -81,7 +88,7 @@ impl ZsPool {
                 CHAIN_SIZE_RANGE.end()
             )));
         }
-        let table = ClassTable::new(chain_size);
+        let table = ClassTable::with_rule(chain_size, rule);
         let classes = (0..table.classes.len())
             .map(|_| RwLock::new(ClassState::new()))
             .collect();

@@ -52,6 +52,7 @@ fn options(args: &super::Args) -> anyhow::Result<Options> {
         requests: args.requests,
         kernel: !args.no_kernel,
         floor: args.floor,
+        kernel_model: args.kernel,
         ..Options::default()
     };
     for a in &opts.algorithms {
@@ -82,6 +83,12 @@ fn measured_table(reports: &[Report]) -> Table {
 /// comparisons and the legend.
 fn print_text(reports: &[Report], corpora: &[Corpus], opts: &Options) {
     print!("{}", measured_table(reports).render_table());
+    if let Some(r) = reports.first() {
+        println!(
+            "engine rows: as kernel {}'s zram ({})",
+            r.engine_kernel, r.engine_kernel_why
+        );
+    }
     print!("{}", zmem_report::device_notes(reports, corpora, opts));
 }
 

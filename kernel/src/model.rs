@@ -1,0 +1,328 @@
+//! One kernel's zram, by version: what the engine must do to behave as the
+//! zram of kernel `major.minor` ([`KernelModel`]) — which attributes exist
+//! (from [`ZRAM_ATTRS`], not a second list), zsmalloc's zspage chain and how
+//! it picks a class's pages per zspage, the writeback pass and its syntax,
+//! compressed writeback, recompression and `algorithm_params`' keys.
+//!
+//! Versions zmem models: 6.1 (Debian 12's kernel) up to 7.3 (the newest
+//! Debian ships, trixie-backports). Each rule below names where it was
+//! checked: a Debian kernel's own build (`zram.ko` strings, `/boot/config-*`,
+//! a device in the VM lab, docs/vm.md), the kernel's source of that version
+//! (mm/zsmalloc.c, zram_drv.c), or — marked `history` — the kernel's commit
+//! history only.
+
+use std::fmt;
+
+use crate::attrs::{Kernels, ZramAttr, ZRAM_ATTRS};
+use crate::version::KernelVersion;
+
+/// How zsmalloc picks a size class's pages per zspage (`zs_create_pool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainRule {
+    /// 6.3+ (`calculate_zspage_chain_size`): the chain length whose tail
+    /// waste, in bytes, is least; a power-of-two size takes one page.
+    LeastWaste,
+    /// Before 6.3 (`get_pages_per_zspage`): the chain length whose used share,
+    /// in whole percent, is highest; the shortest wins a tie.
+    MostUsedPercent,
+}
+
+/// Why a version cannot be modeled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("'{0}' is not a kernel version (MAJOR.MINOR, e.g. 6.12, or a release such as 6.1.0-56-amd64)")]
+    Unparsable(String),
+    #[error("zmem does not model kernel {0}: it models {oldest} to {newest}", oldest = KernelModel::OLDEST, newest = KernelModel::NEWEST)]
+    Unmodeled(KernelVersion),
+}
+
+/// The zram of one kernel version, as the engine serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelModel {
+    version: KernelVersion,
+}
+
+const fn v(major: u16, minor: u16) -> KernelVersion {
+    KernelVersion::new(major, minor)
+}
+
+/// zsmalloc's chain rule and configurable chain size (6.3, "zsmalloc: make
+/// zspage chain size configurable" and its series; mm/zsmalloc.c of 6.1 has
+/// `ZS_MAX_ZSPAGE_ORDER` 2 and `get_pages_per_zspage`). Debian's 6.12 config
+/// has CONFIG_ZSMALLOC_CHAIN_SIZE=8, the Kconfig default.
+const CONFIGURABLE_CHAIN: KernelVersion = v(6, 3);
+/// `incompressible` writeback, with recompression's INCOMPRESSIBLE flag
+/// (6.2; Debian's 6.1 zram.ko has no such mode word, its 6.12 has).
+const INCOMPRESSIBLE_WRITEBACK: KernelVersion = v(6, 2);
+/// `writeback` as `key=value` tokens: `type=`, `page_indexes=` (history: 6.16;
+/// Debian's 7.3 zram.ko has both keys, its 6.12 neither).
+const KEYED_WRITEBACK: KernelVersion = v(6, 16);
+/// `writeback_batch_size` and the batched pass (6.19).
+const BATCHED_WRITEBACK: KernelVersion = v(6, 19);
+/// `deflate.winbits` in `algorithm_params` (history: 6.16; in Debian's 7.3
+/// zram.ko, not in its 6.12).
+const DEFLATE_WINBITS: KernelVersion = v(6, 16);
+
+impl KernelModel {
+    /// The oldest version zmem models (Debian 12's 6.1).
+    pub const OLDEST: KernelVersion = v(6, 1);
+    /// The newest version zmem models, and the default.
+    pub const NEWEST: KernelVersion = v(7, 3);
+
+    /// The model of kernel `version`; versions outside
+    /// [`OLDEST`](Self::OLDEST)..=[`NEWEST`](Self::NEWEST) are refused.
+    pub fn new(version: KernelVersion) -> Result<KernelModel, ModelError> {
+        if version < Self::OLDEST || version > Self::NEWEST {
+            return Err(ModelError::Unmodeled(version));
+        }
+        Ok(KernelModel { version })
+    }
+
+    /// The newest version modeled (the engine's default).
+    pub const fn newest() -> KernelModel {
+        KernelModel {
+            version: Self::NEWEST,
+        }
+    }
+
+    /// A version as a user types it (`6.18`) or as `uname -r` prints it
+    /// (`6.1.0-56-amd64`).
+    pub fn parse(text: &str) -> Result<KernelModel, ModelError> {
+        let t = text.trim();
+        let ok = t.chars().next().is_some_and(|c| c.is_ascii_digit());
+        let version = KernelVersion::parse(t)
+            .filter(|_| ok)
+            .ok_or_else(|| ModelError::Unparsable(t.to_string()))?;
+        Self::new(version)
+    }
+
+    pub fn version(&self) -> KernelVersion {
+        self.version
+    }
+
+    fn since(&self, first: KernelVersion) -> bool {
+        self.version >= first
+    }
+
+    /// Whether this kernel's zram has `attr` (zmem's own extensions, which
+    /// no kernel has, are offered under every version).
+    pub fn has_attr(&self, attr: &ZramAttr) -> bool {
+        match attr.kernels {
+            Kernels::Released(span) => span.contains(self.version),
+            Kernels::PreRelease => false,
+            Kernels::None => true,
+        }
+    }
+
+    /// Whether the attribute called `name` exists under this version
+    /// (false for a name [`ZRAM_ATTRS`] does not know).
+    pub fn has(&self, name: &str) -> bool {
+        crate::attrs::zram_attr(name).is_some_and(|a| self.has_attr(a))
+    }
+
+    /// The attributes of this kernel's zram that it lists in sysfs, in
+    /// [`ZRAM_ATTRS`] order (zmem's extensions and debugfs files excluded).
+    pub fn sysfs_attrs(&self) -> impl Iterator<Item = &'static ZramAttr> + '_ {
+        ZRAM_ATTRS
+            .iter()
+            .filter(|a| a.in_kernel_sysfs() && self.has_attr(a))
+    }
+
+    /// zsmalloc's longest zspage chain: 4 pages before 6.3
+    /// (`ZS_MAX_PAGES_PER_ZSPAGE`), then CONFIG_ZSMALLOC_CHAIN_SIZE (8).
+    pub fn zspage_chain_size(&self) -> usize {
+        if self.since(CONFIGURABLE_CHAIN) {
+            8
+        } else {
+            4
+        }
+    }
+
+    /// How zsmalloc picks a class's pages per zspage.
+    pub fn zspage_chain_rule(&self) -> ChainRule {
+        if self.since(CONFIGURABLE_CHAIN) {
+            ChainRule::LeastWaste
+        } else {
+            ChainRule::MostUsedPercent
+        }
+    }
+
+    /// The writeback pass keeps `writeback_batch_size` requests in flight
+    /// (6.19); before, it writes one page at a time.
+    pub fn batched_writeback(&self) -> bool {
+        self.since(BATCHED_WRITEBACK)
+    }
+
+    /// `compressed_writeback` exists (7.0).
+    pub fn compressed_writeback(&self) -> bool {
+        self.has("compressed_writeback")
+    }
+
+    /// `writeback` takes the `incompressible` mode (6.2).
+    pub fn incompressible_writeback(&self) -> bool {
+        self.since(INCOMPRESSIBLE_WRITEBACK)
+    }
+
+    /// `writeback` takes `key=value` tokens (`type=`, `page_indexes=`); before
+    /// 6.16 it takes one mode word or `page_index=N`.
+    pub fn keyed_writeback(&self) -> bool {
+        self.since(KEYED_WRITEBACK)
+    }
+
+    /// Recompression's attributes exist (`recomp_algorithm`, `recompress`;
+    /// 6.2, with CONFIG_ZRAM_MULTI_COMP).
+    pub fn recompression(&self) -> bool {
+        self.has("recompress")
+    }
+
+    /// The keys `algorithm_params` acts on (none before the attribute, 6.12).
+    pub fn algorithm_params_keys(&self) -> &'static [&'static str] {
+        if !self.has("algorithm_params") {
+            &[]
+        } else if self.since(DEFLATE_WINBITS) {
+            &["priority", "algo", "level", "dict", "deflate.winbits"]
+        } else {
+            &["priority", "algo", "level", "dict"]
+        }
+    }
+}
+
+impl Default for KernelModel {
+    fn default() -> Self {
+        KernelModel::newest()
+    }
+}
+
+impl fmt::Display for KernelModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.version.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(m: KernelModel) -> Vec<&'static str> {
+        m.sysfs_attrs().map(|a| a.name).collect()
+    }
+
+    fn at(major: u16, minor: u16) -> KernelModel {
+        KernelModel::new(v(major, minor)).unwrap()
+    }
+
+    /// Every attribute of Debian's 6.1.0-56 zram (the VM lab's attribute list,
+    /// docs/vm.md), in ZRAM_ATTRS order.
+    #[test]
+    fn attrs_6_1() {
+        assert_eq!(
+            names(at(6, 1)),
+            [
+                "disksize",
+                "initstate",
+                "reset",
+                "comp_algorithm",
+                "mm_stat",
+                "io_stat",
+                "debug_stat",
+                "mem_limit",
+                "mem_used_max",
+                "compact",
+                "idle",
+                "backing_dev",
+                "bd_stat",
+                "writeback",
+                "writeback_limit",
+                "writeback_limit_enable",
+                "max_comp_streams",
+            ]
+        );
+    }
+
+    /// The sysfs attributes of Debian's 6.12.117 and 7.3.4 zram (docs/vm.md's
+    /// raw files), plus recompression's two, which those builds leave out
+    /// (CONFIG_ZRAM_MULTI_COMP is not set) and the model has.
+    #[test]
+    fn attrs_6_12_and_7_3_are_debians_plus_recompression() {
+        let seen = |m: KernelModel, debian: &str| {
+            let mut want: Vec<&str> = debian.split_whitespace().collect();
+            want.extend(["recomp_algorithm", "recompress"]);
+            want.sort();
+            let mut got = names(m);
+            got.sort();
+            assert_eq!(got, want, "{m}");
+        };
+        seen(at(6, 12), "algorithm_params backing_dev bd_stat comp_algorithm compact debug_stat disksize idle initstate io_stat max_comp_streams mem_limit mem_used_max mm_stat reset writeback writeback_limit writeback_limit_enable");
+        seen(at(7, 3), "algorithm_params backing_dev bd_stat comp_algorithm compact compressed_writeback debug_stat disksize idle initstate io_stat mem_limit mem_used_max mm_stat reset writeback writeback_batch_size writeback_limit writeback_limit_enable");
+    }
+
+    #[test]
+    fn attrs_by_version() {
+        let m612 = names(at(6, 12));
+        assert!(m612.contains(&"algorithm_params") && m612.contains(&"recompress"));
+        assert!(m612.contains(&"max_comp_streams"));
+        assert!(!m612.contains(&"writeback_batch_size"));
+        let m618 = names(at(6, 18));
+        assert!(!m618.contains(&"max_comp_streams") && !m618.contains(&"writeback_batch_size"));
+        assert_eq!(m618.len() + 1, names(at(6, 19)).len());
+        assert!(names(at(6, 19)).contains(&"writeback_batch_size"));
+        assert!(!names(at(6, 19)).contains(&"compressed_writeback"));
+        let m70 = names(at(7, 0));
+        assert!(m70.contains(&"compressed_writeback") && m70.contains(&"writeback_batch_size"));
+        assert_eq!(names(at(7, 3)), m70);
+        assert!(!m70.contains(&"writeback_compressed") && !m70.contains(&"allocator"));
+        // zmem's extensions under every version, the pre-release name under none.
+        for m in [at(6, 1), at(7, 3)] {
+            assert!(m.has("allocator") && m.has("fast_path"));
+            assert!(!m.has("writeback_compressed") && !m.has("nope"));
+        }
+    }
+
+    #[test]
+    fn zsmalloc_and_writeback_by_version() {
+        let (old, new) = (at(6, 1), at(6, 12));
+        assert_eq!(
+            (old.zspage_chain_size(), old.zspage_chain_rule()),
+            (4, ChainRule::MostUsedPercent)
+        );
+        assert_eq!(
+            (new.zspage_chain_size(), new.zspage_chain_rule()),
+            (8, ChainRule::LeastWaste)
+        );
+        assert!(at(6, 2).zspage_chain_size() == 4 && at(6, 3).zspage_chain_size() == 8);
+        assert!(!at(6, 18).batched_writeback() && at(6, 19).batched_writeback());
+        assert!(!at(6, 19).compressed_writeback() && at(7, 0).compressed_writeback());
+        assert!(!old.incompressible_writeback() && at(6, 2).incompressible_writeback());
+        assert!(!at(6, 12).keyed_writeback() && at(7, 3).keyed_writeback());
+        assert!(!old.recompression() && at(6, 2).recompression());
+        assert!(old.algorithm_params_keys().is_empty());
+        assert_eq!(new.algorithm_params_keys().len(), 4);
+        assert!(at(7, 3)
+            .algorithm_params_keys()
+            .contains(&"deflate.winbits"));
+    }
+
+    #[test]
+    fn versions_parse_and_unmodeled_ones_are_refused() {
+        assert_eq!(KernelModel::parse("6.18").unwrap().version(), v(6, 18));
+        assert_eq!(
+            KernelModel::parse("6.1.0-56-amd64").unwrap().version(),
+            v(6, 1)
+        );
+        assert_eq!(KernelModel::default().version(), KernelModel::NEWEST);
+        assert_eq!(
+            KernelModel::parse("5.15"),
+            Err(ModelError::Unmodeled(v(5, 15)))
+        );
+        assert!(KernelModel::parse("7.4").is_err());
+        for bad in ["", "six", "6", "v6.1", "-6.1"] {
+            assert_eq!(
+                KernelModel::parse(bad),
+                Err(ModelError::Unparsable(bad.to_string())),
+                "{bad}"
+            );
+        }
+        let e = KernelModel::parse("4.19").unwrap_err().to_string();
+        assert!(e.contains("6.1 to 7.3"), "{e}");
+    }
+}
