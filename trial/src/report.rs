@@ -304,8 +304,8 @@ pub fn render_table(r: &TrialReport) -> String {
     out
 }
 
-/// Where the psi columns come from.
-fn pressure_note(r: &TrialReport) -> String {
+/// Where the psi columns come from (a line, empty without runs).
+pub fn pressure_note(r: &TrialReport) -> String {
     if r.runs.is_empty() {
         return String::new();
     }
@@ -318,8 +318,9 @@ fn pressure_note(r: &TrialReport) -> String {
     }
 }
 
-/// What the run's cgroup was set to beyond its memory limit, per configuration.
-fn settings_note(r: &TrialReport) -> String {
+/// What the run's cgroup was set to beyond its memory limit, per
+/// configuration (lines; on v1, that none of these settings exist).
+pub fn settings_note(r: &TrialReport) -> String {
     if r.cgroup == CgroupVersion::V1 {
         return "memory.swap.max, memory.zswap.max, memory.zswap.writeback: cgroup v2 only, none exist on cgroup v1 (nor is zswap's pool charged to a v1 cgroup)\n".into();
     }
