@@ -65,6 +65,18 @@ PY
 ) || { [ "$rc" -gt 1 ] || rc=9; }
 echo "$seen"
 summary=$(echo "$seen" | tail -1)
+# A zswap trial beside it: what its cgroup gets (the pool bounded by
+# memory.zswap.max, memory.zswap.writeback where the kernel has it: 6.8+).
+algo=lzo
+if grep -qx 'name *: lz4' /proc/crypto || modinfo -n lz4 >/dev/null 2>&1; then algo=lz4; fi
+echo "+ zmem trial --builtin memalloc --memory 32M --size 48M --config zswap:$algo --repeat 1 --swap-dir $dir"
+zrc=0
+"$ZMEM" trial --builtin memalloc --memory 32M --size 48M --config "zswap:$algo" --repeat 1 \
+    --swap-dir "$dir" >"$OUT/trial-zswap.txt" 2>&1 || zrc=$?
+cat "$OUT/trial-zswap.txt"
+zline=$(grep -E '^cgroup v2, zswap|none exist on cgroup v1' "$OUT/trial-zswap.txt" | head -1)
+[ "$zrc" = 0 ] && [ -n "$zline" ] || { [ "$rc" -gt 1 ] || rc=8; summary="$summary; zswap trial exited $zrc"; }
+st_after=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs)
 if [ "$rc" != 0 ] && [ "$rc" != 1 ]; then
     result tune FAIL "$what: zmem tune exited $rc: $summary"
 elif ! left=$(leftovers); then
@@ -72,5 +84,5 @@ elif ! left=$(leftovers); then
 elif [ "$st_before" != "$st_after" ]; then
     result tune FAIL "$what: cgroup.subtree_control was [$st_before], is [$st_after]"
 else
-    result tune PASS "$what: exit $rc, $summary; PSI per run, cgroup settings as set; nothing left behind"
+    result tune PASS "$what: exit $rc, $summary; PSI per run, cgroup settings as set; zswap:$algo trial: ${zline#cgroup v2, }; nothing left behind"
 fi
