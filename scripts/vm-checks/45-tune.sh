@@ -41,7 +41,8 @@ if rc == 1 and not t.get("no_fit"):
 ran = [r for r in tr["runs"] if r["wall_s"] > 0]
 for r in tr["runs"]:
     p = r.get("memory_pressure")
-    ps = "-" if not p else "%s some %.2f s full %s s" % (p["psi_scope"], p["psi_some_total_s"], p["psi_full_total_s"])
+    full = "-" if not p or p["psi_full_total_s"] is None else "%.2f" % p["psi_full_total_s"]
+    ps = "-" if not p else "%s some %.2f s full %s s" % (p["psi_scope"], p["psi_some_total_s"], full)
     st = ", ".join("%s=%s (wanted %s)" % (s["file"], s["value"], s["wanted"]) for s in r.get("cgroup_settings", []))
     out = r["outcome"]["status"] + ("" if r["outcome"]["status"] != "exited" else " %d" % r["outcome"]["code"])
     print("  run %s #%d: %s in %.2f s; psi %s; %s" % (r["config"], r["round"], out, r["wall_s"], ps, st or "no v2 settings"))
