@@ -96,6 +96,28 @@ fn trial_runs_every_configuration_and_restores_everything() {
         "{zram}"
     );
     assert!(run("zswap:lzo")["vm"]["zswpout"].as_u64().unwrap() > 0);
+    // Memory pressure per run: the cgroup's on v2, the system's change over
+    // the run on v1 (where /proc/pressure/memory exists); the v2 settings
+    // read back as set on v2, none on v1.
+    let v2 = r["cgroup"] == "v2";
+    let system_psi = std::path::Path::new("/proc/pressure/memory").exists();
+    for c in ["disk", "zram:lz4", "zswap:lzo"] {
+        let p = &run(c)["memory_pressure"];
+        if v2 || system_psi {
+            assert_eq!(
+                p["psi_scope"],
+                if v2 { "cgroup" } else { "system" },
+                "{c}: {p}"
+            );
+            assert!(p["psi_some_total_s"].as_f64().unwrap() >= 0.0, "{c}: {p}");
+        }
+        let set = run(c)["cgroup_settings"].as_array().unwrap();
+        if v2 {
+            assert!(set.iter().any(|x| x["file"] == "memory.swap.max"), "{c}");
+        } else {
+            assert!(set.is_empty(), "{c}: {set:?}");
+        }
+    }
     let s = r["summaries"].as_array().unwrap();
     assert_eq!(s.len(), 4);
     assert_eq!(r["baseline"], "disk");

@@ -101,6 +101,39 @@ fn bench_zswap_bad_options_are_clear_errors() {
     }
 }
 
+/// As root, a --swap-dir on a filesystem that cannot hold a swap file is an
+/// error naming the filesystem, before anything is set up or measured.
+#[test]
+fn bench_zswap_refuses_a_swap_dir_that_cannot_hold_swap() {
+    if !zmem_host::euid_is_root() {
+        zmem_host::testutil::skip(
+            "SKIP bench_zswap_refuses_a_swap_dir_that_cannot_hold_swap: the kernel rows (and the check) need root",
+        );
+        return;
+    }
+    let before = kernel_state();
+    for (dir, fs) in [("/proc", "proc"), ("/dev/shm", "tmpfs")] {
+        if zmem_host::swapless_filesystem(std::path::Path::new(dir)) != Some(fs) {
+            continue; // not that filesystem on this machine
+        }
+        let out = zmem(&["bench", "zswap", "--accesses", "300", "--swap-dir", dir]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{dir}: {err}");
+        assert!(
+            err.contains(&format!("{dir} is on {fs}, which cannot hold a swap file")),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "no rows before the check");
+    }
+    let out = zmem(&["bench", "zswap", "--swap-dir", "/nonexistent/zmem-dir"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("does not exist"),
+        "{err}"
+    );
+    assert_eq!(kernel_state(), before);
+}
+
 /// The kernel tests of this file run one at a time (each sets up the
 /// kernel's zswap; a second one would find the first one's swap active).
 static KERNEL: std::sync::Mutex<()> = std::sync::Mutex::new(());

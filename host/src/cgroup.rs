@@ -3,12 +3,18 @@
 //! controller. One cgroup per run, created empty, removed after (whatever is
 //! still in it is killed first).
 //!
-//! Swap stays allowed: v1 `memory.memsw.limit_in_bytes` and v2
-//! `memory.swap.max` are left unlimited, only the RAM limit is set.
+//! The RAM limit is set at creation (v1 `memory.limit_in_bytes`, v2
+//! `memory.max`); v1's `memory.memsw.limit_in_bytes` is left unlimited. The
+//! settings only cgroup v2 has (`memory.swap.max`, `memory.zswap.max`,
+//! `memory.zswap.writeback`) are the caller's choice, written with
+//! [`Cgroup::set_v2`] where this kernel has the file; they live in the
+//! cgroup, so the cgroup's removal (journaled before it is created) is their
+//! undo. [`Cgroup::pressure`] reads the cgroup's memory pressure (v2).
 
 use std::io;
 use std::path::PathBuf;
 
+use crate::cgroup_psi::{parse_pressure, PsiFile};
 use crate::Sys;
 use zmem_kernel::proc::parse_mountinfo;
 
@@ -249,6 +255,34 @@ impl Cgroup {
             .unwrap_or(0)
     }
 
+    /// Write a setting only cgroup v2 has (`memory.swap.max`,
+    /// `memory.zswap.max`, `memory.zswap.writeback`, Documentation/admin-guide/cgroup-v2.rst)
+    /// where this kernel has its file. `Ok(false)` on cgroup v1 and where the
+    /// kernel has no such file (memory.zswap.max before 5.19,
+    /// memory.zswap.writeback before 6.8, no memory.swap.max without swap
+    /// accounting). No undo is recorded: the file goes with the cgroup.
+    pub fn set_v2(&self, file: &str, value: &str) -> io::Result<bool> {
+        if self.version != CgroupVersion::V2 || !self.sys.exists(&self.file(file)) {
+            return Ok(false);
+        }
+        self.write(file, value)?;
+        Ok(true)
+    }
+
+    /// A setting of this cgroup as it reads now (`None` without the file).
+    pub fn setting(&self, file: &str) -> Option<String> {
+        self.read(file).map(|s| s.trim().to_string())
+    }
+
+    /// The cgroup's memory pressure (`memory.pressure`, cgroup v2 with
+    /// CONFIG_PSI); `None` on v1, which has no per-cgroup pressure file.
+    pub fn pressure(&self) -> Option<PsiFile> {
+        if self.version != CgroupVersion::V2 {
+            return None;
+        }
+        parse_pressure(&self.read("memory.pressure")?)
+    }
+
     /// Kill everything left in the cgroup and remove it (dropping does the
     /// same, without reporting errors).
     pub fn remove(mut self) -> io::Result<()> {
@@ -371,6 +405,72 @@ mod tests {
         assert_eq!(fs::read_to_string(h.path(file)).unwrap().trim(), "+memory");
         assert!(g.unwind().is_empty());
         assert_eq!(fs::read_to_string(h.path(file)).unwrap().trim(), "-memory");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    /// A cgroup of `version` at `dir` of a fixture tree (the fixture's
+    /// mkdir makes a plain directory, not the kernel's files).
+    fn made(h: &Sys, dir: &str, version: CgroupVersion, files: &[(&str, &str)]) -> Cgroup {
+        fs::create_dir_all(h.path(dir)).unwrap();
+        for (f, v) in files {
+            fs::write(h.path(dir).join(f), format!("{v}\n")).unwrap();
+        }
+        Cgroup {
+            sys: h.clone(),
+            path: dir.into(),
+            version,
+            removed: true,
+        }
+    }
+
+    #[test]
+    fn v2_settings_are_written_where_the_kernel_has_them() {
+        let (root, h) = fake_named(true, "v2-set");
+        let dir = "/sys/fs/cgroup/unified/zmem-trial.1.1";
+        // 6.1: memory.zswap.max but no memory.zswap.writeback (6.8+).
+        let cg = made(
+            &h,
+            dir,
+            CgroupVersion::V2,
+            &[("memory.swap.max", "max"), ("memory.zswap.max", "max")],
+        );
+        assert!(cg.set_v2("memory.swap.max", "0").unwrap());
+        assert!(cg.set_v2("memory.zswap.max", "13421772").unwrap());
+        assert!(!cg.set_v2("memory.zswap.writeback", "1").unwrap());
+        assert_eq!(cg.setting("memory.swap.max").as_deref(), Some("0"));
+        assert_eq!(cg.setting("memory.zswap.max").as_deref(), Some("13421772"));
+        assert_eq!(cg.setting("memory.zswap.writeback"), None);
+        assert_eq!(cg.pressure(), None, "no memory.pressure: no PSI");
+        fs::write(
+            h.path(dir).join("memory.pressure"),
+            "some avg10=2.00 avg60=0.50 avg300=0.10 total=3000000\nfull avg10=1.00 avg60=0.25 avg300=0.05 total=1500000\n",
+        )
+        .unwrap();
+        let p = cg.pressure().unwrap();
+        assert_eq!(
+            (p.some.total_us, p.full.unwrap().total_us),
+            (3_000_000, 1_500_000)
+        );
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn v1_has_no_v2_settings_and_no_pressure_file() {
+        let (root, h) = fake_named(false, "v1-set");
+        let dir = "/sys/fs/cgroup/memory/process_api/abc/zmem-trial.1.1";
+        // Even a file of that name is not written on v1.
+        let cg = made(
+            &h,
+            dir,
+            CgroupVersion::V1,
+            &[
+                ("memory.swap.max", "max"),
+                ("memory.pressure", "some avg10=0 avg60=0 avg300=0 total=1"),
+            ],
+        );
+        assert!(!cg.set_v2("memory.swap.max", "0").unwrap());
+        assert_eq!(cg.setting("memory.swap.max").as_deref(), Some("max"));
+        assert_eq!(cg.pressure(), None);
         fs::remove_dir_all(root).unwrap();
     }
 

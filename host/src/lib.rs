@@ -23,11 +23,12 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob;   crypto ──► sys;   signal, input, signature, output (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal, input, signature, output, swap_dir (leaves)
 //! ```
 
 mod action;
 mod cgroup;
+mod cgroup_psi;
 mod crypto;
 mod hotdev;
 pub mod input;
@@ -38,6 +39,7 @@ mod privilege;
 mod signal;
 pub mod signature;
 mod swap;
+mod swap_dir;
 mod sys;
 mod sysfs_device;
 #[doc(hidden)]
@@ -46,6 +48,9 @@ mod undo;
 
 pub use action::Action;
 pub use cgroup::{detect as memory_hierarchy, Cgroup, CgroupVersion, MemoryHierarchy};
+pub use cgroup_psi::{
+    parse_pressure, system_pressure, Pressure, PsiFile, PsiLine, PsiScope, SYSTEM_MEMORY_PRESSURE,
+};
 pub use crypto::{zswap_compressor_available, zswap_compressors};
 pub use hotdev::{HotDevice, KernelZramUnavailable};
 pub use journal::{
@@ -60,6 +65,7 @@ pub use output::{
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
 pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};
+pub use swap_dir::{swap_dir_refusal, swapless_filesystem};
 pub use sys::{Sys, FIXTURE_LOG};
 pub use sysfs_device::{find_ctl_sockets, SysfsDevice};
 pub use undo::{recover_dir as recover_journals, Guard, Recovery};

@@ -82,6 +82,7 @@ pub fn learn(
         zram_sys: None,
         zswap: false,
         stop: signals.flag(),
+        settings: &[],
         observe: Some(&watch),
     };
     let mut guard = host::Guard::with_journal(&sys, "learn", std::rc::Rc::clone(&journal));

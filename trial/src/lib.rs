@@ -22,6 +22,7 @@
 //!  ├─► setup ──► config            (and zmem_host's Guard, swap calls)
 //!  ├─► learn ──► measure (one unpressured run, watched)
 //!  ├─► measure                     (and zmem_host's Cgroup)
+//!  ├─► cgroup_settings ──► config  (the v2 settings of a run's cgroup)
 //!  ├─► report ──► measure
 //!  └─► config, workload            (leaves)
 //! ```
@@ -34,6 +35,7 @@
 //!   processes).
 
 mod as_conf;
+mod cgroup_settings;
 mod config;
 mod learn;
 mod measure;
@@ -43,12 +45,11 @@ pub mod workload;
 
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::ffi::CString;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+pub use cgroup_settings::CgroupSetting;
 pub use config::{SwapConfig, TrialConfig, DISK_PRIORITY};
 pub use learn::{learn, Learned};
 pub use measure::{Outcome, RunRecord};
@@ -204,19 +205,6 @@ pub fn zswap_compressors(sys: &Sys) -> Vec<String> {
     zmem_host::zswap_compressors(sys, &zmem_codec::zswap_names())
 }
 
-fn free_space(dir: &Path) -> Option<(u64, i64)> {
-    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statfs is plain old data; all-zero is valid.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid path and `st` is writable for the call.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64 * st.f_bsize as u64, st.f_type as i64))
-}
-
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-
 /// Check everything before touching anything. Returns the objections `--force`
 /// overrode (to print with the results).
 pub fn preflight(
@@ -338,25 +326,10 @@ fn missing_swap_dir(spec: &TrialSpec, missing: &mut Vec<String>) {
     if !spec.configs.iter().any(|c| c.swap.uses_disk()) {
         return;
     }
-    if !spec.swap_dir.is_dir() {
-        missing.push(format!(
-            "swap file directory {} does not exist",
-            spec.swap_dir.display()
-        ));
-    } else if let Some((avail, fstype)) = free_space(&spec.swap_dir) {
-        if fstype == TMPFS_MAGIC {
-            missing.push(format!(
-                "{} is on tmpfs, which cannot hold a swap file (use --swap-dir)",
-                spec.swap_dir.display()
-            ));
-        } else if avail < spec.swap_size + (256 << 20) {
-            missing.push(format!(
-                "{} has {} MiB free, the swap file needs {} MiB plus 256 MiB to spare",
-                spec.swap_dir.display(),
-                avail >> 20,
-                spec.swap_size >> 20
-            ));
-        }
+    if let Some(why) =
+        host::swap_dir_refusal(&spec.swap_dir, spec.swap_size, 256 << 20, "--swap-dir")
+    {
+        missing.push(why);
     }
 }
 
@@ -543,21 +516,38 @@ impl Trial<'_> {
             Err(e) => RunRecord::not_run(name, round, Outcome::SetupFailed { error: e }),
             Ok(prepared) => {
                 let swappiness = cfg.swappiness.or(self.spec.swappiness);
-                self.run_in_cgroup(&name, round, tag, &prepared, swappiness, done)
+                let settings = self.v2_settings(&cfg.swap);
+                let run = (name.as_str(), round, tag);
+                self.run_in_cgroup(run, &prepared, swappiness, &settings, done)
             }
         };
         done.cleanup_errors.extend(g.unwind());
         record
     }
 
-    /// Create the run's cgroup (journaled), run the workload in it, remove it.
+    /// The cgroup v2 settings of a run of `swap` (none on v1), with zswap's
+    /// `max_pool_percent` as the configuration's set-up left it.
+    fn v2_settings(&self, swap: &SwapConfig) -> Vec<CgroupSetting> {
+        if self.hierarchy.version != CgroupVersion::V2 {
+            return Vec::new();
+        }
+        let pct = host::read_knob(
+            self.sys,
+            &format!("{}/max_pool_percent", host::ZSWAP_PARAMS),
+        )
+        .ok()
+        .and_then(|v| v.trim().parse().ok());
+        cgroup_settings::wanted(swap, self.spec.memory_limit, pct)
+    }
+
+    /// Create the run's cgroup (journaled) with its v2 settings, run the
+    /// workload (`run`: name, round, tag) in it, remove it.
     fn run_in_cgroup(
         &self,
-        name: &str,
-        round: u32,
-        tag: &str,
+        (name, round, tag): (&str, u32, &str),
         prepared: &setup::Prepared,
         swappiness: Option<u32>,
+        settings: &[CgroupSetting],
         done: &mut Rounds,
     ) -> RunRecord {
         let place = CgroupPlace {
@@ -574,6 +564,7 @@ impl Trial<'_> {
             swappiness,
             zram_sys: prepared.zram_sys.as_deref(),
             zswap: prepared.zswap,
+            settings,
             stop: self.signals.flag(),
             observe: None,
         };
@@ -602,6 +593,8 @@ pub(crate) struct CgroupRun<'a> {
     pub(crate) swappiness: Option<u32>,
     pub(crate) zram_sys: Option<&'a str>,
     pub(crate) zswap: bool,
+    /// cgroup v2 settings written after memory.max (empty on v1).
+    pub(crate) settings: &'a [CgroupSetting],
     pub(crate) stop: &'a std::sync::atomic::AtomicBool,
     pub(crate) observe: Option<&'a dyn Fn(&Cgroup)>,
 }
@@ -629,6 +622,15 @@ impl CgroupPlace<'_> {
                 return (failed(e.to_string()), None);
             }
         };
+        if let Err(e) = cgroup_settings::apply(&cg, r.settings) {
+            let cleanup = cg.remove().err().map(|e| e.to_string());
+            if cleanup.is_none() {
+                if let Some(l) = &cg_line {
+                    self.journal.borrow_mut().remove(l);
+                }
+            }
+            return (failed(e), cleanup);
+        }
         let env = measure::RunEnv {
             sys: self.sys,
             cgroup: &cg,
@@ -637,8 +639,9 @@ impl CgroupPlace<'_> {
             stop: r.stop,
             observe: r.observe,
         };
-        let record = measure::run_workload(r.command, r.name, r.round, &env)
+        let mut record = measure::run_workload(r.command, r.name, r.round, &env)
             .unwrap_or_else(|e| failed(e.to_string()));
+        record.cgroup_settings = cgroup_settings::read_back(&cg, r.settings);
         match cg.remove() {
             Ok(()) => {
                 if let Some(l) = &cg_line {

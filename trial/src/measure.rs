@@ -4,7 +4,9 @@
 //! /proc/vmstat as deltas over the run, the cgroup's peak memory, and what the
 //! compressed tier held at its fullest (zram mm_stat, zswap's pool from
 //! /proc/meminfo), sampled while the workload runs because everything is freed
-//! when it exits.
+//! when it exits; and the memory pressure (PSI) of the run: the cgroup's
+//! `memory.pressure` at its end on cgroup v2, else `/proc/pressure/memory`
+//! (system-wide) as its change over the run.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -18,7 +20,9 @@ use std::time::{Duration, Instant};
 use zmem_host::Sys;
 use zmem_kernel::proc;
 
-use zmem_host::Cgroup;
+use zmem_host::{Cgroup, Pressure, PsiScope};
+
+use crate::cgroup_settings::CgroupSetting;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -166,6 +170,13 @@ pub struct RunRecord {
     /// competes for CPU and disk; high values make times noisy).
     #[serde(default)]
     pub load1_start: Option<f64>,
+    /// Memory pressure at the run's end (`None` without PSI).
+    #[serde(default)]
+    pub memory_pressure: Option<Pressure>,
+    /// The cgroup v2 settings of the run's cgroup as read back after the
+    /// run (empty on cgroup v1, which has none of them).
+    #[serde(default)]
+    pub cgroup_settings: Vec<CgroupSetting>,
 }
 
 impl RunRecord {
@@ -184,6 +195,8 @@ impl RunRecord {
             zram: None,
             zswap: None,
             load1_start: None,
+            memory_pressure: None,
+            cgroup_settings: Vec::new(),
         }
     }
 }
@@ -432,6 +445,8 @@ pub fn run_workload(
     let vm_before = vmstat(env.sys)?;
     let oom_before = env.cgroup.oom_kills();
     let load1_start = load1(env.sys);
+    // cgroup v1 has no memory.pressure: the system-wide file's change over the run.
+    let psi_start = zmem_host::system_pressure(env.sys);
     let debugfs_before = if env.zswap {
         read_zswap_debugfs(env.sys)
     } else {
@@ -500,7 +515,19 @@ pub fn run_workload(
         zram,
         zswap,
         load1_start,
+        memory_pressure: pressure(env, psi_start.as_ref()),
+        cgroup_settings: Vec::new(),
     })
+}
+
+/// The run's memory pressure: its cgroup's (v2), else the system's change
+/// since `start`.
+fn pressure(env: &RunEnv<'_>, start: Option<&zmem_host::PsiFile>) -> Option<Pressure> {
+    if let Some(end) = env.cgroup.pressure() {
+        return Some(Pressure::of(PsiScope::Cgroup, &end, None));
+    }
+    let end = zmem_host::system_pressure(env.sys)?;
+    Some(Pressure::of(PsiScope::System, &end, Some(start?)))
 }
 
 #[cfg(test)]

@@ -60,6 +60,11 @@ pub struct ConfigSummary {
     pub zswpout: Option<Stats>,
     pub zswpwb: Option<Stats>,
     pub cgroup_peak_bytes: Option<Stats>,
+    /// Memory stall time over a run (PSI `some` and `full` totals), s.
+    #[serde(default)]
+    pub psi_some_total_s: Option<Stats>,
+    #[serde(default)]
+    pub psi_full_total_s: Option<Stats>,
     /// Original bytes / compressed bytes at the compressed tier's fullest
     /// (zram: orig_data_size / compr_data_size; zswap: Zswapped / Zswap).
     pub compression_ratio: Option<Stats>,
@@ -137,6 +142,8 @@ pub fn summarise(configs: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<
                 zswpout: st(&|r| r.vm.zswpout.map(|v| v as f64)),
                 zswpwb: st(&|r| r.vm.zswpwb.map(|v| v as f64)),
                 cgroup_peak_bytes: st(&|r| r.cgroup_peak_bytes.map(|v| v as f64)),
+                psi_some_total_s: st(&|r| r.memory_pressure.map(|p| p.psi_some_total_s)),
+                psi_full_total_s: st(&|r| r.memory_pressure.and_then(|p| p.psi_full_total_s)),
                 compression_ratio: st(&|r| {
                     if let Some(z) = &r.zram {
                         ratio(z.mm_stat_fullest[0], z.mm_stat_fullest[1])
@@ -162,7 +169,7 @@ pub fn summarise(configs: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<
     out
 }
 
-const HEADERS: [&str; 17] = [
+const HEADERS: [&str; 19] = [
     "config",
     "ok",
     "wall s",
@@ -177,6 +184,8 @@ const HEADERS: [&str; 17] = [
     "zswpin",
     "zswpout",
     "zswpwb",
+    "psi some s",
+    "psi full s",
     "peak MiB",
     "comp ratio",
     "notes",
@@ -215,6 +224,8 @@ fn cells(s: &ConfigSummary, baseline: &str) -> Vec<String> {
         int(s.zswpin),
         int(s.zswpout),
         int(s.zswpwb),
+        f2(s.psi_some_total_s, |x| x.median),
+        f2(s.psi_full_total_s, |x| x.median),
         s.cgroup_peak_bytes
             .map(|x| format!("{:.0}", x.median / (1u64 << 20) as f64))
             .unwrap_or_else(|| "-".into()),
@@ -285,8 +296,47 @@ pub fn render_table(r: &TrialReport) -> String {
             l.median, l.min, l.max, r.cpus
         );
     }
+    out.push_str(&pressure_note(r));
+    out.push_str(&settings_note(r));
     for f in &r.forced_over {
         let _ = writeln!(out, "(--force: {f})");
+    }
+    out
+}
+
+/// Where the psi columns come from (a line, empty without runs).
+pub fn pressure_note(r: &TrialReport) -> String {
+    if r.runs.is_empty() {
+        return String::new();
+    }
+    match r.runs.iter().find_map(|x| x.memory_pressure) {
+        Some(p) => format!(
+            "psi some/full s: memory stall time over the run (medians), from {}; avg10/avg60/avg300 at each run's end in --format json\n",
+            p.psi_scope.source()
+        ),
+        None => "psi: not recorded (no memory.pressure and no /proc/pressure/memory: a kernel without PSI, or booted with psi=0)\n".into(),
+    }
+}
+
+/// What the run's cgroup was set to beyond its memory limit, per
+/// configuration (lines; on v1, that none of these settings exist).
+pub fn settings_note(r: &TrialReport) -> String {
+    if r.cgroup == CgroupVersion::V1 {
+        return "memory.swap.max, memory.zswap.max, memory.zswap.writeback: cgroup v2 only, none exist on cgroup v1 (nor is zswap's pool charged to a v1 cgroup)\n".into();
+    }
+    let mut out = String::new();
+    for c in &r.configs {
+        if let Some(run) = r
+            .runs
+            .iter()
+            .find(|x| &x.config == c && !x.cgroup_settings.is_empty())
+        {
+            let _ = writeln!(
+                out,
+                "cgroup v2, {c}: {}",
+                crate::cgroup_settings::describe(&run.cgroup_settings)
+            );
+        }
     }
     out
 }
@@ -314,6 +364,8 @@ pub fn render_csv(r: &TrialReport) -> String {
         "zswpout",
         "zswpwb",
         "cgroup_peak_bytes",
+        "psi_some_total_s",
+        "psi_full_total_s",
         "compression_ratio",
     ];
     let mut out = String::from("config,runs,ok,wall_vs_baseline");
@@ -337,6 +389,8 @@ pub fn render_csv(r: &TrialReport) -> String {
             s.zswpout,
             s.zswpwb,
             s.cgroup_peak_bytes,
+            s.psi_some_total_s,
+            s.psi_full_total_s,
             s.compression_ratio,
         ] {
             match st {
@@ -656,7 +710,70 @@ mod tests {
                 && lines[4].contains("0.29x")
                 && lines[4].contains("2.50")
         );
-        assert_eq!(lines.len(), 5);
+        assert!(lines[5].starts_with("psi: not recorded"), "{t}");
+        assert!(lines[6].contains("none exist on cgroup v1"), "{t}");
+        assert_eq!(lines.len(), 7);
+    }
+
+    fn pressure(scope: zmem_host::PsiScope, some: f64) -> zmem_host::Pressure {
+        zmem_host::Pressure {
+            psi_scope: scope,
+            psi_some_avg10: 1.0,
+            psi_some_avg60: 0.5,
+            psi_some_avg300: 0.1,
+            psi_some_total_s: some,
+            psi_full_avg10: Some(0.5),
+            psi_full_avg60: Some(0.2),
+            psi_full_avg300: Some(0.05),
+            psi_full_total_s: Some(some / 2.0),
+        }
+    }
+
+    #[test]
+    fn pressure_is_a_median_column_and_says_where_it_comes_from() {
+        let mut r = report();
+        let t = render_table(&r);
+        assert!(t.contains("psi: not recorded"), "{t}");
+        assert!(t.contains("none exist on cgroup v1"), "{t}");
+        for (i, x) in r.runs.iter_mut().enumerate() {
+            x.memory_pressure = Some(pressure(zmem_host::PsiScope::System, i as f64));
+        }
+        let (configs, _) = sample();
+        r.summaries = summarise(&configs, "disk", &r.runs);
+        // disk runs are the 2nd, 5th and 8th: 1, 4, 7 s → median 4.
+        let disk = &r.summaries[1];
+        assert_eq!(disk.psi_some_total_s.unwrap().median, 4.0);
+        assert_eq!(disk.psi_full_total_s.unwrap().median, 2.0);
+        // Failed runs do not count: none has no statistics.
+        assert_eq!(r.summaries[0].psi_some_total_s, None);
+        let t = render_table(&r);
+        let disk_row = t.lines().find(|l| l.starts_with("disk")).unwrap();
+        assert!(
+            disk_row.contains("4.00") && disk_row.contains("2.00"),
+            "{t}"
+        );
+        assert!(
+            t.contains("system-wide (cgroup v1 has no memory.pressure)"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn cgroup_v2_settings_are_said_per_configuration() {
+        let mut r = report();
+        r.cgroup = CgroupVersion::V2;
+        for x in r.runs.iter_mut().filter(|x| x.config == "disk") {
+            let mut v = crate::cgroup_settings::wanted(&crate::SwapConfig::Disk, 256 << 20, None);
+            v[0].value = Some("max".into());
+            v[1].value = Some("0".into());
+            x.cgroup_settings = v;
+        }
+        let t = render_table(&r);
+        assert!(
+            t.contains("cgroup v2, disk: memory.swap.max=max (swap bounded by its areas only), memory.zswap.max=0 (zswap stays out of this configuration)"),
+            "{t}"
+        );
+        assert!(!t.contains("cgroup v1"), "{t}");
     }
 
     #[test]

@@ -99,6 +99,9 @@ pub struct Measured {
     pub zswpwb: Option<f64>,
     /// The cgroup's peak memory, bytes (median over runs).
     pub cgroup_peak_bytes: Option<f64>,
+    /// Memory stall time over a run (PSI some and full), s (median over runs).
+    pub psi_some_total_s: Option<f64>,
+    pub psi_full_total_s: Option<f64>,
     /// The compressed tier's ratio at its fullest (median over runs).
     pub compression_ratio: Option<f64>,
     /// The tie-break: the lab's effective ratio on the workload's pages.
@@ -207,6 +210,8 @@ fn measured_of(report: &TrialReport, e: &Entrant) -> Measured {
         zswpout: med(|s| s.zswpout),
         zswpwb: med(|s| s.zswpwb),
         cgroup_peak_bytes: med(|s| s.cgroup_peak_bytes),
+        psi_some_total_s: med(|s| s.psi_some_total_s),
+        psi_full_total_s: med(|s| s.psi_full_total_s),
         compression_ratio: med(|s| s.compression_ratio),
         tie_break_ratio: e.ratio,
         behind_leader: None,

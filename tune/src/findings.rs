@@ -299,10 +299,10 @@ fn disagreements(t: &Tune, out: &mut Vec<String>) {
         }
     }
     if !unexpected.is_empty() {
-        let why = if oom {
-            ": the model has no term for the cgroup's OOM killer, which ends a workload when reclaim under the limit makes no progress (zswap's pool counts against the limit too)"
-        } else {
-            ""
+        let why = match (oom, t.trial.cgroup) {
+            (false, _) => "",
+            (true, zmem_trial::CgroupVersion::V2) => ": the model has no term for the cgroup's OOM killer, which ends a workload when reclaim under the limit makes no progress (on cgroup v2 zswap's pool counts against the limit too)",
+            (true, zmem_trial::CgroupVersion::V1) => ": the model has no term for the cgroup's OOM killer, which ends a workload when reclaim under the limit makes no progress",
         };
         out.push(format!(
             "The model expected these to run, but runs failed: {}{why}.",

@@ -12,11 +12,19 @@
 //!   the compressor), the disk from a file in the swap directory (random
 //!   4 KiB O_DIRECT reads, 1 MiB writes synced);
 //! * zram's memory is not charged to the workload's memory cgroup (zsmalloc
-//!   allocates its pages without `__GFP_ACCOUNT`), zswap's pool is
-//!   (mm/zswap.c charges every entry to the page's obj_cgroup): with zswap,
-//!   `S` swapped bytes leave `M − S/ratio` for resident pages, so
-//!   `S = O × ratio / (ratio − 1)`; when that is nearly the whole footprint
-//!   the workload cannot run (predicted OOM);
+//!   allocates its pages without `__GFP_ACCOUNT`), on cgroup v1 or v2;
+//! * zswap's pool is charged to the cgroup **on cgroup v2 only** (mm/zswap.c
+//!   charges every entry to the page's obj_cgroup, and mm/memcontrol.c
+//!   `obj_cgroup_charge_zswap` returns without charging unless the memory
+//!   controller is on the unified hierarchy): memory.current includes the
+//!   pool, memory.zswap.current shows it. On v2, `S` swapped bytes leave
+//!   `M − S/ratio` for resident pages, so `S = O × ratio / (ratio − 1)`, up
+//!   to the pool's bound the trials set with memory.zswap.max (`P` % of `M`,
+//!   `P` = zswap's max_pool_percent): past it the pool holds `P·M` (its
+//!   pages `P·M × ratio`), `S = O + P·M`, and the rest is written back to
+//!   the disk; when `S` is nearly the whole footprint the workload cannot run
+//!   (predicted OOM). On v1 the pool is outside the cgroup: `S = O`, all in
+//!   the pool, as with zram;
 //! * `zram:ALGO+disk` sizes zram as zmem recommend would for a machine with
 //!   `M` of RAM (`M/2 × ratio`); what does not fit goes to the disk;
 //! * no swap with an overflow is an OOM kill, and so is swap too small for
@@ -25,7 +33,7 @@
 //!   uncompressed size (zram's disksize, zswap's slots in the disk file).
 
 use serde::Serialize;
-use zmem_trial::{SwapConfig, TrialConfig};
+use zmem_trial::{CgroupVersion, SwapConfig, TrialConfig};
 
 const PAGE: f64 = 4096.0;
 const MIB: f64 = 1048576.0;
@@ -81,6 +89,12 @@ pub struct ModelInputs {
     /// The trials' swap size, bytes: the disk swap file, and zram devices
     /// without a size of their own.
     pub swap_bytes: u64,
+    /// The cgroup interface the trials run under: zswap's pool is charged
+    /// to the cgroup on v2, not on v1.
+    pub cgroup: CgroupVersion,
+    /// zswap's max_pool_percent: on v2 the trials bound a zswap run's pool
+    /// at this percent of the memory limit (memory.zswap.max).
+    pub zswap_pool_percent: u32,
 }
 
 impl ModelInputs {
@@ -221,7 +235,6 @@ fn zram_disk(algo: &str, c: &Costs, m: &ModelInputs) -> Prediction {
 
 fn zswap(comp: &str, c: &Costs, m: &ModelInputs) -> Prediction {
     let o = m.overflow() as f64;
-    let w = m.footprint_bytes as f64;
     let cfg: TrialConfig = SwapConfig::Zswap {
         compressor: comp.into(),
         pool_percent: None,
@@ -238,13 +251,48 @@ fn zswap(comp: &str, c: &Costs, m: &ModelInputs) -> Prediction {
         }
         return runs(cfg, m, o, pages(o) as f64 * per, basis);
     }
-    let swapped = o * c.ratio / (c.ratio - 1.0);
+    match m.cgroup {
+        CgroupVersion::V1 => zswap_outside(cfg, c, m),
+        CgroupVersion::V2 => zswap_charged(cfg, c, m),
+    }
+}
+
+/// cgroup v1: the pool is not charged to the cgroup, so only the overflow
+/// goes out, all of it into the pool.
+fn zswap_outside(cfg: TrialConfig, c: &Costs, m: &ModelInputs) -> Prediction {
+    let o = m.overflow() as f64;
+    if let Some(p) = swap_full(&cfg, o, m.swap_bytes) {
+        return p;
+    }
+    let basis = format!(
+        "zswap's pool is not charged to a cgroup v1 cgroup: {} overflow × ({:.1} µs out + {:.1} µs in) per page ({})",
+        mib(o),
+        c.out_ns / 1e3,
+        c.in_ns / 1e3,
+        c.source
+    );
+    runs(cfg, m, o, pages(o) as f64 * c.per_page_s(), basis)
+}
+
+/// cgroup v2: the pool is charged to the cgroup and bounded at
+/// `zswap_pool_percent` of the limit (memory.zswap.max); past the bound the
+/// rest is written back to the disk.
+fn zswap_charged(cfg: TrialConfig, c: &Costs, m: &ModelInputs) -> Prediction {
+    let (o, w) = (m.overflow() as f64, m.footprint_bytes as f64);
+    let cap = m.memory_limit as f64 * m.zswap_pool_percent as f64 / 100.0;
+    let unbounded = o * c.ratio / (c.ratio - 1.0);
+    let (swapped, in_pool) = if unbounded / c.ratio <= cap {
+        (unbounded, unbounded)
+    } else {
+        (o + cap, cap * c.ratio)
+    };
+    let on_disk = (swapped - in_pool).max(0.0);
     if let Some(p) = swap_full(&cfg, swapped, m.swap_bytes) {
         return p;
     }
     if swapped >= 0.9 * w {
         let basis = format!(
-            "zswap's pool is charged to the cgroup: {} overflow at {:.2}:1 needs {} swapped, nearly the whole {} footprint",
+            "zswap's pool is charged to the cgroup (v2): {} overflow at {:.2}:1 needs {} swapped, nearly the whole {} footprint",
             mib(o),
             c.ratio,
             mib(swapped),
@@ -252,8 +300,8 @@ fn zswap(comp: &str, c: &Costs, m: &ModelInputs) -> Prediction {
         );
         return oom(cfg, basis);
     }
-    let basis = format!(
-        "zswap's pool is charged to the cgroup: {} overflow at {:.2}:1 swaps {} × ({:.1} µs out + {:.1} µs in) ({})",
+    let mut basis = format!(
+        "zswap's pool is charged to the cgroup (v2): {} overflow at {:.2}:1 swaps {} × ({:.1} µs out + {:.1} µs in) ({})",
         mib(o),
         c.ratio,
         mib(swapped),
@@ -261,13 +309,18 @@ fn zswap(comp: &str, c: &Costs, m: &ModelInputs) -> Prediction {
         c.in_ns / 1e3,
         c.source
     );
-    runs(
-        cfg,
-        m,
-        swapped,
-        pages(swapped) as f64 * c.per_page_s(),
-        basis,
-    )
+    if on_disk > 0.0 {
+        basis.push_str(&format!(
+            "; its pool bounded at {} % of the limit ({}, memory.zswap.max) holds {}, {} is written back to disk",
+            m.zswap_pool_percent,
+            mib(cap),
+            mib(in_pool),
+            mib(on_disk)
+        ));
+    }
+    let disk_page = (c.out_ns + m.disk.out_ns + m.disk.in_ns) / 1e9;
+    let swap_s = pages(in_pool) as f64 * c.per_page_s() + pages(on_disk) as f64 * disk_page;
+    runs(cfg, m, swapped, swap_s, basis)
 }
 
 fn disk(m: &ModelInputs) -> Prediction {
@@ -359,6 +412,8 @@ pub(crate) fn sample_inputs(footprint_mib: u64, limit_mib: u64) -> ModelInputs {
         )],
         disk: Costs::from_speeds(100_000.0, 200.0, 1.0, "disk"),
         swap_bytes: 1 << 30,
+        cgroup: CgroupVersion::V2,
+        zswap_pool_percent: 100,
     }
 }
 
@@ -403,6 +458,43 @@ mod tests {
         // 160 MiB overflow of 256: 283 MiB would have to be swapped, more than there is.
         let v = predict(&inputs(256, 96));
         assert_eq!(find(&v, "zswap:lzo").outcome, Expect::OomKilled);
+    }
+
+    #[test]
+    fn on_cgroup_v1_the_pool_is_not_charged() {
+        let mut m = inputs(256, 192);
+        m.cgroup = CgroupVersion::V1;
+        let v = predict(&m);
+        let z = find(&v, "zswap:lzo");
+        // Only the 64 MiB overflow goes out, as with zram.
+        assert_eq!(z.swapped_pages, 64 * 256);
+        assert_eq!(z.swapped_pages, find(&v, "zram:lzo").swapped_pages);
+        assert!(
+            z.basis.contains("not charged to a cgroup v1"),
+            "{}",
+            z.basis
+        );
+        // 160 MiB of 256 overflows: still runs on v1 (it is an OOM kill on v2).
+        let mut m = inputs(256, 96);
+        m.cgroup = CgroupVersion::V1;
+        assert_eq!(find(&predict(&m), "zswap:lzo").outcome, Expect::Runs);
+    }
+
+    #[test]
+    fn on_cgroup_v2_the_pool_is_bounded_by_memory_zswap_max() {
+        // 20 % of 192 MiB = 38.4 MiB of pool; unbounded it would be 49.2 MiB.
+        let mut m = inputs(256, 192);
+        m.zswap_pool_percent = 20;
+        let z = find(&predict(&m), "zswap:lzo").clone();
+        let cap = 192.0 * MIB * 0.2;
+        let o = 64.0 * MIB;
+        assert_eq!(z.swapped_pages, ((o + cap) / 4096.0).ceil() as u64);
+        assert!(z.basis.contains("memory.zswap.max"), "{}", z.basis);
+        // What does not fit in the pool goes to disk: slower than unbounded.
+        m.zswap_pool_percent = 100;
+        let free = find(&predict(&m), "zswap:lzo").clone();
+        assert!(z.swap_s > free.swap_s, "{} vs {}", z.swap_s, free.swap_s);
+        assert!(!free.basis.contains("written back"), "{}", free.basis);
     }
 
     #[test]

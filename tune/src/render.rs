@@ -43,6 +43,12 @@ pub fn render_table(t: &Tune) -> String {
         t.learn.pages, t.learn.corpus, t.ranking.rounds, t.repeat
     );
     o.push_str(&columns(&main_rows(t)));
+    o.push_str(match t.trial.cgroup {
+        zmem_trial::CgroupVersion::V2 => "the model charges zswap's pool to the cgroup (cgroup v2: memory.current includes it, memory.zswap.current shows it); zram's memory is charged on neither\n",
+        zmem_trial::CgroupVersion::V1 => "the model charges neither zswap's pool nor zram's memory to the cgroup (cgroup v1: the kernel charges zswap's pool to cgroup v2 cgroups only)\n",
+    });
+    o.push_str(&zmem_trial::report::pressure_note(&t.trial));
+    o.push_str(&zmem_trial::report::settings_note(&t.trial));
     if t.model_check
         .iter()
         .any(|c| c.measured_swap_out_pages.is_some())
@@ -90,6 +96,8 @@ fn main_rows(t: &Tune) -> Vec<Vec<String>> {
         "ci",
         "vs leader s",
         "maj faults",
+        "psi some s",
+        "psi full s",
         "ratio",
         "notes",
     ];
@@ -120,6 +128,8 @@ fn main_rows(t: &Tune) -> Vec<Vec<String>> {
                 format!("{:+.2} [{:+.2}, {:+.2}]", d.median, d.ci_low, d.ci_high)
             }),
             opt(m.major_faults, 0),
+            opt(m.psi_some_total_s, 2),
+            opt(m.psi_full_total_s, 2),
             opt(m.compression_ratio, 2),
             notes(t, m),
         ]);
@@ -307,6 +317,8 @@ pub fn render_csv(t: &Tune) -> String {
         "zswpout",
         "zswpwb",
         "cgroup_peak_bytes",
+        "psi_some_total_s",
+        "psi_full_total_s",
         "compression_ratio",
         "predicted_swap_in_pages",
         "measured_swap_out_pages",

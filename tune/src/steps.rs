@@ -253,8 +253,24 @@ fn model(
         zswap: pick(&zswap_comps),
         disk,
         swap_bytes: trial_swap_size(s, learned.peak_anon_bytes),
+        cgroup: zmem_host::memory_hierarchy(&Sys::real())
+            .map_err(anyhow::Error::msg)?
+            .version,
+        zswap_pool_percent: zswap_pool_percent(&Sys::real()),
     };
     Ok((m, ranking))
+}
+
+/// zswap's max_pool_percent now (the trials of `zswap:C` leave it as it is;
+/// 20, the kernel's default, where it cannot be read).
+fn zswap_pool_percent(sys: &Sys) -> u32 {
+    zmem_host::read_knob(
+        sys,
+        &format!("{}/max_pool_percent", zmem_host::ZSWAP_PARAMS),
+    )
+    .ok()
+    .and_then(|v| v.trim().parse().ok())
+    .unwrap_or(20)
 }
 
 /// The trials' swap size: `--swap-size`, else max(2 × limit, 2 × footprint).

@@ -31,6 +31,8 @@ const BUDGET: &str = "0.1";
 const ACCESSES: usize = 50_000;
 const ZPOOL: &str = "zsmalloc";
 const WORKER: &str = "paced:4";
+/// Where `bench zswap`'s kernel rows put their swap file (as trial's and tune's --swap-dir).
+const SWAP_DIR: &str = "/var/tmp";
 const WB_TYPE: &str = "idle";
 
 /// `zmem bench`: a mode, or the main job with its flags (and the old mode flags).
@@ -302,6 +304,10 @@ struct ZswapArgs {
     /// right after the refused store)
     #[arg(long, value_name = "inline|paced:N", default_value = WORKER)]
     worker: String,
+    /// Directory for the kernel rows' swap file, on a filesystem that can hold one (not
+    /// tmpfs, 9p or overlayfs; checked before anything is set up)
+    #[arg(long, value_name = "DIR", default_value = SWAP_DIR)]
+    swap_dir: PathBuf,
     /// Skip the kernel rows
     #[arg(long)]
     no_kernel: bool,
@@ -374,7 +380,7 @@ impl Mode {
                 (a.corpus, a.algo, a.format, a.hot) = (m.corpus, m.algo, m.format, m.hot);
                 (a.hot_access, a.budget, a.accesses) = (m.hot_access, Some(m.budget), m.accesses);
                 (a.zpool, a.force, a.worker) = (m.zpool, m.force, m.worker);
-                a.no_kernel = m.no_kernel;
+                (a.no_kernel, a.swap_dir) = (m.no_kernel, m.swap_dir);
                 Kind::Zswap
             }
         };
@@ -491,6 +497,9 @@ pub struct Args {
         default_value = WORKER
     )]
     pub worker: String,
+    /// zswap mode: directory for the kernel rows' swap file (not tmpfs, 9p or overlayfs)
+    #[arg(hide = true, long, value_name = "DIR", default_value = SWAP_DIR)]
+    pub swap_dir: PathBuf,
     /// Recompression: write the corpus with the primary (first --algo, default lz4), mark
     /// all idle, recompress with ALGO; ratio and mem_used_total before/after, against ALGO
     /// alone. Without corpus files, a heap-like corpus is used

@@ -3,12 +3,19 @@
 //!
 //! Set-up (every change recorded in a [`zmem_host::Guard`] first, with the
 //! crash journal of `zmem trial`, and undone on return, error, panic and
-//! Ctrl-C): a new swap file (mkswap + swapon) in the bench directory, zswap's
+//! Ctrl-C): a new swap file (mkswap + swapon) in `--swap-dir` (a filesystem
+//! that can hold one; the CLI checks before the run), zswap's
 //! parameters (`compressor`, `max_pool_percent`, `accept_threshold_percent`,
 //! `shrinker_enabled` = N, then `enabled` = Y), `vm.page-cluster` = 0 (no swap
 //! readahead, so a swap-in is one page, as the engine's), debugfs mounted on
 //! /sys/kernel/debug if it is not mounted (unmounted after), and a
-//! memory-limited cgroup for the worker (removed after).
+//! memory-limited cgroup for the worker (removed after). On cgroup v2 the
+//! pool is charged to that cgroup, so its memory.max is the pool limit plus
+//! room for the worker, memory.zswap.max is `max` (only max_pool_percent
+//! bounds the pool, as for the engine at the same limit), memory.zswap.writeback
+//! is 1 where the kernel has it (6.8+) and memory.swap.max is `max`; the
+//! settings go with the cgroup. On v1 none of these exist and the pool is
+//! not charged.
 //!
 //! The worker is a forked child in that cgroup, pinned to one CPU. It copies
 //! the corpus into an anonymous mapping and pushes every page out with
@@ -48,7 +55,7 @@ const CGROUP_BASE: u64 = 32 << 20;
 pub struct KernelOptions {
     /// Run even if other swap areas are active or zswap is already enabled.
     pub force: bool,
-    /// Directory of the temporary swap file (not tmpfs).
+    /// Directory of the swap file (`--swap-dir`; a filesystem that can hold one).
     pub dir: PathBuf,
 }
 
@@ -241,14 +248,66 @@ fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
         zmem_host::CgroupVersion::V2 => CGROUP_BASE + plan.pool_limit,
     };
     let name = format!("zmem-bench-zswap.{}", std::process::id());
-    let cg = zmem_host::Cgroup::create(sys, &h, &name, limit, None)
-        .context("creating the worker's cgroup")?;
-    if let Some(l) = zmem_host::Action::RemoveCgroup(cg.path().into()).to_line() {
+    let cg_path = format!("{}/{name}", h.parent.trim_end_matches('/'));
+    if let Some(l) = zmem_host::Action::RemoveCgroup(cg_path).to_line() {
         env.journal.borrow_mut().push(l.clone());
         env.cgroup_line = Some(l);
     }
+    // On an error the cgroup is gone again (`create` removes what it made)
+    // and its line leaves the journal, unless removing it failed.
+    let forget = |env: &mut Env| {
+        if let Some(l) = env.cgroup_line.take() {
+            env.journal.borrow_mut().remove(&l);
+        }
+    };
+    let cg = match zmem_host::Cgroup::create(sys, &h, &name, limit, None) {
+        Ok(cg) => cg,
+        Err(e) => {
+            forget(&mut env);
+            return Err(anyhow::Error::new(e).context("creating the worker's cgroup"));
+        }
+    };
+    let set = match v2_settings(&cg) {
+        Ok(set) => set,
+        Err(e) => {
+            cg.remove().context("removing the worker's cgroup")?;
+            forget(&mut env);
+            return Err(e);
+        }
+    };
     env.cgroup = Some(cg);
+    if !set.is_empty() {
+        eprintln!(
+            "zmem bench: the kernel rows' worker cgroup (v2): memory.max={limit}, {}",
+            set.join(", ")
+        );
+    }
     Ok(env)
+}
+
+/// The worker cgroup's v2 settings: swap and the pool bounded only by the
+/// swap file and max_pool_percent, writeback on (as the engine's). What was
+/// set, `file=value`, or that this kernel has no such file.
+fn v2_settings(cg: &zmem_host::Cgroup) -> Result<Vec<String>> {
+    if cg.version() != zmem_host::CgroupVersion::V2 {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (file, value) in [
+        ("memory.swap.max", "max"),
+        ("memory.zswap.max", "max"),
+        ("memory.zswap.writeback", "1"),
+    ] {
+        let set = cg
+            .set_v2(file, value)
+            .with_context(|| format!("setting {file} of the worker's cgroup"))?;
+        out.push(if set {
+            format!("{file}={value}")
+        } else {
+            format!("no {file} on this kernel")
+        });
+    }
+    Ok(out)
 }
 
 /// A new swap file big enough for every corpus page, swapped on.

@@ -1,7 +1,8 @@
 //! `zmem bench zswap [CORPUS...]`: the corpus through zswap and through
 //! zram + disk swap at the same RAM budget, with a hot/cold access pattern
 //! (`zmem_lab::zswap`); as root with zswap, also through the kernel's
-//! zswap unless `--no-kernel`.
+//! zswap unless `--no-kernel`, with its swap file in `--swap-dir` (checked
+//! before the run: a filesystem that cannot hold a swap file is an error naming it).
 
 use zmem_lab::zswap::{self, KernelOptions, Options};
 
@@ -21,6 +22,17 @@ fn budget(s: &str) -> anyhow::Result<(Option<u64>, f64)> {
         );
     }
     Ok((Some(v), 0.0))
+}
+
+/// The kernel rows' swap file fits in `dir` and the filesystem can hold one:
+/// refused before anything is set up (in a VM, /tmp on 9p or tmpfs cannot).
+fn swap_dir_usable(dir: &std::path::Path, corpora: &[zmem_corpus::Corpus]) -> anyhow::Result<()> {
+    let pages = corpora.iter().map(|c| c.page_count()).max().unwrap_or(0);
+    let bytes = (pages * zmem_codec::PAGE_SIZE) as u64 + (16 << 20);
+    match zmem_host::swap_dir_refusal(dir, bytes, 0, "--swap-dir") {
+        Some(why) => anyhow::bail!("the kernel rows need a swap file: {why} (or --no-kernel)"),
+        None => Ok(()),
+    }
 }
 
 pub fn run(args: &super::Args) -> anyhow::Result<()> {
@@ -53,9 +65,12 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
         .validate()?;
     }
     let corpora = zmem_corpus::files_or_default(&args.corpus)?;
+    if !args.no_kernel && zmem_host::euid_is_root() {
+        swap_dir_usable(&args.swap_dir, &corpora)?;
+    }
     let kernel = KernelOptions {
         force: args.force,
-        dir: base.dir.clone(),
+        dir: args.swap_dir.clone(),
     };
     let kernel = (!args.no_kernel).then_some(&kernel);
     let (rows, notes) = zswap::run_all(&corpora, &algos, &base, kernel)?;
