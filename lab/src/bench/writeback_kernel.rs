@@ -158,9 +158,11 @@ impl Side for Engine {
     }
 }
 
+/// Fields drop in order: the device file is closed before the HotDevice
+/// resets and removes the device (an open device answers EBUSY).
 struct Kernel {
-    dev: HotDevice,
     file: File,
+    dev: HotDevice,
 }
 
 impl Side for Kernel {
