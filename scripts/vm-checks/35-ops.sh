@@ -47,13 +47,13 @@ dir=$(mktemp -d /tmp/zmem-ops.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 cat >"$dir/zmem.conf" <<CONF
 [zram0]
-zram-size = 32M
+zram-size = 32
 compression-algorithm = lz4
 writeback-device = $ZMEM_VM_DISK
 fs-type = none
 
 [zram1]
-zram-size = 16M
+zram-size = 16
 compression-algorithm = lz4
 swap-priority = 100
 
