@@ -5,7 +5,7 @@
 use zmem_codec::PAGE_SIZE;
 use zmem_lab::fastpath::FastpathResult;
 use zmem_lab::recomp::{Measure, RecompResult};
-use zmem_lab::writeback::WritebackResult;
+use zmem_lab::writeback::{relative, KernelRows, WritebackResult, COMPARED};
 
 /// The result as text lines.
 pub fn recomp_text(r: &RecompResult) -> String {
@@ -157,6 +157,84 @@ pub fn writeback_text(r: &WritebackResult) -> String {
         "time: write {:.3} s, idle all {:.4} s, writeback {:.3} s, read back {:.3} s\n",
         r.write_s, r.idle_s, r.writeback_s, r.verify_s
     ));
+    if !r.backing_check.is_empty() {
+        s.push_str(&format!("backing device: {}\n", r.backing_check));
+    }
+    s.push_str(&writeback_kernel_text(&r.kernel));
+    s
+}
+
+/// The kernel rows of `zmem bench writeback`: one line per step, kernel
+/// beside engine, with its verdict.
+pub fn writeback_kernel_text(k: &KernelRows) -> String {
+    let mut s = format!(
+        "kernel rows ({}): {}{}\n",
+        k.kernel,
+        k.verdict,
+        k.reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    );
+    if k.steps.is_empty() {
+        return s;
+    }
+    s.push_str(&format!(
+        "  backing_dev {} (kernel), a temporary file (engine); writeback attributes: {}\n",
+        k.backing_dev,
+        k.attrs.join(" ")
+    ));
+    for n in &k.notes {
+        s.push_str(&format!("  {n}\n"));
+    }
+    s.push_str(&format!(
+        "  {:<38} {:>9} {:>13} {:>13} {:>13} {:>11} {:>9} {:>22} {:>21}  verdict\n",
+        "step",
+        "result",
+        "bd_count k/e",
+        "bd_reads k/e",
+        "bd_writes k/e",
+        "huge k/e",
+        "limit k/e",
+        "compr kernel/engine",
+        "mem_used kernel/eng"
+    ));
+    for st in &k.steps {
+        let (Some(a), Some(b)) = (&st.kernel, &st.engine) else {
+            s.push_str(&format!("  {:<38} SKIP: {}\n", st.step, st.detail));
+            continue;
+        };
+        let pair = |x: u64, y: u64| format!("{x}/{y}");
+        let result = if a.result == b.result {
+            a.result.clone()
+        } else {
+            format!("{}/{}", a.result, b.result)
+        };
+        s.push_str(&format!(
+            "  {:<38} {:>9} {:>13} {:>13} {:>13} {:>11} {:>9} {:>22} {:>21}  {}{}\n",
+            st.step,
+            result,
+            pair(a.bd_count, b.bd_count),
+            pair(a.bd_reads, b.bd_reads),
+            pair(a.bd_writes, b.bd_writes),
+            pair(a.huge_pages, b.huge_pages),
+            pair(a.writeback_limit, b.writeback_limit),
+            format!(
+                "{}/{} {:+.3}%",
+                a.compr_data_size,
+                b.compr_data_size,
+                relative(b.compr_data_size, a.compr_data_size)
+            ),
+            format!("{}/{}", a.mem_used_total, b.mem_used_total),
+            st.verdict,
+            if st.detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", st.detail)
+            }
+        ));
+    }
+    s.push_str(&format!("  (k/e: kernel/engine; {COMPARED})\n"));
     s
 }
 

@@ -69,7 +69,8 @@ enum Mode {
     /// fast-path slots recompressed back to the primary
     Fastpath(FastpathArgs),
     /// Writeback: idle pages written back to a backing file; memory and ratio before and
-    /// after, bd_stat, every page read back and compared
+    /// after, bd_stat, every page read back and compared; kernel rows where the running
+    /// kernel's zram has backing_dev (with --backing-dev /dev/X)
     Writeback(WritebackArgs),
     /// zswap against zram + disk swap at the same RAM budget, with a hot/cold access pattern
     Zswap(ZswapArgs),
@@ -261,10 +262,21 @@ struct WritebackArgs {
     /// Write the compressed objects (compressed_writeback=1)
     #[arg(long)]
     wb_compressed: bool,
-    /// Backing file (an existing one is used as is and kept; a new one is created and
-    /// removed) [default: a temporary file]
-    #[arg(long, value_name = "FILE")]
+    /// Backing file or block device (an existing one is used as is and kept; a new file is
+    /// created and removed) [default: a temporary file]. A block device is also the kernel
+    /// rows' backing_dev; it is refused while mounted or swapped on, and when it holds a
+    /// filesystem, swap area or data (unless --force)
+    #[arg(long, value_name = "FILE|/dev/X")]
     backing_dev: Option<PathBuf>,
+    /// Use a --backing-dev block device that holds a signature or data (overwritten)
+    #[arg(long)]
+    force: bool,
+    /// writeback_batch_size on the engine's devices and, where it has it (6.19+), the kernel's
+    #[arg(long, value_name = "N")]
+    wb_batch_size: Option<u32>,
+    /// Skip the kernel rows
+    #[arg(long)]
+    no_kernel: bool,
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -373,7 +385,8 @@ impl Mode {
             Mode::Writeback(m) => {
                 (a.corpus, a.algo, a.format) = (m.corpus, vec![m.algo], m.format);
                 (a.wb_type, a.wb_compressed) = (m.wb_type, m.wb_compressed);
-                a.backing_dev = m.backing_dev;
+                (a.backing_dev, a.force, a.no_kernel) = (m.backing_dev, m.force, m.no_kernel);
+                a.wb_batch_size = m.wb_batch_size;
                 Kind::Writeback
             }
             Mode::Zswap(m) => {
@@ -530,6 +543,9 @@ pub struct Args {
     /// created and removed) [default: a temporary file]
     #[arg(hide = true, long, value_name = "FILE")]
     pub backing_dev: Option<PathBuf>,
+    /// Writeback mode: writeback_batch_size (engine, and the kernel where it has it)
+    #[arg(hide = true, long, value_name = "N")]
+    pub wb_batch_size: Option<u32>,
 }
 
 impl Args {
@@ -737,6 +753,10 @@ fn run_writeback(args: &Args) -> anyhow::Result<()> {
         wb_type: args.wb_type.clone(),
         compressed: args.wb_compressed,
         backing_dev: args.backing_dev.clone(),
+        kernel: !args.no_kernel,
+        force: args.force,
+        batch_size: args.wb_batch_size,
+        ..Default::default()
     };
     let default = || anyhow::Ok(zmem_corpus::default_corpus());
     per_corpus(

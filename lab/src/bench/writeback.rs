@@ -10,7 +10,15 @@
 //! The backing file is a temporary file (removed at the end) unless the
 //! caller names one: an existing file or block device is used as it is and
 //! kept; a path that does not exist is created with the corpus size plus one
-//! page (block 0 is never used) and removed at the end.
+//! page (block 0 is never used) and removed at the end. A block device is
+//! checked and claimed first (`writeback_backing`: never mounted, swapped on
+//! or holding data without `--force`).
+//!
+//! 4. The kernel rows (`writeback_kernel`, when asked for): the same pages,
+//!    step by step, through a kernel zram device whose backing_dev is that
+//!    block device, beside an engine device; SKIP with the reason where the
+//!    kernel has no writeback or no block device was named. A device that
+//!    held nothing before has the pages writeback can have used zeroed again.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -24,6 +32,9 @@ use zmem_kernel::BdStat;
 use zmem_zram::{WritebackParams, Zram};
 
 use super::recomp::{measure, verify, write_corpus, Measure};
+use super::writeback_backing::{self as backing_check, Claimed};
+use super::writeback_kernel::{compare, KernelOptions, TempBacking};
+pub use super::writeback_kernel::{relative, KernelRows, State as KernelState, StepRow, COMPARED};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -36,6 +47,14 @@ pub struct Options {
     pub compressed: bool,
     /// Backing file; a temporary one when None.
     pub backing_dev: Option<PathBuf>,
+    /// Run the kernel rows.
+    pub kernel: bool,
+    /// Use a block device that holds a signature or data.
+    pub force: bool,
+    /// `writeback_batch_size` (engine, and the kernel where it has it).
+    pub batch_size: Option<u32>,
+    /// The idle age of the kernel rows' `idle AGE` step, seconds.
+    pub age_s: u64,
 }
 
 impl Default for Options {
@@ -45,6 +64,10 @@ impl Default for Options {
             wb_type: "idle".into(),
             compressed: false,
             backing_dev: None,
+            kernel: false,
+            force: false,
+            batch_size: None,
+            age_s: 2,
         }
     }
 }
@@ -77,6 +100,10 @@ pub struct WritebackResult {
     /// Reading every page back (from RAM or the backing file) and comparing.
     pub verify_s: f64,
     pub verified: bool,
+    /// The block device check (empty for a file).
+    pub backing_check: String,
+    /// The kernel rows (SKIP with the reason when not run).
+    pub kernel: KernelRows,
 }
 
 /// Removes a backing file this run created.
@@ -119,14 +146,41 @@ fn params(wb_type: &str) -> Result<WritebackParams> {
     })
 }
 
-/// Run the writeback measurement on `corpus`.
+/// Run the writeback measurement on `corpus`, then the kernel rows if asked for.
 pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
     let n = corpus.page_count();
     if n == 0 {
         bail!("corpus {} has no pages", corpus.name);
     }
     let wb = params(&opts.wb_type)?;
-    let (path, _cleanup) = match &opts.backing_dev {
+    let mut claim: Option<Claimed> = match &opts.backing_dev {
+        Some(p) if p.exists() => backing_check::check(p, opts.force).map_err(anyhow::Error::msg)?,
+        _ => None,
+    };
+    let (path, cleanup) = backing_file(opts, n)?;
+    let mut r = engine(corpus, opts, &wb, &path)?;
+    drop(cleanup);
+    r.backing_check = claim.as_ref().map(Claimed::describe).unwrap_or_default();
+    if let Some(c) = claim.as_mut() {
+        // The engine's writes go through the page cache: on the disk before
+        // a kernel device writes to it directly.
+        c.flush().context("flushing the backing device")?;
+    }
+    r.kernel = if opts.kernel {
+        kernel_rows(corpus, opts, claim.as_mut())?
+    } else {
+        KernelRows::skip("not asked for (--no-kernel)")
+    };
+    if let Some(c) = claim.as_mut() {
+        c.zero_pages(n as u64 + 1)
+            .with_context(|| format!("zeroing what writeback wrote to {}", c.path.display()))?;
+    }
+    Ok(r)
+}
+
+/// The backing file of the engine measurement and what removes it.
+fn backing_file(opts: &Options, n: usize) -> Result<(PathBuf, Cleanup)> {
+    Ok(match &opts.backing_dev {
         Some(p) if p.exists() => (p.clone(), Cleanup(None)),
         Some(p) => {
             create_backing(p, n)?;
@@ -141,10 +195,41 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
             create_backing(&p, n)?;
             (p, c)
         }
+    })
+}
+
+/// The kernel rows: the claimed block device handed to a kernel device (the
+/// claim released while it has it), the engine's backing a temporary file.
+fn kernel_rows(corpus: &Corpus, opts: &Options, claim: Option<&mut Claimed>) -> Result<KernelRows> {
+    let tmp = TempBacking::new(corpus.page_count()).context("engine backing file")?;
+    let kopts = KernelOptions {
+        algo: opts.algo.clone(),
+        compressed: opts.compressed,
+        batch_size: opts.batch_size,
+        age_s: opts.age_s,
     };
+    Ok(match claim {
+        Some(c) => {
+            c.release();
+            let rows = compare(corpus, Some(&c.path), &tmp.0, &kopts);
+            c.reclaim().map_err(anyhow::Error::msg)?;
+            rows
+        }
+        None => compare(corpus, None, &tmp.0, &kopts),
+    })
+}
+
+/// The engine measurement (steps 1–3 of the module).
+fn engine(
+    corpus: &Corpus,
+    opts: &Options,
+    wb: &WritebackParams,
+    path: &Path,
+) -> Result<WritebackResult> {
+    let n = corpus.page_count();
     let dev = Zram::builder()
         .algorithm(opts.algo.as_str(), Params::default())
-        .backing_dev(&path)
+        .backing_dev(path)
         .compressed_writeback(opts.compressed)
         .disksize((n * PAGE_SIZE) as u64)
         .build()
@@ -155,6 +240,10 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
                 path.display()
             )
         })?;
+    if let Some(b) = opts.batch_size {
+        dev.attr_write("writeback_batch_size", &b.to_string())
+            .context("writeback_batch_size")?;
+    }
     let write = write_corpus(&dev, corpus)?;
     let before = measure(&dev)?;
     let t = Instant::now();
@@ -162,7 +251,7 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
     let idle = t.elapsed();
     let t = Instant::now();
     let rep = dev
-        .writeback(&wb)
+        .writeback(wb)
         .with_context(|| format!("writeback type={}", opts.wb_type))?;
     let writeback = t.elapsed();
     let after = measure(&dev)?;
@@ -195,6 +284,8 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         writeback_s: writeback.as_secs_f64(),
         verify_s: verify.as_secs_f64(),
         verified,
+        backing_check: String::new(),
+        kernel: KernelRows::default(),
     })
 }
 
