@@ -53,6 +53,7 @@ const MODES: [(&str, &[&str]); 9] = [
             "threads",
             "requests",
             "no-kernel",
+            "kernel",
         ],
     ),
     (
@@ -64,6 +65,7 @@ const MODES: [(&str, &[&str]); 9] = [
             "threads",
             "requests",
             "no-kernel",
+            "kernel",
         ],
     ),
     (
@@ -91,7 +93,16 @@ const MODES: [(&str, &[&str]); 9] = [
     ("fastpath", &["primary", "passes", "format"]),
     (
         "writeback",
-        &["algo", "wb-type", "wb-compressed", "backing-dev", "format"],
+        &[
+            "algo",
+            "wb-type",
+            "wb-compressed",
+            "backing-dev",
+            "format",
+            "force",
+            "no-kernel",
+            "wb-batch-size",
+        ],
     ),
     (
         "zswap",
@@ -106,6 +117,7 @@ const MODES: [(&str, &[&str]); 9] = [
             "force",
             "worker",
             "no-kernel",
+            "swap-dir",
         ],
     ),
 ];
