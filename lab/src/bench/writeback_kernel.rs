@@ -32,7 +32,7 @@ use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_host::HotDevice;
-use zmem_kernel::{BdStat, Errno, MmStat};
+use zmem_kernel::{BdStat, Errno, MmStat, ZRAM_ATTRS};
 use zmem_zram::Zram;
 
 use super::random_read::aligned_buffer;
@@ -95,16 +95,15 @@ pub struct KernelRows {
     pub steps: Vec<StepRow>,
 }
 
-/// The writeback attributes a kernel may have, oldest first.
-const WB_ATTRS: &[&str] = &[
-    "backing_dev",
-    "writeback",
-    "writeback_limit",
-    "writeback_limit_enable",
-    "bd_stat",
-    "writeback_batch_size",
-    "compressed_writeback",
-];
+/// The writeback attributes a kernel may have, oldest first: from the one
+/// declaration of zram's attributes (released names only).
+fn wb_attrs() -> impl Iterator<Item = &'static str> {
+    ZRAM_ATTRS
+        .iter()
+        .filter(|a| a.renamed.is_none())
+        .map(|a| a.name)
+        .filter(|n| *n == "backing_dev" || *n == "bd_stat" || n.contains("writeback"))
+}
 
 /// Which mm_stat/bd_stat fields must be equal, and why the others may differ.
 pub const COMPARED: &str = "equal: result, bd_count, bd_reads, bd_writes, orig_data_size, same_pages, \
@@ -439,11 +438,7 @@ fn kernel_device(
     let dev =
         HotDevice::create_journaled().map_err(|e| Box::new(KernelRows::skip(e.to_string())))?;
     let has = |a: &str| dev.sys_path().join(a).exists();
-    rows.attrs = WB_ATTRS
-        .iter()
-        .filter(|a| has(a))
-        .map(|a| a.to_string())
-        .collect();
+    rows.attrs = wb_attrs().filter(|a| has(a)).map(str::to_string).collect();
     if !has("backing_dev") {
         return Err(Box::new(KernelRows::skip(format!(
             "the running kernel ({}) has no zram writeback: no backing_dev attribute (built without CONFIG_ZRAM_WRITEBACK)",
