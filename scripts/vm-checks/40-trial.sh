@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 dir=$(swap_capable_dir) || { result trial SKIP "no disk for the disk config's swap file (scripts/vm check gives the guest one)"; exit 0; }
 trap 'swap_dir_release "$dir"' EXIT
-st_before=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs)
+st_before=$(subtree_control)
 size=192M mem=128M repeat=1
 [ "${QUICK:-0}" = 1 ] && { size=96M; mem=64M; }
 echo "cgroup.subtree_control before: [$st_before]"
@@ -22,7 +22,7 @@ print("%d runs, cgroup %s" % (len(t["runs"]), t["cgroup"]) + ("; not exit 0: " +
 sys.exit(1 if bad or not t["runs"] else 0)
 PY
 ) || { [ "$rc" != 0 ] || rc=1; }
-st_after=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs)
+st_after=$(subtree_control)
 echo "cgroup.subtree_control after: [$st_after]"
 if [ "$rc" != 0 ]; then
     result trial FAIL "zmem trial exited $rc: $runs"

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 dir=$(swap_capable_dir) || { result tune SKIP "no disk for the trials' swap file (scripts/vm check gives the guest one)"; exit 0; }
 trap 'swap_dir_release "$dir"' EXIT
-st_before=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs)
+st_before=$(subtree_control)
 echo "cgroup.subtree_control before: [$st_before]"
 if [ "${QUICK:-0}" = 1 ]; then
     what="memalloc 96M in 64M"
@@ -23,7 +23,7 @@ echo "+ zmem tune $* --repeat 1 --swap-dir $dir"
 rc=0
 "$ZMEM" tune "$@" --repeat 1 --swap-dir "$dir" --format json >"$OUT/tune.json" 2>"$OUT/tune.log" || rc=$?
 cat "$OUT/tune.log"
-st_after=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs)
+st_after=$(subtree_control)
 echo "cgroup.subtree_control after: [$st_after]"
 echo "tune exit status: $rc"
 # What the runs saw, and the verdicts on PSI and the cgroup settings.
@@ -77,7 +77,7 @@ zrc=0
 cat "$OUT/trial-zswap.txt"
 zline=$(grep -E '^cgroup v2, zswap|none exist on cgroup v1' "$OUT/trial-zswap.txt" | head -1)
 [ "$zrc" = 0 ] && [ -n "$zline" ] || { [ "$rc" -gt 1 ] || rc=8; summary="$summary; zswap trial exited $zrc"; }
-st_after=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs)
+st_after=$(subtree_control)
 if [ "$rc" != 0 ] && [ "$rc" != 1 ]; then
     result tune FAIL "$what: zmem tune exited $rc: $summary"
 elif ! left=$(leftovers); then

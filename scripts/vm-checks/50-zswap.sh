@@ -8,7 +8,7 @@ trap 'swap_dir_release "$dir"' EXIT
 params() { for p in enabled compressor max_pool_percent accept_threshold_percent; do
     printf '%s=%s ' "$p" "$(cat /sys/module/zswap/parameters/$p 2>/dev/null)"; done; }
 zswap_before=$(params)
-st_before=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs)
+st_before=$(subtree_control)
 echo "zswap before: $zswap_before; cgroup.subtree_control before: [$st_before]"
 accesses=5000
 [ "${QUICK:-0}" = 1 ] && accesses=2000
@@ -21,7 +21,7 @@ rc=0
     >"$OUT/zswap.json" 2>"$OUT/zswap.log" || rc=$?
 cat "$OUT/zswap.log"
 zswap_after=$(params)
-st_after=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs)
+st_after=$(subtree_control)
 echo "zswap after: $zswap_after; cgroup.subtree_control after: [$st_after]"
 seen=$(python3 - "$OUT/zswap.json" <<'PY'
 import json, sys

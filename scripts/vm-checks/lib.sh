@@ -58,6 +58,12 @@ swap_dir_release() {
     rm -rf "$d"
 }
 
+# subtree_control: the root cgroup's cgroup.subtree_control as one line
+# (empty on cgroup v1), to compare before and after a check.
+subtree_control() {
+    cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null | xargs
+}
+
 # No zmem-made change left: no swap, no zmem cgroup, and the same zram devices
 # as at the start (ZRAM_BEFORE, set below). Echoes what is left, fails if any.
 leftovers() {
