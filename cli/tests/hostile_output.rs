@@ -209,3 +209,36 @@ fn policy_refuses_a_state_file_that_is_a_fifo_or_a_link() {
     let m = fs::symlink_metadata(&state).unwrap();
     assert!(m.is_file() && m.permissions().mode() & 0o777 == 0o600);
 }
+
+/// Captures and generated corpora go through the one writer too: a file
+/// that is not a sidecar where the sidecar goes is refused before anything
+/// is written (on main it was overwritten), and a link there is never
+/// followed; `--force` replaces it deliberately.
+#[test]
+fn a_corpus_never_overwrites_a_foreign_file_where_its_sidecar_goes() {
+    let d = ScratchDir::new("hostile-out-sidecar");
+    let (c, side) = (d.join("n.pages"), d.join("n.pages.json"));
+    fs::write(&side, "my notes\n").unwrap();
+    let gen = |extra: &[&str]| {
+        let mut a = vec!["corpus", "gen", "text", "--size", "64K", "-o", s(&c)];
+        a.extend_from_slice(extra);
+        zmem(&a)
+    };
+    refused(
+        &gen(&[]),
+        &["n.pages.json", "not a zmem sidecar", "--force"],
+    );
+    assert_eq!(fs::read_to_string(&side).unwrap(), "my notes\n");
+    assert!(!c.exists(), "the corpus was written without its sidecar");
+    fs::remove_file(&side).unwrap();
+    let victim = d.join("victim");
+    fs::write(&victim, "keep\n").unwrap();
+    std::os::unix::fs::symlink(&victim, &side).unwrap();
+    refused(&gen(&["--force"]), &["n.pages.json", "symbolic link"]);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "keep\n");
+    fs::remove_file(&side).unwrap();
+    fs::write(&side, "my notes\n").unwrap();
+    let o = gen(&["--force"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(fs::read_to_string(&side).unwrap().contains("\"source\""));
+}
