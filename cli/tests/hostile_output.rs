@@ -242,3 +242,174 @@ fn a_corpus_never_overwrites_a_foreign_file_where_its_sidecar_goes() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(fs::read_to_string(&side).unwrap().contains("\"source\""));
 }
+
+/// A small corpus in `d`.
+fn corpus(d: &Path) -> PathBuf {
+    let c = d.join("c.pages");
+    let o = zmem(&["corpus", "gen", "text", "--size", "256K", "-o", s(&c)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    c
+}
+
+/// `zmem recommend` on `c`, cheaply, writing DIR/zmem.conf.
+fn recommend(c: &Path, out_dir: &Path, extra: &[&str]) -> Output {
+    let mut a = vec![
+        "recommend",
+        s(c),
+        "--no-kernel",
+        "--algo",
+        "lz4",
+        "--rounds",
+        "1",
+        "--requests",
+        "100",
+        "--fs-read",
+        "100",
+        "--ram",
+        "1G",
+        "--out-dir",
+        s(out_dir),
+    ];
+    a.extend_from_slice(extra);
+    zmem(&a)
+}
+
+/// Finding 2: root's answer never lands in a directory or file another user
+/// owns (on main, root replaced nobody's marked zmem.conf in nobody's
+/// directory, which nobody could then swap for a config of theirs).
+#[test]
+fn roots_answer_never_lands_where_another_user_can_change_it() {
+    let name = "roots_answer_never_lands_where_another_user_can_change_it";
+    if !zmem_host::euid_is_root() {
+        skip(&format!(
+            "SKIP {name}: needs root to give files to another user"
+        ));
+        return;
+    }
+    let d = ScratchDir::new("hostile-out-owner");
+    let c = corpus(d.path());
+    let marked = b"# zram-generator.conf from `zmem`, says nobody\n[sysctl]\nkernel.core_pattern = |/tmp/evil\n";
+    let theirs = d.join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    fs::write(theirs.join("zmem.conf"), marked).unwrap();
+    for p in [&theirs, &theirs.join("zmem.conf")] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    for extra in [&[][..], &["--overwrite"][..]] {
+        refused(
+            &recommend(&c, &theirs, extra),
+            &["theirs", "owned by uid 65534", "not by you or root"],
+        );
+    }
+    assert_eq!(fs::read(theirs.join("zmem.conf")).unwrap(), marked);
+    // Nobody's file in root's directory: refused too, naming the owner, even with --overwrite.
+    let mine = d.join("mine");
+    fs::create_dir(&mine).unwrap();
+    fs::write(mine.join("zmem.conf"), marked).unwrap();
+    std::os::unix::fs::chown(mine.join("zmem.conf"), Some(65534), None).unwrap();
+    for extra in [&[][..], &["--overwrite"][..]] {
+        refused(
+            &recommend(&c, &mine, extra),
+            &["zmem.conf is owned by uid 65534", "another user's file"],
+        );
+    }
+    assert_eq!(fs::read(mine.join("zmem.conf")).unwrap(), marked);
+    // A report in nobody's directory: refused before anything is measured.
+    let o = zmem(&[
+        "bench",
+        "full",
+        s(&c),
+        "--algo",
+        "lz4",
+        "--report",
+        s(&theirs.join("r.html")),
+    ]);
+    refused(&o, &["--report", "owned by uid 65534"]);
+    assert!(o.stdout.is_empty(), "measured first: {}", text(&o.stdout));
+}
+
+/// Finding 3: a file zmem did not write is refused whatever its encoding
+/// (one \xe9 is enough) by every `--out-dir`, and `--report` is guarded
+/// like them (a link, another file, not UTF-8) before anything is measured
+/// or run; `--overwrite` replaces a file of yours deliberately.
+#[test]
+fn non_utf8_files_and_reports_are_guarded_like_every_output() {
+    let d = ScratchDir::new("hostile-out-utf8");
+    let c = corpus(d.path());
+    let out = d.join("out");
+    fs::create_dir(&out).unwrap();
+    let conf = out.join("zmem.conf");
+    let admin = b"[zram0]\nzram-size = ram # r\xe9glage de l'admin\n";
+    fs::write(&conf, admin).unwrap();
+    refused(
+        &recommend(&c, &out, &[]),
+        &[
+            "zmem.conf exists and was not written by zmem",
+            "--overwrite",
+        ],
+    );
+    let o = zmem(&[
+        "bench",
+        "verdict",
+        s(&c),
+        "--no-kernel",
+        "--out-dir",
+        s(&out),
+    ]);
+    refused(&o, &["not written by zmem"]);
+    let o = zmem(&[
+        "tune",
+        "--memory",
+        "64M",
+        "--builtin",
+        "memalloc",
+        "--out-dir",
+        s(&out),
+    ]);
+    refused(&o, &["not written by zmem"]);
+    assert_eq!(fs::read(&conf).unwrap(), admin);
+    // Reports: a link, someone's page (not UTF-8), each refused at once by all three commands.
+    let victim = d.join("victim.html");
+    fs::write(&victim, "keep\n").unwrap();
+    let link = d.join("link.html");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let page = d.join("page.html");
+    fs::write(&page, b"<html>caf\xe9</html>\n").unwrap();
+    for (r, why) in [(&link, "symbolic link"), (&page, "not written by zmem")] {
+        let o = zmem(&["bench", "full", s(&c), "--algo", "lz4", "--report", s(r)]);
+        refused(&o, &[why]);
+        assert!(o.stdout.is_empty(), "measured first: {}", text(&o.stdout));
+        // The swap directory is bad too: only a report checked first names the report.
+        let o = zmem(&[
+            "trial",
+            "--memory",
+            "64M",
+            "--builtin",
+            "memalloc",
+            "--swap-dir",
+            "/nonexistent/zmem",
+            "--report",
+            s(r),
+        ]);
+        refused(&o, &["--report", why]);
+        let o = zmem(&[
+            "tune",
+            "--memory",
+            "64M",
+            "--builtin",
+            "memalloc",
+            "--swap-dir",
+            "/nonexistent/zmem",
+            "--report",
+            s(r),
+        ]);
+        refused(&o, &["--report", why]);
+    }
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "keep\n");
+    assert_eq!(fs::read(&page).unwrap(), b"<html>caf\xe9</html>\n");
+    let o = recommend(&c, &out, &["--overwrite"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(fs::read_to_string(&conf)
+        .unwrap()
+        .starts_with("# zram-generator.conf from `zmem"));
+}
