@@ -44,6 +44,12 @@ pub const DEFAULT_ZRAM_SIZE: &str = "min(ram / 2, 4096)";
 pub static KNOWN_ALGORITHMS: std::sync::LazyLock<Vec<&'static str>> =
     std::sync::LazyLock::new(zmem_codec::kernel_names);
 
+/// The largest zram id the kernel can create: `zram_add` (drivers/block/zram/zram_drv.c, every
+/// version 6.1 to 7.3) takes the id from an unbounded idr and makes it the disk's `first_minor`,
+/// and `device_add_disk` (block/genhd.c) refuses a first minor above `MINORMASK`
+/// (include/linux/kdev_t.h: `(1U << MINORBITS) - 1`, `MINORBITS` 20).
+pub const MAX_ZRAM_ID: u32 = (1 << 20) - 1;
+
 /// zswap parameters zmem can set.
 pub const ZSWAP_PARAMS: [&str; 5] = [
     "enabled",
@@ -484,6 +490,11 @@ mod tests {
         assert_eq!(e.line, 1);
         let e = p("[zram01]\n").unwrap_err();
         assert!(e.reason.contains("write [zram1]"), "{e}");
+        // Ids past the kernel's largest minor are refused, naming the bound; the largest is read.
+        let e = p("[zram1048576]\n").unwrap_err();
+        assert!(e.reason.contains("at most 1048575 (MINORMASK"), "{e}");
+        assert!(p("[zram4294967295]\n").is_err());
+        assert_eq!(p("[zram1048575]\n").unwrap().devices[0].id, MAX_ZRAM_ID);
         let e = p("[zram0]\n[disk-swap]\ndevice=/s\npriority=200\n").unwrap_err();
         assert!(e.reason.contains("must be below"), "{e}");
         let e = strict("zram-size = 1\n").unwrap_err();

@@ -11,6 +11,7 @@
 //! same format, oldest first) and `--revert` runs them bottom to top — together with the
 //! journal of an apply that was killed before it finished.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 
@@ -282,7 +283,10 @@ struct Planner<'a> {
     /// MemTotal in whole MiB, the `ram` of size expressions (as zram-generator).
     ram_mib: f64,
     /// Ids of the zram devices that exist, or will once the plan's hot_adds run.
-    ids: Vec<u32>,
+    ids: BTreeSet<u32>,
+    /// No id below this one is free (hot_add's next id is at or above it): the planner only
+    /// adds ids, so it only moves up, and planning `[zramN]` costs O(N log N), not O(N³).
+    lowest_free: u32,
     /// What any existing device tells about the kernel (for devices still to be created).
     probe: Option<ZramDevice>,
     /// (device, mount point) of the devices mounted so far.
@@ -318,6 +322,7 @@ impl<'a> Planner<'a> {
             // (src/config.rs: `get_total_memory_kb(..)? / 1024`).
             ram_mib: (mem_total / 1048576) as f64,
             ids,
+            lowest_free: 0,
             probe,
             mounts: Vec::new(),
         })
@@ -509,8 +514,8 @@ impl<'a> Planner<'a> {
             )));
         }
         let mut added = Vec::new();
-        while let Some(next) = (0..=d.id).find(|i| !self.ids.contains(i)) {
-            self.ids.push(next);
+        while let Some(next) = self.next_free().filter(|&n| n <= d.id) {
+            self.ids.insert(next);
             added.push(next);
             let dir = format!("/sys/block/zram{next}");
             self.step(
@@ -522,17 +527,32 @@ impl<'a> Planner<'a> {
             );
         }
         if added.len() > 1 {
-            let below: Vec<String> = added[..added.len() - 1]
-                .iter()
-                .map(|i| format!("zram{i}"))
-                .collect();
+            let below = &added[..added.len() - 1];
+            let names = if below.len() <= 8 {
+                let v: Vec<String> = below.iter().map(|i| format!("zram{i}")).collect();
+                v.join(" ")
+            } else {
+                format!(
+                    "{} devices, zram{} to zram{}",
+                    below.len(),
+                    below[0],
+                    below[below.len() - 1]
+                )
+            };
             self.plan.notes.push(format!(
-                "{}: hot_add gives the lowest free number, so it first creates {} (left unconfigured, as zram-generator leaves them)",
-                d.name,
-                below.join(" ")
+                "{}: hot_add gives the lowest free number, so it first creates {names} (left unconfigured, as zram-generator leaves them)",
+                d.name
             ));
         }
         Ok(())
+    }
+
+    /// The id hot_add would return next (the lowest free one), `None` past the kernel's last.
+    fn next_free(&mut self) -> Option<u32> {
+        while self.ids.contains(&self.lowest_free) {
+            self.lowest_free = self.lowest_free.checked_add(1)?;
+        }
+        Some(self.lowest_free)
     }
 
     /// Swapoff, unmount (only with --force when in use) and reset an initialised device whose

@@ -1,0 +1,103 @@
+//! Issue 35, round 3, "the machine": no signal, config or second instance leaves the machine
+//! changed. Each test drives the `zmem` binary as a user does: fixture trees (`--root`) for
+//! the planner's bounds and the policy lock, the real kernel (root, zram) for signals and the
+//! trial lock, skipped otherwise. Everything that could hang runs under a deadline.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use zmem_host::testutil::ScratchDir;
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ops/tests/fixtures")
+        .join(case)
+}
+
+fn zmem_cmd() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+}
+
+/// Run `zmem ARGS` to its end, failing the test if it takes longer than `limit`.
+fn zmem_within(limit: Duration, args: &[&str]) -> (bool, String, String) {
+    let mut child = zmem_cmd()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read both pipes on threads so a full pipe never stalls the child.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let status = wait_within(&mut child, limit)
+        .unwrap_or_else(|| panic!("zmem {args:?} still running after {limit:?}"));
+    (
+        status.success(),
+        t_out.join().unwrap(),
+        t_err.join().unwrap(),
+    )
+}
+
+/// Wait for `child` up to `limit`; on timeout it is killed and `None` returned.
+fn wait_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+fn apply_dry_run(root: &Path, conf_text: &str, extra: &[&str]) -> (bool, String, String) {
+    let conf = root.join("t.conf");
+    fs::write(&conf, conf_text).unwrap();
+    let mut args = vec![
+        "apply",
+        conf.to_str().unwrap(),
+        "--dry-run",
+        "--root",
+        root.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    zmem_within(Duration::from_secs(60), &args)
+}
+
+/// Finding 5: `[zram99999]` made the planner's search for free ids cubic (hours); any u32
+/// passed the parser. Now planning is linear, and an id the kernel cannot create (above its
+/// largest minor) is refused, naming the bound.
+#[test]
+fn a_far_zram_id_plans_in_linear_time_and_an_impossible_one_is_refused() {
+    let (_s, root) = ScratchDir::with_copy("hostile-far-id", &fixture("01-basic/root"));
+    let (ok, out, err) = apply_dry_run(&root, "[zram99999]\nzram-size = 64\n", &[]);
+    assert!(ok, "{err}");
+    let hot_adds = out.lines().filter(|l| l.starts_with("hot_add ")).count();
+    // The fixture has zram0: hot_add makes zram1 .. zram99999.
+    assert_eq!(hot_adds, 99_999, "{}", &out[..out.len().min(2000)]);
+    assert!(
+        out.contains("first creates 99998 devices, zram1 to zram99998"),
+        "{}",
+        &out[..out.len().min(2000)]
+    );
+    let (ok, _, err) = apply_dry_run(&root, "[zram1048576]\nzram-size = 64\n", &[]);
+    assert!(!ok);
+    assert!(
+        err.contains("at most 1048575 (MINORMASK"),
+        "the error names the kernel's bound: {err}"
+    );
+}
