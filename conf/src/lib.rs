@@ -31,7 +31,9 @@ mod render;
 mod sections;
 
 pub use algorithms::{parse_algorithms, parse_algorithms_with_warnings, OutOfRange, LEVEL_RANGES};
-pub use expressions::SizeExpr;
+pub use expressions::{
+    slot_table_bytes, slot_table_refusal, SizeExpr, SLOT_TABLE_ENTRY_BYTES, SLOT_TABLE_SHARE,
+};
 pub use fragments::{kernel_zram_option, load_system, locate_fragments};
 pub use render::Writer;
 
@@ -313,6 +315,25 @@ mod tests {
         parse(s, Path::new("t.conf"))
     }
 
+    /// The slot table's share: 16 bytes per page, at most 1/16 of RAM without --force.
+    #[test]
+    fn slot_table_share() {
+        let gib = 1u64 << 30;
+        assert_eq!(slot_table_bytes(64 * gib), 256 << 20);
+        assert_eq!(slot_table_bytes(4097), 32, "a started page has its entry");
+        assert!(slot_table_refusal("zram0", 16 * gib, gib).is_none());
+        let e = slot_table_refusal("zram0", 16 * gib + 4096, gib).unwrap();
+        for want in [
+            "disksize 16384 MiB",
+            "slot table of 64 MiB",
+            "1/16 of this machine's 1024 MiB",
+            "16384 MiB at most",
+            "--force",
+        ] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+    }
+
     /// zram-generator's grammar (fasteval): passes instead of precedence, signs on values,
     /// round(modulus, x), e() and pi(), unknown names an error only when evaluated.
     #[test]
@@ -390,6 +411,12 @@ mod tests {
                 .unwrap_err();
             assert!(e.contains(want) && e.contains(src), "{src}: {e}");
         }
+        // All of RAM for the slot table (16 bytes per 4 KiB page) is refused outright.
+        assert!(SizeExpr::parse("ram * 256", 1)
+            .unwrap()
+            .eval_bytes(1024.0)
+            .unwrap_err()
+            .contains("more than this machine could hold"));
         assert_eq!(
             SizeExpr::parse("ram * 4", 1)
                 .unwrap()

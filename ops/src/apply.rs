@@ -282,6 +282,10 @@ struct Planner<'a> {
     plan: Plan,
     /// MemTotal in whole MiB, the `ram` of size expressions (as zram-generator).
     ram_mib: f64,
+    /// MemTotal in bytes, and the disksize of the devices planned so far: their slot tables'
+    /// share of RAM is bounded ([`config::slot_table_refusal`]).
+    mem_total: u64,
+    disksize_total: u64,
     /// Ids of the zram devices that exist, or will once the plan's hot_adds run.
     ids: BTreeSet<u32>,
     /// No id below this one is free (hot_add's next id is at or above it): the planner only
@@ -321,6 +325,8 @@ impl<'a> Planner<'a> {
             // zram-generator's `ram`: MemTotal's kB / 1024, truncated to whole MiB
             // (src/config.rs: `get_total_memory_kb(..)? / 1024`).
             ram_mib: (mem_total / 1048576) as f64,
+            mem_total,
+            disksize_total: 0,
             ids,
             lowest_free: 0,
             probe,
@@ -489,6 +495,7 @@ impl<'a> Planner<'a> {
             ));
             return Ok(None);
         }
+        self.slot_tables(d, size)?;
         let resident = match &d.resident_limit {
             Some(e) => e.eval_bytes(ram_mib).map_err(|r| {
                 ApplyError::Read(
@@ -500,6 +507,28 @@ impl<'a> Planner<'a> {
             None => 0,
         };
         Ok(Some((size, resident)))
+    }
+
+    /// Count `d`'s disksize into the devices' total and refuse (a note with --force) when
+    /// their slot tables would take more than the bounded share of RAM.
+    fn slot_tables(&mut self, d: &DeviceConfig, size: u64) -> Result<(), ApplyError> {
+        self.disksize_total = self.disksize_total.saturating_add(size);
+        let what = if self.disksize_total == size {
+            format!("{} (zram-size = {})", d.name, d.zram_size.source)
+        } else {
+            format!("the devices up to {} together", d.name)
+        };
+        let Some(why) = config::slot_table_refusal(&what, self.disksize_total, self.mem_total)
+        else {
+            return Ok(());
+        };
+        if self.opts.force {
+            self.plan.notes.push(format!("warning (--force): {why}"));
+            return Ok(());
+        }
+        Err(ApplyError::Refused(
+            self.cfg.expr_err(&d.zram_size, why).to_string(),
+        ))
     }
 
     /// Create the device through /sys/class/zram-control/hot_add, which takes the lowest free
