@@ -4,6 +4,7 @@
 //! trial lock, skipped otherwise. Everything that could hang runs under a deadline.
 
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -62,6 +63,15 @@ fn wait_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitS
     let _ = child.kill();
     let _ = child.wait();
     None
+}
+
+/// A child killed when the test ends, however it ends.
+struct Reaped(Child);
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn apply_dry_run(root: &Path, conf_text: &str, extra: &[&str]) -> (bool, String, String) {
@@ -137,4 +147,87 @@ fn a_device_whose_slot_table_takes_a_large_share_of_ram_needs_force() {
     assert!(out.contains("# warning (--force): zram0"), "{out}");
     let (ok, _, err) = apply_dry_run(&root, "[zram0]\nzram-size = ram * 16\n", &[]);
     assert!(ok, "1/16 of RAM is within the bound: {err}");
+}
+
+/// Finding 10: two `zmem policy` daemons on one state file each counted only their own
+/// writeback against the daily limit. The second now refuses, naming the first's pid.
+#[test]
+fn a_second_policy_daemon_on_one_state_file_is_refused() {
+    let (_s, root) = ScratchDir::with_copy("hostile-policy", &fixture("01-basic/root"));
+    let r = root.to_str().unwrap();
+    let first = zmem_cmd()
+        .args(["policy", "--root", r])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = first.id();
+    let first = Reaped(first);
+    let lock = root.join("run/zmem/policy.state.lock");
+    let end = Instant::now() + Duration::from_secs(30);
+    while fs::read_to_string(&lock).unwrap_or_default().trim() != pid.to_string() {
+        assert!(Instant::now() < end, "the first daemon never took its lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (ok, _, err) = zmem_within(Duration::from_secs(30), &["policy", "--once", "--root", r]);
+    assert!(!ok, "a second daemon ran beside the first");
+    assert!(
+        err.contains(&format!("another zmem policy (pid {pid}) is running")),
+        "{err}"
+    );
+    // --dry-run writes nothing and may run beside it.
+    let (ok, _, err) = zmem_within(
+        Duration::from_secs(30),
+        &["policy", "--once", "--dry-run", "--root", r],
+    );
+    assert!(ok, "{err}");
+    drop(first);
+    let (ok, _, err) = zmem_within(Duration::from_secs(30), &["policy", "--once", "--root", r]);
+    assert!(ok, "the lock outlived its daemon: {err}");
+}
+
+/// Finding 10, second half: `zmem serve --maint` maintains its device itself, so `zmem policy`
+/// leaves it alone (before, both ran rounds on it).
+#[test]
+fn policy_skips_a_served_device_that_maintains_itself() {
+    let (scratch, root) = ScratchDir::with_copy("hostile-maint", &fixture("01-basic/root"));
+    fs::create_dir_all(root.join("run/zmem")).unwrap();
+    let sock = scratch.path().join("nbd.sock");
+    let mut serve = zmem_cmd()
+        .args([
+            "serve", "--size", "16M", "--algo", "lz4", "--export", "vm1", "--maint",
+        ])
+        .arg("--ctl")
+        .arg(root.join("run/zmem/vm1.ctl"))
+        .arg("--listen")
+        .arg(format!("unix:{}", sock.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = serve.stdout.take().unwrap();
+    let serve = Reaped(serve);
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on"), "{line:?}");
+    let conf = root.join("p.conf");
+    fs::write(&conf, "[policy]\nserve-sockets = /run/zmem\n").unwrap();
+    let (ok, out, err) = zmem_within(
+        Duration::from_secs(60),
+        &[
+            "policy",
+            "--once",
+            "--config",
+            conf.to_str().unwrap(),
+            "--root",
+            root.to_str().unwrap(),
+        ],
+    );
+    drop(serve);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("serve:vm1: skipped, its zmem serve maintains it"),
+        "{out}"
+    );
+    assert!(!out.contains("serve:vm1: write"), "{out}");
 }

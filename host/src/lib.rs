@@ -8,6 +8,7 @@
 //! * [`signature`]: what a file or device already holds, before zmem writes to it;
 //! * [`StateDir`], [`write_output`]: the one writer of the files zmem writes
 //!   on request (private, new or replaced only when zmem's, never through a link);
+//! * [`InstanceLock`]: one trial per machine, one `zmem policy` per state file (flock);
 //! * [`zswap_compressors`]: which compressors the running kernel can give zswap;
 //! * the one host layer every command that changes the machine uses
 //!   (`zmem apply`/`--revert`, `trial`/`--recover`, `tune`, the kernel rows of
@@ -23,7 +24,7 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal, input, signature, output, swap_dir (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal, input, signature, output, swap_dir, lock (leaves)
 //! ```
 
 mod action;
@@ -34,6 +35,7 @@ mod hotdev;
 pub mod input;
 mod journal;
 mod knob;
+mod lock;
 mod output;
 mod privilege;
 mod signal;
@@ -58,6 +60,7 @@ pub use journal::{
     write_file as write_journal, Journal, JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
+pub use lock::{hold_for_process, InstanceLock, LockError, TRIAL_LOCK};
 pub use output::{
     check_output, utc_civil, utc_stamp, write_output, write_output_for, Readers, Replace, StateDir,
     STATE_DIR_ENV,
