@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_host::testutil::{skip, ScratchDir};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -230,4 +230,153 @@ fn policy_skips_a_served_device_that_maintains_itself() {
         "{out}"
     );
     assert!(!out.contains("serve:vm1: write"), "{out}");
+}
+
+/// Whether this process may create kernel zram devices; prints the SKIP line when not.
+fn kernel_zram(test: &str) -> bool {
+    match zmem_host::HotDevice::available() {
+        Ok(()) => true,
+        Err(e) => {
+            skip(&format!("SKIP {test}: {e}"));
+            false
+        }
+    }
+}
+
+/// 4 MiB of pages that compress like text, as a corpus file.
+fn corpus(dir: &Path) -> PathBuf {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let words = [
+        "slot ", "handle ", "zspage ", "idle ", "the ", "page ", "\n", "42 ",
+    ];
+    let mut data = Vec::with_capacity(4 << 20);
+    while data.len() < 4 << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data.extend_from_slice(words[(x % words.len() as u64) as usize].as_bytes());
+    }
+    data.truncate(4 << 20);
+    let p = dir.join("pages.bin");
+    fs::write(&p, data).unwrap();
+    p
+}
+
+/// Start `zmem ARGS` paused right after its first journal record (a kernel row's device is
+/// hot-added and journaled), and return it with that device's id.
+fn paused_at_first_device(args: &[&str]) -> (Reaped, u32) {
+    let mut child = zmem_cmd()
+        .args(args)
+        .env("ZMEM_TEST_PAUSE_AT", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let pid = child.id();
+    let child = Reaped(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            if l.contains("paused after journal record 1") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("zmem {args:?} never made its first device"));
+    let id = fs::read_dir("/run/zmem-trial")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find_map(|n| {
+            n.strip_prefix(&format!("{pid}.zram"))?
+                .strip_suffix(".journal")?
+                .parse()
+                .ok()
+        })
+        .expect("the device's journal");
+    assert!(Path::new(&format!("/sys/block/zram{id}")).exists());
+    (child, id)
+}
+
+fn send(child: &Reaped, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &child.0.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig}");
+}
+
+/// Finding 4: bench, recommend (and tune's kernel rows) left a kernel zram device full of
+/// captured memory when stopped by SIGTERM or SIGHUP (only Ctrl-C cleaned up). Now INT, TERM
+/// and HUP remove it and exit with 128 + the signal.
+#[test]
+fn term_hup_and_int_remove_the_kernel_rows_devices() {
+    let test = "term_hup_and_int_remove_the_kernel_rows_devices";
+    if !kernel_zram(test) {
+        return;
+    }
+    let scratch = ScratchDir::new("hostile-signals");
+    let c = corpus(scratch.path());
+    let c = c.to_str().unwrap();
+    let bench = ["bench", "device", c, "--algo", "lzo"];
+    let recommend = ["recommend", c, "--algo", "lzo,lz4", "--rounds", "1"];
+    for (args, sig, code) in [
+        (&bench[..], "TERM", 143),
+        (&bench[..], "HUP", 129),
+        (&bench[..], "INT", 130),
+        (&recommend[..], "TERM", 143),
+        (&recommend[..], "HUP", 129),
+    ] {
+        let (mut child, id) = paused_at_first_device(args);
+        send(&child, sig);
+        let status = wait_within(&mut child.0, Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("{args:?} did not exit on SIG{sig}"));
+        assert_eq!(status.code(), Some(code), "{args:?} SIG{sig}");
+        assert!(
+            !Path::new(&format!("/sys/block/zram{id}")).exists(),
+            "{args:?}: SIG{sig} left zram{id}"
+        );
+        let pid = child.0.id();
+        assert!(
+            !Path::new(&format!("/run/zmem-trial/{pid}.zram{id}.journal")).exists(),
+            "its journal is gone with it"
+        );
+    }
+}
+
+/// Finding 4, SIGKILL: nothing runs in the process, so the device stays; `--recover` (of
+/// bench and recommend too, as of trial and tune) removes it from its journal.
+#[test]
+fn recover_removes_what_a_killed_bench_or_recommend_left() {
+    let test = "recover_removes_what_a_killed_bench_or_recommend_left";
+    if !kernel_zram(test) {
+        return;
+    }
+    let scratch = ScratchDir::new("hostile-sigkill");
+    let c = corpus(scratch.path());
+    let c = c.to_str().unwrap();
+    for (args, recover) in [
+        (&["bench", "device", c, "--algo", "lzo"][..], "bench"),
+        (
+            &["recommend", c, "--algo", "lzo,lz4", "--rounds", "1"][..],
+            "recommend",
+        ),
+    ] {
+        let (mut child, id) = paused_at_first_device(args);
+        send(&child, "KILL");
+        wait_within(&mut child.0, Duration::from_secs(30)).expect("SIGKILL ends it");
+        assert!(
+            Path::new(&format!("/sys/block/zram{id}")).exists(),
+            "SIGKILL runs nothing: zram{id} is still there"
+        );
+        let (ok, out, err) = zmem_within(Duration::from_secs(60), &[recover, "--recover"]);
+        assert!(ok, "{err}");
+        assert!(
+            out.contains(&format!("reset and removed zram{id}")),
+            "{recover} --recover: {out}"
+        );
+        assert!(!Path::new(&format!("/sys/block/zram{id}")).exists());
+    }
 }

@@ -16,7 +16,8 @@
 //!   and zswap parameter writes, mkswap/swapon/swapoff, swap files, cgroups),
 //!   each undo written to a [`Journal`] before the change is made, undone in
 //!   reverse by a [`Guard`] (also on panic and, with [`SignalWatch`], on
-//!   Ctrl-C/SIGTERM/SIGHUP), and replayed from a dead process's journal by
+//!   Ctrl-C/SIGTERM/SIGHUP, or replayed by the signal itself in runs that never
+//!   check for it), and replayed from a dead process's journal by
 //!   [`recover_journals`].
 //!
 //! Modules (arrows point one way):
@@ -24,7 +25,7 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal, input, signature, output, swap_dir, lock (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal ──► undo, hotdev;   input, signature, output, swap_dir, lock (leaves)
 //! ```
 
 mod action;
