@@ -380,3 +380,75 @@ fn recover_removes_what_a_killed_bench_or_recommend_left() {
         assert!(!Path::new(&format!("/sys/block/zram{id}")).exists());
     }
 }
+
+/// Finding 7: a second trial with --force ran beside the first, each journaling the other's
+/// zswap values as the ones to restore (zswap was left changed). Now the second is refused,
+/// --force or not, naming the first; the first finishes and restores everything.
+#[test]
+fn a_second_trial_is_refused_even_with_force() {
+    let test = "a_second_trial_is_refused_even_with_force";
+    if !zmem_host::euid_is_root() {
+        skip(&format!("SKIP {test}: not root"));
+        return;
+    }
+    let zswap = Path::new("/sys/module/zswap/parameters");
+    let params = || -> Vec<String> {
+        ["enabled", "compressor", "max_pool_percent"]
+            .iter()
+            .map(|k| fs::read_to_string(zswap.join(k)).unwrap_or_default())
+            .collect()
+    };
+    let before = params();
+    let first = zmem_cmd()
+        .args([
+            "trial", "--memory", "64M", "--config", "none", "--repeat", "1", "--force",
+        ])
+        .args(["--", "sleep", "6"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = first.id();
+    let mut first = Reaped(first);
+    let lock = Path::new("/run/zmem/trial.lock");
+    let end = Instant::now() + Duration::from_secs(30);
+    while fs::read_to_string(lock).unwrap_or_default().trim() != pid.to_string() {
+        if let Some(s) = first.0.try_wait().unwrap() {
+            let mut e = String::new();
+            let _ = std::io::Read::read_to_string(first.0.stderr.as_mut().unwrap(), &mut e);
+            skip(&format!(
+                "SKIP {test}: the first trial cannot run here ({s}): {e}"
+            ));
+            return;
+        }
+        assert!(Instant::now() < end, "the first trial never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (ok, _, err) = zmem_within(
+        Duration::from_secs(60),
+        &[
+            "trial",
+            "--memory",
+            "64M",
+            "--config",
+            "zswap:deflate:15",
+            "--repeat",
+            "1",
+            "--force",
+            "--",
+            "true",
+        ],
+    );
+    assert!(!ok, "a second trial ran beside the first");
+    assert!(
+        err.contains(&format!("another zmem trial or tune is running (pid {pid}")),
+        "{err}"
+    );
+    assert!(
+        !err.contains("swapoff"),
+        "no running trial's file is called a leftover: {err}"
+    );
+    let status = wait_within(&mut first.0, Duration::from_secs(120)).expect("the first trial ends");
+    assert!(status.success(), "the first trial failed");
+    assert_eq!(params(), before, "zswap is as it was");
+}
