@@ -557,7 +557,7 @@ impl<'a> Planner<'a> {
         }
         if added.len() > 1 {
             let below = &added[..added.len() - 1];
-            let names = if below.len() <= 8 {
+            let names = if below.len() <= 16 {
                 let v: Vec<String> = below.iter().map(|i| format!("zram{i}")).collect();
                 v.join(" ")
             } else {
