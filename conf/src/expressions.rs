@@ -15,27 +15,32 @@
 //!   without `()`) is unknown, an error only when the section is evaluated;
 //! * at most 4096 bytes, 32 levels of nesting and 64 sub-expressions and operands.
 
-/// Bytes of the kernel's slot table per page of disksize: `struct zram_table_entry`
-/// (drivers/block/zram/zram_drv.h) is two words, 16 bytes on 64-bit, in every version
-/// modelled (6.1 to 7.3): the handle, and the flags (sharing their word with the entry's
-/// lock and access time in the newer ones); only debugging options (memory tracking's
-/// `ktime_t` in the older layouts, lockdep) make it larger. Measured on 6.18: a 64 GiB device
-/// raised VmallocUsed by 262,696 kB (16 Mi pages × 16 bytes = 262,144 kB, and the rest).
-/// disksize_store vmallocs the table whole, before one page is stored.
+/// Bytes of the kernel's slot table per page of disksize, at least: `struct
+/// zram_table_entry` (drivers/block/zram/zram_drv.h) is two words, 16 bytes on 64-bit —
+/// the handle, and the flags (sharing their word with the entry's lock and access time in the
+/// newest layouts). Measured on 6.18: a 64 GiB device raised VmallocUsed by 262,696 kB
+/// (16 Mi pages × 16 bytes = 262,144 kB, and the rest). disksize_store vmallocs the table
+/// whole, before one page is stored.
 pub const SLOT_TABLE_ENTRY_BYTES: u64 = 16;
+
+/// Bytes per page where the kernel keeps each slot's access time in a `ktime_t` of its own
+/// (CONFIG_ZRAM_MEMORY_TRACKING, later CONFIG_ZRAM_TRACK_ENTRY_ACTIME): measured in Debian's
+/// 6.1 (scripts/vm), a 16 GiB device raised VmallocUsed by 98,496 kB (4 Mi pages × 24 bytes
+/// = 98,304 kB). The share below is reckoned with it, so it holds on such kernels too.
+pub const SLOT_TABLE_ENTRY_BYTES_TRACKED: u64 = 24;
 
 const PAGE_SIZE: u64 = 4096;
 
 /// Without `--force`, the slot tables of the devices `zmem apply` sets up take at most
-/// 1/`SLOT_TABLE_SHARE` of RAM (1/16, 6.25 %: a device of 16 × `ram`, a compression ratio
-/// no real workload reaches).
+/// 1/`SLOT_TABLE_SHARE` of RAM (1/16, 6.25 %: at 24 bytes per page a device of 10.7 ×
+/// `ram`, a compression ratio no real workload reaches).
 pub const SLOT_TABLE_SHARE: u64 = 16;
 
-/// The kernel's slot table for `disksize` bytes.
+/// The kernel's slot table for `disksize` bytes, where it tracks access times (the most).
 pub fn slot_table_bytes(disksize: u64) -> u64 {
     disksize
         .div_ceil(PAGE_SIZE)
-        .saturating_mul(SLOT_TABLE_ENTRY_BYTES)
+        .saturating_mul(SLOT_TABLE_ENTRY_BYTES_TRACKED)
 }
 
 /// Why devices of `disksize` bytes in total (`what` names them) would give the kernel's
@@ -46,16 +51,18 @@ pub fn slot_table_refusal(what: &str, disksize: u64, mem_total: u64) -> Option<S
     let most = mem_total / SLOT_TABLE_SHARE;
     (table > most).then(|| {
         format!(
-            "{what}: disksize {} MiB needs a slot table of {} MiB in the kernel ({} bytes per \
-             4 KiB page, allocated whole when disksize is set, before a page is stored), more \
+            "{what}: disksize {} MiB needs a slot table of up to {} MiB in the kernel ({} bytes \
+             per 4 KiB page where it tracks access times, as Debian's 6.1 does, {} otherwise; \
+             allocated whole when disksize is set, before a page is stored), more \
              than 1/{SLOT_TABLE_SHARE} of this machine's {} MiB of RAM ({} MiB, a device of \
              {} MiB at most); choose a smaller zram-size, or --force to set it up anyway",
             disksize >> 20,
             table >> 20,
+            SLOT_TABLE_ENTRY_BYTES_TRACKED,
             SLOT_TABLE_ENTRY_BYTES,
             mem_total >> 20,
             most >> 20,
-            (most / SLOT_TABLE_ENTRY_BYTES * PAGE_SIZE) >> 20,
+            (most / SLOT_TABLE_ENTRY_BYTES_TRACKED * PAGE_SIZE) >> 20,
         )
     })
 }

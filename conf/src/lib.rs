@@ -32,7 +32,8 @@ mod sections;
 
 pub use algorithms::{parse_algorithms, parse_algorithms_with_warnings, OutOfRange, LEVEL_RANGES};
 pub use expressions::{
-    slot_table_bytes, slot_table_refusal, SizeExpr, SLOT_TABLE_ENTRY_BYTES, SLOT_TABLE_SHARE,
+    slot_table_bytes, slot_table_refusal, SizeExpr, SLOT_TABLE_ENTRY_BYTES,
+    SLOT_TABLE_ENTRY_BYTES_TRACKED, SLOT_TABLE_SHARE,
 };
 pub use fragments::{kernel_zram_option, load_system, locate_fragments};
 pub use render::Writer;
@@ -315,19 +316,21 @@ mod tests {
         parse(s, Path::new("t.conf"))
     }
 
-    /// The slot table's share: 16 bytes per page, at most 1/16 of RAM without --force.
+    /// The slot table's share: up to 24 bytes per page, at most 1/16 of RAM without --force.
     #[test]
     fn slot_table_share() {
         let gib = 1u64 << 30;
-        assert_eq!(slot_table_bytes(64 * gib), 256 << 20);
-        assert_eq!(slot_table_bytes(4097), 32, "a started page has its entry");
-        assert!(slot_table_refusal("zram0", 16 * gib, gib).is_none());
-        let e = slot_table_refusal("zram0", 16 * gib + 4096, gib).unwrap();
+        assert_eq!(slot_table_bytes(16 * gib), 96 << 20);
+        assert_eq!(slot_table_bytes(4097), 48, "a started page has its entry");
+        assert!(slot_table_refusal("zram0", 10 * gib, gib).is_none());
+        let e = slot_table_refusal("zram0", 11 * gib, gib).unwrap();
         for want in [
-            "disksize 16384 MiB",
-            "slot table of 64 MiB",
+            "disksize 11264 MiB",
+            "slot table of up to 66 MiB",
+            "24 bytes per 4 KiB page where it tracks access times",
+            "16 otherwise",
             "1/16 of this machine's 1024 MiB",
-            "16384 MiB at most",
+            "10922 MiB at most",
             "--force",
         ] {
             assert!(e.contains(want), "{want}: {e}");

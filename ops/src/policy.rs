@@ -11,11 +11,14 @@ use zmem_policy::{round, Policy, State};
 use crate::zram;
 use zmem_conf::Config;
 
+/// The devices of a round, each as an attribute target.
+type Targets = Vec<Box<dyn AttrTarget>>;
+
 /// Every device there is, in the order a round visits them: kernel
 /// devices, then served ones; and the labels of the served devices whose
 /// server maintains them itself (`zmem serve --maint`: its control socket
 /// answers `maint`), which the round leaves alone.
-fn present(sys: &Sys, p: &Policy) -> std::io::Result<(Vec<Box<dyn AttrTarget>>, Vec<String>)> {
+fn present(sys: &Sys, p: &Policy) -> std::io::Result<(Targets, Vec<String>)> {
     let mut v: Vec<Box<dyn AttrTarget>> = Vec::new();
     let mut maintained = Vec::new();
     for n in zram::list_devices(sys)? {
