@@ -372,7 +372,16 @@ fn recover_removes_what_a_killed_bench_or_recommend_left() {
             Path::new(&format!("/sys/block/zram{id}")).exists(),
             "SIGKILL runs nothing: zram{id} is still there"
         );
-        let (ok, out, err) = zmem_within(Duration::from_secs(60), &[recover, "--recover"]);
+        // --recover waits its turn behind a running trial (the trial test runs beside this one).
+        let end = Instant::now() + Duration::from_secs(120);
+        let (ok, out, err) = loop {
+            let r = zmem_within(Duration::from_secs(60), &[recover, "--recover"]);
+            if r.0 || !r.2.contains("another zmem trial or tune is running") || Instant::now() > end
+            {
+                break r;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
         assert!(ok, "{err}");
         assert!(
             out.contains(&format!("reset and removed zram{id}")),

@@ -24,9 +24,10 @@
 pub const SLOT_TABLE_ENTRY_BYTES: u64 = 16;
 
 /// Bytes per page where the kernel keeps each slot's access time in a `ktime_t` of its own
-/// (CONFIG_ZRAM_MEMORY_TRACKING, later CONFIG_ZRAM_TRACK_ENTRY_ACTIME): measured in Debian's
-/// 6.1 (scripts/vm), a 16 GiB device raised VmallocUsed by 98,496 kB (4 Mi pages × 24 bytes
-/// = 98,304 kB). The share below is reckoned with it, so it holds on such kernels too.
+/// (CONFIG_ZRAM_MEMORY_TRACKING, later CONFIG_ZRAM_TRACK_ENTRY_ACTIME): measured with
+/// scripts/vm, a 16 GiB device raised VmallocUsed by 98,496 kB in Debian's 6.1 and 98,524 kB
+/// in its 6.12 (4 Mi pages × 24 bytes = 98,304 kB), 65,696 kB in its 7.3 (16 bytes). The share
+/// below is reckoned with it, so it holds on such kernels too.
 pub const SLOT_TABLE_ENTRY_BYTES_TRACKED: u64 = 24;
 
 const PAGE_SIZE: u64 = 4096;
@@ -52,7 +53,7 @@ pub fn slot_table_refusal(what: &str, disksize: u64, mem_total: u64) -> Option<S
     (table > most).then(|| {
         format!(
             "{what}: disksize {} MiB needs a slot table of up to {} MiB in the kernel ({} bytes \
-             per 4 KiB page where it tracks access times, as Debian's 6.1 does, {} otherwise; \
+             per 4 KiB page where it tracks access times, as Debian's 6.1 and 6.12 do, {} otherwise; \
              allocated whole when disksize is set, before a page is stored), more \
              than 1/{SLOT_TABLE_SHARE} of this machine's {} MiB of RAM ({} MiB, a device of \
              {} MiB at most); choose a smaller zram-size, or --force to set it up anyway",

@@ -526,8 +526,11 @@ impl<'a> Planner<'a> {
             self.plan.notes.push(format!("warning (--force): {why}"));
             return Ok(());
         }
+        let boot = "at boot zram-generator writes such a disksize as it is, and the kernel allocates the table";
         Err(ApplyError::Refused(
-            self.cfg.expr_err(&d.zram_size, why).to_string(),
+            self.cfg
+                .expr_err(&d.zram_size, format!("{why} ({boot})"))
+                .to_string(),
         ))
     }
 
