@@ -1,8 +1,9 @@
 //! The LZ4 fast encoder as the kernel's `lib/lz4/lz4_compress.c` runs it
 //! (`LZ4_compress_fast`, the LZ4 1.7.3 lineage imported in 4.11 and the
 //! same in every kernel to at least 7.3), so a page compresses to exactly
-//! the bytes zram's `lz4` stores. liblz4 1.10 searches one position further
-//! before the end and so writes other bytes on some pages.
+//! the bytes zram's `lz4` stores. liblz4 1.10's search differs in details
+//! (it probes one position closer to the end, for one) and writes other
+//! bytes on some pages.
 //!
 //! What the output depends on:
 //! * one hash table, no chain: the last position seen for each hash. A page
