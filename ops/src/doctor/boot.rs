@@ -202,3 +202,16 @@ pub fn generator_missing(sys: &Sys) -> Option<Finding> {
         .permanent(format!("install zram-generator ({})", ZRAM_GENERATOR.install)),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_values_are_read_by_key_with_spaces_around_the_sign() {
+        let t = "[Unit]\nAfter=a.service swap.target\nAfter = b.target\n#After=c\n[Slice]\nManagedOOMSwap=kill\n";
+        assert_eq!(values(t, "After"), ["a.service swap.target", "b.target"]);
+        assert_eq!(values(t, "ManagedOOMSwap"), ["kill"]);
+        assert!(values(t, "ManagedOOMMemoryPressure").is_empty());
+    }
+}

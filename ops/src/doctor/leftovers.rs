@@ -79,3 +79,21 @@ pub fn journals(sys: &Sys, m: &Machine) -> Vec<Finding> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_host::testutil::ScratchDir;
+
+    #[test]
+    fn a_journal_names_the_devices_and_swaps_its_run_created() {
+        let d = ScratchDir::new("doctor-journal");
+        let p = d.join("1.journal");
+        std::fs::write(
+            &p,
+            "# header\nzram\t3\nswapoff\t/dev/zram3\nwrite\t/proc/sys/vm/swappiness\t60\nhot_remove\t3\nzram\t4\n",
+        )
+        .unwrap();
+        assert_eq!(created(&p), (vec![3, 4], vec!["/dev/zram3".to_string()]));
+    }
+}

@@ -128,3 +128,23 @@ pub fn writeback_limit(sys: &Sys, m: &Machine) -> Vec<Finding> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_host::testutil::ScratchDir;
+
+    #[test]
+    fn the_last_resume_on_the_command_line_counts() {
+        let d = ScratchDir::new("doctor-cmdline");
+        std::fs::create_dir_all(d.join("proc")).unwrap();
+        let sys = Sys::new(d.path());
+        assert_eq!(cmdline_resume(&sys).unwrap(), None);
+        std::fs::write(
+            d.join("proc/cmdline"),
+            "ro resume=/dev/sda2 quiet resume=/dev/zram0\n",
+        )
+        .unwrap();
+        assert_eq!(cmdline_resume(&sys).unwrap().as_deref(), Some("/dev/zram0"));
+    }
+}
