@@ -68,6 +68,8 @@ enum Command {
     Exporter(cmd::exporter::Args),
     /// Run idle marking, recompression and writeback on a policy
     Policy(cmd::policy::Args),
+    /// Name each problem of the zram, zswap and swap set-up with the command that fixes it
+    Doctor(cmd::doctor::Args),
 }
 
 fn main() {
@@ -88,6 +90,7 @@ fn main() {
         Command::Persist(a) => cmd::persist::run(a),
         Command::Exporter(a) => cmd::exporter::run(a),
         Command::Policy(a) => cmd::policy::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
     };
     if let Err(e) = result {
         eprintln!("zmem: error: {e:#}");

@@ -7,6 +7,7 @@ pub mod codecs;
 pub mod corpus;
 pub mod ctl;
 pub mod dict;
+pub mod doctor;
 pub mod exporter;
 pub mod lab_run;
 pub mod persist;
