@@ -382,9 +382,10 @@ pub fn run_with_kernel(
     Ok((rows, None))
 }
 
-/// Σ of the `reject_*` counters.
+/// Σ of the `reject_*` counters there are (6.1 has no `reject_compress_fail`);
+/// None when there is none.
 fn rejects(get: impl Fn(&str) -> Option<u64>) -> Option<u64> {
-    [
+    let seen: Vec<u64> = [
         "reject_compress_poor",
         "reject_compress_fail",
         "reject_alloc_fail",
@@ -392,8 +393,9 @@ fn rejects(get: impl Fn(&str) -> Option<u64>) -> Option<u64> {
         "reject_reclaim_fail",
     ]
     .iter()
-    .map(|k| get(k))
-    .sum()
+    .filter_map(|k| get(k))
+    .collect();
+    (!seen.is_empty()).then(|| seen.iter().sum())
 }
 
 fn per_page(bytes: u64, pages: u64) -> Option<f64> {
@@ -625,6 +627,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rejects_sum_the_counters_a_kernel_has() {
+        let k61 = |k: &str| (k != "reject_compress_fail").then_some(2);
+        assert_eq!(rejects(k61), Some(8));
+        assert_eq!(rejects(|_| Some(1)), Some(5));
+        assert_eq!(rejects(|_| None), None);
+    }
+
+    #[test]
     fn worker_flag() {
         assert_eq!(parse_worker("inline").unwrap(), ShrinkWorker::Inline);
         assert_eq!(parse_worker("paced:4").unwrap(), ShrinkWorker::Paced(4));
@@ -675,8 +685,11 @@ mod tests {
             data.extend_from_slice(&page);
         }
         let c = Corpus::from_bytes("t", "test", data).unwrap();
+        // Its own directory: the backing files are named by process id.
+        let dir = zmem_host::testutil::ScratchDir::new("lab-zswap-model");
         let stored = |k: &str| {
             let o = Options {
+                dir: dir.path().to_path_buf(),
                 accesses: 100,
                 budget_fraction: 1.0,
                 algorithm: "lz4".into(),
