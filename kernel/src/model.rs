@@ -303,8 +303,10 @@ impl KernelModel {
 }
 
 /// Every debugfs file of zswap with the versions that have it. Debian's 6.1
-/// lists exactly the ones before 6.6 (checked in the VM lab); the rest is
-/// history, and 6.12's and 7.3's lists were read in the VM lab too.
+/// lists exactly the ones it gives 6.1 (checked in the VM lab); 6.18's are
+/// this machine's ([`crate::zswap::DEBUGFS_FILES`]); the versions where a
+/// file came or went in between are history (6.12's and 7.3's lists are not
+/// yet read in the VM lab).
 pub const ZSWAP_STATS: &[(&str, KernelSpan)] = &[
     ("pool_limit_hit", KernelSpan::since(6, 1)),
     ("reject_reclaim_fail", KernelSpan::since(6, 1)),
