@@ -11,7 +11,9 @@
 //! * [`ZRAM_ATTRS`]: every zram attribute, declared once (mode, kernel versions,
 //!   whether the engine has it), and [`KernelVersion`]/[`KernelSpan`];
 //! * [`KernelModel`]: one kernel version's zram as the engine serves it
-//!   (attributes, zsmalloc's chain, writeback, recompression, parameters).
+//!   (attributes, zsmalloc's chain, writeback, recompression, parameters),
+//!   and that version's zswap (same-filled and incompressible pages, the
+//!   allocators, parameters and debugfs statistics; [`SameFilled`], [`ZSWAP_STATS`]).
 //!
 //! This crate depends on no other zmem crate.
 
@@ -30,7 +32,7 @@ pub mod zswap;
 pub use attrs::{zram_attr, Kernels, Mode, ZramAttr, BLOCK_ATTRS, ZRAM_ATTRS};
 pub use errno::Errno;
 pub use error::AttrError;
-pub use model::{ChainRule, KernelModel, ModelError};
+pub use model::{ChainRule, KernelModel, ModelError, SameFilled, ZSWAP_STATS};
 pub use parse::{
     kstrtobool, kstrtoint, kstrtoll, kstrtou16, kstrtoul, kstrtoull, memparse, next_args,
     sysfs_streq,

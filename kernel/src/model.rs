@@ -2,7 +2,10 @@
 //! zram of kernel `major.minor` ([`KernelModel`]) — which attributes exist
 //! (from [`ZRAM_ATTRS`], not a second list), zsmalloc's zspage chain and how
 //! it picks a class's pages per zspage, the writeback pass and its syntax,
-//! compressed writeback, recompression and `algorithm_params`' keys.
+//! compressed writeback, recompression and `algorithm_params`' keys; and
+//! that version's zswap: same-filled pages ([`SameFilled`]), pages that do
+//! not compress, `zswap_header`, the allocators, parameters and debugfs
+//! statistics ([`ZSWAP_STATS`]).
 //!
 //! Versions zmem models: 6.1 (Debian 12's kernel) up to 7.3 (the newest
 //! Debian ships, trixie-backports). Each rule below names where it was
@@ -14,7 +17,7 @@
 use std::fmt;
 
 use crate::attrs::{Kernels, ZramAttr, ZRAM_ATTRS};
-use crate::version::KernelVersion;
+use crate::version::{KernelSpan, KernelVersion};
 
 /// How zsmalloc picks a size class's pages per zspage (`zs_create_pool`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,6 +190,138 @@ impl KernelModel {
     }
 }
 
+/// How a kernel's zswap treats a same-filled page (one machine word repeated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SameFilled {
+    /// Before 6.10: a page of any repeated word is an entry with no pool
+    /// object (`same_filled_pages`; parameters `same_filled_pages_enabled`
+    /// and `non_same_filled_pages_enabled`, both Y). Debian's 6.1 has them.
+    AnyWord,
+    /// 6.10 and 6.11 (history): only a zero-filled page is such an entry;
+    /// other same-filled pages are compressed.
+    ZeroOnly,
+    /// 6.12+: the swap core records a zero-filled page in its zeromap and
+    /// zswap never sees it; other same-filled pages are compressed.
+    /// Debian's 6.12 has no same-filled parameter and counts no zero page.
+    Zeromap,
+}
+
+/// zswap's same-filled entries limited to zero pages (history: 6.10, "mm:
+/// zswap: remove same_filled module params").
+const ZSWAP_ZERO_ONLY: KernelVersion = v(6, 10);
+/// The swap core's zeromap; zswap stops handling zero pages (6.12).
+const ZSWAP_ZEROMAP: KernelVersion = v(6, 12);
+/// zswap stores a page that does not compress as-is (6.18).
+const ZSWAP_STORES_INCOMPRESSIBLE: KernelVersion = v(6, 18);
+/// `struct zswap_header` (the swap entry, 8 bytes) leads every object of an
+/// allocator that can evict (zbud, z3fold) until zswap keeps its own LRU
+/// (history: 6.5, "mm: zswap: remove zswap_header").
+const ZSWAP_HEADER_GONE: KernelVersion = v(6, 5);
+/// zbud and z3fold are removed (6.15); the `zpool` parameter goes (6.18).
+const ZSWAP_ONLY_ZSMALLOC: KernelVersion = v(6, 15);
+const ZSWAP_NO_ZPOOL_PARAM: KernelVersion = v(6, 18);
+/// `shrinker_enabled` (6.8; Debian's 6.12 has it, its 6.1 not).
+const ZSWAP_SHRINKER: KernelVersion = v(6, 8);
+
+impl KernelModel {
+    /// What zswap does with a same-filled page.
+    pub fn zswap_same_filled(&self) -> SameFilled {
+        if self.since(ZSWAP_ZEROMAP) {
+            SameFilled::Zeromap
+        } else if self.since(ZSWAP_ZERO_ONLY) {
+            SameFilled::ZeroOnly
+        } else {
+            SameFilled::AnyWord
+        }
+    }
+
+    /// Whether zswap stores a page that does not compress (a compressor
+    /// error, or a result the allocator cannot hold) as-is, counted in
+    /// `stored_incompressible_pages` (6.18); before, it rejects the store
+    /// (`reject_compress_poor`, or `reject_compress_fail` from 6.6 on a
+    /// compressor error) and the page goes to the swap device.
+    pub fn zswap_stores_incompressible(&self) -> bool {
+        self.since(ZSWAP_STORES_INCOMPRESSIBLE)
+    }
+
+    /// Bytes zswap puts before each compressed object in allocator `zpool`:
+    /// the 8-byte `zswap_header` in zbud and z3fold before 6.5, else none.
+    pub fn zswap_header_bytes(&self, zpool: &str) -> usize {
+        let evictable = matches!(zpool, "zbud" | "z3fold");
+        if evictable && !self.since(ZSWAP_HEADER_GONE) {
+            8
+        } else {
+            0
+        }
+    }
+
+    /// The allocators this kernel's zswap can use: zsmalloc, zbud and z3fold
+    /// before 6.15, zsmalloc after.
+    pub fn zswap_zpools(&self) -> &'static [&'static str] {
+        if self.since(ZSWAP_ONLY_ZSMALLOC) {
+            &["zsmalloc"]
+        } else {
+            &["zsmalloc", "zbud", "z3fold"]
+        }
+    }
+
+    /// Whether zswap has the `zpool` parameter (before 6.18). Its default is
+    /// the build's CONFIG_ZSWAP_ZPOOL_DEFAULT: zbud in Debian's 6.1,
+    /// zsmalloc in its 6.12.
+    pub fn zswap_zpool_param(&self) -> bool {
+        !self.since(ZSWAP_NO_ZPOOL_PARAM)
+    }
+
+    /// The parameters under /sys/module/zswap/parameters, sorted.
+    pub fn zswap_params(&self) -> Vec<&'static str> {
+        let mut p = vec![
+            "accept_threshold_percent",
+            "compressor",
+            "enabled",
+            "max_pool_percent",
+        ];
+        if self.zswap_same_filled() == SameFilled::AnyWord {
+            p.extend(["non_same_filled_pages_enabled", "same_filled_pages_enabled"]);
+        }
+        if self.since(ZSWAP_SHRINKER) {
+            p.push("shrinker_enabled");
+        }
+        if self.zswap_zpool_param() {
+            p.push("zpool");
+        }
+        p.sort_unstable();
+        p
+    }
+
+    /// The files of /sys/kernel/debug/zswap, in [`ZSWAP_STATS`] order.
+    pub fn zswap_stats(&self) -> impl Iterator<Item = &'static str> + '_ {
+        ZSWAP_STATS
+            .iter()
+            .filter(|s| s.1.contains(self.version))
+            .map(|s| s.0)
+    }
+}
+
+/// Every debugfs file of zswap with the versions that have it. Debian's 6.1
+/// and 6.12 list exactly the ones it gives them (read in the VM lab); 6.18's
+/// are this machine's ([`crate::zswap::DEBUGFS_FILES`]); the versions where a
+/// file came or went in between are history (7.3's list is not yet read).
+pub const ZSWAP_STATS: &[(&str, KernelSpan)] = &[
+    ("pool_limit_hit", KernelSpan::since(6, 1)),
+    ("reject_reclaim_fail", KernelSpan::since(6, 1)),
+    ("reject_alloc_fail", KernelSpan::since(6, 1)),
+    ("reject_kmemcache_fail", KernelSpan::since(6, 1)),
+    ("reject_compress_fail", KernelSpan::since(6, 6)),
+    ("reject_compress_poor", KernelSpan::since(6, 1)),
+    ("decompress_fail", KernelSpan::since(6, 15)),
+    ("written_back_pages", KernelSpan::since(6, 1)),
+    ("duplicate_entry", KernelSpan::between((6, 1), (6, 10))),
+    ("pool_total_size", KernelSpan::since(6, 1)),
+    ("stored_pages", KernelSpan::since(6, 1)),
+    ("same_filled_pages", KernelSpan::between((6, 1), (6, 12))),
+    ("stored_incompressible_pages", KernelSpan::since(6, 18)),
+];
+
 impl Default for KernelModel {
     fn default() -> Self {
         KernelModel::newest()
@@ -300,6 +435,75 @@ mod tests {
         assert!(at(7, 3)
             .algorithm_params_keys()
             .contains(&"deflate.winbits"));
+    }
+
+    /// Debian's 6.1 and 6.12 zswap as the VM lab read them
+    /// (/sys/module/zswap/parameters, /sys/kernel/debug/zswap).
+    #[test]
+    fn zswap_6_1_and_6_12_are_debians() {
+        let (old, new) = (at(6, 1), at(6, 12));
+        assert_eq!(
+            old.zswap_params(),
+            [
+                "accept_threshold_percent",
+                "compressor",
+                "enabled",
+                "max_pool_percent",
+                "non_same_filled_pages_enabled",
+                "same_filled_pages_enabled",
+                "zpool"
+            ]
+        );
+        assert_eq!(
+            new.zswap_params(),
+            [
+                "accept_threshold_percent",
+                "compressor",
+                "enabled",
+                "max_pool_percent",
+                "shrinker_enabled",
+                "zpool"
+            ]
+        );
+        let mut stats: Vec<&str> = old.zswap_stats().collect();
+        stats.sort_unstable();
+        assert_eq!(
+            stats.join(" "),
+            "duplicate_entry pool_limit_hit pool_total_size reject_alloc_fail reject_compress_poor \
+             reject_kmemcache_fail reject_reclaim_fail same_filled_pages stored_pages written_back_pages"
+        );
+        assert!(!at(7, 3).zswap_params().contains(&"zpool"));
+    }
+
+    #[test]
+    fn zswap_by_version() {
+        use SameFilled::*;
+        let same = |a, b| at(a, b).zswap_same_filled();
+        assert_eq!([same(6, 1), same(6, 9)], [AnyWord, AnyWord]);
+        assert_eq!([same(6, 10), same(6, 11)], [ZeroOnly, ZeroOnly]);
+        assert_eq!([same(6, 12), same(7, 3)], [Zeromap, Zeromap]);
+        assert!(!at(6, 17).zswap_stores_incompressible());
+        assert!(at(6, 18).zswap_stores_incompressible());
+        assert_eq!(at(6, 1).zswap_header_bytes("zbud"), 8);
+        assert_eq!(at(6, 4).zswap_header_bytes("z3fold"), 8);
+        assert_eq!(at(6, 1).zswap_header_bytes("zsmalloc"), 0);
+        assert_eq!(at(6, 5).zswap_header_bytes("zbud"), 0);
+        assert_eq!(at(6, 14).zswap_zpools().len(), 3);
+        assert_eq!(at(6, 15).zswap_zpools(), ["zsmalloc"]);
+        assert!(at(6, 17).zswap_zpool_param() && !at(6, 18).zswap_zpool_param());
+        // The 6.18 list is kernel::zswap's (this machine's debugfs).
+        let s618: Vec<&str> = at(6, 18).zswap_stats().collect();
+        assert_eq!(s618, crate::zswap::DEBUGFS_FILES);
+        let s73: Vec<&str> = at(7, 3).zswap_stats().collect();
+        assert_eq!(s73, s618);
+        // Debian's 6.12 (the VM lab, after a bench run created the directory).
+        let mut s612: Vec<&str> = at(6, 12).zswap_stats().collect();
+        s612.sort_unstable();
+        assert_eq!(
+            s612.join(" "),
+            "pool_limit_hit pool_total_size reject_alloc_fail reject_compress_fail reject_compress_poor \
+             reject_kmemcache_fail reject_reclaim_fail stored_pages written_back_pages"
+        );
     }
 
     #[test]

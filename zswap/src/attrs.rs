@@ -9,7 +9,6 @@ use zmem_kernel::{AttrError, Errno};
 
 use crate::engine::Zswap;
 use crate::params;
-use crate::stats::Stats;
 
 /// Writable parameters: the kernel's names, then zmem's extensions.
 pub const PARAMS: [&str; 8] = [
@@ -43,13 +42,14 @@ fn yn(b: bool) -> &'static str {
 }
 
 impl Zswap {
-    /// Every attribute name.
+    /// Every attribute name: the parameters, the debugfs statistics of the
+    /// engine's kernel version, the others.
     pub fn attr_names(&self) -> Vec<&'static str> {
         PARAMS
             .iter()
-            .chain(Stats::DEBUGFS.iter())
-            .chain(EXTRA_STATS.iter())
             .copied()
+            .chain(self.kernel.zswap_stats())
+            .chain(EXTRA_STATS.iter().copied())
             .collect()
     }
 
@@ -67,6 +67,15 @@ impl Zswap {
             "incompressible" => p.incompressible.name().to_string(),
             "meminfo" => return Ok(self.stats().meminfo()),
             other => match self.stats().get(other) {
+                Some(_) if !self.attr_names().contains(&other) => {
+                    return Err(AttrError::new(
+                        Errno::ENOENT,
+                        format!(
+                            "{other}: kernel {}'s zswap has no such statistic",
+                            self.kernel
+                        ),
+                    ))
+                }
                 Some(v) => v.to_string(),
                 None => {
                     return Err(AttrError::new(
@@ -125,8 +134,7 @@ impl Zswap {
                             ),
                         ));
                     }
-                    inner.pool = zmem_zpool::create(z, zmem_zpool::PoolOptions::default())
-                        .map_err(|e| AttrError::new(Errno::EINVAL, format!("zpool: {e}")))?;
+                    inner.pool = crate::engine::create_pool(z, &self.kernel)?;
                 }
                 drop(inner);
                 self.set(|p| p.zpool = z.to_string());

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use zmem_codec::{Params as CodecParams, StreamPool};
-use zmem_kernel::{AttrError, Errno};
+use zmem_kernel::{AttrError, ChainRule, Errno, KernelModel, SameFilled};
 use zmem_zpool::{Handle, ObjHint, Zpool};
 
 use crate::backing::{Backing, BackingError};
@@ -15,14 +15,27 @@ use crate::pool::{self, Limit};
 use crate::stats::{inc, Counters, Stats};
 use crate::PAGE_SIZE;
 
+/// Where an entry's page is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Obj {
+    /// An object in the pool.
+    Pool {
+        handle: Handle,
+        /// Where the pool wrote the object: prefetched before the pool looks
+        /// it up (zmem's own, see `zmem_zpool::ObjHint`).
+        hint: ObjHint,
+    },
+    /// A same-filled page kept as its word, with no object (kernels before
+    /// 6.12, [`SameFilled`]); never on the LRU.
+    Same(u64),
+}
+
 /// One stored page (`struct zswap_entry`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
-    pub handle: Handle,
-    /// Where the pool wrote the object: prefetched before the pool looks it
-    /// up (zmem's own, see `zmem_zpool::ObjHint`).
-    pub hint: ObjHint,
-    /// Compressed length; PAGE_SIZE means stored raw (incompressible).
+    pub obj: Obj,
+    /// Compressed length; PAGE_SIZE means stored raw (incompressible); 0 a
+    /// same-filled page.
     pub length: u32,
     pub referenced: bool,
     /// LRU sequence number.
@@ -58,11 +71,14 @@ pub struct Config {
     /// Whether the modelled kernel has memory cgroups enabled (the
     /// `zswap_shrinker_count` formula depends on it).
     pub memcg: bool,
+    /// The kernel version whose zswap the engine behaves as.
+    pub kernel: KernelModel,
 }
 
 /// zswap over a backing store.
 pub struct Zswap {
     pub(crate) ram_bytes: u64,
+    pub(crate) kernel: KernelModel,
     pub(crate) worker: ShrinkWorker,
     pub(crate) memcg: bool,
     pub(crate) params: RwLock<Params>,
@@ -129,6 +145,7 @@ impl Default for ZswapBuilder {
                 params: Params::default(),
                 worker: ShrinkWorker::Inline,
                 memcg: true,
+                kernel: KernelModel::newest(),
             },
         }
     }
@@ -185,6 +202,22 @@ impl ZswapBuilder {
         self
     }
 
+    /// Behave as the zswap of kernel `kernel` (default: the newest modeled):
+    /// its same-filled pages ([`SameFilled`]), what it does with a page that
+    /// does not compress (sets [`Params::incompressible`]; a later
+    /// [`incompressible`](Self::incompressible) overrides it), the 8-byte
+    /// `zswap_header` in zbud and z3fold before 6.5, and zsmalloc's zspage
+    /// chain (4 pages and whole-percent usage before 6.3).
+    pub fn kernel(mut self, kernel: KernelModel) -> Self {
+        self.config.kernel = kernel;
+        self.config.params.incompressible = if kernel.zswap_stores_incompressible() {
+            crate::Incompressible::Store
+        } else {
+            crate::Incompressible::Reject
+        };
+        self
+    }
+
     /// Builds the engine over `backing`. Bad names or values give the
     /// parameter setters' errors.
     pub fn build(self, backing: Backing) -> Result<Zswap, AttrError> {
@@ -193,12 +226,12 @@ impl ZswapBuilder {
         let zname = params::parse_zpool(&p.zpool)?;
         // accept_threshold_percent is a plain uint in mm/zswap.c (6.18): 150 is
         // accepted (the pool then accepts again as soon as it is below its limit).
-        let pool = zmem_zpool::create(zname, zmem_zpool::PoolOptions::default())
-            .map_err(|e| AttrError::new(Errno::EINVAL, format!("zpool: {e}")))?;
+        let pool = create_pool(zname, &self.config.kernel)?;
         let codec = StreamPool::new(backend, CodecParams::default())
             .map_err(|e| AttrError::new(Errno::EINVAL, format!("compressor: {e}")))?;
         Ok(Zswap {
             ram_bytes: self.config.ram_bytes,
+            kernel: self.config.kernel,
             worker: self.config.worker,
             memcg: self.config.memcg,
             params: RwLock::new(Params {
@@ -224,9 +257,33 @@ impl ZswapBuilder {
     }
 }
 
+/// Allocator `name` as kernel `kernel`'s zswap has it (zsmalloc with that
+/// version's zspage chain and pages-per-zspage rule).
+pub(crate) fn create_pool(name: &str, kernel: &KernelModel) -> Result<Box<dyn Zpool>, AttrError> {
+    let opts = zmem_zpool::PoolOptions {
+        chain_size: kernel.zspage_chain_size(),
+        chain_rule: match kernel.zspage_chain_rule() {
+            ChainRule::LeastWaste => zmem_zpool::ChainRule::LeastWaste,
+            ChainRule::MostUsedPercent => zmem_zpool::ChainRule::MostUsedPercent,
+        },
+    };
+    zmem_zpool::create(name, opts).map_err(|e| AttrError::new(Errno::EINVAL, format!("zpool: {e}")))
+}
+
 impl Zswap {
     pub fn builder() -> ZswapBuilder {
         ZswapBuilder::default()
+    }
+
+    /// The kernel version whose zswap this engine behaves as.
+    pub fn kernel(&self) -> KernelModel {
+        self.kernel
+    }
+
+    /// Bytes before each compressed object in the current allocator
+    /// (`zswap_header`, [`KernelModel::zswap_header_bytes`]).
+    pub(crate) fn header_bytes(&self, inner: &Inner) -> usize {
+        self.kernel.zswap_header_bytes(inner.pool.name())
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -305,7 +362,8 @@ impl Zswap {
         self.codecs.read().unwrap_or_else(|e| e.into_inner())[i].clone()
     }
 
-    /// Reads entry `e` of `offset` into `out` (decompressing unless raw).
+    /// Reads entry `e` of `offset` into `out` (decompressing unless raw;
+    /// a same-filled entry fills it with its word).
     pub(crate) fn read_entry(
         &self,
         inner: &Inner,
@@ -313,11 +371,21 @@ impl Zswap {
         e: &Entry,
         out: &mut [u8],
     ) -> Result<(), ZswapError> {
-        e.hint.prefetch(e.length as usize);
+        let (handle, hint) = match e.obj {
+            Obj::Pool { handle, hint } => (handle, hint),
+            Obj::Same(word) => {
+                for w in out.chunks_exact_mut(8) {
+                    w.copy_from_slice(&word.to_ne_bytes());
+                }
+                return Ok(());
+            }
+        };
+        let hlen = self.header_bytes(inner);
+        hint.prefetch(hlen + e.length as usize);
         let mut res: Result<(), String> = Ok(());
         let codec = self.codec(e.codec);
-        let r = inner.pool.read(e.handle, &mut |src: &[u8]| {
-            let src = &src[..(e.length as usize).min(src.len())];
+        let r = inner.pool.read(handle, &mut |src: &[u8]| {
+            let src = &src[hlen.min(src.len())..(hlen + e.length as usize).min(src.len())];
             res = if e.length as usize == PAGE_SIZE {
                 out.copy_from_slice(&src[..PAGE_SIZE]);
                 Ok(())
@@ -332,7 +400,8 @@ impl Zswap {
         })
     }
 
-    /// Swap core write: a zero-filled page goes to the zeromap; otherwise
+    /// Swap core write: a zero-filled page goes to the zeromap (6.12+; before,
+    /// the swap core has none and zswap takes it); otherwise
     /// [`Zswap::store`]; a rejected page is written to the backing file.
     /// On a backing-file error the page is lost as the kernel's swap write
     /// error would lose it, and every other page stays readable.
@@ -347,7 +416,8 @@ impl Zswap {
             }
             .into());
         }
-        if zmem_codec::same_filled(page) == Some(0) {
+        let zeromap = self.kernel.zswap_same_filled() == SameFilled::Zeromap;
+        if zeromap && zmem_codec::same_filled(page) == Some(0) {
             self.invalidate(offset);
             let mut inner = self.lock();
             if inner.zeromap.insert(offset) {

@@ -33,6 +33,7 @@ impl Zswap {
 
 #[cfg(test)]
 mod tests {
+    use crate::engine::Obj;
     use crate::{Backing, Zswap, PAGE_SIZE};
     use zmem_host::testutil::ScratchDir;
 
@@ -59,12 +60,15 @@ mod tests {
             {
                 let inner = z.lock();
                 for e in inner.tree.values() {
+                    let Obj::Pool { handle, hint } = e.obj else {
+                        panic!("{zpool}: a pool entry expected")
+                    };
                     let mut at = 0;
                     inner
                         .pool
-                        .read(e.handle, &mut |obj| at = obj.as_ptr() as usize as u64)
+                        .read(handle, &mut |obj| at = obj.as_ptr() as usize as u64)
                         .unwrap();
-                    assert_eq!(e.hint.raw(), at, "{zpool}");
+                    assert_eq!(hint.raw(), at, "{zpool}");
                 }
             }
             let mut out = vec![0u8; PAGE_SIZE];

@@ -3,9 +3,12 @@
 //! `zswpout`, `zswpwb`, and the swap core's counters of this engine
 //! (zeromap pages, backing-store reads and writes).
 //!
-//! `same_filled_pages` does not exist in 6.18 (removed with same-filled
-//! handling in 6.11/6.12: zero pages go to the swap core's zeromap, other
-//! same-filled pages are compressed normally), so it is not reported.
+//! Which of them a kernel has depends on its version
+//! ([`zmem_kernel::KernelModel::zswap_stats`]): `same_filled_pages` and
+//! `duplicate_entry` are counted here under every version and shown only
+//! under the kernels that have them (before 6.12: same-filled entries; 6.12+
+//! sends zero pages to the swap core's zeromap and compresses other
+//! same-filled pages).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -22,6 +25,8 @@ pub struct Counters {
     pub written_back_pages: AtomicU64,
     pub stored_pages: AtomicU64,
     pub stored_incompressible_pages: AtomicU64,
+    pub same_filled_pages: AtomicU64,
+    pub duplicate_entry: AtomicU64,
     pub zswpin: AtomicU64,
     pub zswpout: AtomicU64,
     pub zswpwb: AtomicU64,
@@ -53,6 +58,10 @@ pub struct Stats {
     pub pool_total_size: u64,
     pub stored_pages: u64,
     pub stored_incompressible_pages: u64,
+    /// Same-filled entries now (kernels before 6.12).
+    pub same_filled_pages: u64,
+    /// Stores that replaced an entry at the same offset (kernels before 6.10).
+    pub duplicate_entry: u64,
     /// vmstat: loads served from the pool.
     pub zswpin: u64,
     /// vmstat: stores accepted.
@@ -84,6 +93,8 @@ impl Stats {
             "pool_total_size" => self.pool_total_size,
             "stored_pages" => self.stored_pages,
             "stored_incompressible_pages" => self.stored_incompressible_pages,
+            "same_filled_pages" => self.same_filled_pages,
+            "duplicate_entry" => self.duplicate_entry,
             "zswpin" => self.zswpin,
             "zswpout" => self.zswpout,
             "zswpwb" => self.zswpwb,
@@ -129,6 +140,8 @@ impl Counters {
             pool_total_size: pool_pages * crate::PAGE_SIZE as u64,
             stored_pages: g(&self.stored_pages),
             stored_incompressible_pages: g(&self.stored_incompressible_pages),
+            same_filled_pages: g(&self.same_filled_pages),
+            duplicate_entry: g(&self.duplicate_entry),
             zswpin: g(&self.zswpin),
             zswpout: g(&self.zswpout),
             zswpwb: g(&self.zswpwb),

@@ -15,7 +15,11 @@
 //!
 //! [`run_with_kernel`] adds the kernel's zswap on the same corpus and sequence
 //! ([`super::zswap_kernel`]) and the engine at exactly the kernel's pool limit
-//! beside it.
+//! beside it. The engine rows behave as one kernel version's zswap and zram
+//! ([`Options::kernel_model`]; with kernel rows, the running kernel's: its
+//! same-filled and incompressible pages, its zsmalloc; docs/zswap.md, "Which
+//! kernel's zswap"), and the kernel's zswap uses the engine's allocator
+//! where it has a `zpool` parameter.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -25,6 +29,7 @@ use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
+use zmem_kernel::KernelModel;
 use zmem_zram::Zram;
 use zmem_zswap::{Backing, ShrinkWorker, Source, Zswap};
 
@@ -76,6 +81,10 @@ pub struct Options {
     pub seed: u64,
     /// Directory for the backing files (removed afterwards).
     pub dir: PathBuf,
+    /// The kernel version whose zswap (and zram) the engine rows behave as;
+    /// `None`: the running kernel's when kernel rows are measured, else the
+    /// newest modeled ([`super::device::engine_model`]).
+    pub kernel_model: Option<KernelModel>,
 }
 
 impl Default for Options {
@@ -92,6 +101,7 @@ impl Default for Options {
             worker: DEFAULT_WORKER,
             seed: 0x2a5_a9c0,
             dir: std::env::temp_dir(),
+            kernel_model: None,
         }
     }
 }
@@ -139,6 +149,9 @@ pub struct Row {
     pub engine: String,
     /// The engine (zmem's library) or the running kernel's zswap.
     pub target: Target,
+    /// The kernel version an engine row behaves as; the running kernel's
+    /// release for a kernel row.
+    pub kernel: String,
     pub algo: String,
     pub allocator: String,
     pub corpus: String,
@@ -327,9 +340,23 @@ pub fn run_with_kernel(
     opts: &Options,
     k: &KernelOptions,
 ) -> Result<(Vec<Row>, Option<String>)> {
-    let mut rows = run(corpus, opts)?;
     let sys = zmem_host::Sys::real();
-    if let Some(why) = zswap_kernel::unavailable(&sys, &opts.zpool, &opts.algorithm, k.force) {
+    let running = super::device::running_kernel();
+    let running_model = running.clone().ok().and_then(|v| KernelModel::new(v).ok());
+    let why = zswap_kernel::unavailable(
+        &sys,
+        running_model.as_ref(),
+        &opts.zpool,
+        &opts.algorithm,
+        k.force,
+    );
+    let (model, _) = super::device::engine_model(opts.kernel_model, why.is_none(), running);
+    let opts = &Options {
+        kernel_model: Some(model),
+        ..opts.clone()
+    };
+    let mut rows = run(corpus, opts)?;
+    if let Some(why) = why {
         return Ok((rows, Some(why)));
     }
     let mem_total = sys
@@ -345,7 +372,7 @@ pub fn run_with_kernel(
     let m = zswap_kernel::run(
         corpus,
         &seq,
-        &opts.algorithm,
+        (&opts.algorithm, &opts.zpool),
         (pct, limit),
         opts.accept_threshold_percent,
         k,
@@ -355,9 +382,10 @@ pub fn run_with_kernel(
     Ok((rows, None))
 }
 
-/// Σ of the `reject_*` counters.
+/// Σ of the `reject_*` counters there are (6.1 has no `reject_compress_fail`);
+/// None when there is none.
 fn rejects(get: impl Fn(&str) -> Option<u64>) -> Option<u64> {
-    [
+    let seen: Vec<u64> = [
         "reject_compress_poor",
         "reject_compress_fail",
         "reject_alloc_fail",
@@ -365,8 +393,9 @@ fn rejects(get: impl Fn(&str) -> Option<u64>) -> Option<u64> {
         "reject_reclaim_fail",
     ]
     .iter()
-    .map(|k| get(k))
-    .sum()
+    .filter_map(|k| get(k))
+    .collect();
+    (!seen.is_empty()).then(|| seen.iter().sum())
 }
 
 fn per_page(bytes: u64, pages: u64) -> Option<f64> {
@@ -388,11 +417,14 @@ fn kernel_row(corpus: &Corpus, opts: &Options, limit: u64, m: &Measured) -> Resu
     lat.sort_unstable();
     let n = lat.len().max(1) as f64;
     let hits = (accesses as u64).saturating_sub(disk_reads);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .context("reading /proc/sys/kernel/osrelease")?;
     Ok(Row {
         engine: "zswap".into(),
         target: Target::Kernel,
+        kernel: release.trim().to_string(),
         algo: opts.algorithm.clone(),
-        allocator: "zsmalloc".into(),
+        allocator: opts.zpool.clone(),
         corpus: corpus.name.clone(),
         pages: corpus.page_count(),
         budget_bytes: limit,
@@ -421,6 +453,7 @@ fn run_zswap(corpus: &Corpus, opts: &Options, limit: PoolLimit, seq: &[usize]) -
     let path = backing_path(&opts.dir, "zswap");
     let backing = Backing::create(&path, pages as u64)?;
     let builder = Zswap::builder()
+        .kernel(opts.kernel_model.unwrap_or_default())
         .compressor(opts.algorithm.clone())
         .zpool(opts.zpool.clone())
         .accept_threshold_percent(opts.accept_threshold_percent)
@@ -474,6 +507,7 @@ fn replay_zswap(z: &Zswap, corpus: &Corpus, opts: &Options, seq: &[usize]) -> Re
     Ok(t.finish(Row {
         engine: "zswap".into(),
         target: Target::Engine,
+        kernel: z.kernel().to_string(),
         algo: opts.algorithm.clone(),
         allocator: opts.zpool.clone(),
         corpus: corpus.name.clone(),
@@ -502,7 +536,9 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
     let pages = corpus.page_count();
     let path = backing_path(&opts.dir, "zram");
     let backing = Backing::create(&path, pages as u64)?;
+    let kernel = opts.kernel_model.unwrap_or_default();
     let dev = Zram::builder()
+        .kernel(kernel)
         .disksize((pages * PAGE_SIZE) as u64)
         .algorithm(opts.algorithm.clone(), Params::default())
         .mem_limit(budget)
@@ -558,6 +594,7 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
         Ok(t.finish(Row {
             engine: "zram".into(),
             target: Target::Engine,
+            kernel: kernel.to_string(),
             algo: opts.algorithm.clone(),
             allocator: "zsmalloc".into(),
             corpus: corpus.name.clone(),
@@ -590,6 +627,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rejects_sum_the_counters_a_kernel_has() {
+        let k61 = |k: &str| (k != "reject_compress_fail").then_some(2);
+        assert_eq!(rejects(k61), Some(8));
+        assert_eq!(rejects(|_| Some(1)), Some(5));
+        assert_eq!(rejects(|_| None), None);
+    }
+
+    #[test]
     fn worker_flag() {
         assert_eq!(parse_worker("inline").unwrap(), ShrinkWorker::Inline);
         assert_eq!(parse_worker("paced:4").unwrap(), ShrinkWorker::Paced(4));
@@ -614,6 +659,50 @@ mod tests {
         let top: usize = sorted[..200].iter().sum();
         assert!(top as f64 / 10_000.0 > 0.75, "hot 20% gets ~80%: {top}");
         assert_eq!(seq, accesses(1000, &o), "deterministic");
+    }
+
+    /// The engine rows behave as the kernel version asked for: 6.1 keeps
+    /// zero pages as entries and rejects pages that do not compress, 6.12
+    /// sends zero pages to the zeromap and rejects them too, 7.3 stores them.
+    #[test]
+    fn engine_rows_follow_the_kernel_model() {
+        let (zero, noise, text) = (8usize, 4usize, 20usize);
+        let mut data = Vec::new();
+        let mut x = 0x9e37_79b9_u64;
+        for i in 0..zero + noise + text {
+            let page: Vec<u8> = (0..PAGE_SIZE)
+                .map(|j| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    match i {
+                        i if i < zero => 0,
+                        i if i < zero + noise => x as u8,
+                        _ => b"zswap by version "[(i + j) % 17] ^ (j / 512) as u8,
+                    }
+                })
+                .collect();
+            data.extend_from_slice(&page);
+        }
+        let c = Corpus::from_bytes("t", "test", data).unwrap();
+        // Its own directory: the backing files are named by process id.
+        let dir = zmem_host::testutil::ScratchDir::new("lab-zswap-model");
+        let stored = |k: &str| {
+            let o = Options {
+                dir: dir.path().to_path_buf(),
+                accesses: 100,
+                budget_fraction: 1.0,
+                algorithm: "lz4".into(),
+                kernel_model: Some(KernelModel::parse(k).unwrap()),
+                ..Options::default()
+            };
+            let r = &run(&c, &o).unwrap()[0];
+            assert_eq!(r.kernel, k);
+            (r.fill_stored_pages.unwrap(), r.rejects.unwrap())
+        };
+        assert_eq!(stored("6.1"), ((zero + text) as u64, noise as u64));
+        assert_eq!(stored("6.12"), (text as u64, noise as u64));
+        assert_eq!(stored("7.3"), ((noise + text) as u64, 0));
     }
 
     #[test]

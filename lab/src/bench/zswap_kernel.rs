@@ -5,7 +5,8 @@
 //! crash journal of `zmem trial`, and undone on return, error, panic and
 //! Ctrl-C): a new swap file (mkswap + swapon) in `--swap-dir` (a filesystem
 //! that can hold one; the CLI checks before the run), zswap's
-//! parameters (`compressor`, `max_pool_percent`, `accept_threshold_percent`,
+//! parameters (`compressor`, `zpool` where the kernel has it (before 6.18),
+//! `max_pool_percent`, `accept_threshold_percent`,
 //! `shrinker_enabled` = N, then `enabled` = Y), `vm.page-cluster` = 0 (no swap
 //! readahead, so a swap-in is one page, as the engine's), debugfs mounted on
 //! /sys/kernel/debug if it is not mounted (unmounted after), and a
@@ -59,8 +60,15 @@ pub struct KernelOptions {
     pub dir: PathBuf,
 }
 
-/// Why kernel rows cannot be produced here (`None` when they can).
-pub fn unavailable(sys: &Sys, zpool: &str, compressor: &str, force: bool) -> Option<String> {
+/// Why kernel rows cannot be produced here (`None` when they can). `kernel`
+/// is the running kernel's model: which allocators its zswap can use.
+pub fn unavailable(
+    sys: &Sys,
+    kernel: Option<&zmem_kernel::KernelModel>,
+    zpool: &str,
+    compressor: &str,
+    force: bool,
+) -> Option<String> {
     if !zmem_host::euid_is_root() {
         return Some(
             "not root (the kernel rows need swapon, zswap parameters and a cgroup)".into(),
@@ -71,9 +79,11 @@ pub fn unavailable(sys: &Sys, zpool: &str, compressor: &str, force: bool) -> Opt
             "the kernel has no zswap ({PARAMS}/enabled missing)"
         ));
     }
-    if zpool != "zsmalloc" {
+    let zpools = kernel.map_or(&["zsmalloc"][..], |m| m.zswap_zpools());
+    if !zpools.contains(&zpool) {
         return Some(format!(
-            "the kernel's zswap allocates from zsmalloc only (6.18), not {zpool}"
+            "the kernel's zswap allocates from {} only, not {zpool}",
+            zpools.join(", ")
         ));
     }
     let have = zmem_host::zswap_compressors(sys, &zmem_codec::zswap_names());
@@ -207,6 +217,7 @@ struct Plan<'a> {
     corpus: &'a Corpus,
     seq: &'a [usize],
     algorithm: &'a str,
+    zpool: &'a str,
     percent: u32,
     accept: u32,
     pool_limit: u64,
@@ -233,6 +244,12 @@ fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
     g.set_knob(&knob("enabled"), "N")?;
     g.set_knob(&knob("compressor"), plan.algorithm)
         .with_context(|| format!("the kernel's zswap has no compressor {}", plan.algorithm))?;
+    // Kernels before 6.18 choose the allocator (the build's default, zbud
+    // in Debian's 6.1): the engine's, so both rows use the same one.
+    if sys.exists(&knob("zpool")) {
+        g.set_knob(&knob("zpool"), plan.zpool)
+            .with_context(|| format!("the kernel's zswap has no allocator {}", plan.zpool))?;
+    }
     g.set_knob(&knob("max_pool_percent"), &plan.percent.to_string())?;
     g.set_knob(&knob("accept_threshold_percent"), &plan.accept.to_string())?;
     if sys.exists(&knob("shrinker_enabled")) {
@@ -333,7 +350,7 @@ fn swap_file(g: &mut zmem_host::Guard, plan: &Plan<'_>, k: &KernelOptions) -> Re
 pub fn run(
     corpus: &Corpus,
     seq: &[usize],
-    algorithm: &str,
+    (algorithm, zpool): (&str, &str),
     (percent, pool_limit): (u32, u64),
     accept: u32,
     k: &KernelOptions,
@@ -343,6 +360,7 @@ pub fn run(
         corpus,
         seq,
         algorithm,
+        zpool,
         percent,
         accept,
         pool_limit,
