@@ -6,6 +6,7 @@
 //! * [`SysfsDevice`]: a kernel zram device as an attribute target;
 //! * [`input`]: files a user hands zmem, checked before they are read;
 //! * [`signature`]: what a file or device already holds, before zmem writes to it;
+//! * [`backing`]: a backing device or file checked and claimed as the kernel claims it;
 //! * [`StateDir`], [`write_output`]: the one writer of the files zmem writes
 //!   on request (private, new or replaced only when zmem's, never through a link);
 //! * [`zswap_compressors`]: which compressors the running kernel can give zswap;
@@ -23,10 +24,11 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal, input, signature, output, swap_dir (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal, input, backing ──► signature, output, swap_dir (leaves)
 //! ```
 
 mod action;
+pub mod backing;
 mod cgroup;
 mod cgroup_psi;
 mod crypto;

@@ -140,7 +140,7 @@ impl Default for SocketPerms {
 /// The process umask is shared by all threads: binds take turns.
 static UMASK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Bind a Unix socket at `path`, replacing a stale socket file (one nobody
+/// Bind a Unix socket at `path` in an existing directory, replacing a stale socket file (one nobody
 /// accepts on) but refusing one that is live or a path that is not a socket.
 ///
 /// The socket file is created 0600 (bound under umask 0177: there is no
@@ -163,8 +163,18 @@ pub fn bind_unix(path: &Path, perms: SocketPerms) -> io::Result<UnixListener> {
         }
         std::fs::remove_file(path)?;
     }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{}: no directory {} (none is created)",
+                path.display(),
+                dir.display()
+            ),
+        ));
     }
     let l = {
         let _g = UMASK_LOCK.lock().unwrap_or_else(|e| e.into_inner());
