@@ -451,3 +451,25 @@ fn sigterm_under_heavy_writers_ends_within_seconds() {
         std::fs::read_to_string(&stderr).unwrap_or_default()
     );
 }
+
+#[test]
+fn one_client_cannot_take_every_connection() {
+    let s = Served::start("16M", &["--max-connections-per-client", "4"]);
+    let mut held: Vec<zmem_nbd::Client> = (0..4)
+        .map(|_| zmem_nbd::Client::connect(&s.sock, "zmem").unwrap())
+        .collect();
+    assert!(
+        zmem_nbd::Client::connect(&s.sock, "zmem").is_err(),
+        "a fifth idle connection of the same user was served"
+    );
+    held.pop();
+    // A slot of its own is free again once one of its connections ends.
+    let deadline = Instant::now() + LIMIT;
+    while zmem_nbd::Client::connect(&s.sock, "zmem").is_err() {
+        assert!(Instant::now() < deadline, "no connection after one ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(held);
+    let (ok, err) = s.stop();
+    assert!(ok, "{err}");
+}

@@ -186,16 +186,29 @@ fn admit(
     id: u64,
     epoch: Instant,
 ) -> Option<JoinHandle<()>> {
-    let max = shared.opts.limits.max_connections;
-    if conns.lock().unwrap_or_else(|e| e.into_inner()).len() >= max {
+    let (max, per) = (
+        shared.opts.limits.max_connections,
+        shared.opts.limits.max_per_client,
+    );
+    let client = s.client();
+    let (all, theirs) = {
+        let c = conns.lock().unwrap_or_else(|e| e.into_inner());
+        (c.len(), c.values().filter(|w| w.client == client).count())
+    };
+    if all >= max || theirs >= per {
         if shared.opts.verbose {
-            eprintln!("zmem serve: connection {id} ({}) refused: {max} connections already (--max-connections)", s.peer());
+            let why = if all >= max {
+                format!("{max} connections already (--max-connections)")
+            } else {
+                format!("{per} connections of {client} already (--max-connections-per-client)")
+            };
+            eprintln!("zmem serve: connection {id} ({}) refused: {why}", s.peer());
         }
         let _ = s.shutdown(Shutdown::Both);
         return None;
     }
     let clone = s.try_clone().ok()?;
-    let watched = Arc::new(Watched::new(clone, epoch));
+    let watched = Arc::new(Watched::new(clone, client, epoch));
     conns
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -424,6 +437,13 @@ fn connection(sh: &Shared, mut s: Stream, watched: &Watched, id: u64) {
     };
     let reason = transmission(sh, &s, &c);
     let _ = s.shutdown(Shutdown::Both);
+    // Give the memory of its replies back to the system (glibc keeps freed
+    // arenas otherwise: 1.45 GB stayed after clients that read no replies).
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free heap memory; no pointers.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     if sh.opts.verbose {
         let cut = *watched.cut.lock().unwrap_or_else(|e| e.into_inner());
         eprintln!(

@@ -79,6 +79,42 @@ impl Stream {
         }
     }
     /// A name for log lines.
+    /// Who is connected, for per-client limits: a Unix peer's user
+    /// (`SO_PEERCRED`), a TCP peer's address without its port.
+    pub fn client(&self) -> String {
+        match self {
+            Stream::Unix(s) => {
+                use std::os::fd::AsRawFd;
+                let mut cred = libc::ucred {
+                    pid: 0,
+                    uid: 0,
+                    gid: 0,
+                };
+                let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+                // SAFETY: getsockopt writes at most `len` bytes into `cred`,
+                // which lives across the call; the descriptor is borrowed.
+                let r = unsafe {
+                    libc::getsockopt(
+                        s.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        libc::SO_PEERCRED,
+                        (&mut cred as *mut libc::ucred).cast(),
+                        &mut len,
+                    )
+                };
+                if r == 0 {
+                    format!("uid {}", cred.uid)
+                } else {
+                    "unix client".into()
+                }
+            }
+            Stream::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.ip().to_string())
+                .unwrap_or_else(|_| "tcp client".into()),
+        }
+    }
+
     pub fn peer(&self) -> String {
         match self {
             Stream::Unix(_) => "unix client".into(),

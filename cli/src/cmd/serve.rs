@@ -98,6 +98,10 @@ pub struct Args {
     /// Connections served at once; more are closed at once
     #[arg(long, default_value_t = zmem_nbd::Limits::default().max_connections)]
     pub max_connections: usize,
+    /// Connections one client (a Unix socket's peer user, a TCP peer's address) may hold at once,
+    /// leaving room for others
+    #[arg(long, default_value_t = zmem_nbd::Limits::default().max_per_client)]
+    pub max_connections_per_client: usize,
     /// Bytes of replies (and write payloads) one connection may have in flight before the
     /// server stops reading its requests
     #[arg(long, value_name = "SIZE", default_value = "32M", value_parser = crate::args::size)]
@@ -161,6 +165,7 @@ fn spec(a: Args) -> zmem_serve::Spec {
         socket_group: a.socket_group,
         limits: zmem_nbd::Limits {
             max_connections: a.max_connections.max(1),
+            max_per_client: a.max_connections_per_client.max(1),
             max_inflight: a.max_inflight,
             handshake_timeout: a.handshake_timeout,
             request_timeout: a.request_timeout,
