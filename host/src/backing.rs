@@ -182,7 +182,10 @@ pub fn first_data(file: &File, len: u64) -> io::Result<Option<u64>> {
 
 /// The path to check: `path` itself, or the target of its symbolic link.
 fn resolve(path: &Path) -> Result<(PathBuf, Option<PathBuf>), String> {
-    let lmeta = std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let lmeta = std::fs::symlink_metadata(path).map_err(|e| {
+        let errno = zmem_kernel::Errno::from_io(&e).name();
+        format!("{}: {errno}: {e}", path.display())
+    })?;
     if !lmeta.file_type().is_symlink() {
         return Ok((path.to_path_buf(), None));
     }

@@ -206,7 +206,7 @@ pub fn bind_unix(path: &Path, perms: SocketPerms) -> io::Result<UnixListener> {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!(
-                "{}: no directory {} (none is created)",
+                "{}: the directory {} does not exist; create it first (zmem creates none)",
                 path.display(),
                 dir.display()
             ),

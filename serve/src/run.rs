@@ -95,7 +95,7 @@ pub(crate) fn check_size(size: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The listen address, checked: a Unix socket in an existing directory; TCP
+/// The listen address, checked: TCP
 /// only with `allow_tcp` (said on stderr: who can connect), and only on
 /// loopback unless `allow_remote`.
 fn listen_address(s: &Spec) -> anyhow::Result<Listen> {
@@ -120,12 +120,8 @@ fn listen_address(s: &Spec) -> anyhow::Result<Listen> {
             };
             eprintln!("zmem serve: TCP {addr}: {who} can read and write this device (NBD has no authentication)");
         }
-        Listen::Unix(p) => {
-            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-            if let Some(d) = dir.filter(|d| !d.is_dir()) {
-                bail!("--listen {p:?}: the directory {} does not exist; create it first (zmem serve creates none)", d.display());
-            }
-        }
+        // Its directory must exist: checked when it is bound (nbd's bind_unix creates none).
+        Listen::Unix(_) => {}
     }
     Ok(listen)
 }
