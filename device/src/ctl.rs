@@ -113,19 +113,42 @@ pub fn parse_reply(reply: &[u8]) -> Result<String, AttrError> {
     Err(proto(format!("malformed reply {shown:?}")))
 }
 
+/// How long a client waits for the reply to a read or `list` by default.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client waits for the reply to a write by default: a write
+/// runs what it asks for (`writeback`, `recompress`, `compact`) before the
+/// server answers, as a sysfs write returns when the kernel is done.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Client of a `zmem serve` control socket.
 #[derive(Debug, Clone)]
 pub struct CtlClient {
     path: PathBuf,
-    timeout: Duration,
+    /// Overrides [`READ_TIMEOUT`] and [`WRITE_TIMEOUT`].
+    timeout: Option<Duration>,
 }
 
 impl CtlClient {
     pub fn new(path: impl Into<PathBuf>) -> CtlClient {
         CtlClient {
             path: path.into(),
-            timeout: Duration::from_secs(10),
+            timeout: None,
         }
+    }
+
+    /// Wait at most `t` for any reply (connecting and sending included).
+    pub fn with_timeout(mut self, t: Duration) -> CtlClient {
+        self.timeout = Some(t);
+        self
+    }
+
+    /// How long `req`'s reply is waited for.
+    pub fn timeout_for(&self, req: &CtlRequest) -> Duration {
+        self.timeout.unwrap_or(match req {
+            CtlRequest::Write(..) => WRITE_TIMEOUT,
+            _ => READ_TIMEOUT,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -138,17 +161,123 @@ impl CtlClient {
         if line.matches('\n').count() != 1 {
             return Err(AttrError::new(Errno::EINVAL, "request must be one line"));
         }
+        let timeout = self.timeout_for(req);
+        let shown = line.trim_end();
         let io_err =
             |e: io::Error| AttrError::io(&e, format!("control socket {}", self.path.display()));
-        let mut s = UnixStream::connect(&self.path).map_err(io_err)?;
-        s.set_read_timeout(Some(self.timeout)).map_err(io_err)?;
-        s.set_write_timeout(Some(self.timeout)).map_err(io_err)?;
-        s.write_all(line.as_bytes()).map_err(io_err)?;
+        let late = |sent: bool| {
+            let what = if sent {
+                "the request was sent; the server is still working on it or has stopped, and a write may complete (or have completed) anyway: read the attribute to see what happened"
+            } else {
+                "the request was not sent (the server accepts no requests: stopped or overloaded)"
+            };
+            AttrError::new(
+                Errno::ETIMEDOUT,
+                format!(
+                    "control socket {}: no reply to `{shown}` within {} s: {what}",
+                    self.path.display(),
+                    timeout.as_secs_f64()
+                ),
+            )
+        };
+        let timed_out = |e: &io::Error| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            )
+        };
+        let mut s = connect(&self.path, timeout).map_err(|e| {
+            if timed_out(&e) {
+                late(false)
+            } else {
+                io_err(e)
+            }
+        })?;
+        s.set_read_timeout(Some(timeout)).map_err(io_err)?;
+        s.write_all(line.as_bytes()).map_err(|e| {
+            if timed_out(&e) {
+                late(false)
+            } else {
+                io_err(e)
+            }
+        })?;
         s.shutdown(std::net::Shutdown::Write).map_err(io_err)?;
+        let deadline = std::time::Instant::now() + timeout;
         let mut reply = Vec::new();
-        s.take(MAX_REPLY).read_to_end(&mut reply).map_err(io_err)?;
+        let mut chunk = [0u8; 8192];
+        // The whole reply within the deadline, not each read.
+        loop {
+            let left = deadline
+                .checked_duration_since(std::time::Instant::now())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| late(true))?;
+            s.set_read_timeout(Some(left)).map_err(io_err)?;
+            match s.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) if reply.len() as u64 + n as u64 > MAX_REPLY => {
+                    return Err(AttrError::new(
+                        Errno::EPROTO,
+                        format!("reply longer than {MAX_REPLY} bytes"),
+                    ))
+                }
+                Ok(n) => reply.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if timed_out(&e) => return Err(late(true)),
+                Err(e) => return Err(io_err(e)),
+            }
+        }
         parse_reply(&reply)
     }
+}
+
+/// Connect to `path` within `timeout`: `SO_SNDTIMEO` is set before
+/// `connect(2)`, which bounds its wait on a server that accepts nothing
+/// (stopped, its backlog full), where `UnixStream::connect` waits forever.
+fn connect(path: &Path, timeout: Duration) -> io::Result<UnixStream> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: socket(2) takes no pointers; a non-negative result is a new
+    // descriptor nobody else owns, given to OwnedFd at once.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above: `fd` is valid and owned by nothing else.
+    let sock = UnixStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    sock.set_write_timeout(Some(timeout))?;
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.is_empty() || bytes.len() >= addr.sun_path.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "socket path empty or too long",
+        ));
+    }
+    for (d, b) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = *b as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+    // SAFETY: `addr` is a valid sockaddr_un that outlives the call, and
+    // `len` does not exceed its size.
+    let r = unsafe {
+        libc::connect(
+            sock.as_raw_fd(),
+            (&addr as *const libc::sockaddr_un).cast(),
+            len as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINPROGRESS) => {
+                io::Error::new(io::ErrorKind::TimedOut, "connect timed out")
+            }
+            _ => e,
+        });
+    }
+    Ok(sock)
 }
 
 fn check_token(s: &str, what: &str) -> Result<(), AttrError> {

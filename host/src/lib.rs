@@ -6,6 +6,7 @@
 //! * [`SysfsDevice`]: a kernel zram device as an attribute target;
 //! * [`input`]: files a user hands zmem, checked before they are read;
 //! * [`signature`]: what a file or device already holds, before zmem writes to it;
+//! * [`backing`]: a backing device or file checked and claimed as the kernel claims it;
 //! * [`StateDir`], [`write_output`], [`write_outputs`], [`Staging`]: the one
 //!   writer of every file zmem writes (private, new or replaced only when
 //!   zmem's and yours, never through a link, all or nothing);
@@ -26,10 +27,11 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal ──► undo, hotdev;   input, signature, output, swap_dir, lock (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, lock (leaves)
 //! ```
 
 mod action;
+pub mod backing;
 mod cgroup;
 mod cgroup_psi;
 mod crypto;

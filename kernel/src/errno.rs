@@ -55,6 +55,7 @@ errnos! {
     ERANGE = libc::ERANGE,
     EPROTO = libc::EPROTO,
     EOPNOTSUPP = libc::EOPNOTSUPP,
+    ETIMEDOUT = libc::ETIMEDOUT,
 }
 
 impl Errno {

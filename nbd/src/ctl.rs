@@ -14,7 +14,9 @@ use std::time::Duration;
 use zmem_device::ctl::{self, CtlRequest, MAX_REQUEST};
 use zmem_device::BlockDevice;
 
-/// A request must arrive and its reply be taken within this time, in all.
+/// A request must arrive within this time of the connection, and its reply
+/// be taken within this time of being ready; the operation in between
+/// takes what it takes (as a sysfs write does).
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Requests served at once; more connections are closed at once.
 pub const MAX_CTL_CONNECTIONS: usize = 16;
@@ -45,11 +47,12 @@ impl Control {
     }
 
     fn serve_one(&self, mut s: UnixStream) -> io::Result<()> {
-        let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
+        let deadline = std::cell::Cell::new(std::time::Instant::now() + REQUEST_DEADLINE);
         // Each read and write may only take what is left of the deadline: a
         // client trickling bytes does not extend it.
         let left = || {
             deadline
+                .get()
                 .checked_duration_since(std::time::Instant::now())
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "request deadline"))
@@ -72,8 +75,10 @@ impl Control {
         if let Some(i) = raw.iter().position(|&b| b == b'\n') {
             raw.truncate(i + 1);
         }
+        let reply = self.answer(&raw);
+        deadline.set(std::time::Instant::now() + REQUEST_DEADLINE);
         s.set_write_timeout(Some(left()?))?;
-        s.write_all(&self.answer(&raw))?;
+        s.write_all(&reply)?;
         s.shutdown(std::net::Shutdown::Write)?;
         // Read what the client still sends (bounded), so closing does not
         // reset the connection before the client has read the reply.

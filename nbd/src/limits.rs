@@ -20,6 +20,9 @@ use crate::stream::Stream;
 pub struct Limits {
     /// Connections served at once; more are accepted and closed at once.
     pub max_connections: usize,
+    /// Connections of one client (a Unix socket's peer user, a TCP peer's
+    /// address) served at once, so one client cannot take them all.
+    pub max_per_client: usize,
     /// The whole handshake, from accept to transmission.
     pub handshake_timeout: Duration,
     /// One request, from its first byte to its last payload byte.
@@ -42,6 +45,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 64,
+            max_per_client: 16,
             handshake_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             idle_timeout: None,
@@ -55,6 +59,8 @@ impl Default for Limits {
 /// A connection as the watchdog sees it.
 pub(crate) struct Watched {
     pub stream: Stream,
+    /// Who is connected ([`Stream::client`]), for the per-client cap.
+    pub client: String,
     epoch: Instant,
     /// Nanoseconds since `epoch` + 1 when reads must be done; 0: no deadline.
     read_deadline: AtomicU64,
@@ -64,9 +70,10 @@ pub(crate) struct Watched {
 }
 
 impl Watched {
-    pub fn new(stream: Stream, epoch: Instant) -> Watched {
+    pub fn new(stream: Stream, client: String, epoch: Instant) -> Watched {
         Watched {
             stream,
+            client,
             epoch,
             read_deadline: AtomicU64::new(0),
             write_deadline: AtomicU64::new(0),

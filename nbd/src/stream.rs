@@ -79,6 +79,42 @@ impl Stream {
         }
     }
     /// A name for log lines.
+    /// Who is connected, for per-client limits: a Unix peer's user
+    /// (`SO_PEERCRED`), a TCP peer's address without its port.
+    pub fn client(&self) -> String {
+        match self {
+            Stream::Unix(s) => {
+                use std::os::fd::AsRawFd;
+                let mut cred = libc::ucred {
+                    pid: 0,
+                    uid: 0,
+                    gid: 0,
+                };
+                let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+                // SAFETY: getsockopt writes at most `len` bytes into `cred`,
+                // which lives across the call; the descriptor is borrowed.
+                let r = unsafe {
+                    libc::getsockopt(
+                        s.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        libc::SO_PEERCRED,
+                        (&mut cred as *mut libc::ucred).cast(),
+                        &mut len,
+                    )
+                };
+                if r == 0 {
+                    format!("uid {}", cred.uid)
+                } else {
+                    "unix client".into()
+                }
+            }
+            Stream::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.ip().to_string())
+                .unwrap_or_else(|_| "tcp client".into()),
+        }
+    }
+
     pub fn peer(&self) -> String {
         match self {
             Stream::Unix(_) => "unix client".into(),
@@ -140,7 +176,7 @@ impl Default for SocketPerms {
 /// The process umask is shared by all threads: binds take turns.
 static UMASK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Bind a Unix socket at `path`, replacing a stale socket file (one nobody
+/// Bind a Unix socket at `path` in an existing directory, replacing a stale socket file (one nobody
 /// accepts on) but refusing one that is live or a path that is not a socket.
 ///
 /// The socket file is created 0600 (bound under umask 0177: there is no
@@ -163,8 +199,18 @@ pub fn bind_unix(path: &Path, perms: SocketPerms) -> io::Result<UnixListener> {
         }
         std::fs::remove_file(path)?;
     }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "{}: the directory {} does not exist; create it first (zmem creates none)",
+                path.display(),
+                dir.display()
+            ),
+        ));
     }
     let l = {
         let _g = UMASK_LOCK.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,11 +1,15 @@
 //! The engine device of `zmem serve`, configured through its attributes in the
 //! kernel's order (everything before disksize), and its maintenance worker.
+//! The backing device or file is checked and claimed first
+//! (`zmem_host::backing`: never mounted, swapped on, shared or holding data
+//! without `--force`), and the claim is held while the device lives.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use zmem_device::BlockDevice;
+use zmem_host::backing::Claimed;
 use zmem_kernel::Errno;
 use zmem_policy::{Maintained, Policy};
 use zmem_zram::Zram;
@@ -29,7 +33,7 @@ pub struct EngineSpec {
     pub mem_limit: Option<u64>,
     /// backing_dev (zram), or the swap device zswap caches.
     pub backing_dev: Option<PathBuf>,
-    /// Use a zswap backing file that holds data or is too small.
+    /// Use a backing device or file that holds data (zswap: or is too small).
     pub force: bool,
     /// fast_algorithm.
     pub fast: Option<String>,
@@ -48,6 +52,23 @@ pub(crate) struct Device {
     pub zram: Option<Arc<Zram>>,
     pub dev: Arc<dyn BlockDevice>,
     pub maintained: Option<Arc<Maintained>>,
+    /// The backing device or file, claimed while the device lives.
+    pub claim: Option<Claimed>,
+}
+
+/// The backing device or file checked and claimed; `None` without one, or
+/// for a zswap backing file that does not exist yet (zswap creates it).
+fn claim_backing(s: &EngineSpec) -> anyhow::Result<Option<Claimed>> {
+    let Some(p) = &s.backing_dev else {
+        return Ok(None);
+    };
+    if s.mode == "zswap" && std::fs::symlink_metadata(p).is_err() {
+        return Ok(None);
+    }
+    let c =
+        zmem_host::backing::claim(p, s.force).map_err(|e| anyhow::anyhow!("--backing-dev {e}"))?;
+    eprintln!("zmem serve: backing device {}", c.describe());
+    Ok(Some(c))
 }
 
 fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
@@ -67,7 +88,7 @@ fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
 
 /// Configure a device the way a script configures /sys/block/zramN, in the
 /// kernel's order (everything before disksize).
-fn build_zram(s: &EngineSpec, name: &str) -> anyhow::Result<Zram> {
+fn build_zram(s: &EngineSpec, name: &str, backing: Option<&Claimed>) -> anyhow::Result<Zram> {
     let dev = Zram::builder()
         .name(name.to_string())
         .kernel(s.kernel.unwrap_or_default())
@@ -92,7 +113,7 @@ fn build_zram(s: &EngineSpec, name: &str) -> anyhow::Result<Zram> {
     if let Some(m) = &s.mem_limit {
         attr(&dev, "mem_limit", &m.to_string(), "--mem-limit")?;
     }
-    if let Some(b) = &s.backing_dev {
+    if let Some(b) = backing.map(|c| &c.path) {
         attr(
             &dev,
             "backing_dev",
@@ -141,8 +162,11 @@ pub fn fast_when(s: &str) -> anyhow::Result<String> {
 }
 
 /// zswap's block view over the backing file.
-fn build_zswap(s: &EngineSpec) -> anyhow::Result<zmem_zswap::ZswapDevice> {
-    let Some(file) = &s.backing_dev else {
+fn build_zswap(
+    s: &EngineSpec,
+    backing: Option<&Claimed>,
+) -> anyhow::Result<zmem_zswap::ZswapDevice> {
+    let Some(file) = backing.map(|c| &c.path).or(s.backing_dev.as_ref()) else {
         bail!("--mode zswap needs --backing-dev FILE (the swap device zswap caches)")
     };
     if !s.recomp.is_empty() || s.params.is_some() || s.fast.is_some() || s.maint.is_some() {
@@ -168,19 +192,28 @@ pub(crate) fn build(s: &EngineSpec, name: &str) -> anyhow::Result<Device> {
         ),
         None => None,
     };
+    let claim = claim_backing(s)?;
     if s.mode == "zswap" {
+        let dev = Arc::new(build_zswap(s, claim.as_ref())?);
+        let claim = match (claim, &s.backing_dev) {
+            // zswap created it just now: locked as any other.
+            (None, Some(p)) => zmem_host::backing::claim(p, true).ok(),
+            (c, _) => c,
+        };
         return Ok(Device {
             zram: None,
-            dev: Arc::new(build_zswap(s)?),
+            dev,
             maintained: None,
+            claim,
         });
     }
-    let z = Arc::new(build_zram(s, name)?);
+    let z = Arc::new(build_zram(s, name, claim.as_ref())?);
     let Some(p) = policy else {
         return Ok(Device {
             zram: Some(z.clone()),
             dev: z,
             maintained: None,
+            claim,
         });
     };
     eprintln!(
@@ -194,6 +227,7 @@ pub(crate) fn build(s: &EngineSpec, name: &str) -> anyhow::Result<Device> {
         zram: Some(z),
         dev: m.clone(),
         maintained: Some(m),
+        claim,
     })
 }
 

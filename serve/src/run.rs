@@ -27,6 +27,8 @@ pub struct Spec {
     pub mlock: bool,
     /// Allow a non-loopback TCP address.
     pub allow_remote: bool,
+    /// Allow TCP at all (any local user can connect to a TCP port).
+    pub allow_tcp: bool,
     /// Threads per connection (default: the number of CPUs).
     pub threads: Option<usize>,
     /// Log connections on stderr.
@@ -62,19 +64,64 @@ fn socket_perms(s: &Spec) -> anyhow::Result<SocketPerms> {
     })
 }
 
-/// The listen address, checked: TCP only on loopback unless `allow_remote`.
+/// An export name is a name: 1 to 128 of `[A-Za-z0-9._-]`, not `.` or `..`
+/// (it names the control socket under /run/zmem).
+pub(crate) fn check_export(name: &str) -> anyhow::Result<()> {
+    let ok = (1..=128).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !ok {
+        bail!("--export {name:?}: an export name is 1 to 128 letters, digits, '.', '_' or '-' (not '.' or '..'); it names the control socket /run/zmem/EXPORT.ctl");
+    }
+    Ok(())
+}
+
+/// `--size`: at least one page; the kernel's disksize_store rounds up to a
+/// page (memparse, then PAGE_ALIGN), said on stderr.
+pub(crate) fn check_size(size: u64) -> anyhow::Result<()> {
+    const PAGE: u64 = 4096;
+    if size > 0 && size < PAGE {
+        bail!("--size {size}: below one page ({PAGE} bytes); sizes are bytes with an optional K, M, G or T suffix (e.g. 64M)");
+    }
+    if !size.is_multiple_of(PAGE) {
+        eprintln!(
+            "zmem serve: --size {size} is not a multiple of the page size: rounded up to {} (PAGE_ALIGN, as the kernel's disksize)",
+            size.div_ceil(PAGE) * PAGE
+        );
+    }
+    Ok(())
+}
+
+/// The listen address, checked: TCP
+/// only with `allow_tcp` (said on stderr: who can connect), and only on
+/// loopback unless `allow_remote`.
 fn listen_address(s: &Spec) -> anyhow::Result<Listen> {
     if !matches!(s.engine.mode.as_str(), "zram" | "zswap") {
         bail!("--mode {:?}: expected zram or zswap", s.engine.mode);
     }
-    if s.export.len() > 4096 {
-        bail!("--export: names are at most 4096 bytes");
-    }
+    check_export(&s.export)?;
+    check_size(s.engine.size)?;
     let listen = Listen::parse(&s.listen).map_err(|e| anyhow::anyhow!("--listen {e}"))?;
-    if let Listen::Tcp(addr) = &listen {
-        if !addr.ip().is_loopback() && !s.allow_remote {
-            bail!("--listen {addr}: not a loopback address; NBD has no authentication here, pass --allow-remote to serve other hosts");
+    match &listen {
+        Listen::Tcp(addr) => {
+            if !addr.ip().is_loopback() && !s.allow_remote {
+                bail!("--listen {addr}: not a loopback address; NBD has no authentication here, pass --allow-remote to serve other hosts");
+            }
+            if !s.allow_tcp {
+                bail!("--listen {addr}: on TCP any local user (and with --allow-remote any host that reaches it) can read and write the device: NBD has no authentication; serve on unix:PATH (guarded by --socket-mode) or pass --allow-tcp");
+            }
+            let who = if addr.ip().is_loopback() {
+                "every local user"
+            } else {
+                "every host that reaches it and every local user"
+            };
+            eprintln!("zmem serve: TCP {addr}: {who} can read and write this device (NBD has no authentication)");
         }
+        // Its directory must exist: checked when it is bound (nbd's bind_unix creates none).
+        Listen::Unix(_) => {}
     }
     Ok(listen)
 }
@@ -84,10 +131,14 @@ fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option
     if s.no_ctl {
         return Ok(None);
     }
-    let path = s
-        .ctl
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("/run/zmem/{}.ctl", s.export)));
+    let path = match &s.ctl {
+        Some(p) => p.clone(),
+        None => {
+            // The one directory serve makes: /run/zmem, for its default sockets.
+            std::fs::create_dir_all("/run/zmem").context("creating /run/zmem")?;
+            PathBuf::from(format!("/run/zmem/{}.ctl", s.export))
+        }
+    };
     let names = DeviceTarget::new("", dev.clone())
         .list_attrs()
         .unwrap_or_default();
@@ -128,6 +179,7 @@ pub fn run(s: Spec) -> anyhow::Result<()> {
         zram,
         dev,
         maintained,
+        claim: _claim,
     } = build(&s.engine, &format!("serve:{}", s.export))?;
     if s.mlock {
         zmem_nbd::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;

@@ -26,6 +26,19 @@ pub struct Args {
     /// Directory of served devices' control sockets
     #[arg(long, default_value = "/run/zmem")]
     pub run_dir: PathBuf,
+    /// How long to wait for a served device's reply [default: 10s for reads, 600s for writes,
+    /// which run their operation (writeback, recompress) before answering]
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::duration)]
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// A control socket's client, with `--timeout` if given.
+fn client(p: &Path, timeout: Option<std::time::Duration>) -> CtlClient {
+    let c = CtlClient::new(p);
+    match timeout {
+        Some(t) => c.with_timeout(t),
+        None => c,
+    }
 }
 
 fn is_socket(p: &Path) -> bool {
@@ -40,10 +53,14 @@ fn is_zram_name(s: &str) -> bool {
 }
 
 /// Resolve TARGET to an attribute target.
-fn resolve(target: &str, run_dir: &Path) -> anyhow::Result<Box<dyn AttrTarget>> {
+fn resolve(
+    target: &str,
+    run_dir: &Path,
+    timeout: Option<std::time::Duration>,
+) -> anyhow::Result<Box<dyn AttrTarget>> {
     let p = Path::new(target);
     if is_socket(p) {
-        return Ok(Box::new(CtlClient::new(p)));
+        return Ok(Box::new(client(p, timeout)));
     }
     let base = p.file_name().and_then(|s| s.to_str()).unwrap_or("");
     if (target.starts_with("/sys/") || !target.contains('/')) && is_zram_name(base) {
@@ -56,7 +73,7 @@ fn resolve(target: &str, run_dir: &Path) -> anyhow::Result<Box<dyn AttrTarget>> 
         let name = target.strip_suffix(".ctl").unwrap_or(target);
         let sock = run_dir.join(format!("{name}.ctl"));
         if is_socket(&sock) {
-            return Ok(Box::new(CtlClient::new(sock)));
+            return Ok(Box::new(client(&sock, timeout)));
         }
         anyhow::bail!(
             "{target}: ENOENT: no control socket {} and no kernel device of that name",
@@ -86,7 +103,7 @@ fn memparse_warning(attr: &str, value: &str) -> Option<String> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let t = resolve(&a.target, &a.run_dir)?;
+    let t = resolve(&a.target, &a.run_dir, a.timeout)?;
     let Some(attr) = a.attr else {
         // Every readable attribute, as `grep . /sys/block/zram0/*` would show.
         let names = t

@@ -23,13 +23,13 @@ pub struct Args {
     /// mem_limit: writes fail with ENOSPC once the pool uses this much (a size, as --size)
     #[arg(long, value_parser = crate::args::size)]
     pub mem_limit: Option<u64>,
-    /// backing_dev: a file for writeback of idle/huge pages (zram), or the swap device zswap
-    /// caches (--mode zswap: created if missing; an existing one that holds data or is too
-    /// small is refused unless --force)
+    /// backing_dev: a block device or file for writeback of idle/huge pages (zram), or the swap
+    /// device zswap caches (--mode zswap: created if missing). Claimed as the kernel claims it: a
+    /// mounted, swapped-on or otherwise held one is refused, and one that holds data (or, zswap,
+    /// is too small) is refused unless --force; a symbolic link is resolved and said
     #[arg(long)]
     pub backing_dev: Option<PathBuf>,
-    /// Use an existing --mode zswap backing file even if it holds data (overwritten) or is
-    /// too small (extended)
+    /// Use a --backing-dev that holds data (overwritten) or, --mode zswap, is too small (extended)
     #[arg(long)]
     pub force: bool,
     /// Fast path: the fast algorithm (fast_algorithm), e.g. lz4m or wkdm
@@ -62,7 +62,8 @@ pub struct Args {
     /// Export name (clients may also ask for the default, empty, name)
     #[arg(long, default_value = "zmem")]
     pub export: String,
-    /// unix:PATH or tcp:HOST:PORT (TCP only on loopback unless --allow-remote)
+    /// unix:PATH (in an existing directory) or tcp:HOST:PORT (only with --allow-tcp; only on
+    /// loopback unless --allow-remote)
     #[arg(long)]
     pub listen: String,
     /// Control socket path [default: /run/zmem/EXPORT.ctl]
@@ -74,9 +75,13 @@ pub struct Args {
     /// Lock the server's memory (mlockall), for use as swap on the same host
     #[arg(long)]
     pub mlock: bool,
-    /// Allow listening on a non-loopback TCP address
+    /// Allow listening on a non-loopback TCP address (with --allow-tcp)
     #[arg(long)]
     pub allow_remote: bool,
+    /// Allow serving on TCP at all: any local user (with --allow-remote, any host) can then read
+    /// and write the device, NBD has no authentication; a unix: socket is guarded by --socket-mode
+    #[arg(long)]
+    pub allow_tcp: bool,
     /// Threads per connection (requests of one connection served at once) [default: number of CPUs]
     #[arg(long)]
     pub threads: Option<usize>,
@@ -93,6 +98,10 @@ pub struct Args {
     /// Connections served at once; more are closed at once
     #[arg(long, default_value_t = zmem_nbd::Limits::default().max_connections)]
     pub max_connections: usize,
+    /// Connections one client (a Unix socket's peer user, a TCP peer's address) may hold at once,
+    /// leaving room for others
+    #[arg(long, default_value_t = zmem_nbd::Limits::default().max_per_client)]
+    pub max_connections_per_client: usize,
     /// Bytes of replies (and write payloads) one connection may have in flight before the
     /// server stops reading its requests
     #[arg(long, value_name = "SIZE", default_value = "32M", value_parser = crate::args::size)]
@@ -149,12 +158,14 @@ fn spec(a: Args) -> zmem_serve::Spec {
         no_ctl: a.no_ctl,
         mlock: a.mlock,
         allow_remote: a.allow_remote,
+        allow_tcp: a.allow_tcp,
         threads: a.threads,
         verbose: a.verbose,
         socket_mode: a.socket_mode,
         socket_group: a.socket_group,
         limits: zmem_nbd::Limits {
             max_connections: a.max_connections.max(1),
+            max_per_client: a.max_connections_per_client.max(1),
             max_inflight: a.max_inflight,
             handshake_timeout: a.handshake_timeout,
             request_timeout: a.request_timeout,

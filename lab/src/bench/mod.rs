@@ -10,7 +10,6 @@ pub(crate) mod random_read;
 pub mod recomp;
 pub mod sample;
 pub mod writeback;
-mod writeback_backing;
 mod writeback_kernel;
 pub mod zswap;
 mod zswap_counters;

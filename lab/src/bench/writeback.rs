@@ -10,9 +10,9 @@
 //! The backing file is a temporary file (removed at the end) unless the
 //! caller names one: an existing file or block device is used as it is and
 //! kept; a path that does not exist is created with the corpus size plus one
-//! page (block 0 is never used) and removed at the end. A block device is
-//! checked and claimed first (`writeback_backing`: never mounted, swapped on
-//! or holding data without `--force`).
+//! page (block 0 is never used) and removed at the end. An existing file or
+//! block device is checked and claimed first (`zmem_host::backing`: never
+//! mounted, swapped on or holding data without `--force`).
 //!
 //! 4. The kernel rows (`writeback_kernel`, when asked for): the same pages,
 //!    step by step, through a kernel zram device whose backing_dev is that
@@ -28,11 +28,11 @@ use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
+use zmem_host::backing::{self as backing_check, Claimed};
 use zmem_kernel::BdStat;
 use zmem_zram::{WritebackParams, Zram};
 
 use super::recomp::{measure, verify, write_corpus, Measure};
-use super::writeback_backing::{self as backing_check, Claimed};
 use super::writeback_kernel::{compare, KernelOptions, TempBacking};
 pub use super::writeback_kernel::{relative, KernelRows, State as KernelState, StepRow, COMPARED};
 
@@ -154,10 +154,15 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
     }
     let wb = params(&opts.wb_type)?;
     let mut claim: Option<Claimed> = match &opts.backing_dev {
-        Some(p) if p.exists() => backing_check::check(p, opts.force).map_err(anyhow::Error::msg)?,
+        Some(p) if p.symlink_metadata().is_ok() => {
+            Some(backing_check::claim(p, opts.force).map_err(anyhow::Error::msg)?)
+        }
         _ => None,
     };
-    let (path, cleanup) = backing_file(opts, n)?;
+    let (path, cleanup) = match &claim {
+        Some(c) => (c.path.clone(), Cleanup(None)),
+        None => backing_file(opts, n)?,
+    };
     let mut r = engine(corpus, opts, &wb, &path)?;
     drop(cleanup);
     r.backing_check = claim.as_ref().map(Claimed::describe).unwrap_or_default();
@@ -208,7 +213,7 @@ fn kernel_rows(corpus: &Corpus, opts: &Options, claim: Option<&mut Claimed>) -> 
         batch_size: opts.batch_size,
         age_s: opts.age_s,
     };
-    Ok(match claim {
+    Ok(match claim.filter(|c| c.block) {
         Some(c) => {
             c.release();
             let rows = compare(corpus, Some(&c.path), &tmp.0, &kopts);

@@ -275,6 +275,50 @@ fn target_metrics(m: &mut Metrics, t: &dyn AttrTarget, source: &str) -> Result<(
     Ok(())
 }
 
+/// How long one scrape waits for all served devices together (they are
+/// asked at once): a stopped or slow `zmem serve` costs at most this, never
+/// Prometheus's 10 s scrape timeout, and the kernel's series are kept.
+pub const SERVED_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Metrics of the served devices, each asked on its own thread (every
+/// request bounded by `deadline`); those not answered whole within
+/// `deadline` are left out and counted as errors (their threads end on
+/// their own, each request being bounded).
+fn served_metrics(
+    sockets: Vec<zmem_device::CtlClient>,
+    deadline: std::time::Duration,
+) -> (Metrics, u64) {
+    let end = std::time::Instant::now() + deadline;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let n = sockets.len();
+    for c in sockets {
+        let tx2 = tx.clone();
+        let c = c.with_timeout(deadline);
+        let spawned = std::thread::Builder::new()
+            .name("zmem-scrape".into())
+            .spawn(move || {
+                let mut dm = Metrics::default();
+                let ok = target_metrics(&mut dm, &c, "serve").is_ok();
+                let _ = tx2.send(ok.then_some(dm));
+            });
+        if spawned.is_err() {
+            let _ = tx.send(None);
+        }
+    }
+    drop(tx);
+    let (mut m, mut answered) = (Metrics::default(), 0u64);
+    let mut errors = 0u64;
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(Some(dm)) => m.extend(dm),
+            Ok(None) => errors += 1,
+            Err(_) => break,
+        }
+        answered += 1;
+    }
+    (m, errors + (n as u64 - answered))
+}
+
 /// All metrics now. `ctl_dir` is where `zmem serve` control sockets are looked for.
 pub fn collect(sys: &Sys, ctl_dir: &str) -> String {
     let mut m = Metrics::default();
@@ -292,11 +336,9 @@ pub fn collect(sys: &Sys, ctl_dir: &str) -> String {
             errors += 1;
         }
     }
-    for c in find_ctl_sockets(sys, ctl_dir) {
-        if target_metrics(&mut m, &c, "serve").is_err() {
-            errors += 1;
-        }
-    }
+    let (served, failed) = served_metrics(find_ctl_sockets(sys, ctl_dir), SERVED_DEADLINE);
+    m.extend(served);
+    errors += failed;
     match zswap::read(sys, Debugfs::ReadIfMounted) {
         Ok(z) if z.present => zswap_metrics(&mut m, &z),
         Ok(_) => {}
