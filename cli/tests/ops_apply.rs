@@ -456,3 +456,31 @@ fn apply_killed_at_every_step_is_undone_by_revert() {
         }
     }
 }
+
+/// The writeback-device of a [zramN] is claimed as `zmem serve --backing-dev` claims it: a file
+/// holding data is refused at planning (also with --dry-run), naming it, unless --force.
+#[test]
+fn apply_refuses_a_writeback_device_that_holds_data() {
+    let probe = Path::new("/sys/block/zram0/backing_dev");
+    if !zmem_host::euid_is_root() || !probe.exists() {
+        return zmem_host::testutil::skip(
+            "SKIP apply_refuses_a_writeback_device_that_holds_data: needs root and a kernel zram with writeback (backing_dev)",
+        );
+    }
+    let d = ScratchDir::new("apply-backing");
+    let backing = d.join("backing.img");
+    fs::write(&backing, vec![0x5au8; 1 << 20]).unwrap();
+    let conf = d.join("zmem.conf");
+    fs::write(
+        &conf,
+        format!(
+            "[zram15]\nzram-size = 64M\nwriteback-device = {}\n",
+            backing.display()
+        ),
+    )
+    .unwrap();
+    let (ok, _out, err) = zmem(&["apply", "--dry-run", conf.to_str().unwrap()]);
+    assert!(!ok, "a backing file with data was accepted");
+    assert!(err.contains("writeback-device") && err.contains("backing.img"), "{err}");
+    assert!(fs::read(&backing).unwrap().iter().all(|&b| b == 0x5a));
+}

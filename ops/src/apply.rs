@@ -418,6 +418,7 @@ impl<'a> Planner<'a> {
         };
         match (configure, &cur) {
             (Some(first_undo), _) => {
+                self.claim_backing(d, cur.as_ref())?;
                 self.configure(d, size, resident, first_undo);
                 self.device_use(d, true, None, None);
             }
@@ -622,6 +623,22 @@ impl<'a> Planner<'a> {
             restore_ops(c),
         );
         Ok(())
+    }
+
+    /// The writeback-device checked as the kernel claims it (host's `backing::claim`: not
+    /// mounted, swapped on or held, no data unless --force), before anything is planned on it;
+    /// not when this device already has it (the kernel holds it then), nor on a fixture tree.
+    fn claim_backing(&self, d: &DeviceConfig, cur: Option<&ZramDevice>) -> Result<(), ApplyError> {
+        let Some(b) = &d.writeback_device else {
+            return Ok(());
+        };
+        let held = cur.and_then(|c| c.backing_dev.clone().flatten()).as_deref() == Some(b.as_str());
+        if held || self.sys.is_fixture() {
+            return Ok(());
+        }
+        zmem_host::backing::claim(std::path::Path::new(b), self.opts.force)
+            .map(drop)
+            .map_err(|e| ApplyError::Refused(format!("{}: writeback-device: {e}", d.name)))
     }
 
     /// The attribute writes of setup, in the kernel's order (disksize last); the first one is
