@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use zmem_codec::PAGE_SIZE;
 
-use crate::private::replace_private;
 use crate::sidecar::{self, Region, Sidecar, Skipped};
 use crate::user;
 
@@ -676,41 +675,18 @@ pub fn capture_device(dev: &Path, max_bytes: Option<u64>, out: &mut dyn Write) -
 /// Write a capture to `path` (+ sidecar), via `f`.
 ///
 /// Memory captures hold whatever the processes held (passwords, keys): the
-/// file is created 0600 — a temporary file beside `path`, renamed over it
-/// only when the capture succeeded, so a failed capture loses nothing. An
-/// existing `path` that is not a zmem corpus (no sidecar beside it) is
-/// refused unless `force`.
+/// file and its sidecar are private (0600) from the start, written beside
+/// `path` and put in place together only when the capture succeeded, so a
+/// failed capture loses nothing. An existing `path` that is not a zmem
+/// corpus (no sidecar beside it), or a sidecar path holding something
+/// else, is refused before anything is captured unless `force`
+/// (`crate::private`, through zmem's one output writer).
 pub fn to_file(
     path: &Path,
     force: bool,
     f: impl FnOnce(&mut dyn Write) -> Result<Sidecar>,
 ) -> Result<Sidecar> {
-    check_output(path, force)?;
-    let sc = replace_private(path, f)?;
-    sc.write_for(path)?;
-    Ok(sc)
-}
-
-/// An output path zmem may write: absent, or a zmem corpus (its sidecar
-/// exists), or anything with `force`; never a directory or device.
-fn check_output(path: &Path, force: bool) -> Result<()> {
-    let Ok(md) = std::fs::symlink_metadata(path) else {
-        return Ok(());
-    };
-    if !md.file_type().is_file() {
-        bail!(
-            "{}: exists and is not a regular file; choose another output path",
-            path.display()
-        );
-    }
-    if force || crate::sidecar::path_for(path).exists() {
-        return Ok(());
-    }
-    bail!(
-        "{} exists and is not a zmem corpus (no {} beside it); pass --force to overwrite it",
-        path.display(),
-        crate::sidecar::path_for(path).display()
-    )
+    crate::private::write_corpus_files(path, force, f)
 }
 
 #[cfg(test)]

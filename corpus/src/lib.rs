@@ -28,7 +28,7 @@ pub use dict::{
 pub use info::info;
 pub use load::{files_or_default, joined_or_machine, verdict_capture};
 pub use machine::{default_corpus_with_memory, DEFAULT_CAPTURE};
-pub use private::{private_file, write_private};
+pub use private::{check_dict_output, write_dict};
 pub use sidecar::{
     count_same_filled, now_unix, path_for as sidecar_path, Region, Sidecar, Skipped,
 };

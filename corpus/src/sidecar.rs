@@ -92,20 +92,6 @@ impl Sidecar {
         serde_json::to_string_pretty(self).expect("a sidecar always serialises")
     }
 
-    /// Write `corpus.json`.
-    pub fn write_for(&self, corpus: &Path) -> Result<PathBuf> {
-        let p = path_for(corpus);
-        let json = serde_json::to_string_pretty(self)?;
-        // Private like the corpus: it names the processes and their mappings.
-        let tmp = p.with_extension(format!("json.zmem-tmp-{}", std::process::id()));
-        let mut f = crate::private::private_file(&tmp)?;
-        std::io::Write::write_all(&mut f, (json + "\n").as_bytes())
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        drop(f);
-        std::fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))?;
-        Ok(p)
-    }
-
     /// Read the sidecar of `corpus`, if there is one. A sidecar that exists but
     /// cannot be parsed is an error.
     pub fn read_for(corpus: &Path) -> Result<Option<Sidecar>> {

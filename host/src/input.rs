@@ -9,6 +9,11 @@
 //! swapped for a FIFO between the check and the open cannot hang zmem
 //! either. Reading is bounded: [`read_input`] refuses a file larger than the
 //! caller's cap instead of reading until memory runs out.
+//!
+//! State zmem keeps for itself (`zmem policy`'s `policy.state`) is stricter:
+//! [`read_state`] takes a regular file only, never through a symbolic link
+//! (`O_NOFOLLOW|O_NONBLOCK`, then `fstat`), so a FIFO, a device or a link
+//! planted there is refused with an error naming it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -156,6 +161,58 @@ pub fn read_input(what: &str, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Reads the state file `path` (`what` names it in errors): `None` when
+/// there is none, its bytes when it is a regular file of at most `cap`
+/// bytes. A symbolic link (even to a regular file), a FIFO (never waited
+/// on), a device, a directory or a larger file is an error naming `path`.
+pub fn read_state(what: &str, path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
+    let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    let mut file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(refused(
+                what,
+                path,
+                "a symbolic link (zmem follows none to its state)",
+            ))
+        }
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("{what} {}: cannot read: {e}", path.display()),
+            ))
+        }
+    };
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()));
+    let md = file.metadata().map_err(named)?;
+    if !md.file_type().is_file() {
+        let is = describe(&md.file_type()).unwrap_or("a block device");
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{what} {}: is {is}; zmem keeps its state only in a regular file",
+                path.display()
+            ),
+        ));
+    }
+    let mut buf = Vec::new();
+    (&mut file)
+        .take(cap + 1)
+        .read_to_end(&mut buf)
+        .map_err(named)?;
+    if buf.len() as u64 > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{what} {}: larger than the {cap} bytes zmem reads for it",
+                path.display()
+            ),
+        ));
+    }
+    Ok(Some(buf))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +270,38 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("nope"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn state_is_a_regular_file_never_a_link_fifo_or_device() {
+        let d = tmpdir("state");
+        let p = d.join("policy.state");
+        assert_eq!(read_state("policy state", &p, 100).unwrap(), None);
+        std::fs::write(&p, b"# zmem policy state\n").unwrap();
+        assert_eq!(
+            read_state("policy state", &p, 100).unwrap().unwrap(),
+            b"# zmem policy state\n"
+        );
+        let e = read_state("policy state", &p, 5).unwrap_err().to_string();
+        assert!(e.contains("larger than the 5 bytes"), "{e}");
+        std::fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &p).unwrap();
+        let e = read_state("policy state", &p, 100).unwrap_err().to_string();
+        assert!(
+            e.contains("symbolic link") && e.contains("policy.state"),
+            "{e}"
+        );
+        std::fs::remove_file(&p).unwrap();
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_state("policy state", &p, 100).unwrap_err().to_string();
+        assert!(e.contains("is a FIFO") && e.contains("regular file"), "{e}");
+        let e = read_state("policy state", Path::new("/dev/zero"), 100)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("character device"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

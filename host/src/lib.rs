@@ -6,8 +6,9 @@
 //! * [`SysfsDevice`]: a kernel zram device as an attribute target;
 //! * [`input`]: files a user hands zmem, checked before they are read;
 //! * [`signature`]: what a file or device already holds, before zmem writes to it;
-//! * [`StateDir`], [`write_output`]: the one writer of the files zmem writes
-//!   on request (private, new or replaced only when zmem's, never through a link);
+//! * [`StateDir`], [`write_output`], [`write_outputs`], [`Staging`]: the one
+//!   writer of every file zmem writes (private, new or replaced only when
+//!   zmem's and yours, never through a link, all or nothing);
 //! * [`zswap_compressors`]: which compressors the running kernel can give zswap;
 //! * the one host layer every command that changes the machine uses
 //!   (`zmem apply`/`--revert`, `trial`/`--recover`, `tune`, the kernel rows of
@@ -59,8 +60,8 @@ pub use journal::{
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use output::{
-    check_output, utc_civil, utc_stamp, write_output, write_output_for, Readers, Replace, StateDir,
-    STATE_DIR_ENV,
+    check_output, utc_civil, utc_stamp, write_output, write_output_for, write_outputs, OutputFile,
+    Readers, Replace, Staging, StateDir, STATE_DIR_ENV,
 };
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;

@@ -1,14 +1,18 @@
-//! The one writer of the files zmem writes on request: the verdict's config
-//! in the user's state directory, `--out-dir DIR/zmem.conf`, HTML reports,
-//! tune's deployed file, `zmem persist`'s files.
+//! The one writer of the files zmem writes: the verdict's config in the
+//! user's state directory, `--out-dir DIR/zmem.conf`, HTML reports, tune's
+//! deployed file, `zmem persist`'s files, captures and generated corpora
+//! with their sidecars, dictionaries, and `zmem policy`'s state.
 //!
 //! Every output is created mode 0600 (0644 for the files `zmem persist`
 //! leaves for the boot, [`Readers`]) with `O_CREAT|O_EXCL|O_NOFOLLOW` inside
 //! a directory opened with `O_DIRECTORY|O_NOFOLLOW`, and everything after
 //! that open is relative to the directory's descriptor (`openat`,
-//! `renameat`), so neither the file nor the directory it goes in is ever
+//! `renameat2`), so neither the file nor the directory it goes in is ever
 //! reached through a symbolic link, also when one is planted between a
-//! check and the write.
+//! check and the write. The directory must be yours or root's and writable
+//! by no other user (unless sticky, as /tmp), and an existing file must be
+//! a regular file of yours: root's answer never lands where another user
+//! could change it (`place`).
 //!
 //! * [`StateDir`]: where the verdict's answer goes, per user: root
 //!   `/var/lib/zmem`, others `$XDG_STATE_HOME/zmem` or
@@ -18,30 +22,27 @@
 //!   that is a symbolic link, not the user's, or writable by group or others
 //!   is refused. [`StateDir::create_new`] writes a new timestamped file each
 //!   run (`verdict-20261126T101500Z.conf`, then `-2`, `-3` on collision).
-//! * [`write_output`]: a named output (`--out-dir`, `--report`): replaced
-//!   whole (a private temporary file renamed over it), and only when zmem
-//!   wrote the file that is there (or the caller's `--force`).
+//! * [`write_output`], [`write_outputs`], [`Staging`]: named outputs
+//!   (`--out-dir`, `--report`, `-o`, persist's files, the policy state),
+//!   replaced whole and all or nothing (`batch`), and only when zmem wrote
+//!   the file that is there (or the caller's `--force`).
+
+mod batch;
+mod place;
 
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
+
+pub use batch::{check_output, write_outputs, OutputFile, Staging};
+use place::{create_in, err, euid, fill, is_symlink, named, open_dir, random_suffix};
+pub use place::{Readers, Replace};
 
 /// Overrides where [`StateDir::open`] puts the answers (same checks apply).
 pub const STATE_DIR_ENV: &str = "ZMEM_STATE_DIR";
-
-/// When an existing output may be replaced.
-#[derive(Clone, Copy)]
-pub enum Replace<'a> {
-    /// Only when `ours` says zmem wrote what is there (its marker line).
-    IfOurs(&'a dyn Fn(&[u8]) -> bool),
-    /// Whatever is there (`--force`), still never through a symbolic link.
-    Always,
-}
 
 /// A private directory for zmem's answers. An existing one is checked (and
 /// opened by descriptor) by [`StateDir::open`], before a run measures
@@ -55,14 +56,6 @@ pub struct StateDir {
     /// Why the usual place cannot be used (a new directory in `$TMPDIR` instead).
     why_not: Option<String>,
     euid: u32,
-}
-
-fn err(kind: io::ErrorKind, msg: String) -> io::Error {
-    io::Error::new(kind, msg)
-}
-
-fn euid() -> u32 {
-    rustix::process::geteuid().as_raw()
 }
 
 /// Why a directory cannot be the state directory.
@@ -99,28 +92,6 @@ fn preferred(euid: u32, env: &dyn Fn(&str) -> Option<OsString>) -> Result<PathBu
         }
         Err(e) => Err(format!("HOME ({}): {e}", home.display())),
     }
-}
-
-/// Opens `dir` as a directory without following a symbolic link.
-fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::open(dir, flags, Mode::empty()).map_err(|e| match e {
-        Errno::LOOP | Errno::NOTDIR if is_symlink(dir) => err(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "{} is a symbolic link; zmem writes its outputs only into a real directory",
-                dir.display()
-            ),
-        ),
-        e => err(
-            io::Error::from(e).kind(),
-            format!("{}: {}", dir.display(), io::Error::from(e)),
-        ),
-    })
-}
-
-fn is_symlink(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// Checks that the open directory is the user's and writable by no one else.
@@ -170,19 +141,6 @@ fn make_private(dir: &Path, euid: u32) -> Result<OwnedFd, Unusable> {
     let fd = open_dir(dir).map_err(Unusable::Refused)?;
     check_private(&fd, dir, euid).map_err(Unusable::Refused)?;
     Ok(fd)
-}
-
-/// A random name part: std's hasher keys are random per process.
-fn random_suffix() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    format!("{:012x}", h.finish() & 0xffff_ffff_ffff)
 }
 
 /// A new directory `zmem-XXXXXXXXXXXX` in `tmp`, mode 0700 (mkdtemp's contract).
@@ -289,11 +247,11 @@ impl StateDir {
             };
             match create_in(fd, &name, 0o600) {
                 Ok(f) => {
-                    fill(f, fd, &name, bytes).map_err(|e| named(e, dir, &name))?;
+                    fill(f, fd, &name, bytes).map_err(|e| named(e, &dir.join(&name)))?;
                     return Ok(dir.join(name));
                 }
                 Err(Errno::EXIST) => continue,
-                Err(e) => return Err(named(e.into(), dir, &name)),
+                Err(e) => return Err(named(e.into(), &dir.join(&name))),
             }
         }
         Err(err(
@@ -301,31 +259,6 @@ impl StateDir {
             format!("{}: no free name for {stem}", dir.display()),
         ))
     }
-}
-
-fn named(e: io::Error, dir: &Path, name: &str) -> io::Error {
-    err(e.kind(), format!("{}: {e}", dir.join(name).display()))
-}
-
-/// Creates `name` in the directory: new, never through a link, with `mode`
-/// exactly (set again after the open, which the umask may have narrowed).
-fn create_in(dir: &OwnedFd, name: &str, mode: u32) -> Result<File, Errno> {
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(mode))?;
-    if let Err(e) = rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode)) {
-        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-        return Err(e);
-    }
-    Ok(File::from(fd))
-}
-
-/// Writes and syncs the new file; on failure removes it.
-fn fill(mut f: File, dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let r = f.write_all(bytes).and_then(|_| f.sync_all());
-    if r.is_err() {
-        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-    }
-    r
 }
 
 /// `YYYYMMDDTHHMMSSZ` for seconds since the epoch (UTC, civil calendar).
@@ -350,110 +283,6 @@ pub fn utc_civil(secs: u64) -> [i64; 6] {
     [year, month, day, s / 3600, s % 3600 / 60, s % 60]
 }
 
-/// Opens `dir`, creating it (and missing parents) first when missing.
-fn open_out_dir(dir: &Path, readers: Readers) -> io::Result<OwnedFd> {
-    use std::os::unix::fs::DirBuilderExt;
-    if !is_symlink(dir) && !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(readers.modes().1)
-            .create(dir)
-            .map_err(|e| err(e.kind(), format!("creating {}: {e}", dir.display())))?;
-    }
-    open_dir(dir)
-}
-
-/// Whether `name` in `dir` may be replaced: absent, or a regular file that
-/// `replace` accepts. A symbolic link is always refused.
-fn check_replaceable(dir: &OwnedFd, path: &Path, name: &str, replace: Replace) -> io::Result<()> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(()),
-        Err(Errno::LOOP) => {
-            return Err(err(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{} is a symbolic link; zmem never writes through one (remove it)",
-                    path.display()
-                ),
-            ))
-        }
-        Err(e) => return Err(named(e.into(), path.parent().unwrap_or(path), name)),
-    };
-    let st = rustix::fs::fstat(&fd)?;
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-        return Err(err(
-            io::ErrorKind::InvalidInput,
-            format!("{} exists and is not a regular file", path.display()),
-        ));
-    }
-    let Replace::IfOurs(ours) = replace else {
-        return Ok(());
-    };
-    let mut head = Vec::new();
-    File::from(fd).take(64 << 10).read_to_end(&mut head)?;
-    if ours(&head) {
-        Ok(())
-    } else {
-        Err(err(
-            io::ErrorKind::AlreadyExists,
-            format!(
-                "{} exists and was not written by zmem; not replacing it",
-                path.display()
-            ),
-        ))
-    }
-}
-
-/// Checks, before a long measurement, that [`write_output`] could write
-/// `path`: neither it nor its directory a symbolic link, and any existing
-/// file accepted by `replace`. A missing directory is left to the write.
-pub fn check_output(path: &Path, replace: Replace) -> io::Result<()> {
-    let (dir, name) = split(path)?;
-    if !is_symlink(&dir) && !dir.exists() {
-        return Ok(()); // made by the write; nothing there to refuse
-    }
-    let fd = open_dir(&dir)?;
-    check_replaceable(&fd, path, &name, replace)
-}
-
-fn split(path: &Path) -> io::Result<(PathBuf, String)> {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| {
-            err(
-                io::ErrorKind::InvalidInput,
-                format!("{}: not a file name", path.display()),
-            )
-        })?
-        .to_string();
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.components().collect(),
-        _ => PathBuf::from("."),
-    };
-    Ok((dir, name))
-}
-
-/// Who may read an output file (and a directory made for it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Readers {
-    /// 0600, directories 0700: answers, reports, configs in a user's place.
-    Owner,
-    /// 0644, directories 0755: files the system reads at boot (`zmem persist`'s, under /etc).
-    Everyone,
-}
-
-impl Readers {
-    fn modes(self) -> (u32, u32) {
-        match self {
-            Readers::Owner => (0o600, 0o700),
-            Readers::Everyone => (0o644, 0o755),
-        }
-    }
-}
-
 /// Writes `bytes` to `path`, mode 0600: its directory (made 0700 if
 /// missing) and the file must not be symbolic links, an existing file is
 /// replaced only as `replace` allows, and the new content goes to a new
@@ -469,28 +298,12 @@ pub fn write_output_for(
     replace: Replace,
     readers: Readers,
 ) -> io::Result<()> {
-    let (dir, name) = split(path)?;
-    let fd = open_out_dir(&dir, readers)?;
-    check_replaceable(&fd, path, &name, replace)?;
-    let tmp = loop {
-        let t = format!(".{name}.zmem-{}", random_suffix());
-        match create_in(&fd, &t, readers.modes().0) {
-            Ok(f) => {
-                fill(f, &fd, &t, bytes).map_err(|e| named(e, &dir, &t))?;
-                break t;
-            }
-            Err(Errno::EXIST) => continue,
-            Err(e) => return Err(named(e.into(), &dir, &t)),
-        }
-    };
-    // renameat replaces whatever `name` is now (a link planted since the
-    // check included) without following it.
-    if let Err(e) = rustix::fs::renameat(&fd, tmp.as_str(), &fd, name.as_str()) {
-        let _ = rustix::fs::unlinkat(&fd, tmp.as_str(), AtFlags::empty());
-        return Err(named(e.into(), &dir, &name));
-    }
-    let _ = rustix::fs::fsync(fd.as_fd());
-    Ok(())
+    write_outputs(&[OutputFile {
+        path,
+        bytes,
+        replace,
+        readers,
+    }])
 }
 
 #[cfg(test)]

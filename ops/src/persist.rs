@@ -12,6 +12,9 @@ use zmem_conf::Config;
 
 pub const MARK: &str = "# Written by `zmem persist`";
 
+/// Where the policy daemon's copy of the configuration goes.
+const POLICY_CONF: &str = "/etc/zmem/zmem.conf";
+
 /// A file to write: path inside the root tree, contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
@@ -104,12 +107,13 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
         });
     }
     if !cfg.policy.is_empty() {
-        let mut conf = String::new();
+        // The policy daemon's copy of the config, marked as zmem's like every other file.
+        let mut conf = format!("{MARK} from {src}: `zmem policy`'s configuration.\n");
         if let Ok(text) = fs::read_to_string(&cfg.file) {
-            conf = text;
+            conf.push_str(&text);
         }
         v.push(File {
-            path: "/etc/zmem/zmem.conf".into(),
+            path: POLICY_CONF.into(),
             contents: conf,
         });
         let s = format!(
@@ -123,37 +127,51 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
     v
 }
 
-/// Write the files under `root` through zmem's one output writer: each written whole (a new
-/// file renamed over the old), mode 0644, never through a symbolic link (a link at a file or at
-/// its directory is refused). Refuses to replace a file zmem did not write unless `force`.
+/// Write the files under `root` through zmem's one output writer, all or nothing: every target
+/// is checked first, then every file written beside its target, then all renamed into place; a
+/// refusal or failure at any one leaves every file as it was (`zmem_host::write_outputs`). Each is
+/// mode 0644, never written through a symbolic link (at a file or at its directory), never over
+/// another user's file, and never over a file zmem did not write (its first line) unless `force`.
+/// Every error names its file.
 pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf>> {
     let sys = zmem_host::Sys::new(root);
-    let mut written = Vec::new();
-    for f in files {
-        let p = sys.path(&f.path);
-        let copy = f.path == "/etc/zmem/zmem.conf";
-        let ours = |old: &[u8]| copy || old.starts_with(MARK.as_bytes());
-        let replace = match force {
-            true => zmem_host::Replace::Always,
-            false => zmem_host::Replace::IfOurs(&ours),
-        };
-        let r = zmem_host::write_output_for(
-            &p,
-            f.contents.as_bytes(),
-            replace,
-            zmem_host::Readers::Everyone,
-        );
-        if let Err(e) = r {
-            return Err(match e.kind() {
-                io::ErrorKind::AlreadyExists => {
-                    io::Error::new(e.kind(), format!("{e}; use --force to replace it"))
-                }
-                _ => e,
-            });
-        }
-        written.push(p);
-    }
-    Ok(written)
+    let paths: Vec<PathBuf> = files.iter().map(|f| sys.path(&f.path)).collect();
+    // zmem's when marked; the policy config's copy also when it holds exactly the config
+    // without the mark (the source itself, `zmem persist /etc/zmem/zmem.conf`).
+    let judges: Vec<_> = files
+        .iter()
+        .map(|f| {
+            let unmarked = match f.path == POLICY_CONF {
+                true => f.contents.split_once('\n').map(|(_, rest)| rest),
+                false => None,
+            };
+            move |old: &[u8]| {
+                old.starts_with(MARK.as_bytes()) || unmarked.is_some_and(|u| old == u.as_bytes())
+            }
+        })
+        .collect();
+    let outputs: Vec<_> = files
+        .iter()
+        .zip(&paths)
+        .zip(&judges)
+        .map(|((f, p), ours)| zmem_host::OutputFile {
+            path: p,
+            bytes: f.contents.as_bytes(),
+            replace: match force {
+                true => zmem_host::Replace::Always,
+                false => zmem_host::Replace::IfOurs(ours),
+            },
+            readers: zmem_host::Readers::Everyone,
+        })
+        .collect();
+    zmem_host::write_outputs(&outputs).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => io::Error::new(
+            e.kind(),
+            format!("{e}; use --force to replace it (nothing was written)"),
+        ),
+        _ => io::Error::new(e.kind(), format!("{e} (nothing was written)")),
+    })?;
+    Ok(paths)
 }
 
 /// A program that reads persisted files at boot.
@@ -288,6 +306,47 @@ mod tests {
             Some(g.join("zram-generator").as_path())
         );
         assert!(c[1].found.is_none());
+    }
+
+    #[test]
+    fn the_policy_config_copy_replaces_its_source_or_zmem_s_copy_only() {
+        let d = zmem_host::testutil::ScratchDir::new("persist-copy");
+        let src = d.join("zmem.conf");
+        fs::write(&src, "[policy]\nwriteback = no\n").unwrap();
+        let cfg = zmem_conf::load(&src).unwrap();
+        let fs_ = files(&cfg, "/usr/bin/zmem");
+        let copy = d.join("root/etc/zmem/zmem.conf");
+        fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        // The source itself (persisting /etc/zmem/zmem.conf): replaced by the marked copy.
+        fs::write(&copy, "[policy]\nwriteback = no\n").unwrap();
+        write(&d.join("root"), &fs_, false).unwrap();
+        let text = fs::read_to_string(&copy).unwrap();
+        assert!(text.starts_with(MARK), "{text}");
+        assert!(text.ends_with("[policy]\nwriteback = no\n"), "{text}");
+        let kv = |c: &zmem_conf::Config| {
+            let v: Vec<_> = c
+                .policy
+                .iter()
+                .map(|e| (e.key.clone(), e.value.clone()))
+                .collect();
+            v
+        };
+        assert_eq!(kv(&zmem_conf::load(&copy).unwrap()), kv(&cfg));
+        // An admin's other config there: refused, and the unit beside it not written either.
+        fs::write(&copy, "[policy]\nwriteback = yes\n").unwrap();
+        fs::remove_file(d.join("root/etc/systemd/system/zmem-policy.service")).unwrap();
+        let e = write(&d.join("root"), &fs_, false).unwrap_err().to_string();
+        assert!(
+            e.contains("not written by zmem") && e.contains("--force"),
+            "{e}"
+        );
+        assert!(!d
+            .join("root/etc/systemd/system/zmem-policy.service")
+            .exists());
+        assert_eq!(
+            fs::read_to_string(&copy).unwrap(),
+            "[policy]\nwriteback = yes\n"
+        );
     }
 
     #[test]

@@ -32,14 +32,23 @@ pub struct State {
     pub devices: BTreeMap<String, DeviceState>,
 }
 
+/// The most [`State::load`] reads: far more than any number of devices needs.
+const STATE_MAX_BYTES: u64 = 4 << 20;
+
+/// The state file's first line, which marks it as zmem's.
+const HEADER: &str = "# zmem policy state\n";
+
 impl State {
-    pub fn load(sys: &Sys) -> State {
-        let text = sys
-            .read_opt(&state_file(sys))
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        State::parse(&text)
+    /// The state kept in the state directory; none yet is the empty state.
+    /// It is read as a regular file only (`zmem_host::input::read_state`): a
+    /// FIFO, a device, a symbolic link or a file over [`STATE_MAX_BYTES`]
+    /// there is an error naming it, never a hang or an endless read.
+    pub fn load(sys: &Sys) -> std::io::Result<State> {
+        let p = sys.path(&state_file(sys));
+        let bytes = zmem_host::input::read_state("policy state", &p, STATE_MAX_BYTES)?;
+        Ok(State::parse(&String::from_utf8_lossy(
+            &bytes.unwrap_or_default(),
+        )))
     }
 
     /// The state from the file's text: one `device<TAB>key<TAB>value…` line
@@ -72,7 +81,7 @@ impl State {
 
     /// The file's text: what [`State::parse`] reads back as this state.
     pub fn render(&self) -> String {
-        let mut s = String::from("# zmem policy state\n");
+        let mut s = String::from(HEADER);
         for (k, d) in &self.devices {
             if let Some(t) = d.last_writeback {
                 s.push_str(&format!("{k}\tlast_writeback\t{t}\n"));
@@ -90,12 +99,16 @@ impl State {
         s
     }
 
+    /// Replaces the state file through zmem's one output writer: whole (a
+    /// new file renamed over it), mode 0600, never through a symbolic link
+    /// and never over a file that is not zmem's state (its first line).
     pub fn save(&self, sys: &Sys) -> std::io::Result<()> {
-        let p = sys.path(&state_file(sys));
-        if let Some(d) = p.parent() {
-            std::fs::create_dir_all(d)?;
-        }
-        std::fs::write(p, self.render())
+        let ours = |old: &[u8]| old.starts_with(HEADER.as_bytes());
+        zmem_host::write_output(
+            &sys.path(&state_file(sys)),
+            self.render().as_bytes(),
+            zmem_host::Replace::IfOurs(&ours),
+        )
     }
 }
 
@@ -124,5 +137,36 @@ mod tests {
         assert_eq!(z.written, [(90, 4096), (95, 8192)]);
         assert_eq!(st.devices["serve:vm1"].last_recompress, Some(7));
         assert_eq!(State::parse(&st.render()), st);
+    }
+
+    #[test]
+    fn the_state_file_is_zmem_s_regular_file_or_an_error_naming_it() {
+        let d = zmem_host::testutil::ScratchDir::new("policy-state");
+        let sys = Sys::new(d.path());
+        let p = sys.path(&state_file(&sys));
+        assert_eq!(State::load(&sys).unwrap(), State::default());
+        let mut st = State::default();
+        st.devices.entry("zram0".into()).or_default().last_writeback = Some(5);
+        st.save(&sys).unwrap();
+        assert_eq!(State::load(&sys).unwrap(), st);
+        // A link to another file: neither read nor written through.
+        let other = d.join("other");
+        std::fs::write(&other, "keep\n").unwrap();
+        std::fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink(&other, &p).unwrap();
+        for e in [State::load(&sys).unwrap_err(), st.save(&sys).unwrap_err()] {
+            let e = e.to_string();
+            assert!(
+                e.contains("symbolic link") && e.contains("policy.state"),
+                "{e}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep\n");
+        // Some other file there is not replaced.
+        std::fs::remove_file(&p).unwrap();
+        std::fs::write(&p, "not mine\n").unwrap();
+        let e = st.save(&sys).unwrap_err().to_string();
+        assert!(e.contains("not written by zmem"), "{e}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "not mine\n");
     }
 }

@@ -99,6 +99,10 @@ struct VerdictArgs {
     /// your state directory: /var/lib/zmem for root, else ~/.local/state/zmem]
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// Replace an existing DIR/zmem.conf that zmem did not write (never a link or another
+    /// user's file)
+    #[arg(long)]
+    overwrite: bool,
     /// Random-read requests per page-cluster value
     #[arg(long, default_value_t = REQUESTS)]
     requests: usize,
@@ -183,6 +187,10 @@ struct FullArgs {
     /// Also write a self-contained HTML report with charts
     #[arg(long, value_name = "FILE.html")]
     report: Option<PathBuf>,
+    /// Replace an existing --report file that zmem did not write (never a link or another
+    /// user's file)
+    #[arg(long)]
+    overwrite: bool,
     /// Score weights, e.g. latency=0.4,ratio=0.4,throughput=0.2 (the default)
     #[arg(long, value_name = "latency=W,ratio=W,throughput=W")]
     weights: Option<String>,
@@ -348,6 +356,7 @@ impl Mode {
                 (a.corpus, a.algo, a.format, a.rounds) = (m.corpus, m.algo, m.format, m.rounds);
                 a.budget = Some(m.budget);
                 (a.out_dir, a.requests, a.no_kernel) = (m.out_dir, m.requests, m.no_kernel);
+                a.overwrite = m.overwrite;
                 (a.weights, a.ram, a.fs_read) = (m.weights, m.ram, m.fs_read);
                 Kind::Verdict
             }
@@ -367,6 +376,7 @@ impl Mode {
             }
             Mode::Full(m) => {
                 (a.corpus, a.algo, a.format, a.report) = (m.corpus, m.algo, m.format, m.report);
+                a.overwrite = m.overwrite;
                 (a.weights, a.ram, a.fs_read, a.dict) = (m.weights, m.ram, m.fs_read, m.dict);
                 (a.min_time_ms, a.requests, a.no_kernel) = (m.min_time_ms, m.requests, m.no_kernel);
                 (a.budget, a.rounds) = (Some(m.budget), m.rounds);
@@ -441,6 +451,10 @@ pub struct Args {
     /// your state directory: /var/lib/zmem for root, else ~/.local/state/zmem]
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+    /// Replace an existing --out-dir or --report file that zmem did not write (never a link or
+    /// another user's file)
+    #[arg(long)]
+    pub overwrite: bool,
     /// Device mode: reader threads for the random-read phase
     #[arg(hide = true, long, default_value_t = THREADS)]
     pub threads: usize,
@@ -714,6 +728,9 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
         // Bad weights fail before anything is measured.
         w.parse::<zmem_verdict::Weights>()?;
     }
+    if let Some(r) = &args.report {
+        full::check_report(r, args.overwrite)?; // refused before measuring, not after
+    }
     let budget = verdict::rounds_budget(args.budget.as_deref(), args.rounds)?;
     let (t, ranking) = full::table(&full::Run {
         corpus: &args.corpus,
@@ -738,7 +755,7 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
         ranking.as_ref().ok(),
         &rec,
         args.format,
-        args.report.as_deref(),
+        args.report.as_deref().map(|r| (r, args.overwrite)),
     )
 }
 

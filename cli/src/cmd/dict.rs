@@ -48,40 +48,14 @@ pub fn run(a: Args) -> Result<()> {
     }
 }
 
-/// zstd's dictionary magic number (RFC 8878, section 5), little-endian.
-const ZSTD_DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
-
-/// An existing output is replaced only when it is a dictionary (zmem's or
-/// zstd's own) or with `--force`: zmem never overwrites data it did not create.
-fn check_output(t: &TrainArgs) -> Result<()> {
-    let Ok(md) = std::fs::symlink_metadata(&t.output) else {
-        return Ok(());
-    };
-    if !md.file_type().is_file() {
-        anyhow::bail!("{}: exists and is not a regular file", t.output.display());
-    }
-    let mut head = [0u8; 4];
-    let is_dict = std::fs::File::open(&t.output)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok()
-        && head == ZSTD_DICT_MAGIC;
-    if !is_dict && !t.force {
-        anyhow::bail!(
-            "{} exists and is not a zstd dictionary; pass --force to overwrite it",
-            t.output.display()
-        );
-    }
-    Ok(())
-}
-
 fn train(t: TrainArgs) -> Result<()> {
     let size = crate::args::size_of("--size", &t.size)?;
-    check_output(&t)?;
+    zmem_corpus::check_dict_output(&t.output, t.force)?;
     let c = Corpus::load(&t.corpus)?;
     let samples = zmem_corpus::dict_samples(c.bytes(), 1).len();
     let d = zmem_corpus::train_dict(c.bytes(), usize::try_from(size).unwrap_or(usize::MAX), 1)?;
     // Its content section is raw bytes of the corpus's pages: private, like the capture.
-    zmem_corpus::write_private(&t.output, &d)?;
+    zmem_corpus::write_dict(&t.output, &d, t.force)?;
     match t.format {
         Format::Table => {
             println!("dictionary  {} ({} bytes, zstd format)", t.output.display(), d.len());

@@ -140,15 +140,46 @@ fn ours_html(old: &[u8]) -> bool {
     head.starts_with(b"<!DOCTYPE html>") && head.windows(12).any(|w| w == b"<title>zmem ")
 }
 
+/// When an existing `--out-dir`/`--report` file may be replaced: when zmem
+/// wrote it (`ours`), or whatever it is with `--overwrite` (still never a
+/// link, a device or another user's file).
+pub fn replace(
+    ours: &'static dyn Fn(&[u8]) -> bool,
+    overwrite: bool,
+) -> zmem_host::Replace<'static> {
+    match overwrite {
+        true => zmem_host::Replace::Always,
+        false => zmem_host::Replace::IfOurs(ours),
+    }
+}
+
+/// `e`, with the flag that replaces a file zmem did not write.
+pub fn with_hint(e: std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            anyhow::anyhow!("{e}; pass --overwrite to replace it")
+        }
+        _ => e.into(),
+    }
+}
+
+/// Checks `--report FILE.html` before anything is measured (`bench full`,
+/// `trial`, `tune`): a link, a device, another user's file or directory,
+/// or a file that is not a zmem report (unless `overwrite`) is refused now,
+/// not after the measurement.
+pub fn check_report(path: &Path, overwrite: bool) -> Result<()> {
+    zmem_host::check_output(path, replace(&ours_html, overwrite))
+        .map_err(with_hint)
+        .context("--report")
+}
+
 /// Writes an HTML report (`bench full`, `trial` and `tune --report`): mode
-/// 0600, never through a symbolic link, replacing only a report zmem wrote.
-pub fn write_report(path: &Path, html: &str) -> Result<()> {
-    zmem_host::write_output(
-        path,
-        html.as_bytes(),
-        zmem_host::Replace::IfOurs(&ours_html),
-    )
-    .context("writing the HTML report")
+/// 0600, never through a symbolic link, replacing only a report zmem wrote
+/// (or anything of yours with `--overwrite`).
+pub fn write_report(path: &Path, html: &str, overwrite: bool) -> Result<()> {
+    zmem_host::write_output(path, html.as_bytes(), replace(&ours_html, overwrite))
+        .map_err(with_hint)
+        .context("writing the HTML report")
 }
 
 /// Print the table (and recommendation) in `format`; write the report if asked.
@@ -157,7 +188,7 @@ pub fn print(
     ranking: Option<&Ranking>,
     rec: &Result<Recommendation>,
     format: Format,
-    report: Option<&Path>,
+    report: Option<(&Path, bool)>,
 ) -> Result<()> {
     match format {
         Format::Table => {
@@ -182,7 +213,7 @@ pub fn print(
             println!("{}", zmem_report::pretty(&v));
         }
     }
-    if let Some(p) = report {
+    if let Some((p, overwrite)) = report {
         let html = zmem_report::html_report(
             t,
             ranking,
@@ -190,7 +221,7 @@ pub fn print(
             rec.as_ref().err().map(|e| format!("{e:#}")).as_deref(),
             "zmem bench",
         );
-        write_report(p, &html)?;
+        write_report(p, &html, overwrite)?;
         eprintln!("zmem: report written to {}", p.display());
     }
     Ok(())

@@ -60,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         pol.recompress_backoff,
         if args.dry_run { " [dry run: nothing is written]" } else { "" }
     );
-    let mut state = State::load(&sys);
+    let mut state = State::load(&sys)?;
     loop {
         let now = args.now.unwrap_or_else(|| {
             SystemTime::now()

@@ -46,6 +46,10 @@ pub struct Args {
     /// for `zmem apply DIR/zmem.conf` and `zmem persist DIR/zmem.conf`
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+    /// Replace an existing DIR/zmem.conf that zmem did not write (never a link or another
+    /// user's file)
+    #[arg(long)]
+    pub overwrite: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -55,7 +59,7 @@ pub fn run(a: Args) -> Result<()> {
         w.parse::<zmem_verdict::Weights>()?;
     }
     if let Some(o) = &a.out_dir {
-        verdict::config_path(Some(o))?; // refused before measuring, not after
+        verdict::config_path(Some(o), a.overwrite)?; // refused before measuring, not after
     }
     let d = verdict::decide(&Ask {
         corpus: &a.corpus,
@@ -70,7 +74,7 @@ pub fn run(a: Args) -> Result<()> {
     })?;
     let path = a.out_dir.as_ref().map(|d| d.join("zmem.conf"));
     if let Some(p) = &path {
-        verdict::write_config(p, &d.rec.config_file())?;
+        verdict::write_config(p, &d.rec.config_file(), a.overwrite)?;
         eprintln!("zmem: wrote {}", p.display());
     }
     match a.format {

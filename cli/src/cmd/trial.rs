@@ -85,6 +85,10 @@ pub struct Args {
     /// Also write a self-contained HTML page with charts (wall time, swap-outs, major faults) and the table
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// Replace an existing --report file that zmem did not write (never a link or another
+    /// user's file)
+    #[arg(long)]
+    pub overwrite: bool,
     /// Run even though active swap or enabled zswap would distort the results
     #[arg(long)]
     pub force: bool,
@@ -170,6 +174,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return run_recover();
     }
     let memory = args.memory.context("--memory is required")?;
+    if let Some(r) = &args.report {
+        super::lab_run::check_report(r, args.overwrite)?; // refused before the trial, not after
+    }
     let (command, workload, builtin_size) = match (args.builtin, args.command.is_empty()) {
         (Some(kind), true) => {
             let size = args.size.unwrap_or(memory / 2 * 3);
@@ -213,7 +220,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     drop(signals);
     let html = |r: &trial::TrialReport| -> anyhow::Result<()> {
         if let Some(path) = &args.report {
-            super::lab_run::write_report(path, &trial::report::render_html(r))?;
+            super::lab_run::write_report(path, &trial::report::render_html(r), args.overwrite)?;
             eprintln!("zmem trial: report written to {}", path.display());
         }
         Ok(())

@@ -43,6 +43,10 @@ pub struct Args {
     /// Also write a self-contained HTML page: predicted beside measured, the table, the winner's file
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// Replace an existing --out-dir or --report file that zmem did not write (never a link or
+    /// another user's file)
+    #[arg(long)]
+    pub overwrite: bool,
     /// A built-in workload instead of COMMAND
     #[arg(long, value_enum, conflicts_with = "command")]
     pub builtin: Option<Builtin>,
@@ -116,7 +120,10 @@ pub fn run(a: Args) -> Result<()> {
     }
     let memory = a.memory.context("--memory is required")?;
     if let Some(o) = &a.out_dir {
-        super::bench::verdict::config_path(Some(o))?; // refused before the trials, not after
+        super::bench::verdict::config_path(Some(o), a.overwrite)?; // refused before the trials
+    }
+    if let Some(r) = &a.report {
+        super::lab_run::check_report(r, a.overwrite)?;
     }
     let (command, name) = workload(&a, memory)?;
     let spec = TuneSpec {
@@ -148,11 +155,11 @@ pub fn run(a: Args) -> Result<()> {
     };
     let path = a.out_dir.as_ref().map(|d| d.join("zmem.conf"));
     if let (Some(p), Some(text)) = (&path, &t.config_text) {
-        super::bench::verdict::write_config(p, text)?;
+        super::bench::verdict::write_config(p, text, a.overwrite)?;
         eprintln!("zmem tune: wrote {}", p.display());
     }
     if let Some(r) = &a.report {
-        super::lab_run::write_report(r, &zmem_tune::render_html(&t))?;
+        super::lab_run::write_report(r, &zmem_tune::render_html(&t), a.overwrite)?;
         eprintln!("zmem tune: report written to {}", r.display());
     }
     match a.format {

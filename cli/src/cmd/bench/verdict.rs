@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use zmem_verdict::{Decided, Progress};
 
+use super::super::lab_run;
 use super::Args;
 use crate::output::Format;
 
@@ -17,22 +18,25 @@ fn ours(old: &[u8]) -> bool {
     old.starts_with(b"# zram-generator.conf from `zmem")
 }
 
-/// Where the verdict's config file goes: `--out-dir DIR/zmem.conf`, or a
+/// Where the verdict's config file goes: `--out-dir DIR/zmem.conf` (and
+/// whether `--overwrite` lets it replace a file zmem did not write), or a
 /// new file in the user's private state directory (`zmem_host::StateDir`).
 pub enum ConfigPath {
-    OutDir(PathBuf),
+    OutDir(PathBuf, bool),
     State(zmem_host::StateDir),
 }
 
-/// The config file's place, checked before measuring (a symbolic link, a
-/// file zmem did not write, an unsafe state directory are refused at once,
-/// so a refused place costs no measurement).
-pub fn config_path(out_dir: Option<&Path>) -> Result<ConfigPath> {
+/// The config file's place, checked before measuring (a symbolic link,
+/// another user's file or directory, a file zmem did not write unless
+/// `overwrite`, an unsafe state directory are refused at once, so a refused
+/// place costs no measurement).
+pub fn config_path(out_dir: Option<&Path>, overwrite: bool) -> Result<ConfigPath> {
     match out_dir {
         Some(d) => {
             let p = d.join("zmem.conf");
-            zmem_host::check_output(&p, zmem_host::Replace::IfOurs(&ours))?;
-            Ok(ConfigPath::OutDir(p))
+            zmem_host::check_output(&p, lab_run::replace(&ours, overwrite))
+                .map_err(lab_run::with_hint)?;
+            Ok(ConfigPath::OutDir(p, overwrite))
         }
         None => Ok(ConfigPath::State(zmem_host::StateDir::open()?)),
     }
@@ -42,7 +46,7 @@ impl ConfigPath {
     /// Writes `text` there (once per run) and returns the file's path.
     pub fn write(self, text: &str) -> Result<PathBuf> {
         match self {
-            ConfigPath::OutDir(p) => write_config(&p, text).map(|_| p),
+            ConfigPath::OutDir(p, overwrite) => write_config(&p, text, overwrite).map(|_| p),
             ConfigPath::State(mut s) => {
                 let p = s.create_new("verdict", "conf", text.as_bytes())?;
                 if let Some(n) = s.note() {
@@ -55,13 +59,10 @@ impl ConfigPath {
 }
 
 /// Writes the config file, mode 0600, never through a symbolic link; an
-/// existing file is replaced only when zmem wrote it.
-pub fn write_config(path: &Path, text: &str) -> Result<()> {
-    Ok(zmem_host::write_output(
-        path,
-        text.as_bytes(),
-        zmem_host::Replace::IfOurs(&ours),
-    )?)
+/// existing file is replaced only when zmem wrote it (or with `overwrite`).
+pub fn write_config(path: &Path, text: &str, overwrite: bool) -> Result<()> {
+    zmem_host::write_output(path, text.as_bytes(), lab_run::replace(&ours, overwrite))
+        .map_err(lab_run::with_hint)
 }
 
 /// What `zmem bench` (the verdict) and `zmem recommend` ask for.
@@ -106,7 +107,7 @@ pub fn decide(a: &Ask) -> Result<Decided> {
         crate::args::size_of("--ram", r)?;
     }
     let budget = rounds_budget(a.budget, a.rounds)?;
-    let mut bar = super::super::lab_run::Bar::default();
+    let mut bar = lab_run::Bar::default();
     let ask = zmem_verdict::Ask {
         corpus: a.corpus,
         algo: a.algo,
@@ -142,7 +143,7 @@ pub fn json(d: &Decided, path: Option<&Path>) -> serde_json::Value {
 }
 
 pub fn run(args: &Args) -> Result<()> {
-    let dest = config_path(args.out_dir.as_deref())?;
+    let dest = config_path(args.out_dir.as_deref(), args.overwrite)?;
     let d = decide(&Ask {
         corpus: &args.corpus,
         algo: &args.algo,
