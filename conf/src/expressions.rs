@@ -15,6 +15,59 @@
 //!   without `()`) is unknown, an error only when the section is evaluated;
 //! * at most 4096 bytes, 32 levels of nesting and 64 sub-expressions and operands.
 
+/// Bytes of the kernel's slot table per page of disksize, at least: `struct
+/// zram_table_entry` (drivers/block/zram/zram_drv.h) is two words, 16 bytes on 64-bit —
+/// the handle, and the flags (sharing their word with the entry's lock and access time in the
+/// newest layouts). Measured on 6.18: a 64 GiB device raised VmallocUsed by 262,696 kB
+/// (16 Mi pages × 16 bytes = 262,144 kB, and the rest). disksize_store vmallocs the table
+/// whole, before one page is stored.
+pub const SLOT_TABLE_ENTRY_BYTES: u64 = 16;
+
+/// Bytes per page where the kernel keeps each slot's access time in a `ktime_t` of its own
+/// (CONFIG_ZRAM_MEMORY_TRACKING, later CONFIG_ZRAM_TRACK_ENTRY_ACTIME): measured with
+/// scripts/vm, a 16 GiB device raised VmallocUsed by 98,496 kB in Debian's 6.1 and 98,524 kB
+/// in its 6.12 (4 Mi pages × 24 bytes = 98,304 kB), 65,696 kB in its 7.3 (16 bytes). The share
+/// below is reckoned with it, so it holds on such kernels too.
+pub const SLOT_TABLE_ENTRY_BYTES_TRACKED: u64 = 24;
+
+const PAGE_SIZE: u64 = 4096;
+
+/// Without `--force`, the slot tables of the devices `zmem apply` sets up take at most
+/// 1/`SLOT_TABLE_SHARE` of RAM (1/16, 6.25 %: at 24 bytes per page a device of 10.7 ×
+/// `ram`, a compression ratio no real workload reaches).
+pub const SLOT_TABLE_SHARE: u64 = 16;
+
+/// The kernel's slot table for `disksize` bytes, where it tracks access times (the most).
+pub fn slot_table_bytes(disksize: u64) -> u64 {
+    disksize
+        .div_ceil(PAGE_SIZE)
+        .saturating_mul(SLOT_TABLE_ENTRY_BYTES_TRACKED)
+}
+
+/// Why devices of `disksize` bytes in total (`what` names them) would give the kernel's
+/// slot tables more than 1/[`SLOT_TABLE_SHARE`] of `mem_total` bytes of RAM, with the
+/// numbers; `None` when they stay within it.
+pub fn slot_table_refusal(what: &str, disksize: u64, mem_total: u64) -> Option<String> {
+    let table = slot_table_bytes(disksize);
+    let most = mem_total / SLOT_TABLE_SHARE;
+    (table > most).then(|| {
+        format!(
+            "{what}: disksize {} MiB needs a slot table of up to {} MiB in the kernel ({} bytes \
+             per 4 KiB page where it tracks access times, as Debian's 6.1 and 6.12 do, {} otherwise; \
+             allocated whole when disksize is set, before a page is stored), more \
+             than 1/{SLOT_TABLE_SHARE} of this machine's {} MiB of RAM ({} MiB, a device of \
+             {} MiB at most); choose a smaller zram-size, or --force to set it up anyway",
+            disksize >> 20,
+            table >> 20,
+            SLOT_TABLE_ENTRY_BYTES_TRACKED,
+            SLOT_TABLE_ENTRY_BYTES,
+            mem_total >> 20,
+            most >> 20,
+            (most / SLOT_TABLE_ENTRY_BYTES_TRACKED * PAGE_SIZE) >> 20,
+        )
+    })
+}
+
 /// A size expression in MiB over `ram`, parsed when the file is read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SizeExpr {
@@ -43,16 +96,16 @@ impl SizeExpr {
     /// 1024.0) as u64`); the kernel's disksize_store rounds it up to whole pages
     /// (`PAGE_ALIGN`). NaN, infinite
     /// and negative results are refused, and so is a size this machine
-    /// could not hold: one whose slot table alone (16 bytes per 4 KiB page,
-    /// zram_drv.c's `struct zram_table_entry`) would need more than its RAM,
-    /// i.e. more than 256 × `ram`.
+    /// could not hold: one whose slot table alone ([`SLOT_TABLE_ENTRY_BYTES`]
+    /// per 4 KiB page) would need all of its RAM, i.e. 256 × `ram` or more. A
+    /// smaller share is [`slot_table_refusal`]'s business (apply's `--force`).
     pub fn eval_bytes(&self, ram_mib: f64) -> Result<u64, String> {
         let mib = self.eval_mib(ram_mib)?;
         if mib.is_nan() || mib < 0.0 {
             return Err(format!("`{}` gives {mib} MiB", self.source));
         }
-        let most = ram_mib.max(1.0) * 256.0;
-        if mib > most {
+        let most = ram_mib.max(1.0) * (PAGE_SIZE / SLOT_TABLE_ENTRY_BYTES) as f64;
+        if mib >= most {
             return Err(format!(
                 "`{}` gives {mib:.0} MiB, more than this machine could hold (its slot table \
                  alone would need more than the {ram_mib:.0} MiB of RAM; at most {most:.0} MiB); \

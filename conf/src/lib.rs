@@ -31,7 +31,10 @@ mod render;
 mod sections;
 
 pub use algorithms::{parse_algorithms, parse_algorithms_with_warnings, OutOfRange, LEVEL_RANGES};
-pub use expressions::SizeExpr;
+pub use expressions::{
+    slot_table_bytes, slot_table_refusal, SizeExpr, SLOT_TABLE_ENTRY_BYTES,
+    SLOT_TABLE_ENTRY_BYTES_TRACKED, SLOT_TABLE_SHARE,
+};
 pub use fragments::{kernel_zram_option, load_system, locate_fragments};
 pub use render::Writer;
 
@@ -43,6 +46,12 @@ pub const DEFAULT_ZRAM_SIZE: &str = "min(ram / 2, 4096)";
 /// Algorithms the kernel's zram knows by name (any kernel version): the codec registry's.
 pub static KNOWN_ALGORITHMS: std::sync::LazyLock<Vec<&'static str>> =
     std::sync::LazyLock::new(zmem_codec::kernel_names);
+
+/// The largest zram id the kernel can create: `zram_add` (drivers/block/zram/zram_drv.c, every
+/// version 6.1 to 7.3) takes the id from an unbounded idr and makes it the disk's `first_minor`,
+/// and `device_add_disk` (block/genhd.c) refuses a first minor above `MINORMASK`
+/// (include/linux/kdev_t.h: `(1U << MINORBITS) - 1`, `MINORBITS` 20).
+pub const MAX_ZRAM_ID: u32 = (1 << 20) - 1;
 
 /// zswap parameters zmem can set.
 pub const ZSWAP_PARAMS: [&str; 5] = [
@@ -307,6 +316,27 @@ mod tests {
         parse(s, Path::new("t.conf"))
     }
 
+    /// The slot table's share: up to 24 bytes per page, at most 1/16 of RAM without --force.
+    #[test]
+    fn slot_table_share() {
+        let gib = 1u64 << 30;
+        assert_eq!(slot_table_bytes(16 * gib), 96 << 20);
+        assert_eq!(slot_table_bytes(4097), 48, "a started page has its entry");
+        assert!(slot_table_refusal("zram0", 10 * gib, gib).is_none());
+        let e = slot_table_refusal("zram0", 11 * gib, gib).unwrap();
+        for want in [
+            "disksize 11264 MiB",
+            "slot table of up to 66 MiB",
+            "24 bytes per 4 KiB page where it tracks access times",
+            "16 otherwise",
+            "1/16 of this machine's 1024 MiB",
+            "10922 MiB at most",
+            "--force",
+        ] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
+    }
+
     /// zram-generator's grammar (fasteval): passes instead of precedence, signs on values,
     /// round(modulus, x), e() and pi(), unknown names an error only when evaluated.
     #[test]
@@ -384,6 +414,12 @@ mod tests {
                 .unwrap_err();
             assert!(e.contains(want) && e.contains(src), "{src}: {e}");
         }
+        // All of RAM for the slot table (16 bytes per 4 KiB page) is refused outright.
+        assert!(SizeExpr::parse("ram * 256", 1)
+            .unwrap()
+            .eval_bytes(1024.0)
+            .unwrap_err()
+            .contains("more than this machine could hold"));
         assert_eq!(
             SizeExpr::parse("ram * 4", 1)
                 .unwrap()
@@ -484,6 +520,11 @@ mod tests {
         assert_eq!(e.line, 1);
         let e = p("[zram01]\n").unwrap_err();
         assert!(e.reason.contains("write [zram1]"), "{e}");
+        // Ids past the kernel's largest minor are refused, naming the bound; the largest is read.
+        let e = p("[zram1048576]\n").unwrap_err();
+        assert!(e.reason.contains("at most 1048575 (MINORMASK"), "{e}");
+        assert!(p("[zram4294967295]\n").is_err());
+        assert_eq!(p("[zram1048575]\n").unwrap().devices[0].id, MAX_ZRAM_ID);
         let e = p("[zram0]\n[disk-swap]\ndevice=/s\npriority=200\n").unwrap_err();
         assert!(e.reason.contains("must be below"), "{e}");
         let e = strict("zram-size = 1\n").unwrap_err();

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use super::algorithms::parse_optional_algorithms;
 use super::ini::{Item, SyntaxError};
 use super::{
-    Config, ConfigError, DeviceConfig, DiskSwap, Entry, SizeExpr, KNOWN_ALGORITHMS, ZSWAP_PARAMS,
+    Config, ConfigError, DeviceConfig, DiskSwap, Entry, SizeExpr, KNOWN_ALGORITHMS, MAX_ZRAM_ID,
+    ZSWAP_PARAMS,
 };
 
 const DEVICE_KEYS: [&str; 12] = [
@@ -187,6 +188,17 @@ impl Reader {
                     ),
                     )
                 })?;
+        if id > MAX_ZRAM_ID {
+            return Err(self.err(
+                line,
+                format!(
+                    "section [{name}] names a zram device the kernel cannot create: zram_add gives a \
+                     device its id as its minor number, and a block device's minor is at most \
+                     {MAX_ZRAM_ID} (MINORMASK, 2^20 - 1; device_add_disk refuses a larger one), \
+                     so hot_add never returns {id}"
+                ),
+            ));
+        }
         if let Some(i) = self.cfg.devices.iter().position(|d| d.id == id) {
             return Ok(Section::Device(i));
         }

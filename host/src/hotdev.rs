@@ -11,10 +11,25 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use zmem_kernel::MmStat;
 
 const CONTROL: &str = "/sys/class/zram-control";
+
+/// Set once a signal makes zmem undo its journals and exit
+/// ([`crate::SignalWatch::install_undoing`]): no device is created after it.
+pub(crate) static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Held from hot_add until the device's journal is on disk.
+pub(crate) static CREATING: Mutex<()> = Mutex::new(());
+
+/// Stop creating devices, and wait until one being created has its journal.
+pub(crate) fn stop_creating() {
+    STOPPING.store(true, Ordering::SeqCst);
+    drop(CREATING.lock().unwrap_or_else(|e| e.into_inner()));
+}
 
 /// Why kernel zram cannot be used here; print it as the reason for a skip.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +64,11 @@ impl HotDevice {
     /// Create a new uninitialised device.
     pub fn create() -> Result<Self, KernelZramUnavailable> {
         Self::available()?;
+        if STOPPING.load(Ordering::SeqCst) {
+            return Err(KernelZramUnavailable(
+                "zmem is stopping (a signal): no new device".into(),
+            ));
+        }
         let s = fs::read_to_string(Path::new(CONTROL).join("hot_add"))
             .map_err(|e| KernelZramUnavailable(format!("hot_add failed: {e}")))?;
         let id: u32 = s
@@ -80,6 +100,16 @@ impl HotDevice {
     /// Create a new uninitialised device with a crash journal of its own,
     /// written (and fsynced) right after hot_add made it.
     pub fn create_journaled() -> Result<Self, KernelZramUnavailable> {
+        let d = {
+            // A signal's undo waits for this: a device is never made without its journal.
+            let _creating = CREATING.lock().unwrap_or_else(|e| e.into_inner());
+            Self::create_with_journal()?
+        };
+        crate::journal::test_pause_point();
+        Ok(d)
+    }
+
+    fn create_with_journal() -> Result<Self, KernelZramUnavailable> {
         let mut d = Self::create()?;
         let path = Path::new(crate::JOURNAL_DIR).join(format!(
             "{}.zram{}.journal",
@@ -91,7 +121,6 @@ impl HotDevice {
             KernelZramUnavailable(format!("writing the journal {}: {e}", path.display()))
         })?;
         d.journal = Some(path);
-        crate::journal::test_pause_point();
         Ok(d)
     }
 

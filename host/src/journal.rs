@@ -198,6 +198,23 @@ pub fn orphans_in(sys: &Sys, dir: &str) -> Vec<(u32, PathBuf)> {
     v
 }
 
+/// This process's own journals in `dir`: `PID.journal` and its devices' `PID.TAG.journal`.
+pub fn own_in(sys: &Sys, dir: &str, pid: u32) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = sys
+        .list(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|name| {
+            name.strip_suffix(".journal")
+                .and_then(|p| p.split('.').next())
+                .is_some_and(|p| p == pid.to_string())
+        })
+        .map(|name| sys.path(&format!("{dir}/{name}")))
+        .collect();
+    v.sort();
+    v
+}
+
 /// Whether `pid` is a running zmem (not a recycled pid of something else).
 fn alive_zmem(sys: &Sys, pid: u32) -> bool {
     let comm = sys.read(&format!("/proc/{pid}/comm")).unwrap_or_default();

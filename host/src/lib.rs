@@ -9,6 +9,7 @@
 //! * [`StateDir`], [`write_output`], [`write_outputs`], [`Staging`]: the one
 //!   writer of every file zmem writes (private, new or replaced only when
 //!   zmem's and yours, never through a link, all or nothing);
+//! * [`InstanceLock`]: one trial per machine, one `zmem policy` per state file (flock);
 //! * [`zswap_compressors`]: which compressors the running kernel can give zswap;
 //! * the one host layer every command that changes the machine uses
 //!   (`zmem apply`/`--revert`, `trial`/`--recover`, `tune`, the kernel rows of
@@ -16,7 +17,8 @@
 //!   and zswap parameter writes, mkswap/swapon/swapoff, swap files, cgroups),
 //!   each undo written to a [`Journal`] before the change is made, undone in
 //!   reverse by a [`Guard`] (also on panic and, with [`SignalWatch`], on
-//!   Ctrl-C/SIGTERM/SIGHUP), and replayed from a dead process's journal by
+//!   Ctrl-C/SIGTERM/SIGHUP, or replayed by the signal itself in runs that never
+//!   check for it), and replayed from a dead process's journal by
 //!   [`recover_journals`].
 //!
 //! Modules (arrows point one way):
@@ -24,7 +26,7 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal, input, signature, output, swap_dir (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal ──► undo, hotdev;   input, signature, output, swap_dir, lock (leaves)
 //! ```
 
 mod action;
@@ -35,6 +37,7 @@ mod hotdev;
 pub mod input;
 mod journal;
 mod knob;
+mod lock;
 mod output;
 mod privilege;
 mod signal;
@@ -59,6 +62,7 @@ pub use journal::{
     write_file as write_journal, Journal, JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
+pub use lock::{hold_for_process, InstanceLock, LockError, TRIAL_LOCK};
 pub use output::{
     check_output, utc_civil, utc_stamp, write_output, write_output_for, write_outputs, OutputFile,
     Readers, Replace, Staging, StateDir, STATE_DIR_ENV,

@@ -1,10 +1,23 @@
-//! Ctrl-C, SIGTERM and SIGHUP during a trial: they only raise a flag, so the
-//! run stops at its next check and the undo list ([`crate::Guard`]) runs as
-//! on any other exit.
+//! Ctrl-C, SIGTERM and SIGHUP. A run that checks for them (a trial, a tune's
+//! trials, `bench zswap`) gets a flag: it stops at its next check and the undo
+//! list ([`crate::Guard`]) runs as on any other exit. A run that never checks
+//! (`bench`, `recommend`: the kernel rows' devices) gets
+//! [`SignalWatch::install_undoing`]: the signal undoes what this process's
+//! journals record (its hot-added devices) and exits, as Ctrl-C's default
+//! would, without leaving a device full of captured memory behind.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+/// The signals that stop zmem.
+const STOPPING: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+
+/// How long a signal's undo retries a device the run still holds open.
+const UNDO_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Ctrl-C, SIGTERM and SIGHUP raise a flag instead of killing zmem, so the
 /// run stops at its next check and restores everything. Dropping the watch
@@ -12,6 +25,7 @@ use std::sync::Arc;
 pub struct SignalWatch {
     flag: Arc<AtomicBool>,
     ids: Vec<signal_hook::SigId>,
+    undoer: Option<signal_hook::iterator::Handle>,
 }
 
 impl SignalWatch {
@@ -19,14 +33,34 @@ impl SignalWatch {
     pub fn install() -> io::Result<Self> {
         let flag = Arc::new(AtomicBool::new(false));
         let mut ids = Vec::new();
-        for sig in [
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-            signal_hook::consts::SIGHUP,
-        ] {
+        for sig in STOPPING {
             ids.push(signal_hook::flag::register(sig, Arc::clone(&flag))?);
         }
-        Ok(SignalWatch { flag, ids })
+        Ok(SignalWatch {
+            flag,
+            ids,
+            undoer: None,
+        })
+    }
+
+    /// For a run that never checks the flag: the first of Ctrl-C, SIGTERM and
+    /// SIGHUP stops new devices, undoes this process's crash journals in
+    /// [`crate::JOURNAL_DIR`] (resets and removes the zram devices it
+    /// hot-added, retrying while the run still has one open), says what it did
+    /// on stderr and exits with 128 + the signal. What it could not undo stays
+    /// in the journal for `zmem trial --recover`.
+    pub fn install_undoing() -> io::Result<Self> {
+        let mut w = Self::install()?;
+        let mut signals = signal_hook::iterator::Signals::new(STOPPING)?;
+        w.undoer = Some(signals.handle());
+        std::thread::Builder::new()
+            .name("zmem-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    undo_and_exit(sig);
+                }
+            })?;
+        Ok(w)
     }
 
     /// A watch that never fires (library use without handlers, tests).
@@ -34,6 +68,7 @@ impl SignalWatch {
         SignalWatch {
             flag: Arc::new(AtomicBool::new(false)),
             ids: Vec::new(),
+            undoer: None,
         }
     }
 
@@ -48,8 +83,38 @@ impl SignalWatch {
     }
 }
 
+/// Name of a stopping signal, for the message.
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
+        SIGHUP => "SIGHUP",
+        _ => "signal",
+    }
+}
+
+/// What [`SignalWatch::install_undoing`]'s thread does with a signal.
+fn undo_and_exit(sig: i32) -> ! {
+    crate::hotdev::stop_creating();
+    let sys = crate::Sys::real();
+    let r = crate::undo::undo_own(&sys, crate::JOURNAL_DIR, UNDO_PATIENCE);
+    let name = signal_name(sig);
+    if !r.done.is_empty() {
+        eprintln!("zmem: {name}: stopped; {}", r.done.join(", "));
+    }
+    for e in &r.errors {
+        eprintln!(
+            "zmem: {name}: could not undo {e}; run `zmem trial --recover` once zmem has exited"
+        );
+    }
+    std::process::exit(128 + sig)
+}
+
 impl Drop for SignalWatch {
     fn drop(&mut self) {
+        if let Some(h) = self.undoer.take() {
+            h.close();
+        }
         for id in self.ids.drain(..) {
             signal_hook::low_level::unregister(id);
         }

@@ -239,6 +239,40 @@ pub fn recover_dir(sys: &Sys, dir: &str, who: &str) -> Recovery {
     r
 }
 
+/// Undo what this process's own journals in `dir` record (its devices, …),
+/// retrying what fails (a device its other threads still hold open answers
+/// EBUSY) until `patience` runs out; the journals fully replayed are removed,
+/// the others stay for `zmem trial --recover`. What a signal does in a command
+/// that never polls for it ([`crate::SignalWatch::install_undoing`]).
+pub fn undo_own(sys: &Sys, dir: &str, patience: std::time::Duration) -> Recovery {
+    let deadline = std::time::Instant::now() + patience;
+    let mut r = Recovery::default();
+    for path in journal::own_in(sys, dir, std::process::id()) {
+        let mut lines = match journal::read_pending(&path) {
+            Ok(l) => l,
+            Err(e) => {
+                r.errors.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        loop {
+            let (done, failed) = replay_lines(sys, &lines);
+            r.done.extend(done);
+            if failed.is_empty() {
+                journal::discard(&path);
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                r.errors.extend(failed.into_iter().map(|(_, e)| e));
+                break;
+            }
+            lines = failed.into_iter().map(|(l, _)| l).collect();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    r
+}
+
 /// Undo what every orphaned trial journal ([`journal::JOURNAL_DIR`]) records.
 #[cfg(test)]
 pub fn recover(sys: &Sys) -> Recovery {

@@ -11,6 +11,7 @@
 //! same format, oldest first) and `--revert` runs them bottom to top — together with the
 //! journal of an apply that was killed before it finished.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 
@@ -281,8 +282,15 @@ struct Planner<'a> {
     plan: Plan,
     /// MemTotal in whole MiB, the `ram` of size expressions (as zram-generator).
     ram_mib: f64,
+    /// MemTotal in bytes, and the disksize of the devices planned so far: their slot tables'
+    /// share of RAM is bounded ([`config::slot_table_refusal`]).
+    mem_total: u64,
+    disksize_total: u64,
     /// Ids of the zram devices that exist, or will once the plan's hot_adds run.
-    ids: Vec<u32>,
+    ids: BTreeSet<u32>,
+    /// No id below this one is free (hot_add's next id is at or above it): the planner only
+    /// adds ids, so it only moves up, and planning `[zramN]` costs O(N log N), not O(N³).
+    lowest_free: u32,
     /// What any existing device tells about the kernel (for devices still to be created).
     probe: Option<ZramDevice>,
     /// (device, mount point) of the devices mounted so far.
@@ -317,7 +325,10 @@ impl<'a> Planner<'a> {
             // zram-generator's `ram`: MemTotal's kB / 1024, truncated to whole MiB
             // (src/config.rs: `get_total_memory_kb(..)? / 1024`).
             ram_mib: (mem_total / 1048576) as f64,
+            mem_total,
+            disksize_total: 0,
             ids,
+            lowest_free: 0,
             probe,
             mounts: Vec::new(),
         })
@@ -484,6 +495,7 @@ impl<'a> Planner<'a> {
             ));
             return Ok(None);
         }
+        self.slot_tables(d, size)?;
         let resident = match &d.resident_limit {
             Some(e) => e.eval_bytes(ram_mib).map_err(|r| {
                 ApplyError::Read(
@@ -495,6 +507,31 @@ impl<'a> Planner<'a> {
             None => 0,
         };
         Ok(Some((size, resident)))
+    }
+
+    /// Count `d`'s disksize into the devices' total and refuse (a note with --force) when
+    /// their slot tables would take more than the bounded share of RAM.
+    fn slot_tables(&mut self, d: &DeviceConfig, size: u64) -> Result<(), ApplyError> {
+        self.disksize_total = self.disksize_total.saturating_add(size);
+        let what = if self.disksize_total == size {
+            format!("{} (zram-size = {})", d.name, d.zram_size.source)
+        } else {
+            format!("the devices up to {} together", d.name)
+        };
+        let Some(why) = config::slot_table_refusal(&what, self.disksize_total, self.mem_total)
+        else {
+            return Ok(());
+        };
+        if self.opts.force {
+            self.plan.notes.push(format!("warning (--force): {why}"));
+            return Ok(());
+        }
+        let boot = "at boot zram-generator writes such a disksize as it is, and the kernel allocates the table";
+        Err(ApplyError::Refused(
+            self.cfg
+                .expr_err(&d.zram_size, format!("{why} ({boot})"))
+                .to_string(),
+        ))
     }
 
     /// Create the device through /sys/class/zram-control/hot_add, which takes the lowest free
@@ -509,8 +546,8 @@ impl<'a> Planner<'a> {
             )));
         }
         let mut added = Vec::new();
-        while let Some(next) = (0..=d.id).find(|i| !self.ids.contains(i)) {
-            self.ids.push(next);
+        while let Some(next) = self.next_free().filter(|&n| n <= d.id) {
+            self.ids.insert(next);
             added.push(next);
             let dir = format!("/sys/block/zram{next}");
             self.step(
@@ -522,17 +559,32 @@ impl<'a> Planner<'a> {
             );
         }
         if added.len() > 1 {
-            let below: Vec<String> = added[..added.len() - 1]
-                .iter()
-                .map(|i| format!("zram{i}"))
-                .collect();
+            let below = &added[..added.len() - 1];
+            let names = if below.len() <= 16 {
+                let v: Vec<String> = below.iter().map(|i| format!("zram{i}")).collect();
+                v.join(" ")
+            } else {
+                format!(
+                    "{} devices, zram{} to zram{}",
+                    below.len(),
+                    below[0],
+                    below[below.len() - 1]
+                )
+            };
             self.plan.notes.push(format!(
-                "{}: hot_add gives the lowest free number, so it first creates {} (left unconfigured, as zram-generator leaves them)",
-                d.name,
-                below.join(" ")
+                "{}: hot_add gives the lowest free number, so it first creates {names} (left unconfigured, as zram-generator leaves them)",
+                d.name
             ));
         }
         Ok(())
+    }
+
+    /// The id hot_add would return next (the lowest free one), `None` past the kernel's last.
+    fn next_free(&mut self) -> Option<u32> {
+        while self.ids.contains(&self.lowest_free) {
+            self.lowest_free = self.lowest_free.checked_add(1)?;
+        }
+        Some(self.lowest_free)
     }
 
     /// Swapoff, unmount (only with --force when in use) and reset an initialised device whose

@@ -256,6 +256,7 @@ pub(crate) fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialErr
             "not running as root (a trial creates cgroups, swap areas and zram devices)".into(),
         ]));
     }
+    hold_trial_lock(sys)?;
     let orphans = host::orphan_journals(sys, JOURNAL_DIR);
     if !orphans.is_empty() {
         let pids: Vec<String> = orphans.iter().map(|(p, _)| p.to_string()).collect();
@@ -266,6 +267,23 @@ pub(crate) fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialErr
         )]));
     }
     Ok(())
+}
+
+/// One trial (or tune, or `--recover`) at a time: two would change the same swap, zswap
+/// and sysctls, each journaling the other's values as the ones to restore. Held until
+/// this process exits; `--force` does not override it.
+fn hold_trial_lock(sys: &Sys) -> Result<(), TrialError> {
+    let path = sys.path(host::TRIAL_LOCK);
+    host::hold_for_process(&path).map_err(|e| match e {
+        host::LockError::Held { holder, .. } => TrialError::Refused(vec![format!(
+            "another zmem trial or tune is running (pid {}, holding {}): two at once would \
+             undo each other's swap, zswap and sysctl changes, so --force does not override \
+             this; wait for it to finish (or stop it: Ctrl-C, SIGTERM)",
+            holder.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            path.display()
+        )]),
+        e => TrialError::Io(format!("cannot take the trial lock: {e}")),
+    })
 }
 
 /// The zram algorithms the configurations need, probed on a device of our
@@ -372,7 +390,9 @@ pub fn recover() -> Result<Vec<String>, TrialError> {
     if !zmem_host::euid_is_root() {
         return Err(TrialError::Refused(vec!["not running as root".into()]));
     }
-    let r = host::recover_journals(&Sys::real(), JOURNAL_DIR, "trial");
+    let sys = Sys::real();
+    hold_trial_lock(&sys)?;
+    let r = host::recover_journals(&sys, JOURNAL_DIR, "trial");
     if r.errors.is_empty() {
         Ok(r.done)
     } else {

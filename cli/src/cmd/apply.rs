@@ -25,7 +25,8 @@ pub struct Args {
     /// Print every sysfs write and command in order, change nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// Swap off / unmount and reset devices in use when their configuration differs
+    /// Swap off / unmount and reset devices in use when their configuration differs, and set up
+    /// devices whose kernel slot tables (up to 24 bytes per 4 KiB page) take more than 1/16 of RAM
     #[arg(long)]
     pub force: bool,
     /// Undo what earlier applies changed (from the saved undo list), and what an apply that

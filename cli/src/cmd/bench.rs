@@ -422,6 +422,10 @@ pub struct Args {
     /// (docs/lab.md)
     #[arg(hide = true)]
     pub corpus: Vec<PathBuf>,
+    /// Remove what a bench killed with SIGKILL (or crashed) left behind (its kernel zram
+    /// devices), from its crash journal, and exit: `zmem trial --recover`
+    #[arg(long)]
+    pub recover: bool,
     /// Codec level only: ratio, compress/decompress/reclaim MB/s and per-page latency
     #[arg(hide = true, long)]
     pub codecs: bool,
@@ -623,6 +627,9 @@ impl Args {
 }
 
 pub fn run(bench: Bench) -> anyhow::Result<()> {
+    if bench.args.recover {
+        return super::trial::run_recover();
+    }
     let (kind, args) = match bench.mode {
         Some(mode) => mode.resolve(),
         None => {
@@ -634,6 +641,12 @@ pub fn run(bench: Bench) -> anyhow::Result<()> {
             }
             (kind, bench.args)
         }
+    };
+    // Every mode but zswap (which checks for them between its steps) never checks for
+    // Ctrl-C, SIGTERM or SIGHUP: they remove the kernel rows' devices and exit.
+    let _signals = match kind {
+        Kind::Zswap => None,
+        _ => Some(zmem_host::SignalWatch::install_undoing().context("installing signal handlers")?),
     };
     match kind {
         Kind::Verdict => verdict::run(&args),

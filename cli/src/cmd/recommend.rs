@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::bench::verdict::{self, Ask};
 use crate::output::Format;
@@ -52,15 +52,25 @@ pub struct Args {
     pub overwrite: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Remove what a recommend killed with SIGKILL (or crashed) left behind (its kernel zram
+    /// devices), from its crash journal, and exit: `zmem trial --recover`
+    #[arg(long)]
+    pub recover: bool,
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if a.recover {
+        return super::trial::run_recover();
+    }
     if let Some(w) = &a.weights {
         w.parse::<zmem_verdict::Weights>()?;
     }
     if let Some(o) = &a.out_dir {
         verdict::config_path(Some(o), a.overwrite)?; // refused before measuring, not after
     }
+    // The kernel rows' devices go on Ctrl-C, SIGTERM and SIGHUP (the measurement never checks).
+    let _signals =
+        zmem_host::SignalWatch::install_undoing().context("installing signal handlers")?;
     let d = verdict::decide(&Ask {
         corpus: &a.corpus,
         algo: &a.algo,

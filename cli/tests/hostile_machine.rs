@@ -1,0 +1,464 @@
+//! Issue 35, round 3, "the machine": no signal, config or second instance leaves the machine
+//! changed. Each test drives the `zmem` binary as a user does: fixture trees (`--root`) for
+//! the planner's bounds and the policy lock, the real kernel (root, zram) for signals and the
+//! trial lock, skipped otherwise. Everything that could hang runs under a deadline.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use zmem_host::testutil::{skip, ScratchDir};
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ops/tests/fixtures")
+        .join(case)
+}
+
+fn zmem_cmd() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zmem"))
+}
+
+/// Run `zmem ARGS` to its end, failing the test if it takes longer than `limit`.
+fn zmem_within(limit: Duration, args: &[&str]) -> (bool, String, String) {
+    let mut child = zmem_cmd()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read both pipes on threads so a full pipe never stalls the child.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let status = wait_within(&mut child, limit)
+        .unwrap_or_else(|| panic!("zmem {args:?} still running after {limit:?}"));
+    (
+        status.success(),
+        t_out.join().unwrap(),
+        t_err.join().unwrap(),
+    )
+}
+
+/// Wait for `child` up to `limit`; on timeout it is killed and `None` returned.
+fn wait_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// A child killed when the test ends, however it ends.
+struct Reaped(Child);
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn apply_dry_run(root: &Path, conf_text: &str, extra: &[&str]) -> (bool, String, String) {
+    let conf = root.join("t.conf");
+    fs::write(&conf, conf_text).unwrap();
+    let mut args = vec![
+        "apply",
+        conf.to_str().unwrap(),
+        "--dry-run",
+        "--root",
+        root.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    zmem_within(Duration::from_secs(60), &args)
+}
+
+/// Finding 5: `[zram99999]` made the planner's search for free ids cubic (hours); any u32
+/// passed the parser. Now planning is linear, and an id the kernel cannot create (above its
+/// largest minor) is refused, naming the bound.
+#[test]
+fn a_far_zram_id_plans_in_linear_time_and_an_impossible_one_is_refused() {
+    let (_s, root) = ScratchDir::with_copy("hostile-far-id", &fixture("01-basic/root"));
+    let (ok, out, err) = apply_dry_run(&root, "[zram99999]\nzram-size = 64\n", &[]);
+    assert!(ok, "{err}");
+    let hot_adds = out.lines().filter(|l| l.starts_with("hot_add ")).count();
+    // The fixture has zram0: hot_add makes zram1 .. zram99999.
+    assert_eq!(hot_adds, 99_999, "{}", &out[..out.len().min(2000)]);
+    assert!(
+        out.contains("first creates 99998 devices, zram1 to zram99998"),
+        "{}",
+        &out[..out.len().min(2000)]
+    );
+    let (ok, _, err) = apply_dry_run(&root, "[zram1048576]\nzram-size = 64\n", &[]);
+    assert!(!ok);
+    assert!(
+        err.contains("at most 1048575 (MINORMASK"),
+        "the error names the kernel's bound: {err}"
+    );
+}
+
+/// Finding 6: the kernel's slot table is 16 bytes per 4 KiB page (24 where it tracks access
+/// times), so `ram * 256` asked for all of RAM and was accepted. Now all of RAM is refused
+/// outright, more than 1/16 of it without --force (with the numbers), and --force sets it up
+/// with a warning.
+#[test]
+fn a_device_whose_slot_table_takes_a_large_share_of_ram_needs_force() {
+    let (_s, root) = ScratchDir::with_copy("hostile-table", &fixture("01-basic/root"));
+    // The fixture's MemTotal is 8 GiB: ram = 8192 MiB.
+    let (ok, _, err) = apply_dry_run(&root, "[zram0]\nzram-size = ram * 256\n", &["--force"]);
+    assert!(
+        !ok && err.contains("more than this machine could hold"),
+        "{err}"
+    );
+    let (ok, _, err) = apply_dry_run(&root, "[zram0]\nzram-size = ram * 32\n", &[]);
+    assert!(!ok, "ram * 32 (a 1 GiB slot table on 8 GiB) was accepted");
+    for want in [
+        "t.conf:2",
+        "disksize 262144 MiB",
+        "slot table of up to 1536 MiB",
+        "1/16 of this machine's 8192 MiB",
+        "--force",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    // Two devices count together.
+    let two = "[zram0]\nzram-size = ram * 6\n[zram1]\nzram-size = ram * 6\n";
+    let (ok, _, err) = apply_dry_run(&root, two, &[]);
+    assert!(
+        !ok && err.contains("the devices up to zram1 together"),
+        "{err}"
+    );
+    let (ok, out, err) = apply_dry_run(&root, "[zram0]\nzram-size = ram * 32\n", &["--force"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("# warning (--force): zram0"), "{out}");
+    let (ok, _, err) = apply_dry_run(&root, "[zram0]\nzram-size = ram * 10\n", &[]);
+    assert!(ok, "a table of 480 MiB on 8 GiB is within the bound: {err}");
+}
+
+/// Finding 10: two `zmem policy` daemons on one state file each counted only their own
+/// writeback against the daily limit. The second now refuses, naming the first's pid.
+#[test]
+fn a_second_policy_daemon_on_one_state_file_is_refused() {
+    let (_s, root) = ScratchDir::with_copy("hostile-policy", &fixture("01-basic/root"));
+    let r = root.to_str().unwrap();
+    let first = zmem_cmd()
+        .args(["policy", "--root", r])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = first.id();
+    let first = Reaped(first);
+    let lock = root.join("run/zmem/policy.state.lock");
+    let end = Instant::now() + Duration::from_secs(30);
+    while fs::read_to_string(&lock).unwrap_or_default().trim() != pid.to_string() {
+        assert!(Instant::now() < end, "the first daemon never took its lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (ok, _, err) = zmem_within(Duration::from_secs(30), &["policy", "--once", "--root", r]);
+    assert!(!ok, "a second daemon ran beside the first");
+    assert!(
+        err.contains(&format!("another zmem policy (pid {pid}) is running")),
+        "{err}"
+    );
+    // --dry-run writes nothing and may run beside it.
+    let (ok, _, err) = zmem_within(
+        Duration::from_secs(30),
+        &["policy", "--once", "--dry-run", "--root", r],
+    );
+    assert!(ok, "{err}");
+    drop(first);
+    let (ok, _, err) = zmem_within(Duration::from_secs(30), &["policy", "--once", "--root", r]);
+    assert!(ok, "the lock outlived its daemon: {err}");
+}
+
+/// Finding 10, second half: `zmem serve --maint` maintains its device itself, so `zmem policy`
+/// leaves it alone (before, both ran rounds on it).
+#[test]
+fn policy_skips_a_served_device_that_maintains_itself() {
+    let (scratch, root) = ScratchDir::with_copy("hostile-maint", &fixture("01-basic/root"));
+    fs::create_dir_all(root.join("run/zmem")).unwrap();
+    let sock = scratch.path().join("nbd.sock");
+    let mut serve = zmem_cmd()
+        .args([
+            "serve", "--size", "16M", "--algo", "lz4", "--export", "vm1", "--maint",
+        ])
+        .arg("--ctl")
+        .arg(root.join("run/zmem/vm1.ctl"))
+        .arg("--listen")
+        .arg(format!("unix:{}", sock.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = serve.stdout.take().unwrap();
+    let serve = Reaped(serve);
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on"), "{line:?}");
+    let conf = root.join("p.conf");
+    fs::write(&conf, "[policy]\nserve-sockets = /run/zmem\n").unwrap();
+    let (ok, out, err) = zmem_within(
+        Duration::from_secs(60),
+        &[
+            "policy",
+            "--once",
+            "--config",
+            conf.to_str().unwrap(),
+            "--root",
+            root.to_str().unwrap(),
+        ],
+    );
+    drop(serve);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("serve:vm1: skipped, its zmem serve maintains it"),
+        "{out}"
+    );
+    assert!(!out.contains("serve:vm1: write"), "{out}");
+}
+
+/// Whether this process may create kernel zram devices; prints the SKIP line when not.
+fn kernel_zram(test: &str) -> bool {
+    match zmem_host::HotDevice::available() {
+        Ok(()) => true,
+        Err(e) => {
+            skip(&format!("SKIP {test}: {e}"));
+            false
+        }
+    }
+}
+
+/// 4 MiB of pages that compress like text, as a corpus file.
+fn corpus(dir: &Path) -> PathBuf {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let words = [
+        "slot ", "handle ", "zspage ", "idle ", "the ", "page ", "\n", "42 ",
+    ];
+    let mut data = Vec::with_capacity(4 << 20);
+    while data.len() < 4 << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data.extend_from_slice(words[(x % words.len() as u64) as usize].as_bytes());
+    }
+    data.truncate(4 << 20);
+    let p = dir.join("pages.bin");
+    fs::write(&p, data).unwrap();
+    p
+}
+
+/// Start `zmem ARGS` paused right after its first journal record (a kernel row's device is
+/// hot-added and journaled), and return it with that device's id.
+fn paused_at_first_device(args: &[&str]) -> (Reaped, u32) {
+    let mut child = zmem_cmd()
+        .args(args)
+        .env("ZMEM_TEST_PAUSE_AT", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let pid = child.id();
+    let child = Reaped(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            if l.contains("paused after journal record 1") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("zmem {args:?} never made its first device"));
+    let id = fs::read_dir("/run/zmem-trial")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find_map(|n| {
+            n.strip_prefix(&format!("{pid}.zram"))?
+                .strip_suffix(".journal")?
+                .parse()
+                .ok()
+        })
+        .expect("the device's journal");
+    assert!(Path::new(&format!("/sys/block/zram{id}")).exists());
+    (child, id)
+}
+
+fn send(child: &Reaped, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &child.0.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig}");
+}
+
+/// Finding 4: bench, recommend (and tune's kernel rows) left a kernel zram device full of
+/// captured memory when stopped by SIGTERM or SIGHUP (only Ctrl-C cleaned up). Now INT, TERM
+/// and HUP remove it and exit with 128 + the signal.
+#[test]
+fn term_hup_and_int_remove_the_kernel_rows_devices() {
+    let test = "term_hup_and_int_remove_the_kernel_rows_devices";
+    if !kernel_zram(test) {
+        return;
+    }
+    let scratch = ScratchDir::new("hostile-signals");
+    let c = corpus(scratch.path());
+    let c = c.to_str().unwrap();
+    let bench = ["bench", "device", c, "--algo", "lzo"];
+    let recommend = ["recommend", c, "--algo", "lzo,lz4", "--rounds", "1"];
+    for (args, sig, code) in [
+        (&bench[..], "TERM", 143),
+        (&bench[..], "HUP", 129),
+        (&bench[..], "INT", 130),
+        (&recommend[..], "TERM", 143),
+        (&recommend[..], "HUP", 129),
+    ] {
+        let (mut child, id) = paused_at_first_device(args);
+        send(&child, sig);
+        let status = wait_within(&mut child.0, Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("{args:?} did not exit on SIG{sig}"));
+        assert_eq!(status.code(), Some(code), "{args:?} SIG{sig}");
+        assert!(
+            !Path::new(&format!("/sys/block/zram{id}")).exists(),
+            "{args:?}: SIG{sig} left zram{id}"
+        );
+        let pid = child.0.id();
+        assert!(
+            !Path::new(&format!("/run/zmem-trial/{pid}.zram{id}.journal")).exists(),
+            "its journal is gone with it"
+        );
+    }
+}
+
+/// Finding 4, SIGKILL: nothing runs in the process, so the device stays; `--recover` (of
+/// bench and recommend too, as of trial and tune) removes it from its journal.
+#[test]
+fn recover_removes_what_a_killed_bench_or_recommend_left() {
+    let test = "recover_removes_what_a_killed_bench_or_recommend_left";
+    if !kernel_zram(test) {
+        return;
+    }
+    let scratch = ScratchDir::new("hostile-sigkill");
+    let c = corpus(scratch.path());
+    let c = c.to_str().unwrap();
+    for (args, recover) in [
+        (&["bench", "device", c, "--algo", "lzo"][..], "bench"),
+        (
+            &["recommend", c, "--algo", "lzo,lz4", "--rounds", "1"][..],
+            "recommend",
+        ),
+    ] {
+        let (mut child, id) = paused_at_first_device(args);
+        send(&child, "KILL");
+        wait_within(&mut child.0, Duration::from_secs(30)).expect("SIGKILL ends it");
+        assert!(
+            Path::new(&format!("/sys/block/zram{id}")).exists(),
+            "SIGKILL runs nothing: zram{id} is still there"
+        );
+        // --recover waits its turn behind a running trial (the trial test runs beside this one).
+        let end = Instant::now() + Duration::from_secs(120);
+        let (ok, out, err) = loop {
+            let r = zmem_within(Duration::from_secs(60), &[recover, "--recover"]);
+            if r.0 || !r.2.contains("another zmem trial or tune is running") || Instant::now() > end
+            {
+                break r;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert!(ok, "{err}");
+        assert!(
+            out.contains(&format!("reset and removed zram{id}")),
+            "{recover} --recover: {out}"
+        );
+        assert!(!Path::new(&format!("/sys/block/zram{id}")).exists());
+    }
+}
+
+/// Finding 7: a second trial with --force ran beside the first, each journaling the other's
+/// zswap values as the ones to restore (zswap was left changed). Now the second is refused,
+/// --force or not, naming the first; the first finishes and restores everything.
+#[test]
+fn a_second_trial_is_refused_even_with_force() {
+    let test = "a_second_trial_is_refused_even_with_force";
+    if !zmem_host::euid_is_root() {
+        skip(&format!("SKIP {test}: not root"));
+        return;
+    }
+    let zswap = Path::new("/sys/module/zswap/parameters");
+    let params = || -> Vec<String> {
+        ["enabled", "compressor", "max_pool_percent"]
+            .iter()
+            .map(|k| fs::read_to_string(zswap.join(k)).unwrap_or_default())
+            .collect()
+    };
+    let before = params();
+    let first = zmem_cmd()
+        .args([
+            "trial", "--memory", "64M", "--config", "none", "--repeat", "1", "--force",
+        ])
+        .args(["--", "sleep", "6"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = first.id();
+    let mut first = Reaped(first);
+    let lock = Path::new("/run/zmem/trial.lock");
+    let end = Instant::now() + Duration::from_secs(30);
+    while fs::read_to_string(lock).unwrap_or_default().trim() != pid.to_string() {
+        if let Some(s) = first.0.try_wait().unwrap() {
+            let mut e = String::new();
+            let _ = std::io::Read::read_to_string(first.0.stderr.as_mut().unwrap(), &mut e);
+            skip(&format!(
+                "SKIP {test}: the first trial cannot run here ({s}): {e}"
+            ));
+            return;
+        }
+        assert!(Instant::now() < end, "the first trial never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (ok, _, err) = zmem_within(
+        Duration::from_secs(60),
+        &[
+            "trial",
+            "--memory",
+            "64M",
+            "--config",
+            "zswap:deflate:15",
+            "--repeat",
+            "1",
+            "--force",
+            "--",
+            "true",
+        ],
+    );
+    assert!(!ok, "a second trial ran beside the first");
+    assert!(
+        err.contains(&format!("another zmem trial or tune is running (pid {pid}")),
+        "{err}"
+    );
+    assert!(
+        !err.contains("swapoff"),
+        "no running trial's file is called a leftover: {err}"
+    );
+    let status = wait_within(&mut first.0, Duration::from_secs(120)).expect("the first trial ends");
+    assert!(status.success(), "the first trial failed");
+    assert_eq!(params(), before, "zswap is as it was");
+}
