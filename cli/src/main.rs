@@ -68,6 +68,8 @@ enum Command {
     Exporter(cmd::exporter::Args),
     /// Run idle marking, recompression and writeback on a policy
     Policy(cmd::policy::Args),
+    /// Name each problem of the zram, zswap and swap set-up with the command that fixes it
+    Doctor(cmd::doctor::Args),
     /// Print the completion script for bash, zsh or fish (`zmem completions bash >
     /// /usr/share/bash-completion/completions/zmem`)
     Completions(cmd::completions::Args),
@@ -93,6 +95,7 @@ fn main() {
         Command::Persist(a) => cmd::persist::run(a),
         Command::Exporter(a) => cmd::exporter::run(a),
         Command::Policy(a) => cmd::policy::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),
         Command::Man(a) => cmd::man::run(a, Cli::command()),
     };

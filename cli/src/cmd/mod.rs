@@ -8,6 +8,7 @@ pub mod completions;
 pub mod corpus;
 pub mod ctl;
 pub mod dict;
+pub mod doctor;
 pub mod exporter;
 pub mod lab_run;
 pub mod man;

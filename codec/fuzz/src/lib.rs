@@ -124,7 +124,7 @@ pub fn roundtrip(data: &[u8]) {
 }
 
 /// Compress a page made from the input with `name` at the level the first
-/// byte picks (1..=12), with the fixed dictionary when the second byte's low
+/// byte picks (1..=12: lz4hc's levels, lz4's accelerations), with the fixed dictionary when the second byte's low
 /// bit is set, into a destination whose size the second byte picks; check
 /// the round trip (or a clean DstTooSmall). For encoders of our own.
 pub fn compress_levels(name: &'static str, data: &[u8]) {

@@ -1,15 +1,25 @@
 //! `lz4`: the LZ4 block format (no frame, no header; the page size is known),
-//! as the kernel's `backend_lz4.c` writes it. `level` is the acceleration
-//! (default 1, as `LZ4_ACCELERATION_DEFAULT`); `dict=FILE` loads a dictionary
-//! once per stream and attaches it to every page, as the kernel does.
+//! as the kernel's `backend_lz4.c` (6.12 on) and the crypto API's
+//! `crypto/lz4.c` (before) write it. `level` is the acceleration (default 1,
+//! as `LZ4_ACCELERATION_DEFAULT`; the crypto API always uses 1); `dict=FILE`
+//! loads a dictionary once per stream and attaches it to every page, as the
+//! kernel does.
 //!
-//! Bound to liblz4 1.10 through `lzzzz` (see docs/codecs.md for the choice).
-//! Without a dictionary, compression uses lzzzz's per-thread LZ4 state, so no
-//! page allocates or initialises a context.
+//! The encoder is our own [`compress`]: the kernel's `lib/lz4/lz4_compress.c`
+//! (`LZ4_compress_fast`, the same from 4.11 to at least 7.3), so pages
+//! compress to the kernel's bytes (codec/tests/kernel_sizes.rs: every page on
+//! Debian's 6.1, 6.12 and 7.3). liblz4 1.10, used before, differed on 2 of
+//! the 170 fixture pages. The decoder is liblz4 1.10 through `lzzzz`.
+
+mod compress;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
 use lzzzz::lz4 as lib;
+
+use compress::FastCompressor;
 
 use zmem_kernel::KernelSpan;
 
@@ -27,7 +37,8 @@ pub const MAX_ACCELERATION: i32 = 65537;
 /// What is known about `lz4` (the registry's facts).
 pub static INFO: AlgorithmInfo = AlgorithmInfo {
     name: NAME,
-    description: "LZ4 block format (lz4_Block_format.md), no frame; liblz4 via lzzzz",
+    description:
+        "LZ4 block format from the kernel's fast compressor (own encoder), no frame; liblz4 decoder",
     params: &PARAMS,
     // backend_lz4.c passes the level as LZ4_compress_fast()'s acceleration; the kernel's
     // lib/lz4 turns one below 1 into 1 and has no upper bound (lz4 1.9's 65537 is not there).
@@ -69,70 +80,31 @@ impl Backend for Lz4Backend {
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         params.reject_winbits(NAME)?;
         let acceleration = params.level_in(NAME, DEFAULT_ACCELERATION, 1, MAX_ACCELERATION)?;
-        let dict = match &params.dict {
-            None => None,
-            Some(d) => Some(Lz4Dict::new(d.clone())?),
-        };
-        Ok(Box::new(Lz4Stream { acceleration, dict }))
-    }
-}
-
-/// A dictionary loaded once: `loaded` holds liblz4's tables for it; `work` is
-/// the per-page stream it is attached to.
-struct Lz4Dict {
-    bytes: Arc<Vec<u8>>,
-    // Boxed so its address stays fixed: `work` points at it after attach.
-    loaded: Box<lib::Compressor<'static>>,
-    work: lib::Compressor<'static>,
-}
-
-impl Lz4Dict {
-    fn new(bytes: Arc<Vec<u8>>) -> Result<Self, CodecError> {
-        if bytes.is_empty() {
+        if params.dict.as_ref().is_some_and(|d| d.is_empty()) {
             return Err(CodecError::invalid_param(NAME, "dict is empty"));
         }
-        let lib_err = |e: lzzzz::Error| CodecError::Library {
-            algo: NAME,
-            reason: e.to_string(),
-        };
-        let loaded =
-            Box::new(lib::Compressor::with_dict(bytes.as_slice().to_vec()).map_err(lib_err)?);
-        let work = lib::Compressor::new().map_err(lib_err)?;
-        Ok(Lz4Dict {
-            bytes,
-            loaded,
-            work,
-        })
+        Ok(Box::new(Lz4Stream {
+            enc: FastCompressor::new(acceleration, params.dict_slice()),
+            dict: params.dict.clone(),
+        }))
     }
 }
 
 struct Lz4Stream {
-    acceleration: i32,
-    dict: Option<Lz4Dict>,
+    enc: FastCompressor,
+    dict: Option<Arc<Vec<u8>>>,
 }
 
 impl Stream for Lz4Stream {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
         check_page(NAME, src)?;
-        let r = match &mut self.dict {
-            None => lib::compress(src, dst, self.acceleration),
-            Some(d) => {
-                // Forget the previous page, then reference the dictionary for this one.
-                d.work.attach_dict(None);
-                d.work.attach_dict(Some(&mut d.loaded));
-                d.work.next(src, dst, self.acceleration)
-            }
-        };
-        // liblz4 reports only "did not fit" for a page that is in range.
-        r.map_err(|_| CodecError::DstTooSmall {
-            capacity: dst.len(),
-        })
+        self.enc.compress(src, dst)
     }
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
         let n = match &self.dict {
             None => lib::decompress(src, dst),
-            Some(d) => lib::decompress_with_dict(src, dst, &d.bytes),
+            Some(d) => lib::decompress_with_dict(src, dst, d),
         }
         .map_err(|_| CodecError::corrupt(NAME, "malformed LZ4 block"))?;
         if n != dst.len() {

@@ -9,21 +9,24 @@
 //! for every page (`ZSTD_compress2` / `ZSTD_decompressDCtx`).
 //!
 //! The kernels differ by the zstd in their `lib/zstd`, not by what zram asks
-//! of it (codec/tests/kernel_sizes.rs, 170 fixture pages, Debian's kernels):
-//! * 7.3 (`backend_zstd.c`: `zstd_get_params(level, PAGE_SIZE)`): every page
-//!   equals libzstd 1.5.7's, at levels 1, 3 and 9.
-//! * 6.12 (the same backend): equal at levels 1 and 9; at level 3 (the
-//!   double-fast match finder) 33 pages differ by a few bytes, -0.018 %
-//!   overall: its lib/zstd is a zstd release older than 1.5.7.
-//! * 6.1 (the crypto API, `crypto/zstd.c`: `zstd_get_params(3, 0)`, the
-//!   parameters for an unknown source size: window 2^21, hash 2^17, chain
-//!   2^16, double-fast) with an older lib/zstd (1.4.10, imported in 5.16, by
-//!   the kernel's history; not checked against a tag here): on the fixture
-//!   pages libzstd 1.5.7 writes 0.28 % fewer bytes (100 of 114 pages differ). Giving libzstd 1.5.7 those parameters
-//!   (`ZSTD_compress_advanced`, which does not shrink them to the page)
-//!   changes nothing (-0.29 %, 21 of 114 pages equal): the difference is the
-//!   library's version, which a binding to the current libzstd cannot remove,
-//!   so `Params::kernel` selects nothing here.
+//! of it (codec/tests/kernel_sizes.rs, 170 fixture pages, Debian's kernels;
+//! the versions read from each kernel image, docs/codecs.md "Why zstd differs
+//! on 6.1 and 6.12"):
+//! * 7.3 (lib/zstd 1.5.7; `backend_zstd.c`: `zstd_get_params(level,
+//!   PAGE_SIZE)`): every page equals libzstd 1.5.7's, at levels 1, 3 and 9.
+//! * 6.12 (lib/zstd 1.5.2, imported in 6.2; the same backend): equal at
+//!   levels 1 and 9; at level 3 (the double-fast match finder) 33 pages
+//!   differ by a few bytes, -0.018 % overall: upstream zstd's 632677516
+//!   (2024, in 1.5.7) changed which of a short and a long match double-fast
+//!   keeps, and zstd before it gives 6.12's lengths on every page.
+//! * 6.1 (lib/zstd 1.4.10, imported in 5.16; the crypto API, `crypto/zstd.c`:
+//!   `zstd_get_params(3, 0)`, the parameters for an unknown source size:
+//!   window 2^21, hash 2^17, chain 2^16, double-fast): libzstd 1.5.7 writes
+//!   0.28 % fewer bytes (100 of 114 pages differ). Neither those parameters
+//!   nor any of libzstd's experimental ones (literal compression mode, block
+//!   splitter, row match finder, ...) make 1.5.7 write 1.5.2's or 1.4.10's
+//!   bytes, and one binary links one libzstd, so `Params::kernel` selects
+//!   nothing here.
 
 use zstd_safe::{CCtx, CParameter, DCtx};
 
