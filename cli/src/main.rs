@@ -6,7 +6,7 @@
 //! units, host, device and kernel: ARCHITECTURE.md), and what stays here is glue: the flags
 //! and their checks, the progress bar (`cmd/lab_run.rs`) and printing (`output`).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod args;
 mod cmd;
@@ -70,6 +70,11 @@ enum Command {
     Policy(cmd::policy::Args),
     /// Name each problem of the zram, zswap and swap set-up with the command that fixes it
     Doctor(cmd::doctor::Args),
+    /// Print the completion script for bash, zsh or fish (`zmem completions bash >
+    /// /usr/share/bash-completion/completions/zmem`)
+    Completions(cmd::completions::Args),
+    /// Write the man pages (zmem.1, zmem-COMMAND.1) into a directory
+    Man(cmd::man::Args),
 }
 
 fn main() {
@@ -91,6 +96,8 @@ fn main() {
         Command::Exporter(a) => cmd::exporter::run(a),
         Command::Policy(a) => cmd::policy::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Completions(a) => cmd::completions::run(a, Cli::command()),
+        Command::Man(a) => cmd::man::run(a, Cli::command()),
     };
     if let Err(e) = result {
         eprintln!("zmem: error: {e:#}");

@@ -15,6 +15,41 @@ pub const MARK: &str = "# Written by `zmem persist`";
 /// Where the policy daemon's copy of the configuration goes.
 const POLICY_CONF: &str = "/etc/zmem/zmem.conf";
 
+/// The policy daemon's unit as the Debian package installs it: `persist` writes this same unit
+/// (its `ExecStart` naming the running binary) when the package's is not installed.
+const POLICY_UNIT: &str = include_str!("../../packaging/systemd/zmem-policy.service");
+
+/// Where a package installs the policy daemon's unit.
+const PACKAGED_POLICY_UNIT: [&str; 2] = [
+    "/usr/lib/systemd/system/zmem-policy.service",
+    "/lib/systemd/system/zmem-policy.service",
+];
+
+/// The package's zmem-policy.service in the tree under `root`, if installed.
+pub fn packaged_policy_unit(root: &Path) -> Option<PathBuf> {
+    let sys = zmem_host::Sys::new(root);
+    PACKAGED_POLICY_UNIT
+        .iter()
+        .map(|p| sys.path(p))
+        .find(|p| p.is_file())
+}
+
+/// [`POLICY_UNIT`] for `zmem_binary`, marked as persist's: a binary in a home directory stays
+/// readable to the unit (`ProtectHome=read-only`).
+fn policy_unit(src: &str, zmem_binary: &str) -> String {
+    let mut unit = format!("{MARK} from {src}.\n");
+    let in_home = zmem_binary.starts_with("/home/") || zmem_binary.starts_with("/root/");
+    for line in POLICY_UNIT.lines() {
+        match line.strip_prefix("ExecStart=/usr/bin/zmem ") {
+            Some(rest) => unit.push_str(&format!("ExecStart={zmem_binary} {rest}")),
+            None if in_home && line == "ProtectHome=yes" => unit.push_str("ProtectHome=read-only"),
+            None => unit.push_str(line),
+        }
+        unit.push('\n');
+    }
+    unit
+}
+
 /// A file to write: path inside the root tree, contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
@@ -44,8 +79,9 @@ pub fn escape_path(p: &str) -> String {
     out
 }
 
-/// The files for a configuration (nothing written yet).
-pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
+/// The files for a configuration (nothing written yet). The policy daemon's unit is among them
+/// unless `packaged_unit` (the package's [`packaged_policy_unit`] is installed: enable that).
+pub fn files(cfg: &Config, zmem_binary: &str, packaged_unit: bool) -> Vec<File> {
     let src = cfg.file.display();
     let mut v = Vec::new();
     if !cfg.devices.is_empty() {
@@ -116,13 +152,12 @@ pub fn files(cfg: &Config, zmem_binary: &str) -> Vec<File> {
             path: POLICY_CONF.into(),
             contents: conf,
         });
-        let s = format!(
-            "{MARK} from {src}.\n[Unit]\nDescription=zmem policy: idle marking, recompression and writeback for zram\nAfter=swap.target\n\n[Service]\nExecStart={zmem_binary} policy --config /etc/zmem/zmem.conf\nRestart=on-failure\nNice=10\nIOSchedulingClass=idle\n\n[Install]\nWantedBy=multi-user.target\n"
-        );
-        v.push(File {
-            path: "/etc/systemd/system/zmem-policy.service".into(),
-            contents: s,
-        });
+        if !packaged_unit {
+            v.push(File {
+                path: "/etc/systemd/system/zmem-policy.service".into(),
+                contents: policy_unit(&src.to_string(), zmem_binary),
+            });
+        }
     }
     v
 }
@@ -314,7 +349,7 @@ mod tests {
         let src = d.join("zmem.conf");
         fs::write(&src, "[policy]\nwriteback = no\n").unwrap();
         let cfg = zmem_conf::load(&src).unwrap();
-        let fs_ = files(&cfg, "/usr/bin/zmem");
+        let fs_ = files(&cfg, "/usr/bin/zmem", false);
         let copy = d.join("root/etc/zmem/zmem.conf");
         fs::create_dir_all(copy.parent().unwrap()).unwrap();
         // The source itself (persisting /etc/zmem/zmem.conf): replaced by the marked copy.
@@ -346,6 +381,49 @@ mod tests {
         assert_eq!(
             fs::read_to_string(&copy).unwrap(),
             "[policy]\nwriteback = yes\n"
+        );
+    }
+
+    #[test]
+    fn the_policy_unit_is_the_package_s_unless_the_package_s_is_installed() {
+        let d = zmem_host::testutil::ScratchDir::new("persist-unit");
+        let src = d.join("zmem.conf");
+        fs::write(&src, "[policy]\nwriteback = no\n").unwrap();
+        let cfg = zmem_conf::load(&src).unwrap();
+        let unit = |fs_: &[File]| {
+            fs_.iter()
+                .find(|f| f.path == "/etc/systemd/system/zmem-policy.service")
+                .map(|f| f.contents.clone())
+        };
+        let u = unit(&files(&cfg, "/usr/local/bin/zmem", false)).expect("a unit");
+        assert!(u.starts_with(MARK), "{u}");
+        assert!(u.contains("\nExecStart=/usr/local/bin/zmem policy --config /etc/zmem/zmem.conf\n"));
+        assert!(u.contains("\nProtectHome=yes\n") && u.contains("\nCapabilityBoundingSet=\n"));
+        // Everything else is the package's unit, line for line.
+        let body: Vec<_> = u
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with("ExecStart="))
+            .collect();
+        let pkg: Vec<_> = POLICY_UNIT
+            .lines()
+            .filter(|l| !l.starts_with("ExecStart="))
+            .collect();
+        assert_eq!(body, pkg);
+        let home = unit(&files(&cfg, "/root/.cargo/bin/zmem", false)).unwrap();
+        assert!(home.contains("\nProtectHome=read-only\n"), "{home}");
+        // The package's unit installed: persist writes none (the config copy still).
+        assert_eq!(unit(&files(&cfg, "/usr/bin/zmem", true)), None);
+        assert!(files(&cfg, "/usr/bin/zmem", true)
+            .iter()
+            .any(|f| f.path == POLICY_CONF));
+        assert_eq!(packaged_policy_unit(d.path()), None);
+        let lib = d.join("lib/systemd/system");
+        fs::create_dir_all(&lib).unwrap();
+        fs::write(lib.join("zmem-policy.service"), POLICY_UNIT).unwrap();
+        assert_eq!(
+            packaged_policy_unit(d.path()),
+            Some(lib.join("zmem-policy.service"))
         );
     }
 

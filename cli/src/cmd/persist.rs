@@ -41,7 +41,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .ok()
         .and_then(|p| p.to_str().map(str::to_string))
         .unwrap_or_else(|| "/usr/bin/zmem".into());
-    let files = persist::files(&cfg, &exe);
+    let packaged = persist::packaged_policy_unit(&args.root);
+    let files = persist::files(&cfg, &exe, packaged.is_some());
     if files.is_empty() {
         anyhow::bail!("{} has nothing to persist", args.config.display());
     }
@@ -54,6 +55,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     for p in persist::write(&args.root, &files, args.force)? {
         out(&format!("wrote {}\n", p.display()));
+    }
+    if let (Some(unit), false) = (&packaged, cfg.policy.is_empty()) {
+        out(&format!(
+            "the policy daemon: the package's unit {} reads /etc/zmem/zmem.conf; start it \
+             now and at every boot with `systemctl enable --now zmem-policy.service`\n",
+            unit.display()
+        ));
     }
     if !at_boot(&args.root, &files, "is written") {
         eprintln!(

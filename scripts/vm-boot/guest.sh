@@ -1,0 +1,50 @@
+#!/bin/sh
+# Guest side of `scripts/vm boot`: run by zmem-bootcheck.service once the
+# guest (systemd as PID 1) has booted. Writes what it finds into /bootcheck
+# (one file per question, read by the host after power-off), then powers off.
+out=/bootcheck
+mkdir -p $out
+exec >$out/guest.log 2>&1
+set -x
+# Whatever happens below, the guest powers off (the host waits for that).
+trap 'echo done >$out/done; sync; systemctl poweroff' EXIT
+rec() { name=$1; shift; "$@" >$out/$name 2>&1; echo $? >$out/$name.rc; }
+
+# This unit is part of the boot (multi-user.target wants it), so the system is
+# still "starting" while it runs: `is-system-running --wait` would wait for itself.
+# Both units are enabled by the host before the boot; give them time to start.
+for i in $(seq 1 60); do
+    systemctl is-active --quiet zmem-exporter.service zmem-policy.service && break
+    sleep 1
+done
+systemctl is-system-running >$out/system-state 2>&1
+rec units-active systemctl is-active zmem-exporter.service zmem-policy.service
+rec verify systemd-analyze verify /usr/lib/systemd/system/zmem-exporter.service /usr/lib/systemd/system/zmem-policy.service
+rec metrics python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9877/metrics", timeout=20).read().decode())'
+cat /proc/swaps >$out/swaps
+cat /sys/block/zram0/comp_algorithm >$out/comp_algorithm 2>&1
+cat /sys/block/zram0/disksize >$out/disksize 2>&1
+grep MemTotal /proc/meminfo >$out/memtotal
+sysctl -n vm.swappiness >$out/swappiness
+sysctl -n vm.page-cluster >$out/page-cluster
+rec dry-run zmem apply --dry-run /etc/zmem/zmem.conf
+rec status zmem status
+rec completion bash -c '. /usr/share/bash-completion/completions/zmem; COMP_WORDS=(zmem ap); COMP_CWORD=1; _zmem zmem ap zmem; echo "${COMPREPLY[@]}"'
+rec man sh -c 'MANPAGER=cat MANWIDTH=80 man zmem-apply | head -8'
+if zmem doctor --help >/dev/null 2>&1; then
+    rec doctor-clean zmem doctor
+    # Plant what zmem doctor must find: zswap on in front of zram, a disk swap
+    # above zram's priority, page-cluster 3.
+    echo Y >/sys/module/zswap/parameters/enabled
+    sysctl -q vm.page-cluster=3
+    disk=$(ls /dev/vd? 2>/dev/null | head -1)
+    [ -n "$disk" ] && mkswap -q "$disk" && swapon -p 200 "$disk"
+    rec doctor-planted zmem doctor
+    rec doctor-planted-json zmem doctor --format json
+    echo N >/sys/module/zswap/parameters/enabled
+    sysctl -q vm.page-cluster=0
+    [ -n "$disk" ] && swapoff "$disk"
+    rec doctor-fixed zmem doctor
+fi
+journalctl -b -u zmem-exporter.service -u zmem-policy.service -u systemd-zram-setup@zram0.service --no-pager >$out/journal 2>&1
+systemctl --failed --no-legend >$out/failed 2>&1
