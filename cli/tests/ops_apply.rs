@@ -481,6 +481,9 @@ fn apply_refuses_a_writeback_device_that_holds_data() {
     .unwrap();
     let (ok, _out, err) = zmem(&["apply", "--dry-run", conf.to_str().unwrap()]);
     assert!(!ok, "a backing file with data was accepted");
-    assert!(err.contains("writeback-device") && err.contains("backing.img"), "{err}");
+    assert!(
+        err.contains("writeback-device") && err.contains("backing.img"),
+        "{err}"
+    );
     assert!(fs::read(&backing).unwrap().iter().all(|&b| b == 0x5a));
 }
