@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = d.zram_size.eval_bytes(8192.0);
         }
         let _ = zmem_policy::Policy::from_config(&cfg);
-        let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem");
+        let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem", false);
         // What the reader takes, written back, reads again to the same text.
         let text = cfg.render();
         let back = zmem_conf::parse(&text, std::path::Path::new("fuzz.conf"))
