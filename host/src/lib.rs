@@ -27,7 +27,7 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, lock (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   action, knob ──► teardown ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, lock (leaves)
 //! ```
 
 mod action;
