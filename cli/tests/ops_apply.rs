@@ -487,3 +487,40 @@ fn apply_refuses_a_writeback_device_that_holds_data() {
     );
     assert!(fs::read(&backing).unwrap().iter().all(|&b| b == 0x5a));
 }
+
+/// `--revert` waits for a device that is busy for a while (udev probing it after swapoff) and
+/// tears it down; one that stays busy is reported with what holds it, and kept for a later
+/// `--revert`.
+#[test]
+fn revert_retries_a_busy_device_and_says_what_holds_it() {
+    let (_scratch, root) = ScratchDir::with_copy("cli-apply-busy", &fixture("01-basic/root"));
+    let r = root.to_str().unwrap();
+    let conf = fixture("01-basic/zmem.conf");
+    let c = conf.to_str().unwrap();
+    let fail = root.join("sys/block/zram0/reset.fail");
+    // Busy for three tries, then free: the revert succeeds.
+    assert!(zmem(&["apply", c, "--root", r]).0);
+    fs::write(&fail, "EBUSY 3").unwrap();
+    let (ok, out, err) = zmem(&["apply", "--revert", "--root", r]);
+    assert!(ok, "{out}{err}");
+    let log = fs::read_to_string(root.join("zmem-fixture.log")).unwrap();
+    assert_eq!(
+        log.matches("write /sys/block/zram0/reset").count(),
+        4,
+        "{log}"
+    );
+    // Busy for good, with a device-mapper table on top: named, and the undo is kept.
+    assert!(zmem(&["apply", c, "--root", r]).0);
+    fs::write(&fail, "EBUSY").unwrap();
+    fs::create_dir_all(root.join("sys/block/zram0/holders/dm-3")).unwrap();
+    let (ok, out, err) = zmem(&["apply", "--revert", "--root", r]);
+    assert!(!ok);
+    assert!(out.contains("reset zram0: still busy (EBUSY)"), "{out}");
+    assert!(out.contains("held by dm-3"), "{out}");
+    assert!(err.contains("kept in"), "{err}");
+    // Once free, the kept undo finishes the job.
+    fs::remove_file(&fail).unwrap();
+    fs::remove_dir_all(root.join("sys/block/zram0/holders")).unwrap();
+    let (ok, out, err) = zmem(&["apply", "--revert", "--root", r]);
+    assert!(ok, "{out}{err}");
+}

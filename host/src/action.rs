@@ -194,7 +194,13 @@ impl Action {
         let errno = |e: io::Error| format!("{self}: {} ({e})", Errno::from_io(&e));
         let plain = |e: io::Error| format!("{self}: {e}");
         match self {
-            Action::Write { path, value } => sys.write(path, value).map_err(errno),
+            Action::Write { path, value } => match zram_reset_id(path) {
+                Some(id) => {
+                    crate::teardown::retry_busy(sys, id, "reset", || sys.write(path, value))
+                        .map_err(errno)
+                }
+                None => sys.write(path, value).map_err(errno),
+            },
             Action::Restore { path, value } => restore(sys, path, value).map_err(plain),
             Action::Run(argv) => sys.run(argv).map_err(plain),
             Action::HotAdd(id) => {
@@ -207,7 +213,10 @@ impl Action {
                 }
                 Ok(())
             }
-            Action::HotRemove(id) => sys.hot_remove(*id).map_err(errno),
+            Action::HotRemove(id) => {
+                crate::teardown::retry_busy(sys, *id, "hot_remove", || sys.hot_remove(*id))
+                    .map_err(errno)
+            }
             Action::RemoveZram(id) => {
                 knob::remove_zram(sys, *id).map_err(plain)?;
                 Ok(())
@@ -318,6 +327,14 @@ fn restore(sys: &Sys, path: &str, value: &str) -> io::Result<()> {
     } else {
         Err(io::Error::other(format!("reads back {now:?}")))
     }
+}
+
+/// The id of the zram device whose `reset` `path` is (`/sys/block/zramN/reset`).
+fn zram_reset_id(path: &str) -> Option<u32> {
+    path.strip_prefix("/sys/block/zram")?
+        .strip_suffix("/reset")?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -195,9 +195,14 @@ impl Drop for HotDevice {
             }
         }
         if self.sys.exists() {
+            let held = crate::teardown::holders(&crate::Sys::real(), self.id);
             eprintln!(
-                "zmem: zram{} is still there after reset and hot_remove (busy?); remove it by hand",
-                self.id
+                "zmem: zram{} is still there after reset and hot_remove for 5 s (busy: {}); remove it by hand",
+                self.id,
+                match held.is_empty() {
+                    true => "nothing visible holds it".to_string(),
+                    false => held.join(", "),
+                }
             );
         } else if let Some(j) = &self.journal {
             // Gone: the journal has nothing left to undo.

@@ -83,10 +83,13 @@ pub fn remove_zram(sys: &Sys, id: u32) -> io::Result<bool> {
     if !sys.exists(&dir) {
         return Ok(false);
     }
-    // Reset frees the memory even if the remove below is refused.
-    let _ = sys.write(&format!("{dir}/reset"), "1");
-    sys.hot_remove(id)
-        .map_err(|e| io::Error::new(e.kind(), format!("hot_remove zram{id}: {e}")))?;
+    // Reset frees the memory even if the remove below is refused; both are
+    // retried while the device is busy (crate::teardown).
+    crate::teardown::retry_busy(sys, id, "hot_remove", || {
+        let _ = sys.write(&format!("{dir}/reset"), "1");
+        sys.hot_remove(id)
+    })
+    .map_err(|e| io::Error::new(e.kind(), format!("hot_remove zram{id}: {e}")))?;
     Ok(true)
 }
 

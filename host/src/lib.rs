@@ -27,7 +27,7 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, lock (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   action, knob ──► teardown ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, lock (leaves)
 //! ```
 
 mod action;
@@ -48,6 +48,7 @@ mod swap;
 mod swap_dir;
 mod sys;
 mod sysfs_device;
+mod teardown;
 #[doc(hidden)]
 pub mod testutil;
 mod undo;
@@ -75,4 +76,5 @@ pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};
 pub use swap_dir::{swap_dir_refusal, swapless_filesystem};
 pub use sys::{Sys, FIXTURE_LOG};
 pub use sysfs_device::{find_ctl_sockets, SysfsDevice};
+pub use teardown::{holders as zram_holders, retry_busy, TEARDOWN_TIMEOUT};
 pub use undo::{recover_dir as recover_journals, Guard, Recovery};

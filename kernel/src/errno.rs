@@ -82,6 +82,7 @@ impl Errno {
             io::ErrorKind::NotFound => Errno::ENOENT,
             io::ErrorKind::PermissionDenied => Errno::EACCES,
             io::ErrorKind::InvalidInput => Errno::EINVAL,
+            io::ErrorKind::ResourceBusy => Errno::EBUSY,
             _ => Errno::EIO,
         }
     }

@@ -48,12 +48,21 @@ fn ebusy() -> io::Error {
 fn injected_fault(p: &Path, value: &str) -> Option<io::Error> {
     let name = p.file_name()?.to_string_lossy().into_owned();
     let spec = fs::read_to_string(p.with_file_name(format!("{name}.fail"))).ok()?;
-    // `ERRNO` fails every write; `ERRNO numeric` only writes of a number.
+    // `ERRNO` fails every write; `ERRNO numeric` only writes of a number;
+    // `ERRNO N` the next N writes (a device busy for a while), then none.
     let mut it = spec.split_whitespace();
     let errno = it.next().unwrap_or("EIO");
-    let only_numeric = it.next() == Some("numeric");
+    let second = it.next();
+    let only_numeric = second == Some("numeric");
     if only_numeric && value.trim_end_matches('\n').parse::<u64>().is_err() {
         return None;
+    }
+    if let Some(n) = second.and_then(|t| t.parse::<u32>().ok()) {
+        let fail = p.with_file_name(format!("{name}.fail"));
+        match n {
+            0 => return None,
+            n => fs::write(&fail, format!("{errno} {}", n - 1)).ok()?,
+        }
     }
     Some(
         Errno::from_name(errno)
@@ -129,6 +138,9 @@ pub(crate) fn hot_add(sys: &Sys) -> io::Result<u32> {
 /// `Sys::hot_remove` on a fixture tree: ENODEV if absent, EBUSY if in use.
 pub(crate) fn hot_remove(sys: &Sys, id: u32) -> io::Result<()> {
     log(sys, &format!("hot_remove zram{id}"))?;
+    if let Some(e) = injected_fault(&sys.path("/sys/class/zram-control/hot_remove"), "") {
+        return Err(e);
+    }
     let dir = sys.path(&format!("/sys/block/zram{id}"));
     if !dir.exists() {
         return Err(Errno::ENODEV.to_io());
