@@ -2,6 +2,7 @@
 
 pub mod deflate;
 pub mod lz4;
+mod lz4_block;
 pub mod lz4hc;
 pub mod lz4m;
 pub mod lzo;

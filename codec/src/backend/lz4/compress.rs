@@ -30,38 +30,20 @@
 
 use crate::CodecError;
 
-const MINMATCH: usize = 4;
-/// The search stops this many bytes before the end.
-pub(super) const MFLIMIT: usize = 12;
-/// A match ends at least this many bytes before the end.
-pub(super) const LASTLITERALS: usize = 5;
+use super::super::lz4_block::{count, read32, read64, MAX_DISTANCE, MINMATCH, ML_MASK, RUN_MASK};
+pub(super) use super::super::lz4_block::{DICT_MAX, LASTLITERALS, MFLIMIT};
+
 /// `LZ4_minLength`: shorter inputs are written as literals only.
 const MIN_LENGTH: usize = MFLIMIT + 1;
 const SKIP_TRIGGER: u32 = 6;
-/// `MAX_DISTANCE`: the farthest offset.
-const MAX_DISTANCE: u32 = 65_535;
-const ML_MASK: usize = 15;
-const RUN_MASK: usize = 15;
 /// `LZ4_HASHLOG` (`LZ4_MEMORY_USAGE` 14 - 2): the u32 table's hash bits.
 const HASH_LOG: u32 = 12;
-/// The dictionary is its last 64 KiB.
-pub const DICT_MAX: usize = 64 * 1024;
 /// The largest input the u16 table serves (`LZ4_64Klimit` - 1).
 pub const MAX_INPUT: usize = 64 * 1024 + MFLIMIT - 2;
 /// `HASH_UNIT`: a dictionary position is inserted when 8 bytes follow it.
 const HASH_UNIT: usize = 8;
 /// Where the dictionary starts in the index space (`64 * KB`).
 const DICT_BASE: u32 = 64 * 1024;
-
-#[inline(always)]
-fn read32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
-}
-
-#[inline(always)]
-fn read64(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
-}
 
 /// The hash table: 2^13 u16 entries without a dictionary (`byU16`), 2^12
 /// u32 entries with one (`byU32` on a 64-bit kernel).
@@ -102,26 +84,6 @@ impl Table for U32Table {
     fn put(&mut self, h: usize, idx: u32) {
         self.0[h] = idx;
     }
-}
-
-/// Equal bytes of `a[ai..]` and `b[bi..]`, counted while `ai < a_limit`
-/// (`LZ4_count`).
-#[inline(always)]
-fn count(a: &[u8], mut ai: usize, b: &[u8], mut bi: usize, a_limit: usize) -> usize {
-    let start = ai;
-    while ai + 8 <= a_limit && bi + 8 <= b.len() {
-        let x = read64(a, ai) ^ read64(b, bi);
-        if x != 0 {
-            return ai - start + (x.trailing_zeros() / 8) as usize;
-        }
-        ai += 8;
-        bi += 8;
-    }
-    while ai < a_limit && bi < b.len() && a[ai] == b[bi] {
-        ai += 1;
-        bi += 1;
-    }
-    ai - start
 }
 
 /// Where a table entry points: into the page or into the dictionary.

@@ -28,19 +28,12 @@ const HASH_SIZE: usize = 1 << HASH_LOG;
 const CHAIN_SIZE: usize = 1 << 16;
 /// Where the input (or the dictionary) starts in the index space (`64 * KB`).
 const WINDOW: u32 = 64 * 1024;
-/// `MAX_DISTANCE`: the farthest offset, and the cap of a chain delta.
-const MAX_DISTANCE: u32 = 65_535;
-const MINMATCH: usize = 4;
-/// The match search stops this many bytes before the end.
-pub(super) const MFLIMIT: usize = 12;
-/// A match ends at least this many bytes before the end.
-pub(super) const LASTLITERALS: usize = 5;
-const ML_MASK: usize = 15;
-const RUN_MASK: usize = 15;
+// MAX_DISTANCE is also the cap of a chain delta.
+use super::super::lz4_block::{count, read32, MAX_DISTANCE, MINMATCH, ML_MASK, RUN_MASK};
+pub(super) use super::super::lz4_block::{DICT_MAX, LASTLITERALS, MFLIMIT};
+
 /// `OPTIMAL_ML`: the longest match length that fits the token.
 const OPTIMAL_ML: usize = ML_MASK - 1 + MINMATCH;
-/// The dictionary is its last 64 KiB.
-pub const DICT_MAX: usize = 64 * 1024;
 
 /// Chain steps per search at `level` (1..=12, checked by the backend), as
 /// `LZ4HC_compress_generic` computes them.
@@ -49,33 +42,8 @@ pub fn attempts(level: i32) -> u32 {
 }
 
 #[inline]
-fn read32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-#[inline]
 fn hash(v: u32) -> usize {
     (v.wrapping_mul(2_654_435_761) >> (32 - HASH_LOG)) as usize
-}
-
-/// Equal bytes of `a[ai..]` and `b[bi..]`, counted while `ai < a_limit`.
-#[inline]
-fn count(a: &[u8], mut ai: usize, b: &[u8], mut bi: usize, a_limit: usize) -> usize {
-    let start = ai;
-    while ai + 8 <= a_limit && bi + 8 <= b.len() {
-        let x = u64::from_le_bytes(a[ai..ai + 8].try_into().unwrap())
-            ^ u64::from_le_bytes(b[bi..bi + 8].try_into().unwrap());
-        if x != 0 {
-            return ai - start + (x.trailing_zeros() / 8) as usize;
-        }
-        ai += 8;
-        bi += 8;
-    }
-    while ai < a_limit && bi < b.len() && a[ai] == b[bi] {
-        ai += 1;
-        bi += 1;
-    }
-    ai - start
 }
 
 /// The input and the optional external dictionary, in the index space.

@@ -4,17 +4,8 @@
 use lzzzz::lz4;
 
 use super::compress::{attempts, HcCompressor, DICT_MAX, LASTLITERALS, MFLIMIT};
+use crate::backend::lz4_block::test_pages::{rng, segments, text};
 use crate::CodecError;
-
-fn rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut s = seed | 1;
-    move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    }
-}
 
 fn round_trip(c: &mut HcCompressor, src: &[u8], dict: Option<&[u8]>) -> usize {
     let mut dst = vec![0u8; src.len() + src.len() / 255 + 16];
@@ -28,19 +19,6 @@ fn round_trip(c: &mut HcCompressor, src: &[u8], dict: Option<&[u8]>) -> usize {
     assert_eq!(got, src.len());
     assert!(back == src, "round trip");
     n
-}
-
-fn text(len: usize, seed: u64) -> Vec<u8> {
-    let words: [&[u8]; 6] = [
-        b"slot ", b"handle ", b"zspage ", b"idle ", b"huge ", b"class ",
-    ];
-    let mut r = rng(seed);
-    let mut v = Vec::new();
-    while v.len() < len {
-        v.extend_from_slice(words[(r() % 6) as usize]);
-    }
-    v.truncate(len);
-    v
 }
 
 #[test]
@@ -137,29 +115,6 @@ fn full_destination_is_an_error() {
     ));
     // The same stream still works afterwards.
     round_trip(&mut c, &text(4096, 1), None);
-}
-
-/// A page of segments (zeros, a byte, a word, random bytes, copies of
-/// earlier bytes), so matches occur at many lengths and distances.
-fn segments(segs: &[(u8, usize, u64)]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(4096);
-    for &(kind, len, seed) in segs {
-        let mut r = rng(seed);
-        for i in 0..len {
-            let b = match kind % 5 {
-                0 => 0,
-                1 => seed as u8,
-                2 => (seed >> ((i % 8) * 8)) as u8,
-                3 => r() as u8,
-                _ if !p.is_empty() => p[(seed as usize + i) % p.len()],
-                _ => seed as u8,
-            };
-            p.push(b);
-        }
-    }
-    p.resize(4096, 0x3c);
-    p.truncate(4096);
-    p
 }
 
 proptest::proptest! {
