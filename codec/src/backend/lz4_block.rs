@@ -1,8 +1,10 @@
 //! The LZ4 block format as the kernel's lib/lz4 writes it (`lz4defs.h`),
 //! shared by our two encoders of it: the fast one (`lz4/compress.rs`,
 //! `lz4_compress.c`) and the HC one (`lz4hc/compress.rs`, `lz4hc_compress.c`).
-//! Their match finders differ; the format's limits, the byte reads and the
-//! match-length count are these.
+//! Their match finders differ; the format's limits, the byte reads, the
+//! match-length count and the writing of sequences are these.
+
+use crate::CodecError;
 
 /// `MINMATCH`: the shortest match.
 pub(super) const MINMATCH: usize = 4;
@@ -46,6 +48,78 @@ pub(super) fn count(a: &[u8], mut ai: usize, b: &[u8], mut bi: usize, a_limit: u
         bi += 1;
     }
     ai - start
+}
+
+/// The destination, with its capacity checked on every write.
+pub(super) struct Out<'a> {
+    pub(super) buf: &'a mut [u8],
+    pub(super) pos: usize,
+}
+
+impl Out<'_> {
+    #[inline(always)]
+    pub(super) fn room(&self, n: usize) -> Result<(), CodecError> {
+        if self.pos + n > self.buf.len() {
+            return Err(CodecError::DstTooSmall {
+                capacity: self.buf.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A length's continuation bytes (255s, then the rest).
+    #[inline(always)]
+    pub(super) fn length(&mut self, mut n: usize) -> Result<(), CodecError> {
+        self.room(n / 255 + 1)?;
+        while n >= 255 {
+            self.buf[self.pos] = 255;
+            self.pos += 1;
+            n -= 255;
+        }
+        self.buf[self.pos] = n as u8;
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// A sequence's token with its literal count, and the literals; the
+    /// token's position (its match length is filled in later).
+    #[inline(always)]
+    pub(super) fn literals(&mut self, lits: &[u8]) -> Result<usize, CodecError> {
+        self.room(1)?;
+        let token = self.pos;
+        self.buf[token] = (lits.len().min(RUN_MASK) << 4) as u8;
+        self.pos += 1;
+        if lits.len() >= RUN_MASK {
+            self.length(lits.len() - RUN_MASK)?;
+        }
+        self.room(lits.len())?;
+        self.buf[self.pos..self.pos + lits.len()].copy_from_slice(lits);
+        self.pos += lits.len();
+        Ok(token)
+    }
+
+    /// The match's offset and its length (`len` >= `MINMATCH`).
+    #[inline(always)]
+    pub(super) fn offset_and_length(
+        &mut self,
+        token: usize,
+        offset: u16,
+        len: usize,
+    ) -> Result<(), CodecError> {
+        self.room(2)?;
+        self.buf[self.pos..self.pos + 2].copy_from_slice(&offset.to_le_bytes());
+        self.pos += 2;
+        let code = len - MINMATCH;
+        self.buf[token] |= code.min(ML_MASK) as u8;
+        if code >= ML_MASK {
+            self.length(code - ML_MASK)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn last_literals(&mut self, lits: &[u8]) -> Result<(), CodecError> {
+        self.literals(lits).map(|_| ())
+    }
 }
 
 /// Pages for both encoders' tests.

@@ -30,7 +30,7 @@
 
 use crate::CodecError;
 
-use super::super::lz4_block::{count, read32, read64, MAX_DISTANCE, MINMATCH, ML_MASK, RUN_MASK};
+use super::super::lz4_block::{count, read32, read64, Out, MAX_DISTANCE, MINMATCH};
 pub(super) use super::super::lz4_block::{DICT_MAX, LASTLITERALS, MFLIMIT};
 
 /// `LZ4_minLength`: shorter inputs are written as literals only.
@@ -321,77 +321,5 @@ impl Window<'_> {
             Ref::Dict(p) => self.prefix - (self.dict.len() - p) as u32,
         };
         (self.prefix + ip as u32 - from) as u16
-    }
-}
-
-/// The destination, with its capacity checked on every write.
-struct Out<'a> {
-    buf: &'a mut [u8],
-    pos: usize,
-}
-
-impl Out<'_> {
-    #[inline(always)]
-    fn room(&self, n: usize) -> Result<(), CodecError> {
-        if self.pos + n > self.buf.len() {
-            return Err(CodecError::DstTooSmall {
-                capacity: self.buf.len(),
-            });
-        }
-        Ok(())
-    }
-
-    /// A length's continuation bytes (255s, then the rest).
-    #[inline(always)]
-    fn length(&mut self, mut n: usize) -> Result<(), CodecError> {
-        self.room(n / 255 + 1)?;
-        while n >= 255 {
-            self.buf[self.pos] = 255;
-            self.pos += 1;
-            n -= 255;
-        }
-        self.buf[self.pos] = n as u8;
-        self.pos += 1;
-        Ok(())
-    }
-
-    /// A sequence's token with its literal count, and the literals; the
-    /// token's position (its match length is filled in later).
-    #[inline(always)]
-    fn literals(&mut self, lits: &[u8]) -> Result<usize, CodecError> {
-        self.room(1)?;
-        let token = self.pos;
-        self.buf[token] = (lits.len().min(RUN_MASK) << 4) as u8;
-        self.pos += 1;
-        if lits.len() >= RUN_MASK {
-            self.length(lits.len() - RUN_MASK)?;
-        }
-        self.room(lits.len())?;
-        self.buf[self.pos..self.pos + lits.len()].copy_from_slice(lits);
-        self.pos += lits.len();
-        Ok(token)
-    }
-
-    /// The match's offset and its length (`len` >= `MINMATCH`).
-    #[inline(always)]
-    fn offset_and_length(
-        &mut self,
-        token: usize,
-        offset: u16,
-        len: usize,
-    ) -> Result<(), CodecError> {
-        self.room(2)?;
-        self.buf[self.pos..self.pos + 2].copy_from_slice(&offset.to_le_bytes());
-        self.pos += 2;
-        let code = len - MINMATCH;
-        self.buf[token] |= code.min(ML_MASK) as u8;
-        if code >= ML_MASK {
-            self.length(code - ML_MASK)?;
-        }
-        Ok(())
-    }
-
-    fn last_literals(&mut self, lits: &[u8]) -> Result<(), CodecError> {
-        self.literals(lits).map(|_| ())
     }
 }

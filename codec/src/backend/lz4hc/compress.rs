@@ -29,7 +29,7 @@ const CHAIN_SIZE: usize = 1 << 16;
 /// Where the input (or the dictionary) starts in the index space (`64 * KB`).
 const WINDOW: u32 = 64 * 1024;
 // MAX_DISTANCE is also the cap of a chain delta.
-use super::super::lz4_block::{count, read32, MAX_DISTANCE, MINMATCH, ML_MASK, RUN_MASK};
+use super::super::lz4_block::{count, read32, Out, MAX_DISTANCE, MINMATCH, ML_MASK};
 pub(super) use super::super::lz4_block::{DICT_MAX, LASTLITERALS, MFLIMIT};
 
 /// `OPTIMAL_ML`: the longest match length that fits the token.
@@ -396,36 +396,7 @@ impl Match {
     }
 }
 
-/// The destination, with its capacity checked on every write.
-struct Out<'a> {
-    buf: &'a mut [u8],
-    pos: usize,
-}
-
 impl Out<'_> {
-    #[inline]
-    fn room(&self, n: usize) -> Result<(), CodecError> {
-        if self.pos + n > self.buf.len() {
-            return Err(CodecError::DstTooSmall {
-                capacity: self.buf.len(),
-            });
-        }
-        Ok(())
-    }
-
-    #[inline]
-    fn length(&mut self, mut n: usize) -> Result<(), CodecError> {
-        self.room(n / 255 + 1)?;
-        while n >= 255 {
-            self.buf[self.pos] = 255;
-            self.pos += 1;
-            n -= 255;
-        }
-        self.buf[self.pos] = n as u8;
-        self.pos += 1;
-        Ok(())
-    }
-
     /// `LZ4HC_encodeSequence`: the literals from `anchor` to `ip`, then a
     /// match of `len` bytes copied from index `from`.
     fn sequence(
@@ -436,39 +407,10 @@ impl Out<'_> {
         len: usize,
         from: u32,
     ) -> Result<(), CodecError> {
-        let lits = ip - *anchor;
-        self.room(1)?;
-        let token = self.pos;
-        self.pos += 1;
-        let lit_code = lits.min(RUN_MASK);
-        if lits >= RUN_MASK {
-            self.length(lits - RUN_MASK)?;
-        }
-        self.room(lits + 2)?;
-        self.buf[self.pos..self.pos + lits].copy_from_slice(&w.src[*anchor..ip]);
-        self.pos += lits;
+        let token = self.literals(&w.src[*anchor..ip])?;
         let offset = (w.prefix + ip as u32 - from) as u16;
-        self.buf[self.pos..self.pos + 2].copy_from_slice(&offset.to_le_bytes());
-        self.pos += 2;
-        let ml = len - MINMATCH;
-        if ml >= ML_MASK {
-            self.length(ml - ML_MASK)?;
-        }
-        self.buf[token] = ((lit_code << 4) | ml.min(ML_MASK)) as u8;
+        self.offset_and_length(token, offset, len)?;
         *anchor = ip + len;
-        Ok(())
-    }
-
-    fn last_literals(&mut self, lits: &[u8]) -> Result<(), CodecError> {
-        self.room(1)?;
-        self.buf[self.pos] = (lits.len().min(RUN_MASK) << 4) as u8;
-        self.pos += 1;
-        if lits.len() >= RUN_MASK {
-            self.length(lits.len() - RUN_MASK)?;
-        }
-        self.room(lits.len())?;
-        self.buf[self.pos..self.pos + lits.len()].copy_from_slice(lits);
-        self.pos += lits.len();
         Ok(())
     }
 }
