@@ -99,6 +99,8 @@ fn main() {
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),
         Command::Man(a) => cmd::man::run(a, Cli::command()),
     };
+    // Process-long locks (trial, policy) are let go, and their files removed.
+    zmem_host::release_process_locks();
     if let Err(e) = result {
         eprintln!("zmem: error: {e:#}");
         std::process::exit(1);

@@ -1,8 +1,11 @@
 //! Single-instance locks: one trial (or tune) per machine, one `zmem policy`
 //! per state file. A lock is `flock(LOCK_EX)` on a file that names its holder's
 //! pid; the kernel drops it when the holder exits, however it exits (SIGKILL
-//! too), so a stale lock file never blocks anyone. The file itself stays (removing
-//! a lock file races with the next taker); only its pid line changes.
+//! too), so a stale lock file never blocks anyone. A holder that ends normally
+//! removes the file while it still holds the lock ([`release_process_locks`]
+//! for the process-long ones); a taker checks, once it holds the lock, that the
+//! path still names the file it locked, and starts again otherwise, so removing
+//! the file never lets two holders in. A file left by a killed holder stays.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -37,6 +40,32 @@ impl InstanceLock {
     /// Take the lock at `path` without waiting, creating the file (and its
     /// directory, mode 0755) if needed, and write this process's pid into it.
     pub fn acquire(path: &Path) -> Result<InstanceLock, LockError> {
+        // A holder removes the file as it lets go: the file locked here may have
+        // been removed (or replaced) in between; then take the new one.
+        for _ in 0..100 {
+            let lock = Self::try_once(path)?;
+            if lock.still_at_path() {
+                return Ok(lock);
+            }
+            // Dropped: its path names another file (or none), so nothing is removed.
+            drop(lock);
+        }
+        Err(LockError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::other("the lock file kept being replaced"),
+        })
+    }
+
+    /// Whether the path still names the file this lock holds.
+    fn still_at_path(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self.file.metadata(), fs::symlink_metadata(&self.path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+
+    fn try_once(path: &Path) -> Result<InstanceLock, LockError> {
         let io_err = |source| LockError::Io {
             path: path.to_path_buf(),
             source,
@@ -83,16 +112,28 @@ impl InstanceLock {
 
 impl Drop for InstanceLock {
     fn drop(&mut self) {
-        // Closing the descriptor releases the lock; the pid line goes first.
-        let _ = self.file.set_len(0);
+        // Still holding the lock: remove the file (a waiting taker then sees its
+        // path gone and takes a new one), then closing the descriptor releases it.
+        if self.still_at_path() {
+            let _ = fs::remove_file(&self.path);
+        }
     }
+}
+
+static HELD: Mutex<Option<HashMap<PathBuf, InstanceLock>>> = Mutex::new(None);
+
+/// Let go of every lock [`hold_for_process`] took, removing their files: the
+/// binary calls it as a command ends (a process killed leaves its file, which
+/// blocks no one).
+pub fn release_process_locks() {
+    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    held.take();
 }
 
 /// Take the lock at `path` for the rest of this process's life; taking it
 /// again in the same process is a no-op (a tune runs trial's preflight and
 /// its trials, each of which asks for the trial lock).
 pub fn hold_for_process(path: &Path) -> Result<(), LockError> {
-    static HELD: Mutex<Option<HashMap<PathBuf, InstanceLock>>> = Mutex::new(None);
     let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
     let map = held.get_or_insert_with(HashMap::new);
     if map.contains_key(path) {
@@ -112,6 +153,23 @@ mod tests {
         let d = std::env::temp_dir().join(format!("zmem-lock-test.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn a_lock_let_go_takes_its_file_with_it_and_the_next_taker_a_new_one() {
+        let d = scratch("removed");
+        let p = d.join("run/y.lock");
+        let first = InstanceLock::acquire(&p).unwrap();
+        // A taker that opened the file before it was removed ...
+        let stale = OpenOptions::new().read(true).open(&p).unwrap();
+        drop(first);
+        assert!(!p.exists(), "the holder removes its file as it lets go");
+        // ... holds a file no path names: acquire takes a new one at the path.
+        let second = InstanceLock::acquire(&p).unwrap();
+        assert!(p.exists() && second.still_at_path());
+        drop(stale);
+        drop(second);
+        let _ = fs::remove_dir_all(&d);
     }
 
     #[test]
@@ -195,6 +253,11 @@ mod tests {
             InstanceLock::acquire(&p),
             Err(LockError::Held { .. })
         ));
+        // Let go as the binary does when a command ends: the file goes too.
+        // (The only test of process-long locks: no other test's lock is let go.)
+        release_process_locks();
+        assert!(!p.exists());
+        InstanceLock::acquire(&p).unwrap();
         let _ = fs::remove_dir_all(d);
     }
 
