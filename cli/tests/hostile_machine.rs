@@ -3,12 +3,16 @@
 //! the planner's bounds and the policy lock, the real kernel (root, zram) for signals and the
 //! trial lock, skipped otherwise. Everything that could hang runs under a deadline.
 
+mod serve_common;
+
+use std::ffi::OsStr;
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use serve_common::spawn_serve;
 use zmem_host::testutil::{skip, ScratchDir};
 
 fn fixture(case: &str) -> PathBuf {
@@ -194,23 +198,21 @@ fn policy_skips_a_served_device_that_maintains_itself() {
     let (scratch, root) = ScratchDir::with_copy("hostile-maint", &fixture("01-basic/root"));
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     let sock = scratch.path().join("nbd.sock");
-    let mut serve = zmem_cmd()
-        .args([
-            "serve", "--size", "16M", "--algo", "lz4", "--export", "vm1", "--maint",
-        ])
-        .arg("--ctl")
-        .arg(root.join("run/zmem/vm1.ctl"))
-        .arg("--listen")
-        .arg(format!("unix:{}", sock.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = serve.stdout.take().unwrap();
-    let serve = Reaped(serve);
-    let mut line = String::new();
-    BufReader::new(out).read_line(&mut line).unwrap();
-    assert!(line.starts_with("listening on"), "{line:?}");
+    let ctl = root.join("run/zmem/vm1.ctl");
+    let listen = format!("unix:{}", sock.display());
+    let args: Vec<&OsStr> = [
+        "--size", "16M", "--algo", "lz4", "--export", "vm1", "--maint",
+    ]
+    .iter()
+    .map(OsStr::new)
+    .chain([
+        "--ctl".as_ref(),
+        ctl.as_os_str(),
+        "--listen".as_ref(),
+        listen.as_ref(),
+    ])
+    .collect();
+    let serve = Reaped(spawn_serve(&args, None).0);
     let conf = root.join("p.conf");
     fs::write(&conf, "[policy]\nserve-sockets = /run/zmem\n").unwrap();
     let (ok, out, err) = zmem_within(

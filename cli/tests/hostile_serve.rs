@@ -7,14 +7,15 @@
 
 mod serve_common;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serve_common::{exists, have, is_root, output_within, tmpdir, wait_within, Served};
+use serve_common::{
+    exists, have, is_root, output_within, spawn_serve, tmpdir, wait_within, Served,
+};
 use zmem_host::testutil::{skip, ScratchDir};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -34,23 +35,7 @@ fn refused(args: &[&str]) -> String {
 
 /// `zmem serve ARGS` started (its stdout said it listens), stderr to a file.
 fn spawn(args: &[&str], stderr: &Path) -> Child {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .arg("serve")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(
-        line.starts_with("listening on"),
-        "zmem serve did not start: {line:?}: {}",
-        std::fs::read_to_string(stderr).unwrap_or_default()
-    );
-    child
+    spawn_serve(args, Some(stderr)).0
 }
 
 fn sigterm(child: &Child) {

@@ -1,9 +1,13 @@
 //! `zmem policy --once` on fixture trees.
 
+mod serve_common;
+
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use serve_common::spawn_serve;
 use zmem_host::testutil::ScratchDir;
 
 fn fixture(case: &str) -> PathBuf {
@@ -215,8 +219,6 @@ fn serve_devices_get_the_same_actions_through_their_control_socket() {
 /// writeback limit, and every byte still reads back over NBD.
 #[test]
 fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     let (scratch, root) = ScratchDir::with_copy("cli-policy-real", &fixture("01-basic/root"));
     fs::create_dir_all(root.join("run/zmem")).unwrap();
     let backing = root.join("backing.img");
@@ -225,25 +227,22 @@ fn policy_round_on_a_real_served_device_recompresses_and_writes_back() {
         .set_len(16 << 20)
         .unwrap();
     let sock = root.join("nbd.sock");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args([
-            "serve", "--size", "16M", "--algo", "lz4", "--recomp", "zstd", "--export", "vm1",
-        ])
-        .arg("--backing-dev")
-        .arg(&backing)
-        .arg("--ctl")
-        .arg(root.join("run/zmem/vm1.ctl"))
-        .arg("--listen")
-        .arg(format!("unix:{}", sock.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(serve.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("listening on"), "{line:?}");
+    let ctl = root.join("run/zmem/vm1.ctl");
+    let listen = format!("unix:{}", sock.display());
+    let args: Vec<&OsStr> = [
+        "--size", "16M", "--algo", "lz4", "--recomp", "zstd", "--export", "vm1",
+    ]
+    .iter()
+    .map(OsStr::new)
+    .chain([
+        "--backing-dev".as_ref(),
+        backing.as_os_str(),
+        "--ctl".as_ref(),
+        ctl.as_os_str(),
+    ])
+    .chain(["--listen".as_ref(), listen.as_ref()])
+    .collect();
+    let (serve, _) = spawn_serve(&args, None);
     // The server's sockets and backing file are in `scratch`: removed only
     // after the server is gone.
     struct Kill {

@@ -1,6 +1,7 @@
 // A `zmem serve` child process on a temporary Unix socket, for the serve_* tests.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -27,6 +28,35 @@ pub fn have(tool: &str) -> bool {
 #[allow(unused_imports)]
 pub use zmem_host::euid_is_root as is_root;
 
+/// `zmem serve ARGS…` started, and the first line it printed, which says it
+/// listens. Its stderr goes to the file `stderr` (quoted when it does not
+/// start) or nowhere. A server that does not start is killed before the test fails.
+pub fn spawn_serve<S: AsRef<OsStr>>(args: &[S], stderr: Option<&Path>) -> (Child, String) {
+    let err = match stderr {
+        Some(p) => Stdio::from(std::fs::File::create(p).unwrap()),
+        None => Stdio::null(),
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(err)
+        .spawn()
+        .expect("run zmem serve");
+    let mut line = String::new();
+    let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+    if !line.starts_with("listening on") {
+        let _ = child.kill();
+        let _ = child.wait();
+        let text = stderr.map(|p| std::fs::read_to_string(p).unwrap_or_default());
+        panic!(
+            "zmem serve did not start: {line:?}; stderr: {}",
+            text.unwrap_or_default()
+        );
+    }
+    (child, line)
+}
+
 pub struct Served {
     pub child: Child,
     pub dir: PathBuf,
@@ -45,26 +75,15 @@ impl Served {
         let sock = dir.join("nbd.sock");
         let ctl = dir.join("dev.ctl");
         let stderr = dir.join("stderr");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
-            .args(["serve", "--size", size, "--algo", "lz4", "--export", "zmem"])
-            .arg("--listen")
-            .arg(format!("unix:{}", sock.display()))
-            .arg("--ctl")
-            .arg(&ctl)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(
-            line.starts_with("listening on unix:"),
-            "zmem serve did not start: {line:?}; stderr: {}",
-            std::fs::read_to_string(&stderr).unwrap_or_default()
-        );
+        let listen = format!("unix:{}", sock.display());
+        let head = [
+            "--size", size, "--algo", "lz4", "--export", "zmem", "--listen",
+        ];
+        let mut args: Vec<&OsStr> = head.iter().map(OsStr::new).collect();
+        args.extend([OsStr::new(&listen), OsStr::new("--ctl"), ctl.as_os_str()]);
+        args.extend(extra.iter().map(OsStr::new));
+        let (child, line) = spawn_serve(&args, Some(&stderr));
+        assert!(line.starts_with("listening on unix:"), "{line:?}");
         Served {
             child,
             dir,
