@@ -61,23 +61,16 @@ pub fn retry_busy<T>(
 pub fn holders(sys: &Sys, id: u32) -> Vec<String> {
     let dev = format!("/dev/zram{id}");
     let mut found = Vec::new();
-    let first_field = |file: &str| {
-        sys.read(file)
-            .unwrap_or_default()
-            .lines()
-            .any(|l| l.split_whitespace().next() == Some(dev.as_str()))
-    };
-    if first_field("/proc/swaps") {
+    if crate::knob::is_active(sys, &dev) {
         found.push(format!("swapped on (swapoff {dev})"));
     }
-    for l in sys.read("/proc/mounts").unwrap_or_default().lines() {
-        let mut f = l.split_whitespace();
-        if f.next() == Some(dev.as_str()) {
-            found.push(format!(
-                "mounted at {} (umount it)",
-                f.next().unwrap_or("?")
-            ));
-        }
+    for (_, at, _) in sys
+        .mounts()
+        .unwrap_or_default()
+        .iter()
+        .filter(|m| m.0 == dev)
+    {
+        found.push(format!("mounted at {at} (umount it)"));
     }
     if let Ok(names) = std::fs::read_dir(sys.path(&format!("/sys/block/zram{id}/holders"))) {
         for n in names.flatten() {
