@@ -61,7 +61,12 @@ pub fn retry_busy<T>(
 pub fn holders(sys: &Sys, id: u32) -> Vec<String> {
     let dev = format!("/dev/zram{id}");
     let mut found = Vec::new();
-    if crate::knob::is_active(sys, &dev) {
+    if sys
+        .swaps()
+        .unwrap_or_default()
+        .iter()
+        .any(|a| a.device == dev)
+    {
         found.push(format!("swapped on (swapoff {dev})"));
     }
     for (_, at, _) in sys
