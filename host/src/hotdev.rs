@@ -180,29 +180,20 @@ impl HotDevice {
 
 impl Drop for HotDevice {
     fn drop(&mut self) {
-        // Reset frees the memory; hot_remove resets too, but do both so a
+        // Reset frees the memory; hot_remove resets too, but both are made so a
         // busy remove still leaves the device empty. Right after a writer
         // closes the device, udev may still hold it open to probe it (both
-        // answer EBUSY then): retry for up to 5 s rather than leave it behind.
-        let remove = Path::new(CONTROL).join("hot_remove");
-        for _ in 0..500 {
-            let _ = fs::write(self.sys.join("reset"), "1");
-            match fs::write(&remove, self.id.to_string()) {
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    std::thread::sleep(std::time::Duration::from_millis(10))
-                }
-                _ => break,
-            }
-        }
+        // answer EBUSY then): retried for a bounded time (crate::teardown),
+        // the same way for every reset zmem makes, rather than left behind.
+        let removed = crate::knob::remove_zram(&crate::Sys::real(), self.id);
         if self.sys.exists() {
-            let held = crate::teardown::holders(&crate::Sys::real(), self.id);
+            let why = match removed {
+                Err(e) => e.to_string(),
+                Ok(_) => "busy".into(),
+            };
             eprintln!(
-                "zmem: zram{} is still there after reset and hot_remove for 5 s (busy: {}); remove it by hand",
-                self.id,
-                match held.is_empty() {
-                    true => "nothing visible holds it".to_string(),
-                    false => held.join(", "),
-                }
+                "zmem: zram{} is still there after reset and hot_remove ({why}); remove it by hand",
+                self.id
             );
         } else if let Some(j) = &self.journal {
             // Gone: the journal has nothing left to undo.

@@ -25,7 +25,7 @@
 //! Modules (arrows point one way):
 //!
 //! ```text
-//! undo (Guard, recovery) ──► hotdev ──► journal, action
+//! undo (Guard, recovery) ──► hotdev ──► journal, action, knob
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
 //! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   action, knob ──► teardown ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, lock (leaves)
 //! ```
