@@ -28,7 +28,7 @@ fn flags_in_help(help: &str) -> BTreeSet<String> {
 const COMMON: [&str; 2] = ["help", "version"];
 
 /// Each subcommand's flags, and no other.
-const MODES: [(&str, &[&str]); 9] = [
+const MODES: [(&str, &[&str]); 10] = [
     (
         "verdict",
         &[
@@ -120,6 +120,19 @@ const MODES: [(&str, &[&str]); 9] = [
             "worker",
             "no-kernel",
             "swap-dir",
+        ],
+    ),
+    (
+        "transport",
+        &[
+            "target",
+            "algo",
+            "kernel",
+            "rounds",
+            "requests",
+            "queue-depth",
+            "force",
+            "format",
         ],
     ),
 ];

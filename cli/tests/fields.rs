@@ -81,6 +81,15 @@ fn every_json_field_and_csv_column_is_in_the_glossary() {
         vec!["--fastpath", "lz4m", "--passes", "1"],
         vec!["--writeback"],
         vec![
+            "transport",
+            "--target",
+            "engine",
+            "--rounds",
+            "1",
+            "--requests",
+            "100",
+        ],
+        vec![
             "--verdict",
             "--algo",
             "lz4,wkdm",

@@ -1,6 +1,6 @@
 //! `zmem bench`: with no arguments the main job, the verdict on this machine's memory; every
 //! other mode is a subcommand with only its own flags (`zmem bench device CORPUS`, `codecs`,
-//! `floor`, `full`, `recomp`, `fastpath`, `writeback`, `zswap`, `verdict`). The mode flags of
+//! `floor`, `full`, `recomp`, `fastpath`, `writeback`, `zswap`, `transport`, `verdict`). The mode flags of
 //! before (`zmem bench --codecs …`, `zmem bench CORPUS`) still work for one release and print
 //! a note naming the subcommand. Each mode's measurement lives in `zmem_lab`; a
 //! subcommand's flags become the [`Args`] its body reads.
@@ -16,6 +16,7 @@ use anyhow::Context;
 use crate::output::{Format, Table};
 
 mod device;
+mod transport;
 pub(crate) mod verdict;
 mod zswap;
 
@@ -74,6 +75,10 @@ enum Mode {
     Writeback(WritebackArgs),
     /// zswap against zram + disk swap at the same RAM budget, with a hot/cold access pattern
     Zswap(ZswapArgs),
+    /// Transports side by side: the same pages through the engine in process, kernel zram,
+    /// `zmem serve` over NBD and block devices (/dev/ublkbN, /dev/nbdN); random 4 KiB reads
+    /// and writes per queue depth, 1 MiB sequential, interleaved rounds
+    Transport(transport::TransportArgs),
 }
 
 /// `zmem bench verdict`.
@@ -399,6 +404,7 @@ impl Mode {
                 a.wb_batch_size = m.wb_batch_size;
                 Kind::Writeback
             }
+            Mode::Transport(_) => unreachable!("bench transport runs on its own flags"),
             Mode::Zswap(m) => {
                 (a.corpus, a.algo, a.format, a.hot) = (m.corpus, m.algo, m.format, m.hot);
                 (a.hot_access, a.budget, a.accesses) = (m.hot_access, Some(m.budget), m.accesses);
@@ -631,6 +637,7 @@ pub fn run(bench: Bench) -> anyhow::Result<()> {
         return super::trial::run_recover();
     }
     let (kind, args) = match bench.mode {
+        Some(Mode::Transport(t)) => return transport::run(t),
         Some(mode) => mode.resolve(),
         None => {
             let (kind, note) = bench.args.old_mode();

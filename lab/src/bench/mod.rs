@@ -9,6 +9,7 @@ pub mod kernel;
 pub(crate) mod random_read;
 pub mod recomp;
 pub mod sample;
+pub mod transport;
 pub mod writeback;
 mod writeback_kernel;
 pub mod zswap;
