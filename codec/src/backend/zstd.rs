@@ -18,7 +18,7 @@
 //!   levels 1 and 9. Level 3, the only double-fast level at page size,
 //!   differs from 1.5.7 by upstream zstd's 632677516 (2024, in 1.5.7: which
 //!   of a short and a long match double-fast keeps); for `Params::kernel`
-//!   6.2 to 6.14 without a dictionary, level 3 runs 1.5.2's double-fast
+//!   6.12 to 6.14 without a dictionary, level 3 runs 1.5.2's double-fast
 //!   (`zstd_dfast.rs`) under libzstd 1.5.7's entropy stage
 //!   (`zstd_producer.rs`), and every fixture page equals 6.12's.
 //! * 6.1 (lib/zstd 1.4.10, imported in 5.16; the crypto API, `crypto/zstd.c`:
@@ -60,10 +60,13 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     zswap: Some(KernelSpan::since(4, 14)),
 };
 
-/// The kernels whose lib/zstd is 1.5.2 and zram calls `backend_zstd.c`
-/// (6.2 imported 1.5.2; 1.5.7, with upstream's new double-fast, is in 7.3,
-/// imported in 6.15): their double-fast levels use 1.5.2's match finder.
-const LIB_ZSTD_1_5_2: KernelSpan = KernelSpan::between((6, 2), (6, 15));
+/// The kernels whose zram calls `backend_zstd.c` (6.12 on: page-sized
+/// parameters) on lib/zstd 1.5.2 (imported in 6.2; 1.5.7, with upstream's
+/// new double-fast, came in 6.15 and is 7.3's): their double-fast level uses
+/// 1.5.2's match finder. 6.2 to 6.11 also have 1.5.2, but zram reaches it
+/// through the crypto API with `zstd_get_params(3, 0)`, other tables and
+/// no fixture to check against, so they stay libzstd's own.
+const LIB_ZSTD_1_5_2: KernelSpan = KernelSpan::between((6, 12), (6, 15));
 
 /// The `zstd` backend.
 pub struct ZstdBackend;
@@ -203,13 +206,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_1_5_2_finder_is_for_6_2_to_6_14_without_a_dictionary() {
+    fn the_1_5_2_finder_is_for_6_12_to_6_14_without_a_dictionary() {
         let at = |major, minor| Params {
             kernel: Some(KernelVersion::new(major, minor)),
             ..Params::default()
         };
-        assert!(old_dfast(&at(6, 12)) && old_dfast(&at(6, 2)) && old_dfast(&at(6, 14)));
-        assert!(!old_dfast(&at(6, 1)) && !old_dfast(&at(6, 15)) && !old_dfast(&at(7, 3)));
+        assert!(old_dfast(&at(6, 12)) && old_dfast(&at(6, 14)));
+        assert!(
+            !old_dfast(&at(6, 1)) && !old_dfast(&at(6, 11)),
+            "the crypto API"
+        );
+        assert!(
+            !old_dfast(&at(6, 15)) && !old_dfast(&at(7, 3)),
+            "lib/zstd 1.5.7"
+        );
         assert!(
             !old_dfast(&Params::default()),
             "the newest kernel: libzstd's own"

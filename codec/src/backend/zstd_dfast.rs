@@ -1,5 +1,5 @@
 //! zstd's double-fast match finder as lib/zstd 1.5.2 has it (Linux 6.2 to
-//! 6.14; `zstd_double_fast.c`, the no-dictionary block compressor), written
+//! 6.14, used here for 6.12 to 6.14; `zstd_double_fast.c`, the no-dictionary block compressor), written
 //! from its description for one page at a time: the sequences (literal
 //! length, offset or repcode, match length) it finds, which `zstd.rs` hands
 //! to libzstd 1.5.7's entropy stage (the external sequence producer).
