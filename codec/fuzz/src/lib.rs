@@ -147,8 +147,14 @@ pub fn compress_levels(name: &'static str, data: &[u8]) {
         .expect("fuzz target names a registry algorithm")
         .new_stream(&params)
         .unwrap_or_else(|e| panic!("{name}: new_stream: {e}"));
+    check_round_trip(name, s.as_mut(), &page, cap);
+}
+
+/// Compress `page` into `cap` bytes and decode it back: the page again, or a
+/// clean DstTooSmall (only below MAX_COMPRESSED).
+fn check_round_trip(name: &str, s: &mut dyn Stream, page: &[u8], cap: usize) {
     let mut dst = vec![0u8; cap];
-    match s.compress(&page, &mut dst) {
+    match s.compress(page, &mut dst) {
         Ok(n) => {
             assert!(n <= cap, "{name}: wrote {n} into {cap}");
             let mut out = vec![0u8; PAGE_SIZE];
@@ -161,4 +167,42 @@ pub fn compress_levels(name: &'static str, data: &[u8]) {
         }
         Err(e) => panic!("{name}: compress returned {e:?}"),
     }
+}
+
+thread_local! {
+    static ZSTD_6_12: RefCell<Option<Box<dyn Stream>>> = const { RefCell::new(None) };
+}
+
+/// Compress a page made from the input (repeated from byte 1 on) with zstd
+/// level 3 as Linux 6.12 writes it (lib/zstd 1.5.2's double-fast match
+/// finder under libzstd's entropy stage), on one stream reused across inputs
+/// as zram reuses it, into a destination whose size byte 0 picks; libzstd
+/// decodes it back to the page, or compression reports DstTooSmall cleanly.
+pub fn compress_zstd_6_12(data: &[u8]) {
+    if data.len() < 2 {
+        return;
+    }
+    let cap = match data[0] % 4 {
+        0 => MAX_COMPRESSED,
+        1 => PAGE_SIZE,
+        2 => PAGE_SIZE / 2,
+        _ => 16 + data[0] as usize * 16,
+    };
+    let body = &data[1..];
+    let page: Vec<u8> = (0..PAGE_SIZE).map(|i| body[i % body.len()]).collect();
+    ZSTD_6_12.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let s = slot.get_or_insert_with(|| {
+            let params = Params {
+                level: Some(3),
+                kernel: Some(zmem_kernel::KernelVersion::new(6, 12)),
+                ..Params::default()
+            };
+            zmem_codec::find("zstd")
+                .expect("zstd is in the registry")
+                .new_stream(&params)
+                .unwrap_or_else(|e| panic!("zstd 6.12: new_stream: {e}"))
+        });
+        check_round_trip("zstd 6.12", s.as_mut(), &page, cap);
+    });
 }

@@ -9,6 +9,8 @@ pub mod lzo;
 pub mod sw842;
 pub mod wkdm;
 pub mod zstd;
+mod zstd_dfast;
+mod zstd_producer;
 
 use crate::{CodecError, Params, PAGE_SIZE};
 

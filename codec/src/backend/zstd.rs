@@ -15,24 +15,25 @@
 //! * 7.3 (lib/zstd 1.5.7; `backend_zstd.c`: `zstd_get_params(level,
 //!   PAGE_SIZE)`): every page equals libzstd 1.5.7's, at levels 1, 3 and 9.
 //! * 6.12 (lib/zstd 1.5.2, imported in 6.2; the same backend): equal at
-//!   levels 1 and 9; at level 3 (the double-fast match finder) 33 pages
-//!   differ by a few bytes, -0.018 % overall: upstream zstd's 632677516
-//!   (2024, in 1.5.7) changed which of a short and a long match double-fast
-//!   keeps, and zstd before it gives 6.12's lengths on every page.
+//!   levels 1 and 9. Level 3, the only double-fast level at page size,
+//!   differs from 1.5.7 by upstream zstd's 632677516 (2024, in 1.5.7: which
+//!   of a short and a long match double-fast keeps); for `Params::kernel`
+//!   6.12 to 6.14 without a dictionary, level 3 runs 1.5.2's double-fast
+//!   (`zstd_dfast.rs`) under libzstd 1.5.7's entropy stage
+//!   (`zstd_producer.rs`), and every fixture page equals 6.12's.
 //! * 6.1 (lib/zstd 1.4.10, imported in 5.16; the crypto API, `crypto/zstd.c`:
 //!   `zstd_get_params(3, 0)`, the parameters for an unknown source size:
 //!   window 2^21, hash 2^17, chain 2^16, double-fast): libzstd 1.5.7 writes
-//!   0.28 % fewer bytes (100 of 114 pages differ). Neither those parameters
-//!   nor any of libzstd's experimental ones (literal compression mode, block
-//!   splitter, row match finder, ...) make 1.5.7 write 1.5.2's or 1.4.10's
-//!   bytes, and one binary links one libzstd, so `Params::kernel` selects
-//!   nothing here.
+//!   0.28 % fewer bytes (100 of 114 pages differ), and neither those
+//!   parameters nor any of libzstd's experimental ones make it write
+//!   1.4.10's bytes; `Params::kernel` 6.1 selects nothing here.
 
 use zstd_safe::{CCtx, CParameter, DCtx};
 
-use zmem_kernel::KernelSpan;
+use zmem_kernel::{KernelSpan, KernelVersion};
 
 use super::check_page;
+use super::zstd_producer::{dfast_params, Dfast152};
 use crate::{
     AlgorithmInfo, Backend, CodecError, LevelRange, OutOfRange, ParamInfo, Params, Stream,
 };
@@ -58,6 +59,14 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
     crypto: Some(NAME),
     zswap: Some(KernelSpan::since(4, 14)),
 };
+
+/// The kernels whose zram calls `backend_zstd.c` (6.12 on: page-sized
+/// parameters) on lib/zstd 1.5.2 (imported in 6.2; 1.5.7, with upstream's
+/// new double-fast, came in 6.15 and is 7.3's): their double-fast level uses
+/// 1.5.2's match finder. 6.2 to 6.11 also have 1.5.2, but zram reaches it
+/// through the crypto API with `zstd_get_params(3, 0)`, other tables and
+/// no fixture to check against, so they stay libzstd's own.
+const LIB_ZSTD_1_5_2: KernelSpan = KernelSpan::between((6, 12), (6, 15));
 
 /// The `zstd` backend.
 pub struct ZstdBackend;
@@ -99,6 +108,7 @@ impl Backend for ZstdBackend {
             algo: NAME,
             reason: format!("{what}: {}", error_name(code)),
         };
+        let dfast = dfast_params(level).filter(|_| old_dfast(params));
         let mut cctx = CCtx::try_create().ok_or_else(|| CodecError::Library {
             algo: NAME,
             reason: "cannot create a CCtx".into(),
@@ -123,19 +133,45 @@ impl Backend for ZstdBackend {
             cctx.load_dictionary(dict).map_err(bad)?;
             dctx.load_dictionary(dict).map_err(bad)?;
         }
+        let cctx = match dfast {
+            Some(p) => Cctx::Dfast152(
+                Dfast152::new(level, p)
+                    .map_err(|reason| CodecError::Library { algo: NAME, reason })?,
+            ),
+            None => Cctx::Lib(cctx),
+        };
         Ok(Box::new(ZstdStream { cctx, dctx }))
     }
 }
 
+/// Whether the stream writes as a kernel with lib/zstd 1.5.2 (no dictionary:
+/// libzstd does not pass one to a sequence producer).
+fn old_dfast(params: &Params) -> bool {
+    params.dict.is_none()
+        && params
+            .kernel
+            .is_some_and(|k: KernelVersion| LIB_ZSTD_1_5_2.contains(k))
+}
+
+/// libzstd's compressor, or libzstd's entropy stage over 1.5.2's double-fast.
+enum Cctx {
+    Lib(CCtx<'static>),
+    Dfast152(Dfast152),
+}
+
 struct ZstdStream {
-    cctx: CCtx<'static>,
+    cctx: Cctx,
     dctx: DCtx<'static>,
 }
 
 impl Stream for ZstdStream {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
         check_page(NAME, src)?;
-        self.cctx.compress2(dst, src).map_err(|code| {
+        let n = match &mut self.cctx {
+            Cctx::Lib(c) => c.compress2(dst, src),
+            Cctx::Dfast152(c) => c.compress(dst, src),
+        };
+        n.map_err(|code| {
             let name = error_name(code);
             if name.contains("too small") {
                 CodecError::DstTooSmall {
@@ -162,5 +198,32 @@ impl Stream for ZstdStream {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_1_5_2_finder_is_for_6_12_to_6_14_without_a_dictionary() {
+        let at = |major, minor| Params {
+            kernel: Some(KernelVersion::new(major, minor)),
+            ..Params::default()
+        };
+        assert!(old_dfast(&at(6, 12)) && old_dfast(&at(6, 14)));
+        assert!(
+            !old_dfast(&at(6, 1)) && !old_dfast(&at(6, 11)),
+            "the crypto API"
+        );
+        assert!(
+            !old_dfast(&at(6, 15)) && !old_dfast(&at(7, 3)),
+            "lib/zstd 1.5.7"
+        );
+        assert!(
+            !old_dfast(&Params::default()),
+            "the newest kernel: libzstd's own"
+        );
+        assert!(!old_dfast(&at(6, 12).dict_bytes(vec![1; 64])));
     }
 }
