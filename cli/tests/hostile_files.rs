@@ -130,3 +130,50 @@ fn outputs_never_overwrite_foreign_data_and_captures_are_private() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a zstd dictionary"));
 }
+
+/// Round 3, second pass: `zmem doctor --root` on a tree someone else made. A link out of the
+/// tree is not followed (an ordinary user's tree must not make root read /etc/shadow), a FIFO
+/// where a file or a leftover journal goes does not hang it, a huge file is not read whole,
+/// garbage is not a crash.
+#[test]
+fn doctor_reads_a_hostile_tree_only_inside_it_and_never_hangs() {
+    let clean =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/tests/fixtures/doctor/clean/root");
+    let (_d, root) = ScratchDir::with_copy("hostile-doctor", &clean);
+    let outside = dir("doctor-outside");
+    let secret = outside.path().join("secret");
+    std::fs::write(&secret, "MemTotal: 1 kB\n").unwrap();
+    let root_s = root.to_str().unwrap();
+    // A leftover journal that is a FIFO, and garbage in a zram attribute.
+    std::fs::create_dir_all(root.join("run/zmem-trial")).unwrap();
+    mkfifo(&root.join("run/zmem-trial/999999.journal"));
+    let dev = std::fs::read_dir(root.join("sys/block"))
+        .unwrap()
+        .flatten()
+        .next();
+    if let Some(dev) = dev {
+        let _ = std::fs::write(dev.path().join("mm_stat"), "\u{ff}garbage 1e99 -5\n");
+        let _ = std::fs::write(dev.path().join("disksize"), "99999999999999999999999999\n");
+    }
+    let out = zmem(&["doctor", "--root", root_s]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some(), "doctor crashed: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // /proc/meminfo a link out of the tree: refused, naming where it leads.
+    let meminfo = root.join("proc/meminfo");
+    std::fs::remove_file(&meminfo).unwrap();
+    std::os::unix::fs::symlink(&secret, &meminfo).unwrap();
+    let out = zmem(&["doctor", "--root", root_s]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("leads out of the tree"), "{err}");
+    // A FIFO, and a huge file.
+    std::fs::remove_file(&meminfo).unwrap();
+    mkfifo(&meminfo);
+    let err = String::from_utf8_lossy(&zmem(&["doctor", "--root", root_s]).stderr).into_owned();
+    assert!(err.contains("not a regular file"), "{err}");
+    std::fs::remove_file(&meminfo).unwrap();
+    std::fs::write(&meminfo, vec![b'x'; 3 << 20]).unwrap();
+    let err = String::from_utf8_lossy(&zmem(&["doctor", "--root", root_s]).stderr).into_owned();
+    assert!(err.contains("larger than"), "{err}");
+}

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use serve_common::spawn_serve;
 use zmem_host::testutil::{skip, ScratchDir};
 
+/// The tests that take the machine's trial lock run one at a time.
+static TRIAL_LOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../ops/tests/fixtures")
@@ -399,6 +402,7 @@ fn recover_removes_what_a_killed_bench_or_recommend_left() {
 #[test]
 fn a_second_trial_is_refused_even_with_force() {
     let test = "a_second_trial_is_refused_even_with_force";
+    let _one = TRIAL_LOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     if !zmem_host::euid_is_root() {
         skip(&format!("SKIP {test}: not root"));
         return;
@@ -462,5 +466,53 @@ fn a_second_trial_is_refused_even_with_force() {
     );
     let status = wait_within(&mut first.0, Duration::from_secs(120)).expect("the first trial ends");
     assert!(status.success(), "the first trial failed");
+    assert_eq!(params(), before, "zswap is as it was");
+}
+
+/// Round 3, second pass: `bench zswap --kernel` changed zswap, page-cluster and swap without the
+/// trial lock, so a trial beside it journaled its values as the ones to restore. Now it takes the
+/// lock and is refused while another process holds it, naming the holder, zswap untouched.
+#[test]
+fn a_kernel_zswap_bench_is_refused_while_a_trial_holds_the_lock() {
+    let test = "a_kernel_zswap_bench_is_refused_while_a_trial_holds_the_lock";
+    let _one = TRIAL_LOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    if !zmem_host::euid_is_root() {
+        skip(&format!("SKIP {test}: not root"));
+        return;
+    }
+    let zswap = Path::new("/sys/module/zswap/parameters");
+    let params = || -> Vec<String> {
+        ["enabled", "compressor", "max_pool_percent"]
+            .iter()
+            .map(|k| fs::read_to_string(zswap.join(k)).unwrap_or_default())
+            .collect()
+    };
+    let before = params();
+    // Another trial's hold on the lock (this test process stands in for it).
+    let end = Instant::now() + Duration::from_secs(120);
+    let lock = loop {
+        match zmem_host::InstanceLock::acquire(Path::new(zmem_host::TRIAL_LOCK)) {
+            Ok(l) => break l,
+            Err(e) => {
+                assert!(Instant::now() < end, "the trial lock never came free: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    };
+    let scratch = ScratchDir::new("hostile-zswap-lock");
+    let dir = scratch.path().to_str().unwrap().to_string();
+    let (ok, _, err) = zmem_within(
+        Duration::from_secs(60),
+        &["bench", "zswap", "--accesses", "300", "--swap-dir", &dir],
+    );
+    drop(lock);
+    assert!(!ok, "the kernel zswap bench ran beside a held trial lock");
+    assert!(
+        err.contains(&format!(
+            "another zmem trial, tune or kernel zswap bench is running (pid {}",
+            std::process::id()
+        )),
+        "{err}"
+    );
     assert_eq!(params(), before, "zswap is as it was");
 }

@@ -458,3 +458,82 @@ fn one_client_cannot_take_every_connection() {
     let (ok, err) = s.stop();
     assert!(ok, "{err}");
 }
+
+/// `KEY:` of /proc/PID/status, in KiB.
+fn status_kib(pid: u32, key: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let l = s.lines().find(|l| l.starts_with(key)).unwrap();
+    l.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A READ request's header (magic, flags, type, cookie, offset, length).
+fn read_request(cookie: u64, offset: u64, len: u32) -> Vec<u8> {
+    use zmem_nbd::proto::{CMD_READ, REQUEST_MAGIC};
+    let mut h = REQUEST_MAGIC.to_be_bytes().to_vec();
+    h.extend_from_slice(&0u16.to_be_bytes());
+    h.extend_from_slice(&CMD_READ.to_be_bytes());
+    h.extend_from_slice(&cookie.to_be_bytes());
+    h.extend_from_slice(&offset.to_be_bytes());
+    h.extend_from_slice(&len.to_be_bytes());
+    h
+}
+
+/// Finding 15, the part left open: unread replies were bounded per connection only, so 16
+/// clients that each ask for 32 MiB READs and read nothing held 16 × 32 MiB. Now all
+/// connections share `--max-inflight-total`: the server's peak memory stays near it, a small
+/// request of another client is still served at once, and the hogs are cut at their reply
+/// deadline.
+#[test]
+fn unread_replies_of_many_clients_share_one_budget() {
+    let s = Served::start(
+        "64M",
+        &[
+            "--max-connections-per-client",
+            "32",
+            "--max-inflight-total",
+            "64M",
+            "--threads",
+            "4",
+            "--reply-timeout",
+            "4s",
+            "-v",
+        ],
+    );
+    let pid = s.child.id();
+    let before = status_kib(pid, "VmRSS:");
+    let mut hogs = Vec::new();
+    for c in 0..16u64 {
+        let mut h = zmem_nbd::Client::connect(&s.sock, "zmem").unwrap();
+        for i in 0..4 {
+            let r = read_request(c * 4 + i, 0, 32 << 20);
+            std::io::Write::write_all(h.stream(), &r).unwrap();
+        }
+        hogs.push(h);
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let grown_mib = status_kib(pid, "VmHWM:").saturating_sub(before) / 1024;
+    assert!(
+        grown_mib < 200,
+        "16 clients that read no replies grew the server by {grown_mib} MiB (budget 64 MiB)"
+    );
+    // A swap-sized request of someone else is served while the budget is taken.
+    let mut other = zmem_nbd::Client::connect(&s.sock, "zmem").unwrap();
+    other
+        .stream()
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let t = Instant::now();
+    assert!(other.read(0, 4096).expect("a 4 KiB read answered").is_ok());
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    let deadline = Instant::now() + LIMIT;
+    while !std::fs::read_to_string(s.path("stderr"))
+        .unwrap_or_default()
+        .contains("reply not taken in time")
+    {
+        assert!(Instant::now() < deadline, "the hogs were never cut");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(hogs);
+    let (ok, err) = s.stop();
+    assert!(ok, "{err}");
+}

@@ -7,7 +7,7 @@
 //! would, without leaving a device full of captured memory behind.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +24,8 @@ const UNDO_PATIENCE: Duration = Duration::from_secs(10);
 /// restores the previous behaviour.
 pub struct SignalWatch {
     flag: Arc<AtomicBool>,
+    /// The last signal that arrived (0: none).
+    last: Arc<AtomicUsize>,
     ids: Vec<signal_hook::SigId>,
     undoer: Option<signal_hook::iterator::Handle>,
 }
@@ -32,12 +34,19 @@ impl SignalWatch {
     /// Install the handlers.
     pub fn install() -> io::Result<Self> {
         let flag = Arc::new(AtomicBool::new(false));
+        let last = Arc::new(AtomicUsize::new(0));
         let mut ids = Vec::new();
         for sig in STOPPING {
             ids.push(signal_hook::flag::register(sig, Arc::clone(&flag))?);
+            ids.push(signal_hook::flag::register_usize(
+                sig,
+                Arc::clone(&last),
+                sig as usize,
+            )?);
         }
         Ok(SignalWatch {
             flag,
+            last,
             ids,
             undoer: None,
         })
@@ -67,6 +76,7 @@ impl SignalWatch {
     pub fn inert() -> Self {
         SignalWatch {
             flag: Arc::new(AtomicBool::new(false)),
+            last: Arc::new(AtomicUsize::new(0)),
             ids: Vec::new(),
             undoer: None,
         }
@@ -81,7 +91,33 @@ impl SignalWatch {
     pub fn flag(&self) -> &AtomicBool {
         &self.flag
     }
+
+    /// Runs `f`, a step that never checks the flag (`zmem tune`'s lab step), as
+    /// [`SignalWatch::install_undoing`] would: a signal that arrives before `f`
+    /// returns (or arrived before it started) undoes this process's journals and
+    /// exits with 128 + the signal, within [`WATCH_PERIOD`], instead of waiting
+    /// for the step to end.
+    pub fn undoing_while<T>(&self, f: impl FnOnce() -> T) -> T {
+        let done = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                while !done.load(Ordering::SeqCst) {
+                    if self.fired() {
+                        let sig = self.last.load(Ordering::SeqCst) as i32;
+                        undo_and_exit(if sig == 0 { SIGTERM } else { sig });
+                    }
+                    std::thread::sleep(WATCH_PERIOD);
+                }
+            });
+            let r = f();
+            done.store(true, Ordering::SeqCst);
+            r
+        })
+    }
 }
+
+/// How often [`SignalWatch::undoing_while`] looks at the flag.
+pub const WATCH_PERIOD: Duration = Duration::from_millis(20);
 
 /// Name of a stopping signal, for the message.
 fn signal_name(sig: i32) -> &'static str {

@@ -32,17 +32,25 @@ pub struct FsRead {
 /// Random 4 KiB reads from a `file_mib` MiB scratch file in `dir` (removed afterwards).
 pub fn measure(dir: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
     let path = dir.join(format!(".zmem-fsread-{}", std::process::id()));
-    let res = measure_at(&path, dir, file_mib, reads);
+    // The name is predictable and `dir` may be world-writable (/var/tmp): a file or
+    // symbolic link someone put there first is neither followed, truncated nor removed.
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .with_context(|| format!("creating scratch file {}", path.display()))?;
+    let res = measure_at(file, &path, file_mib, reads);
     let _ = std::fs::remove_file(&path);
     res
 }
 
-fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
+fn measure_at(mut f: File, path: &Path, file_mib: usize, reads: usize) -> Result<FsRead> {
+    let dir = path.parent().unwrap_or(path);
     let mut rng = Rng::new(0xf5);
     let written = Instant::now();
     {
-        let mut f = File::create(path)
-            .with_context(|| format!("creating scratch file in {}", dir.display()))?;
         let mut buf = vec![0u8; 1 << 20];
         for _ in 0..file_mib {
             rng.fill(&mut buf);
@@ -54,7 +62,7 @@ fn measure_at(path: &Path, dir: &Path, file_mib: usize, reads: usize) -> Result<
     let pages = (file_mib << 20) / 4096;
     let (f, direct) = match OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_DIRECT)
+        .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW)
         .open(path)
     {
         Ok(f) => (f, true),
@@ -95,5 +103,23 @@ mod tests {
         assert!(!dir
             .join(format!(".zmem-fsread-{}", std::process::id()))
             .exists());
+    }
+
+    #[test]
+    fn a_link_or_file_put_where_the_scratch_file_goes_is_left_alone() {
+        let dir = std::env::temp_dir().join(format!("zmem-fsread-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "root's file\n").unwrap();
+        let at = dir.join(format!(".zmem-fsread-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &at).unwrap();
+        let e = super::measure(&dir, 1, 10).unwrap_err();
+        assert!(format!("{e:#}").contains(".zmem-fsread-"), "{e:#}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's file\n");
+        assert!(
+            at.symlink_metadata().is_ok(),
+            "someone else's link is not removed"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

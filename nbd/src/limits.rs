@@ -36,6 +36,13 @@ pub struct Limits {
     /// once; beyond it the server stops reading that client's requests until
     /// replies drain. One request of any size is always allowed.
     pub max_inflight: u64,
+    /// Bytes of READ replies and WRITE payloads all connections together may
+    /// hold at once; beyond it a connection's next request waits until
+    /// replies drain, so many clients that read no replies cannot grow the
+    /// server past it. A connection holding nothing may always have one
+    /// request of up to [`SMALL_REQUEST`] bytes, so small requests (swap's)
+    /// of other clients are still served while the budget is taken.
+    pub max_inflight_total: u64,
     /// After SIGTERM/SIGINT/SIGHUP: how long requests already read may take
     /// to finish before every connection is cut.
     pub shutdown_grace: Duration,
@@ -51,6 +58,7 @@ impl Default for Limits {
             idle_timeout: None,
             reply_timeout: Duration::from_secs(30),
             max_inflight: 32 << 20,
+            max_inflight_total: 256 << 20,
             shutdown_grace: Duration::from_secs(2),
         }
     }
@@ -117,7 +125,13 @@ impl Watched {
     }
 }
 
-/// Bytes in flight on one connection, bounded by [`Limits::max_inflight`].
+/// A request this small (the kernel's NBD client sends at most its
+/// `max_sectors`, 128 KiB to 1 MiB) is admitted past the server-wide budget
+/// when its connection holds nothing else.
+pub const SMALL_REQUEST: u64 = 1 << 20;
+
+/// Bytes in flight, bounded: one connection's ([`Limits::max_inflight`]) or
+/// the server's ([`Limits::max_inflight_total`]).
 pub(crate) struct Inflight {
     used: Mutex<u64>,
     drained: Condvar,
@@ -136,8 +150,14 @@ impl Inflight {
     /// Waits until `n` more bytes fit (always when nothing is in flight),
     /// or `give_up()` says the connection is over (then `false`).
     pub fn acquire(&self, n: u64, give_up: &dyn Fn() -> bool) -> bool {
+        self.acquire_or_pass(n, false, give_up)
+    }
+
+    /// [`Inflight::acquire`], admitting `n` at once when `pass` is set (it
+    /// is still counted, so others wait for it).
+    pub fn acquire_or_pass(&self, n: u64, pass: bool, give_up: &dyn Fn() -> bool) -> bool {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        while *used > 0 && *used + n > self.cap {
+        while !pass && *used > 0 && *used + n > self.cap {
             if give_up() {
                 return false;
             }
@@ -149,6 +169,11 @@ impl Inflight {
         }
         *used += n;
         true
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> u64 {
+        *self.used.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn release(&self, n: u64) {
@@ -177,5 +202,19 @@ mod tests {
             !f.acquire(95, &|| true),
             "gives up when the connection ends"
         );
+    }
+
+    #[test]
+    fn a_pass_is_admitted_past_the_cap_and_counted() {
+        let f = Inflight::new(100);
+        assert!(f.acquire(100, &|| false));
+        assert!(!f.acquire_or_pass(10, false, &|| true), "full: waits");
+        assert!(
+            f.acquire_or_pass(10, true, &|| true),
+            "a pass does not wait"
+        );
+        assert_eq!(f.used(), 110);
+        f.release(110);
+        assert_eq!(f.used(), 0);
     }
 }

@@ -13,6 +13,10 @@
 //!   once [`Limits::max_inflight`] bytes of its replies are pending, the
 //!   server reads no more of its requests, and a reply it does not take
 //!   within [`Limits::reply_timeout`] drops the connection.
+//! * Many such clients cannot add up: all connections together hold at most
+//!   [`Limits::max_inflight_total`] bytes (plus one small request each,
+//!   [`crate::limits::SMALL_REQUEST`]); beyond it a connection's next request
+//!   waits, unread, until replies drain or a reply deadline cuts their client.
 //! * Every time limit is a deadline enforced by the accept loop's watchdog
 //!   ([`crate::limits`]); connections beyond [`Limits::max_connections`] are
 //!   closed at once.
@@ -110,6 +114,8 @@ struct Shared {
     /// The shutdown grace has passed: requests still running stop at their
     /// next chunk ([`CHUNK`]) and answer ESHUTDOWN.
     cut: AtomicBool,
+    /// Bytes in flight across all connections ([`Limits::max_inflight_total`]).
+    total: Inflight,
     opts: Options,
 }
 
@@ -140,6 +146,7 @@ impl Server {
             failures: Default::default(),
             stopping: AtomicBool::new(false),
             cut: AtomicBool::new(false),
+            total: Inflight::new(self.opts.limits.max_inflight_total),
             opts: self.opts.clone(),
         });
         let epoch = Instant::now();
@@ -384,7 +391,7 @@ fn next_request<R: BufRead>(r: &mut R, c: &Conn) -> Next {
         Ok(cmd) => cmd,
     };
     let held = inflight_bytes(&cmd);
-    if !c.inflight.acquire(held, &|| c.done.load(Ordering::Acquire)) {
+    if !c.acquire(held) {
         return Next::End("connection ended");
     }
     let mut payload = Vec::new();
@@ -394,7 +401,7 @@ fn next_request<R: BufRead>(r: &mut R, c: &Conn) -> Next {
         let ok = r.read_exact(&mut payload).is_ok();
         c.watched.read_within(None);
         if !ok {
-            c.inflight.release(held);
+            c.release(held);
             return Next::End("disconnected mid-request");
         }
     }
@@ -407,7 +414,33 @@ struct Conn<'a> {
     limits: &'a Limits,
     watched: &'a Watched,
     inflight: Inflight,
+    /// The server's budget ([`Shared::total`]) and its cut flag.
+    total: &'a Inflight,
+    cut: &'a AtomicBool,
     done: AtomicBool,
+}
+
+impl Conn<'_> {
+    /// Waits until `n` bytes fit in this connection's budget and then the
+    /// server's (where a small request of a connection holding nothing else
+    /// passes); `false` when the connection or the server ends first.
+    fn acquire(&self, n: u64) -> bool {
+        let give_up = || self.done.load(Ordering::Acquire) || self.cut.load(Ordering::Relaxed);
+        if !self.inflight.acquire(n, &give_up) {
+            return false;
+        }
+        let pass = n <= crate::limits::SMALL_REQUEST && self.inflight.used() == n;
+        if !self.total.acquire_or_pass(n, pass, &give_up) {
+            self.inflight.release(n);
+            return false;
+        }
+        true
+    }
+
+    fn release(&self, n: u64) {
+        self.inflight.release(n);
+        self.total.release(n);
+    }
 }
 
 fn connection(sh: &Shared, mut s: Stream, watched: &Watched, id: u64) {
@@ -433,6 +466,8 @@ fn connection(sh: &Shared, mut s: Stream, watched: &Watched, id: u64) {
         limits,
         watched,
         inflight: Inflight::new(limits.max_inflight),
+        total: &sh.total,
+        cut: &sh.cut,
         done: AtomicBool::new(false),
     };
     let reason = transmission(sh, &s, &c);
@@ -502,7 +537,7 @@ fn transmission(sh: &Shared, s: &Stream, c: &Conn) -> &'static str {
                 let ok = w.write_all(&reply).is_ok();
                 c.watched.write_within(None);
                 drop(reply);
-                c.inflight.release(held);
+                c.release(held);
                 if !ok {
                     end("cannot write a reply");
                     let _ = w.shutdown(Shutdown::Both);

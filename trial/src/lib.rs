@@ -217,6 +217,10 @@ pub fn preflight(
     let hierarchy = host::memory_hierarchy(sys)
         .map_err(|e| missing.push(e))
         .ok();
+    let oversized = oversized_slot_tables(spec, sys);
+    if !oversized.is_empty() && !spec.force {
+        return Err(TrialError::Refused(oversized));
+    }
     let needs_swap = spec.configs.iter().any(|c| c.swap != SwapConfig::None);
     if needs_swap && !sys.exists("/proc/swaps") {
         missing.push("the kernel has no swap support (/proc/swaps missing)".into());
@@ -241,12 +245,32 @@ pub fn preflight(
     if !missing.is_empty() {
         return Err(TrialError::Refused(missing));
     }
-    let distorting = distorting_state(sys, needs_swap);
+    let mut distorting = distorting_state(sys, needs_swap);
     if !distorting.is_empty() && !spec.force {
         return Err(TrialError::Distorting(distorting));
     }
+    distorting.extend(oversized);
     let hierarchy = hierarchy.expect("checked above");
     Ok((hierarchy, distorting))
+}
+
+/// The zram configurations whose device's kernel slot table would take more than the share of
+/// RAM `zmem apply` allows without `--force` (the one check, [`zmem_conf::slot_table_refusal`]);
+/// nothing when MemTotal cannot be read.
+fn oversized_slot_tables(spec: &TrialSpec, sys: &Sys) -> Vec<String> {
+    let Some(ram) = sys.meminfo_get("MemTotal").ok().flatten() else {
+        return Vec::new();
+    };
+    spec.configs
+        .iter()
+        .filter_map(|c| match &c.swap {
+            SwapConfig::Zram { size, .. } | SwapConfig::ZramDisk { size, .. } => {
+                let size = size.unwrap_or(spec.swap_size);
+                zmem_conf::slot_table_refusal(&c.to_string(), size, ram)
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Not root, or a killed trial's journal still pending: refuse before anything else.
@@ -850,6 +874,36 @@ mod tests {
         s.force = true;
         let (_, forced) = preflight(&s, &h).unwrap();
         assert_eq!(forced.len(), 2);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_zram_whose_slot_table_takes_a_large_share_of_ram_is_named() {
+        let (root, h) = fake_host("table");
+        let mut s = spec();
+        s.configs = vec![
+            "zram:lzo:16G".parse().unwrap(),
+            "zram:lzo:1G".parse().unwrap(),
+            "zram:lzo".parse().unwrap(),
+        ];
+        assert!(
+            oversized_slot_tables(&s, &h).is_empty(),
+            "MemTotal unknown: nothing to go by"
+        );
+        fs::write(h.path("/proc/meminfo"), "MemTotal:        1048576 kB\n").unwrap();
+        let why = oversized_slot_tables(&s, &h);
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(
+            why[0].starts_with("zram:lzo:16G: disksize 16384 MiB"),
+            "{why:?}"
+        );
+        assert!(why[0].contains("--force"), "{why:?}");
+        s.swap_size = 64 << 30;
+        assert_eq!(
+            oversized_slot_tables(&s, &h).len(),
+            2,
+            "the default size counts too"
+        );
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -130,9 +130,7 @@ fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
         c.seconds += t.elapsed().as_secs_f64();
     };
     let learned = trial::learn(&s.command, signals, &hook)?;
-    if signals.fired() {
-        return Err(TrialError::Interrupted(Box::new(empty_report(s))).into());
-    }
+    interrupted(s, signals)?;
     if !learned.record.outcome.ok() {
         bail!(
             "the workload failed without memory pressure ({}); tune needs a workload that succeeds",
@@ -140,6 +138,14 @@ fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
         );
     }
     Ok((learned, cap.into_inner()))
+}
+
+/// An interruption before the trials started, once a signal arrived.
+fn interrupted(s: &TuneSpec, signals: &SignalWatch) -> Result<()> {
+    if signals.fired() {
+        return Err(TrialError::Interrupted(Box::new(empty_report(s))).into());
+    }
+    Ok(())
 }
 
 /// An empty report for an interruption before the trials started.
@@ -211,6 +217,7 @@ fn model(
     corpus: &Corpus,
     learned: &Learned,
     capture_s: f64,
+    signals: &SignalWatch,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(ModelInputs, Ranking)> {
     let zram_algos = zmem_lab::kernel::algorithms();
@@ -227,12 +234,18 @@ fn model(
         algorithms: algos,
         ..Default::default()
     };
-    let ranking = verdict::rank(corpus, &opts, &mut |done, total, what| {
-        progress(&format!("predict: lab {done}/{total}: {what}"));
+    // The lab never looks at the flag, and its kernel rows hold zram devices full of the
+    // workload's pages: a signal undoes them and exits at once, as in `zmem bench`.
+    let ranking = signals.undoing_while(|| {
+        verdict::rank(corpus, &opts, &mut |done, total, what| {
+            progress(&format!("predict: lab {done}/{total}: {what}"));
+        })
     })?;
+    interrupted(s, signals)?;
     progress(&format!("predict: disk speed in {}", s.swap_dir.display()));
     let fs = zmem_lab::measure_fs_read(&s.swap_dir, 64, 2000)
         .with_context(|| format!("measuring the disk in {}", s.swap_dir.display()))?;
+    interrupted(s, signals)?;
     let disk = Costs::from_speeds(
         fs.mean_us * 1e3,
         fs.write_mib_s,
@@ -318,7 +331,7 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
         learned.peak_anon_bytes >> 20,
         corpus.page_count()
     ));
-    let (m, ranking) = model(s, &corpus, &learned, cap.seconds, progress)?;
+    let (m, ranking) = model(s, &corpus, &learned, cap.seconds, signals, progress)?;
     let mut predictions = predict::predict(&m);
     for p in &mut predictions {
         candidates::with_sysctls(p, &m);

@@ -106,6 +106,11 @@ pub struct Args {
     /// server stops reading its requests
     #[arg(long, value_name = "SIZE", default_value = "32M", value_parser = crate::args::size)]
     pub max_inflight: u64,
+    /// Bytes of replies and write payloads all connections together may have in flight; beyond
+    /// it requests wait unread until replies drain (a request of up to 1 MiB on a connection
+    /// holding nothing else is still admitted)
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::args::size)]
+    pub max_inflight_total: u64,
     /// The whole handshake must finish within this time
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::args::duration)]
     pub handshake_timeout: std::time::Duration,
@@ -167,6 +172,7 @@ fn spec(a: Args) -> zmem_serve::Spec {
             max_connections: a.max_connections.max(1),
             max_per_client: a.max_connections_per_client.max(1),
             max_inflight: a.max_inflight,
+            max_inflight_total: a.max_inflight_total,
             handshake_timeout: a.handshake_timeout,
             request_timeout: a.request_timeout,
             reply_timeout: a.reply_timeout,

@@ -18,6 +18,10 @@ use zmem_kernel::proc::{self, SwapEntry};
 /// File name of the fixture log at the top of a fixture tree.
 pub const FIXTURE_LOG: &str = "zmem-fixture.log";
 
+/// The most a fixture tree's file may hold (the kernel's sysfs files are one page; /proc files
+/// a few KiB).
+pub const FIXTURE_READ_MAX: u64 = 1 << 20;
+
 /// Where the kernel (or a fixture tree) is.
 #[derive(Debug, Clone)]
 pub struct Sys {
@@ -75,8 +79,50 @@ impl Sys {
 
     /// Read a file, without its trailing newline.
     pub fn read(&self, abs: &str) -> io::Result<String> {
-        let s = fs::read_to_string(self.path(abs))?;
+        let s = if self.fixture {
+            self.read_in_tree(abs)?
+        } else {
+            fs::read_to_string(self.path(abs))?
+        };
         Ok(s.strip_suffix('\n').unwrap_or(&s).to_string())
+    }
+
+    /// A fixture tree's file, read as a tree someone else made may hold it (`zmem doctor
+    /// --root`): a link is followed only while it stays inside the tree, only a regular file is
+    /// read (a FIFO or a device is refused without opening it for long), at most
+    /// [`FIXTURE_READ_MAX`] bytes.
+    fn read_in_tree(&self, abs: &str) -> io::Result<String> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.path(abs);
+        let real = fs::canonicalize(&path)?;
+        let root = fs::canonicalize(&self.root)?;
+        let refuse = |why: &str| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {why}", path.display()),
+            )
+        };
+        if !real.starts_with(&root) {
+            return Err(refuse(&format!(
+                "leads out of the tree {} (to {})",
+                root.display(),
+                real.display()
+            )));
+        }
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .open(&real)?;
+        if !f.metadata()?.is_file() {
+            return Err(refuse("not a regular file"));
+        }
+        let mut s = String::new();
+        f.take(FIXTURE_READ_MAX + 1).read_to_string(&mut s)?;
+        if s.len() as u64 > FIXTURE_READ_MAX {
+            return Err(refuse(&format!("larger than {FIXTURE_READ_MAX} bytes")));
+        }
+        Ok(s)
     }
 
     /// Read a file if it exists; `None` when it does not (a missing kernel feature).

@@ -225,6 +225,7 @@ struct Plan<'a> {
 
 /// Sets everything up (each step's undo recorded first).
 fn prepare(sys: &Sys, plan: &Plan<'_>, k: &KernelOptions) -> Result<Env> {
+    hold_trial_lock(sys)?;
     let journal = std::rc::Rc::new(std::cell::RefCell::new(
         zmem_host::Journal::create(sys).context("creating the crash journal")?,
     ));
@@ -325,6 +326,21 @@ fn v2_settings(cg: &zmem_host::Cgroup) -> Result<Vec<String>> {
         });
     }
     Ok(out)
+}
+
+/// The kernel run changes zswap's parameters, page-cluster and swap as a trial does: one of
+/// them at a time (the trial lock, [`zmem_host::TRIAL_LOCK`]), or each would journal the
+/// other's values as the ones to restore.
+fn hold_trial_lock(sys: &Sys) -> Result<()> {
+    let path = sys.path(zmem_host::TRIAL_LOCK);
+    zmem_host::hold_for_process(&path).map_err(|e| match e {
+        zmem_host::LockError::Held { holder, .. } => anyhow::anyhow!(
+            "another zmem trial, tune or kernel zswap bench is running (pid {}, holding {}):              both would change zswap and swap and undo each other's changes; wait for it to finish",
+            holder.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            path.display()
+        ),
+        e => anyhow::anyhow!("cannot take the trial lock: {e}"),
+    })
 }
 
 /// A new swap file big enough for every corpus page, swapped on.

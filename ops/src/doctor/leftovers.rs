@@ -10,7 +10,13 @@ use zmem_host::{orphan_journals, Action, Sys, JOURNAL_DIR};
 
 /// What a journal's undo lines say its run created: zram device ids and swap areas.
 fn created(path: &Path) -> (Vec<u32>, Vec<String>) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    // A journal is a regular file of a few lines: a FIFO, link or huge file there (a fixture
+    // tree's, `--root`) is read as empty, never waited on.
+    let bytes = zmem_host::input::read_state("journal", path, 4 << 20)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
     let (mut ids, mut swaps) = (Vec::new(), Vec::new());
     for l in zmem_host::journal_lines(&text) {
         match Action::parse(&l) {
