@@ -64,8 +64,25 @@ pub struct Args {
     pub export: String,
     /// unix:PATH (in an existing directory) or tcp:HOST:PORT (only with --allow-tcp; only on
     /// loopback unless --allow-remote)
-    #[arg(long)]
-    pub listen: String,
+    #[arg(long, required_unless_present = "ublk")]
+    pub listen: Option<String>,
+    /// Serve as the kernel block device /dev/ublkbN (the ublk driver: modprobe ublk_drv; root)
+    /// instead of NBD; prints `serving /dev/ublkbN` once it is ready
+    #[arg(long, conflicts_with = "listen")]
+    pub ublk: bool,
+    /// --ublk: the device id N of /dev/ublkbN [default: the kernel picks]
+    #[arg(long, value_name = "N", requires = "ublk")]
+    pub ublk_id: Option<u32>,
+    /// --ublk: hardware queues, one serving thread each [default: one per CPU]
+    #[arg(long, value_name = "N", requires = "ublk")]
+    pub queues: Option<u16>,
+    /// --ublk: requests in flight per queue
+    #[arg(long, value_name = "N", default_value_t = zmem_ublk::DEFAULT_DEPTH, requires = "ublk")]
+    pub queue_depth: u16,
+    /// --ublk: attach to /dev/ublkb<--ublk-id> left by a server that died (its I/O queued)
+    /// instead of adding a device; what it then reads is what this server's engine holds
+    #[arg(long, requires = "ublk_id")]
+    pub ublk_recover: bool,
     /// Control socket path [default: /run/zmem/EXPORT.ctl]
     #[arg(long)]
     pub ctl: Option<PathBuf>,
@@ -153,7 +170,7 @@ fn spec(a: Args) -> zmem_serve::Spec {
             kernel: a.kernel,
         },
         export: a.export,
-        listen: a.listen,
+        listen: a.listen.unwrap_or_default(),
         ctl: a.ctl,
         no_ctl: a.no_ctl,
         mlock: a.mlock,
@@ -173,6 +190,12 @@ fn spec(a: Args) -> zmem_serve::Spec {
             idle_timeout: a.idle_timeout,
             ..zmem_nbd::Limits::default()
         },
+        ublk: a.ublk.then_some(zmem_ublk::Options {
+            id: a.ublk_id,
+            queues: a.queues,
+            depth: a.queue_depth,
+            recover: a.ublk_recover,
+        }),
     }
 }
 
