@@ -39,6 +39,8 @@ pub struct Spec {
     pub socket_group: Option<String>,
     /// Per-connection bounds.
     pub limits: Limits,
+    /// Serve as the kernel block device /dev/ublkbN instead of NBD (`listen` unused).
+    pub ublk: Option<zmem_ublk::Options>,
 }
 
 /// A group name from /etc/group, or a numeric GID.
@@ -127,7 +129,10 @@ fn listen_address(s: &Spec) -> anyhow::Result<Listen> {
 }
 
 /// The control socket, listing every attribute the device has.
-fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option<CtlServer>> {
+pub(crate) fn control_socket(
+    s: &Spec,
+    dev: &Arc<dyn BlockDevice>,
+) -> anyhow::Result<Option<CtlServer>> {
     if s.no_ctl {
         return Ok(None);
     }
@@ -156,7 +161,7 @@ fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option
 
 /// The last words: why serving stopped and the device's final statistics
 /// (zram's mm_stat; zswap's pool size and stored pages).
-fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
+pub(crate) fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
     let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
         .iter()
         .filter_map(|n| {

@@ -64,8 +64,25 @@ pub struct Args {
     pub export: String,
     /// unix:PATH (in an existing directory) or tcp:HOST:PORT (only with --allow-tcp; only on
     /// loopback unless --allow-remote)
-    #[arg(long)]
-    pub listen: String,
+    #[arg(long, required_unless_present = "ublk")]
+    pub listen: Option<String>,
+    /// Serve as the kernel block device /dev/ublkbN (the ublk driver: modprobe ublk_drv; root)
+    /// instead of NBD; prints `serving /dev/ublkbN` once it is ready
+    #[arg(long, conflicts_with = "listen")]
+    pub ublk: bool,
+    /// --ublk: the device id N of /dev/ublkbN [default: the kernel picks]
+    #[arg(long, value_name = "N")]
+    pub ublk_id: Option<u32>,
+    /// --ublk: hardware queues, one serving thread each [default: one per CPU]
+    #[arg(long, value_name = "N")]
+    pub queues: Option<u16>,
+    /// --ublk: requests in flight per queue [default: 128]
+    #[arg(long, value_name = "N")]
+    pub queue_depth: Option<u16>,
+    /// --ublk: attach to /dev/ublkb<--ublk-id> left by a server that died (its I/O queued)
+    /// instead of adding a device; what it then reads is what this server's engine holds
+    #[arg(long, requires = "ublk_id")]
+    pub ublk_recover: bool,
     /// Control socket path [default: /run/zmem/EXPORT.ctl]
     #[arg(long)]
     pub ctl: Option<PathBuf>,
@@ -158,7 +175,7 @@ fn spec(a: Args) -> zmem_serve::Spec {
             kernel: a.kernel,
         },
         export: a.export,
-        listen: a.listen,
+        listen: a.listen.unwrap_or_default(),
         ctl: a.ctl,
         no_ctl: a.no_ctl,
         mlock: a.mlock,
@@ -179,10 +196,32 @@ fn spec(a: Args) -> zmem_serve::Spec {
             idle_timeout: a.idle_timeout,
             ..zmem_nbd::Limits::default()
         },
+        ublk: a.ublk.then_some(zmem_ublk::Options {
+            id: a.ublk_id,
+            queues: a.queues,
+            depth: a.queue_depth.unwrap_or(zmem_ublk::DEFAULT_DEPTH),
+            recover: a.ublk_recover,
+        }),
     }
 }
 
+/// The ublk flags mean nothing without `--ublk` (clap's `requires` cannot
+/// name a switch: it is always present, as false).
+fn check_ublk_flags(a: &Args) -> anyhow::Result<()> {
+    let given = [
+        ("--ublk-id", a.ublk_id.is_some()),
+        ("--queues", a.queues.is_some()),
+        ("--queue-depth", a.queue_depth.is_some()),
+        ("--ublk-recover", a.ublk_recover),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, g)| *g).filter(|_| !a.ublk) {
+        anyhow::bail!("{flag} applies to --ublk (serving /dev/ublkbN), not to --listen");
+    }
+    Ok(())
+}
+
 pub fn run(a: Args) -> anyhow::Result<()> {
+    check_ublk_flags(&a)?;
     if a.kernel.is_some() && a.mode != "zram" {
         anyhow::bail!(
             "--kernel applies to --mode zram (a kernel version's zram), not --mode {}",
