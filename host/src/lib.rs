@@ -11,6 +11,8 @@
 //!   writer of every file zmem writes (private, new or replaced only when
 //!   zmem's and yours, never through a link, all or nothing);
 //! * [`InstanceLock`]: one trial per machine, one `zmem policy` per state file (flock);
+//! * [`set_io_flusher`], [`lock_all_on_fault`]: what makes a process safe to
+//!   serve the swap device it backs (`zmem serve`);
 //! * [`zswap_compressors`]: which compressors the running kernel can give zswap;
 //! * the one host layer every command that changes the machine uses
 //!   (`zmem apply`/`--revert`, `trial`/`--recover`, `tune`, the kernel rows of
@@ -27,7 +29,7 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action, knob
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   action, knob ──► teardown ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, lock (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   action, knob ──► teardown ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, swap_safety, lock (leaves)
 //! ```
 
 mod action;
@@ -46,6 +48,7 @@ mod signal;
 pub mod signature;
 mod swap;
 mod swap_dir;
+mod swap_safety;
 mod sys;
 mod sysfs_device;
 mod teardown;
@@ -74,6 +77,10 @@ pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
 pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};
 pub use swap_dir::{swap_dir_refusal, swapless_filesystem};
+pub use swap_safety::{
+    has_capability, io_flusher, lock_all_on_fault, memlock_limit, set_io_flusher, CAP_IPC_LOCK,
+    CAP_SYS_RESOURCE,
+};
 pub use sys::{Sys, FIXTURE_LOG};
 pub use sysfs_device::{find_ctl_sockets, SysfsDevice};
 pub use teardown::{holders as zram_holders, retry_busy, TEARDOWN_TIMEOUT};

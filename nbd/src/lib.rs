@@ -26,6 +26,6 @@ pub use client::Client;
 pub use ctl::{Control, CtlServer};
 pub use failures::{FailureCounts, Failures};
 pub use limits::Limits;
-pub use server::{mlock_all, serve_bytes, stop_on_signals, Options, Server};
+pub use server::{serve_bytes, stop_on_signals, Options, Server};
 pub use stream::{Listen, Listener, SocketPerms};
 pub use transmission::{decode as decode_request, execute_io, Command};

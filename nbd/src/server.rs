@@ -615,18 +615,6 @@ pub fn serve_bytes(dev: &dyn BlockDevice, opts: &Options, input: &[u8]) -> Vec<u
     d.w
 }
 
-/// Lock all current and future pages in RAM (`--mlock`), so a device used as
-/// swap on the same host is never itself swapped out.
-pub fn mlock_all() -> io::Result<()> {
-    // SAFETY: mlockall takes only flags and touches no Rust-visible memory.
-    let r = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// A flag set by SIGINT, SIGTERM or SIGHUP (for [`Server::run`]): each
 /// stops the server cleanly, its socket files removed.
 pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {

@@ -10,6 +10,7 @@ use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
 use zmem_nbd::{Control, CtlServer, Limits, Listen, Listener, Options, Server, SocketPerms};
 
 use crate::device::{build, Device, EngineSpec};
+use crate::safety::{make_safe, SwapUse};
 
 /// Everything `zmem serve` was asked for.
 #[derive(Debug, Clone)]
@@ -23,8 +24,8 @@ pub struct Spec {
     pub ctl: Option<PathBuf>,
     /// No control socket at all.
     pub no_ctl: bool,
-    /// Lock the server's memory (mlockall).
-    pub mlock: bool,
+    /// Whether the server must be, may be, or is not to be swap-safe.
+    pub swap: SwapUse,
     /// Allow a non-loopback TCP address.
     pub allow_remote: bool,
     /// Allow TCP at all (any local user can connect to a TCP port).
@@ -180,15 +181,14 @@ pub(crate) fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
 /// Build the device and serve it until SIGINT, SIGTERM or SIGHUP.
 pub fn run(s: Spec) -> anyhow::Result<()> {
     let listen = listen_address(&s)?;
+    // Before build: every thread started from here on inherits IO_FLUSHER.
+    let safety = make_safe(s.swap, s.engine.mem_limit).map_err(anyhow::Error::msg)?;
     let Device {
         zram,
         dev,
         maintained,
         claim: _claim,
     } = build(&s.engine, &format!("serve:{}", s.export))?;
-    if s.mlock {
-        zmem_nbd::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
-    }
     // Served devices are open: `reset` answers EBUSY, as the kernel's does
     // for a mounted or swapped-on zram.
     let _open = zram.as_ref().map(|z| z.open());
@@ -227,6 +227,7 @@ pub fn run(s: Spec) -> anyhow::Result<()> {
         e.allocator,
         opts.threads,
     );
+    eprintln!("zmem serve: {}", safety.line);
     println!("listening on {}", listener.local());
     let server = Server::new(dev.clone(), listener, opts);
     let failed = server.run(&stop).context("serving")?;

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use anyhow::{bail, Context};
 
 use crate::device::{build, Device};
+use crate::safety::make_safe;
 use crate::run::{check_export, check_size, control_socket, report_stop, Spec};
 
 /// What is refused before the device is built: the mode, the export name,
@@ -38,15 +39,14 @@ fn preflight(s: &Spec, u: &zmem_ublk::Options) -> anyhow::Result<()> {
 /// SIGHUP; then the ublk device is stopped and deleted.
 pub(crate) fn run(s: Spec, u: zmem_ublk::Options) -> anyhow::Result<()> {
     preflight(&s, &u)?;
+    // Before build: every thread started from here on (the queues' too) inherits IO_FLUSHER.
+    let safety = make_safe(s.swap, s.engine.mem_limit).map_err(anyhow::Error::msg)?;
     let Device {
         zram,
         dev,
         maintained,
         claim: _claim,
     } = build(&s.engine, &format!("serve:{}", s.export))?;
-    if s.mlock {
-        zmem_nbd::mlock_all().context("--mlock: mlockall (needs root or RLIMIT_MEMLOCK)")?;
-    }
     let _open = zram.as_ref().map(|z| z.open());
     let ctl = control_socket(&s, &dev)?;
     let stop = zmem_nbd::stop_on_signals().context("installing SIGINT/SIGTERM/SIGHUP handlers")?;
@@ -63,6 +63,7 @@ pub(crate) fn run(s: Spec, u: zmem_ublk::Options) -> anyhow::Result<()> {
         u.nr_queues(),
         u.depth,
     );
+    eprintln!("zmem serve: {}", safety.line);
     let failed = zmem_ublk::serve(dev.clone(), &u, stop.clone(), |st| {
         let how = match (st.recovered, st.recoverable) {
             (true, _) => "recovered (START/END_USER_RECOVERY)",

@@ -89,9 +89,14 @@ pub struct Args {
     /// Do not open a control socket
     #[arg(long, conflicts_with = "ctl")]
     pub no_ctl: bool,
-    /// Lock the server's memory (mlockall), for use as swap on the same host
-    #[arg(long)]
-    pub mlock: bool,
+    /// Refuse to start unless swap-safe: PR_SET_IO_FLUSHER (needs CAP_SYS_RESOURCE) and memory
+    /// locked on fault (mlockall: CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK). Without --swap or
+    /// --block-only the server is swap-safe when it can be and says on stderr which it is
+    #[arg(long, alias = "mlock")]
+    pub swap: bool,
+    /// A block device only, never swapped on: neither IO_FLUSHER nor locked memory
+    #[arg(long, conflicts_with = "swap")]
+    pub block_only: bool,
     /// Allow listening on a non-loopback TCP address (with --allow-tcp)
     #[arg(long)]
     pub allow_remote: bool,
@@ -178,7 +183,11 @@ fn spec(a: Args) -> zmem_serve::Spec {
         listen: a.listen.unwrap_or_default(),
         ctl: a.ctl,
         no_ctl: a.no_ctl,
-        mlock: a.mlock,
+        swap: match (a.swap, a.block_only) {
+            (true, _) => zmem_serve::SwapUse::Swap,
+            (_, true) => zmem_serve::SwapUse::BlockOnly,
+            _ => zmem_serve::SwapUse::Auto,
+        },
         allow_remote: a.allow_remote,
         allow_tcp: a.allow_tcp,
         threads: a.threads,
