@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use anyhow::{bail, Context};
 
 use crate::device::{build, Device};
-use crate::safety::make_safe;
 use crate::run::{check_export, check_size, control_socket, report_stop, Spec};
+use crate::safety::make_safe;
 
 /// What is refused before the device is built: the mode, the export name,
 /// the size and the queue options, then root and the driver.
