@@ -150,3 +150,28 @@ fn man_replaces_only_its_own_pages() {
         .unwrap()
         .contains(".TH zmem-apply 1"));
 }
+
+/// A page that may not be replaced leaves every other page unwritten: all pages or none.
+#[test]
+fn man_writes_every_page_or_none() {
+    let dir = ScratchDir::new("man-all-or-none");
+    let out_dir = dir.join("man1");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::write(out_dir.join("zmem-bench.1"), "my own notes\n").unwrap();
+    let refused = zmem(&["man", "--out-dir", out_dir.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("none written"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let names: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["zmem-bench.1"],
+        "pages written beside the refused one"
+    );
+}

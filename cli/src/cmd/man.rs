@@ -1,7 +1,7 @@
 //! `zmem man --out-dir DIR`: man pages generated from the CLI definition
 //! (clap_mangen): `zmem.1`, and `zmem-COMMAND.1` for each command and
 //! `zmem-bench-MODE.1` for each of bench's modes, as git names its pages.
-//! Every page goes through the one output writer: an existing page is
+//! Every page goes through the one output writer, all or none: an existing page is
 //! replaced only when zmem wrote it (its `.TH` line names a zmem page) or
 //! with `--force`, never through a symbolic link.
 
@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use zmem_host::{write_output_for, Readers, Replace};
+use zmem_host::{write_outputs, OutputFile, Readers, Replace};
 
 /// Arguments of `zmem man`.
 #[derive(clap::Args, Debug)]
@@ -74,13 +74,29 @@ pub fn run(args: Args, cli: clap::Command) -> anyhow::Result<()> {
     } else {
         Replace::IfOurs(&ours)
     };
-    let mut written = String::new();
-    for page in pages(cli)? {
-        let path: PathBuf = Path::new(&args.out_dir).join(&page.file);
-        write_output_for(&path, &page.roff, replace, Readers::Everyone)
-            .with_context(|| format!("writing {}", path.display()))?;
-        written += &format!("{}\n", path.display());
-    }
+    let pages = pages(cli)?;
+    let paths: Vec<PathBuf> = pages
+        .iter()
+        .map(|p| Path::new(&args.out_dir).join(&p.file))
+        .collect();
+    // All pages or none: a page that may not be replaced leaves every other as it was.
+    let files: Vec<OutputFile> = pages
+        .iter()
+        .zip(&paths)
+        .map(|(p, path)| OutputFile {
+            path,
+            bytes: &p.roff,
+            replace,
+            readers: Readers::Everyone,
+        })
+        .collect();
+    write_outputs(&files).with_context(|| {
+        format!(
+            "writing the man pages into {} (none written)",
+            args.out_dir.display()
+        )
+    })?;
+    let written: String = paths.iter().map(|p| format!("{}\n", p.display())).collect();
     // A closed stdout (`| head`) must not stop the pages being written.
     let _ = std::io::stdout().lock().write_all(written.as_bytes());
     Ok(())
