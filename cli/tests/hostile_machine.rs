@@ -305,6 +305,15 @@ fn paused_at_first_device(args: &[&str]) -> (Reaped, u32) {
     (child, id)
 }
 
+/// zswap's parameters a trial or `bench zswap --kernel` changes and must restore.
+fn zswap_params() -> Vec<String> {
+    let zswap = Path::new("/sys/module/zswap/parameters");
+    ["enabled", "compressor", "max_pool_percent"]
+        .iter()
+        .map(|k| fs::read_to_string(zswap.join(k)).unwrap_or_default())
+        .collect()
+}
+
 fn send(child: &Reaped, sig: &str) {
     let ok = Command::new("kill")
         .args([&format!("-{sig}"), &child.0.id().to_string()])
@@ -407,13 +416,7 @@ fn a_second_trial_is_refused_even_with_force() {
         skip(&format!("SKIP {test}: not root"));
         return;
     }
-    let zswap = Path::new("/sys/module/zswap/parameters");
-    let params = || -> Vec<String> {
-        ["enabled", "compressor", "max_pool_percent"]
-            .iter()
-            .map(|k| fs::read_to_string(zswap.join(k)).unwrap_or_default())
-            .collect()
-    };
+    let params = zswap_params;
     let before = params();
     let first = zmem_cmd()
         .args([
@@ -480,13 +483,7 @@ fn a_kernel_zswap_bench_is_refused_while_a_trial_holds_the_lock() {
         skip(&format!("SKIP {test}: not root"));
         return;
     }
-    let zswap = Path::new("/sys/module/zswap/parameters");
-    let params = || -> Vec<String> {
-        ["enabled", "compressor", "max_pool_percent"]
-            .iter()
-            .map(|k| fs::read_to_string(zswap.join(k)).unwrap_or_default())
-            .collect()
-    };
+    let params = zswap_params;
     let before = params();
     // Another trial's hold on the lock (this test process stands in for it).
     let end = Instant::now() + Duration::from_secs(120);
