@@ -2,7 +2,7 @@
 //! opened, NBD served until a signal, and the last words said.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
@@ -130,10 +130,7 @@ fn listen_address(s: &Spec) -> anyhow::Result<Listen> {
 }
 
 /// The control socket, listing every attribute the device has.
-pub(crate) fn control_socket(
-    s: &Spec,
-    dev: &Arc<dyn BlockDevice>,
-) -> anyhow::Result<Option<CtlServer>> {
+fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option<CtlServer>> {
     if s.no_ctl {
         return Ok(None);
     }
@@ -162,7 +159,7 @@ pub(crate) fn control_socket(
 
 /// The last words: why serving stopped and the device's final statistics
 /// (zram's mm_stat; zswap's pool size and stored pages).
-pub(crate) fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
+fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
     let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
         .iter()
         .filter_map(|n| {
@@ -178,10 +175,29 @@ pub(crate) fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
     );
 }
 
-/// Build the device and serve it until SIGINT, SIGTERM or SIGHUP.
-pub fn run(s: Spec) -> anyhow::Result<()> {
-    let listen = listen_address(&s)?;
-    // Before build: every thread started from here on inherits IO_FLUSHER.
+/// What a transport is handed once the device is built and its control
+/// socket open: the device, the engine's zram (when it is one), the stop
+/// flag the signals set, and the words for its start-up line.
+pub(crate) struct Serving<'a> {
+    pub dev: &'a Arc<dyn BlockDevice>,
+    pub zram: Option<&'a zmem_zram::Zram>,
+    pub stop: &'a Arc<AtomicBool>,
+    /// `, control socket PATH`, or empty without one.
+    pub ctl_note: String,
+    /// Whether the server is safe as swap, in words (said before it serves).
+    pub safety_line: &'a str,
+}
+
+/// The life of a served device, the same for every transport: made safe as
+/// swap (before any thread starts, so every thread inherits IO_FLUSHER), the
+/// device built and held open (`reset` answers EBUSY, as the kernel's does
+/// for a mounted or swapped-on zram), its control socket opened, the
+/// signal handlers installed; then `transport` serves it until a signal,
+/// and the maintenance is stopped and the last words said.
+pub(crate) fn serve_device(
+    s: &Spec,
+    transport: impl FnOnce(&Serving) -> anyhow::Result<zmem_nbd::FailureCounts>,
+) -> anyhow::Result<()> {
     let safety = make_safe(s.swap, s.engine.mem_limit).map_err(anyhow::Error::msg)?;
     let Device {
         zram,
@@ -189,48 +205,21 @@ pub fn run(s: Spec) -> anyhow::Result<()> {
         maintained,
         claim: _claim,
     } = build(&s.engine, &format!("serve:{}", s.export))?;
-    // Served devices are open: `reset` answers EBUSY, as the kernel's does
-    // for a mounted or swapped-on zram.
     let _open = zram.as_ref().map(|z| z.open());
-    let ctl = control_socket(&s, &dev)?;
-    let listener =
-        Listener::bind(&listen, socket_perms(&s)?).with_context(|| format!("--listen {listen}"))?;
-    let mut opts = Options {
-        export_name: s.export.clone(),
-        verbose: s.verbose,
-        limits: s.limits.clone(),
-        ..Options::default()
-    };
-    if let Some(t) = s.threads {
-        opts.threads = t.clamp(1, 256);
-    }
+    let ctl = control_socket(s, &dev)?;
     let stop = zmem_nbd::stop_on_signals().context("installing SIGINT/SIGTERM/SIGHUP handlers")?;
-    let e = &s.engine;
-    let fast = e
-        .fast
-        .as_ref()
-        .map(|f| format!(" (fast path {f}, {})", e.fast_when))
-        .unwrap_or_default();
     let ctl_note = ctl
         .as_ref()
         .map(|c| format!(", control socket {}", c.path().display()))
         .unwrap_or_default();
-    let kernel = zram
-        .as_ref()
-        .map(|z| format!(", as kernel {}'s zram", z.kernel()))
-        .unwrap_or_default();
-    eprintln!(
-        "zmem serve: export {:?}: {} bytes, {}{fast} on {}{kernel}, {} threads per connection{ctl_note}",
-        s.export,
-        dev.size(),
-        e.algo,
-        e.allocator,
-        opts.threads,
-    );
-    eprintln!("zmem serve: {}", safety.line);
-    println!("listening on {}", listener.local());
-    let server = Server::new(dev.clone(), listener, opts);
-    let failed = server.run(&stop).context("serving")?;
+    let serving = Serving {
+        dev: &dev,
+        zram: zram.as_deref(),
+        stop: &stop,
+        ctl_note,
+        safety_line: &safety.line,
+    };
+    let failed = transport(&serving)?;
     drop(ctl);
     if let Some(m) = &maintained {
         m.stop();
@@ -238,4 +227,44 @@ pub fn run(s: Spec) -> anyhow::Result<()> {
     report_stop(dev.as_ref(), stop.load(Ordering::Relaxed));
     eprintln!("zmem serve: {failed}");
     Ok(())
+}
+/// Build the device and serve it over NBD until SIGINT, SIGTERM or SIGHUP.
+pub fn run(s: Spec) -> anyhow::Result<()> {
+    let listen = listen_address(&s)?;
+    serve_device(&s, |v| {
+        let listener = Listener::bind(&listen, socket_perms(&s)?)
+            .with_context(|| format!("--listen {listen}"))?;
+        let mut opts = Options {
+            export_name: s.export.clone(),
+            verbose: s.verbose,
+            limits: s.limits.clone(),
+            ..Options::default()
+        };
+        if let Some(t) = s.threads {
+            opts.threads = t.clamp(1, 256);
+        }
+        let e = &s.engine;
+        let fast = e
+            .fast
+            .as_ref()
+            .map(|f| format!(" (fast path {f}, {})", e.fast_when))
+            .unwrap_or_default();
+        let kernel = v
+            .zram
+            .map(|z| format!(", as kernel {}'s zram", z.kernel()))
+            .unwrap_or_default();
+        eprintln!(
+            "zmem serve: export {:?}: {} bytes, {}{fast} on {}{kernel}, {} threads per connection{}",
+            s.export,
+            v.dev.size(),
+            e.algo,
+            e.allocator,
+            opts.threads,
+            v.ctl_note,
+        );
+        eprintln!("zmem serve: {}", v.safety_line);
+        println!("listening on {}", listener.local());
+        let server = Server::new(v.dev.clone(), listener, opts);
+        server.run(v.stop).context("serving")
+    })
 }

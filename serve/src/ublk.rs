@@ -3,13 +3,9 @@
 //! socket, maintenance and last words. Refused before anything is built
 //! without root or without the kernel's ublk driver.
 
-use std::sync::atomic::Ordering;
-
 use anyhow::{bail, Context};
 
-use crate::device::{build, Device};
-use crate::run::{check_export, check_size, control_socket, report_stop, Spec};
-use crate::safety::make_safe;
+use crate::run::{check_export, check_size, serve_device, Spec};
 
 /// What is refused before the device is built: the mode, the export name,
 /// the size and the queue options, then root and the driver.
@@ -39,46 +35,27 @@ fn preflight(s: &Spec, u: &zmem_ublk::Options) -> anyhow::Result<()> {
 /// SIGHUP; then the ublk device is stopped and deleted.
 pub(crate) fn run(s: Spec, u: zmem_ublk::Options) -> anyhow::Result<()> {
     preflight(&s, &u)?;
-    // Before build: every thread started from here on (the queues' too) inherits IO_FLUSHER.
-    let safety = make_safe(s.swap, s.engine.mem_limit).map_err(anyhow::Error::msg)?;
-    let Device {
-        zram,
-        dev,
-        maintained,
-        claim: _claim,
-    } = build(&s.engine, &format!("serve:{}", s.export))?;
-    let _open = zram.as_ref().map(|z| z.open());
-    let ctl = control_socket(&s, &dev)?;
-    let stop = zmem_nbd::stop_on_signals().context("installing SIGINT/SIGTERM/SIGHUP handlers")?;
-    let e = &s.engine;
-    let ctl_note = ctl
-        .as_ref()
-        .map(|c| format!(", control socket {}", c.path().display()))
-        .unwrap_or_default();
-    eprintln!(
-        "zmem serve: {} bytes, {} on {}, {} ublk queues of {} tags{ctl_note}",
-        dev.size(),
-        e.algo,
-        e.allocator,
-        u.nr_queues(),
-        u.depth,
-    );
-    eprintln!("zmem serve: {}", safety.line);
-    let failed = zmem_ublk::serve(dev.clone(), &u, stop.clone(), |st| {
-        let how = match (st.recovered, st.recoverable) {
-            (true, _) => "recovered (START/END_USER_RECOVERY)",
-            (false, true) => "USER_RECOVERY: a dead server leaves it, I/O queued",
-            (false, false) => "no USER_RECOVERY in this kernel's driver",
-        };
-        eprintln!("zmem serve: {} ready, {how}", st.path);
-        println!("serving {}", st.path);
+    serve_device(&s, |v| {
+        let e = &s.engine;
+        eprintln!(
+            "zmem serve: {} bytes, {} on {}, {} ublk queues of {} tags{}",
+            v.dev.size(),
+            e.algo,
+            e.allocator,
+            u.nr_queues(),
+            u.depth,
+            v.ctl_note,
+        );
+        eprintln!("zmem serve: {}", v.safety_line);
+        zmem_ublk::serve(v.dev.clone(), &u, v.stop.clone(), |st| {
+            let how = match (st.recovered, st.recoverable) {
+                (true, _) => "recovered (START/END_USER_RECOVERY)",
+                (false, true) => "USER_RECOVERY: a dead server leaves it, I/O queued",
+                (false, false) => "no USER_RECOVERY in this kernel's driver",
+            };
+            eprintln!("zmem serve: {} ready, {how}", st.path);
+            println!("serving {}", st.path);
+        })
+        .context("--ublk")
     })
-    .context("--ublk")?;
-    drop(ctl);
-    if let Some(m) = &maintained {
-        m.stop();
-    }
-    report_stop(dev.as_ref(), stop.load(Ordering::Relaxed));
-    eprintln!("zmem serve: {failed}");
-    Ok(())
 }
