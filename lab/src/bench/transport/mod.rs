@@ -22,7 +22,7 @@ use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_kernel::KernelModel;
 
-use super::random_read::{read_phase, request_indexes, ReadResult};
+use super::random_read::{aligned_buffer, read_phase, request_indexes, ReadResult};
 
 mod target;
 pub use target::{Build, Spec, Target};
@@ -171,8 +171,7 @@ fn run_phase(
 
 /// Every page reads back as the corpus page last written there.
 fn verify(t: &Target, corpus: &Corpus, written: &[usize]) -> Result<(), String> {
-    let mut buf = vec![0u8; PAGE_SIZE + 4096];
-    let off = buf.as_ptr().align_offset(4096);
+    let (mut buf, off) = aligned_buffer(PAGE_SIZE);
     let page = &mut buf[off..off + PAGE_SIZE];
     for (i, &w) in written.iter().enumerate() {
         t.read(i, page)?;
