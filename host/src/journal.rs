@@ -215,10 +215,20 @@ pub fn own_in(sys: &Sys, dir: &str, pid: u32) -> Vec<PathBuf> {
     v
 }
 
-/// Whether `pid` is a running zmem (not a recycled pid of something else).
+/// Whether `pid` is a running zmem (not a recycled pid of something else,
+/// nor a killed one its parent has not reaped yet: a zombie, state `Z` or
+/// `X` in `/proc/PID/stat`, has undone nothing and never will).
 fn alive_zmem(sys: &Sys, pid: u32) -> bool {
     let comm = sys.read(&format!("/proc/{pid}/comm")).unwrap_or_default();
-    sys.exists(&format!("/proc/{pid}")) && comm.trim().starts_with("zmem")
+    if !sys.exists(&format!("/proc/{pid}")) || !comm.trim().starts_with("zmem") {
+        return false;
+    }
+    let stat = sys.read(&format!("/proc/{pid}/stat")).unwrap_or_default();
+    // `PID (comm) S ...`: the state follows the last ')' (comm may hold one).
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, Some("Z" | "X"))
 }
 
 /// The pending lines of a journal file, oldest first (comments left out).
@@ -332,6 +342,11 @@ mod tests {
         assert!(orphans(&h).is_empty());
         fs::write(h.path("/proc/77/comm"), "bash\n").unwrap();
         assert_eq!(orphans(&h).len(), 1, "a recycled pid is not our trial");
+        fs::write(h.path("/proc/77/comm"), "zmem\n").unwrap();
+        fs::write(h.path("/proc/77/stat"), "77 (zmem) S 1 77 77 0").unwrap();
+        assert!(orphans(&h).is_empty(), "a sleeping zmem is alive");
+        fs::write(h.path("/proc/77/stat"), "77 (zmem) Z 1 77 77 0").unwrap();
+        assert_eq!(orphans(&h).len(), 1, "a killed, unreaped zmem is dead");
         fs::remove_dir_all(root).unwrap();
     }
 }
