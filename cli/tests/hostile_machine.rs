@@ -390,7 +390,11 @@ fn recover_removes_what_a_killed_bench_or_recommend_left() {
         let end = Instant::now() + Duration::from_secs(120);
         let (ok, out, err) = loop {
             let r = zmem_within(Duration::from_secs(60), &[recover, "--recover"]);
-            if r.0 || !r.2.contains("another zmem trial or tune is running") || Instant::now() > end
+            if r.0
+                || !r
+                    .2
+                    .contains("another zmem that changes swap and zswap is running")
+                || Instant::now() > end
             {
                 break r;
             }
@@ -460,7 +464,9 @@ fn a_second_trial_is_refused_even_with_force() {
     );
     assert!(!ok, "a second trial ran beside the first");
     assert!(
-        err.contains(&format!("another zmem trial or tune is running (pid {pid}")),
+        err.contains(&format!(
+            "another zmem that changes swap and zswap is running (pid {pid}: zmem trial"
+        )),
         "{err}"
     );
     assert!(
@@ -506,7 +512,7 @@ fn a_kernel_zswap_bench_is_refused_while_a_trial_holds_the_lock() {
     assert!(!ok, "the kernel zswap bench ran beside a held trial lock");
     assert!(
         err.contains(&format!(
-            "another zmem trial, tune or kernel zswap bench is running (pid {}",
+            "another zmem that changes swap and zswap is running (pid {}: hostile_machine",
             std::process::id()
         )),
         "{err}"

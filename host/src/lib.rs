@@ -68,7 +68,9 @@ pub use journal::{
     write_file as write_journal, Journal, JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
-pub use lock::{hold_for_process, release_process_locks, InstanceLock, LockError, TRIAL_LOCK};
+pub use lock::{
+    describe_holder, hold_for_process, release_process_locks, InstanceLock, LockError, TRIAL_LOCK,
+};
 pub use output::{
     check_output, utc_civil, utc_stamp, write_output, write_output_for, write_outputs, OutputFile,
     Readers, Replace, Staging, StateDir, STATE_DIR_ENV,

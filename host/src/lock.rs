@@ -144,6 +144,36 @@ pub fn hold_for_process(path: &Path) -> Result<(), LockError> {
     Ok(())
 }
 
+/// Who holds a lock, for a refusal: `pid N (zmem bench zswap --kernel …)`,
+/// its command line from `/proc` (cut at 80 characters), or the pid alone
+/// when that is gone or unreadable, `?` when the lock file names no pid.
+pub fn describe_holder(holder: Option<u32>) -> String {
+    let Some(pid) = holder else {
+        return "pid ?".into();
+    };
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let words: Vec<String> = cmdline
+        .split(|&b| b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    let Some((argv0, rest)) = words.split_first() else {
+        return format!("pid {pid}");
+    };
+    let name = Path::new(argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut line = std::iter::once(name)
+        .chain(rest.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if line.chars().count() > 80 {
+        line = line.chars().take(79).collect::<String>() + "…";
+    }
+    format!("pid {pid}: {line}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +183,18 @@ mod tests {
         let d = std::env::temp_dir().join(format!("zmem-lock-test.{}.{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn a_holder_is_named_by_its_command_line() {
+        let me = describe_holder(Some(std::process::id()));
+        assert!(
+            me.starts_with(&format!("pid {}: ", std::process::id())),
+            "{me}"
+        );
+        assert!(!me.contains('/'), "argv0 by its file name: {me}");
+        assert_eq!(describe_holder(None), "pid ?");
+        assert_eq!(describe_holder(Some(4_000_000_000)), "pid 4000000000");
     }
 
     #[test]

@@ -300,10 +300,10 @@ fn hold_trial_lock(sys: &Sys) -> Result<(), TrialError> {
     let path = sys.path(host::TRIAL_LOCK);
     host::hold_for_process(&path).map_err(|e| match e {
         host::LockError::Held { holder, .. } => TrialError::Refused(vec![format!(
-            "another zmem trial or tune is running (pid {}, holding {}): two at once would \
-             undo each other's swap, zswap and sysctl changes, so --force does not override \
-             this; wait for it to finish (or stop it: Ctrl-C, SIGTERM)",
-            holder.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            "another zmem that changes swap and zswap is running ({}, holding {}): two at \
+             once would undo each other's swap, zswap and sysctl changes, so --force does not \
+             override this; wait for it to finish (or stop it: Ctrl-C, SIGTERM)",
+            host::describe_holder(holder),
             path.display()
         )]),
         e => TrialError::Io(format!("cannot take the trial lock: {e}")),

@@ -335,8 +335,9 @@ fn hold_trial_lock(sys: &Sys) -> Result<()> {
     let path = sys.path(zmem_host::TRIAL_LOCK);
     zmem_host::hold_for_process(&path).map_err(|e| match e {
         zmem_host::LockError::Held { holder, .. } => anyhow::anyhow!(
-            "another zmem trial, tune or kernel zswap bench is running (pid {}, holding {}):              both would change zswap and swap and undo each other's changes; wait for it to finish",
-            holder.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            "another zmem that changes swap and zswap is running ({}, holding {}): both \
+             would change zswap and swap and undo each other's changes; wait for it to finish",
+            zmem_host::describe_holder(holder),
             path.display()
         ),
         e => anyhow::anyhow!("cannot take the trial lock: {e}"),
