@@ -271,9 +271,17 @@ fn corpus(dir: &Path) -> PathBuf {
 /// Start `zmem ARGS` paused right after its first journal record (a kernel row's device is
 /// hot-added and journaled), and return it with that device's id.
 fn paused_at_first_device(args: &[&str]) -> (Reaped, u32) {
+    let (child, ids) = paused_at(args, &[("ZMEM_TEST_PAUSE_AT", "1")], 1);
+    (child, ids[0])
+}
+
+/// Start `zmem ARGS` with `env` (a `ZMEM_TEST_PAUSE_AT` hook), wait until it says it paused
+/// after journal record `record`, and return it with the ids of the devices its journals
+/// hold then (at least one, each present).
+fn paused_at(args: &[&str], env: &[(&str, &str)], record: u32) -> (Reaped, Vec<u32>) {
     let mut child = zmem_cmd()
         .args(args)
-        .env("ZMEM_TEST_PAUSE_AT", "1")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -282,27 +290,40 @@ fn paused_at_first_device(args: &[&str]) -> (Reaped, u32) {
     let pid = child.id();
     let child = Reaped(child);
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let want = format!("paused after journal record {record}");
+    let log = std::thread::spawn(move || {
+        let mut all = String::new();
         for l in BufReader::new(err).lines().map_while(Result::ok) {
-            if l.contains("paused after journal record 1") {
+            if l.contains(&want) {
                 let _ = tx.send(());
             }
+            all += &l;
+            all.push('\n');
         }
+        all
     });
-    rx.recv_timeout(Duration::from_secs(120))
-        .unwrap_or_else(|_| panic!("zmem {args:?} never made its first device"));
-    let id = fs::read_dir("/run/zmem-trial")
+    if rx.recv_timeout(Duration::from_secs(180)).is_err() {
+        drop(child);
+        panic!(
+            "zmem {args:?} never paused at record {record}: {}",
+            log.join().unwrap_or_default()
+        );
+    }
+    let ids: Vec<u32> = fs::read_dir("/run/zmem-trial")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .find_map(|n| {
+        .filter_map(|n| {
             n.strip_prefix(&format!("{pid}.zram"))?
                 .strip_suffix(".journal")?
                 .parse()
                 .ok()
         })
-        .expect("the device's journal");
-    assert!(Path::new(&format!("/sys/block/zram{id}")).exists());
-    (child, id)
+        .collect();
+    assert!(!ids.is_empty(), "zmem {args:?}: no device's journal");
+    for id in &ids {
+        assert!(Path::new(&format!("/sys/block/zram{id}")).exists());
+    }
+    (child, ids)
 }
 
 /// zswap's parameters a trial or `bench zswap --kernel` changes and must restore.
@@ -358,6 +379,127 @@ fn term_hup_and_int_remove_the_kernel_rows_devices() {
             !Path::new(&format!("/run/zmem-trial/{pid}.zram{id}.journal")).exists(),
             "its journal is gone with it"
         );
+    }
+}
+
+/// Why `zmem tune` would refuse on this machine (its preflight: active swap, zswap on), or
+/// cannot make kernel zram devices; prints the SKIP line then.
+fn tune_refused(test: &str) -> bool {
+    if !kernel_zram(test) {
+        return true;
+    }
+    let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let zswap = fs::read_to_string("/sys/module/zswap/parameters/enabled").unwrap_or_default();
+    let why = if swaps.lines().count() > 1 {
+        "swap is active; tune would refuse"
+    } else if zswap.trim() == "Y" {
+        "zswap is enabled; tune would refuse"
+    } else {
+        return false;
+    };
+    skip(&format!("SKIP {test}: {why}"));
+    true
+}
+
+/// The zram devices there are now, by id.
+fn zram_ids() -> Vec<u32> {
+    let mut v: Vec<u32> = fs::read_dir("/sys/block")
+        .unwrap()
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_prefix("zram")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A zram device's configuration and use, to see it untouched.
+fn zram_state(id: u32) -> Vec<String> {
+    ["disksize", "comp_algorithm", "mm_stat", "initstate"]
+        .iter()
+        .map(|a| fs::read_to_string(format!("/sys/block/zram{id}/{a}")).unwrap_or_default())
+        .collect()
+}
+
+/// When a test fails with a paused zmem's devices still there, `--recover` removes them.
+struct RecoverOnPanic;
+impl Drop for RecoverOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = zmem_cmd().args(["tune", "--recover"]).status();
+        }
+    }
+}
+
+/// SIGTERM and SIGHUP during `zmem tune`'s lab step, while a kernel row holds a zram device
+/// (`ZMEM_TEST_PAUSE_IN=lab`: paused right after the lab's first journaled device, the signal
+/// watch active, before the row opens it): the signal undoes it and exits with 128 + the
+/// signal at once, every device it added is gone with its journal, the kernel's own zram0
+/// is as it was. Before `undoing_while` the signal only raised a flag that tune read when
+/// the trials started: the paused run never exited.
+#[test]
+fn term_and_hup_in_tunes_lab_step_remove_its_devices() {
+    let test = "term_and_hup_in_tunes_lab_step_remove_its_devices";
+    let _one = TRIAL_LOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    if tune_refused(test) {
+        return;
+    }
+    let _recover = RecoverOnPanic;
+    let scratch = ScratchDir::new("hostile-tune-signals");
+    let c = corpus(scratch.path());
+    let args = [
+        "tune",
+        "--memory",
+        "64M",
+        "--corpus",
+        c.to_str().unwrap(),
+        "--rounds",
+        "1",
+        "--requests",
+        "200",
+        "--repeat",
+        "1",
+        "--candidates",
+        "1",
+    ];
+    for (sig, code, record) in [("TERM", 143, "1"), ("HUP", 129, "1")] {
+        let devices = zram_ids();
+        let zram0 = zram_state(0);
+        let env = [
+            ("ZMEM_TEST_PAUSE_IN", "lab"),
+            ("ZMEM_TEST_PAUSE_AT", record),
+        ];
+        let (mut child, ids) = paused_at(&args, &env, record.parse().unwrap());
+        send(&child, sig);
+        let status = wait_within(&mut child.0, Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("tune did not exit on SIG{sig} in its lab step"));
+        assert_eq!(status.code(), Some(code), "SIG{sig}");
+        for id in ids {
+            assert!(
+                !Path::new(&format!("/sys/block/zram{id}")).exists(),
+                "SIG{sig} left zram{id}"
+            );
+        }
+        assert_eq!(
+            zram_ids(),
+            devices,
+            "SIG{sig}: every device it added is gone"
+        );
+        let pid = child.0.id();
+        let left: Vec<String> = fs::read_dir("/run/zmem-trial")
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .filter(|n| n.starts_with(&format!("{pid}.")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "SIG{sig} left journals {left:?}");
+        assert_eq!(zram_state(0), zram0, "SIG{sig}: the kernel's zram0 changed");
     }
 }
 
