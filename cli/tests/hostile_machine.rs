@@ -194,6 +194,62 @@ fn a_second_policy_daemon_on_one_state_file_is_refused() {
     assert!(ok, "the lock outlived its daemon: {err}");
 }
 
+/// Second pass: the directory of the policy's lock and state (`/run/zmem`) made before zmem
+/// by someone else. A link to another directory, a directory others may write, or (root) one
+/// another user owns is refused naming why, and nothing is put in it: whoever controls it could
+/// swap the lock or a control socket root connects to. Before, `create_dir_all` took any of
+/// them and the lock went through the link.
+#[test]
+fn a_run_dir_that_is_a_link_or_not_zmem_s_alone_is_refused() {
+    let (s, root) = ScratchDir::with_copy("hostile-rundir", &fixture("01-basic/root"));
+    let r = root.to_str().unwrap();
+    let elsewhere = s.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::create_dir(root.join("run")).unwrap();
+    let run = root.join("run/zmem");
+    let mut cases: Vec<(&str, &str)> = vec![("link", "symbolic link"), ("0777", "mode 777")];
+    if zmem_host::euid_is_root() {
+        cases.push(("nobody", "owned by uid 65534"));
+    }
+    for (case, want) in cases {
+        let _ = fs::remove_file(&run);
+        let _ = fs::remove_dir(&run);
+        match case {
+            "link" => std::os::unix::fs::symlink(&elsewhere, &run).unwrap(),
+            _ => {
+                fs::create_dir(&run).unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                fs::set_permissions(&run, fs::Permissions::from_mode(0o777)).unwrap();
+                if case == "nobody" {
+                    std::os::unix::fs::chown(&run, Some(65534), Some(65534)).unwrap();
+                    fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).unwrap();
+                }
+            }
+        }
+        let (ok, _, err) = zmem_within(Duration::from_secs(30), &["policy", "--once", "--root", r]);
+        assert!(!ok, "{case}: policy ran with its lock there");
+        assert!(
+            err.contains("run/zmem") && err.contains(want),
+            "{case}: {err}"
+        );
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0, "{case}");
+        if case != "link" {
+            assert_eq!(
+                fs::read_dir(&run).unwrap().count(),
+                0,
+                "{case}: wrote into it"
+            );
+        }
+    }
+    // zmem's own: made where missing (0755 less the umask), and used.
+    fs::remove_dir(&run).unwrap();
+    let (ok, _, err) = zmem_within(Duration::from_secs(30), &["policy", "--once", "--root", r]);
+    assert!(ok, "{err}");
+    use std::os::unix::fs::MetadataExt;
+    let md = fs::symlink_metadata(&run).unwrap();
+    assert!(md.is_dir() && md.mode() & 0o022 == 0, "{:o}", md.mode());
+}
+
 /// Finding 10, second half: `zmem serve --maint` maintains its device itself, so `zmem policy`
 /// leaves it alone (before, both ran rounds on it).
 #[test]

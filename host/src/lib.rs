@@ -70,8 +70,8 @@ pub use journal::{
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use lock::{hold_for_process, release_process_locks, InstanceLock, LockError, TRIAL_LOCK};
 pub use output::{
-    check_output, utc_civil, utc_stamp, write_output, write_output_for, write_outputs, OutputFile,
-    Readers, Replace, Staging, StateDir, STATE_DIR_ENV,
+    check_output, shared_dir, utc_civil, utc_stamp, write_output, write_output_for, write_outputs,
+    OutputFile, Readers, Replace, Staging, StateDir, STATE_DIR_ENV,
 };
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
