@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use serve_common::spawn_serve;
 use zmem_host::testutil::{skip, ScratchDir};
 
-/// The tests that take the machine's trial lock run one at a time.
+/// The tests that take the machine's trial lock, or leave a journal that makes a trial or tune
+/// refuse, run one at a time.
 static TRIAL_LOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn fixture(case: &str) -> PathBuf {
@@ -564,6 +565,8 @@ fn term_and_hup_in_tunes_lab_step_remove_its_devices() {
 #[test]
 fn recover_removes_what_a_killed_bench_or_recommend_left() {
     let test = "recover_removes_what_a_killed_bench_or_recommend_left";
+    // Its killed run's journal, until `--recover`, makes a tune or trial beside it refuse.
+    let _one = TRIAL_LOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     if !kernel_zram(test) {
         return;
     }
