@@ -493,12 +493,13 @@ impl Drop for RecoverOnPanic {
     }
 }
 
-/// SIGTERM and SIGHUP during `zmem tune`'s lab step, while a kernel row holds a zram device
-/// (`ZMEM_TEST_PAUSE_IN=lab`: paused right after the lab's first journaled device, the signal
-/// watch active, before the row opens it): the signal undoes it and exits with 128 + the
-/// signal at once, every device it added is gone with its journal, the kernel's own zram0
-/// is as it was. Before `undoing_while` the signal only raised a flag that tune read when
-/// the trials started: the paused run never exited.
+/// SIGTERM and SIGHUP during `zmem tune`'s lab step, while its kernel rows hold zram devices
+/// (`ZMEM_TEST_PAUSE_IN=lab`, the signal watch active: SIGTERM paused right after the lab's
+/// first journaled device, SIGHUP after the second, the first open and filled by its row): the
+/// signal undoes them and exits with 128 + the signal, every device it added is gone with its
+/// journal, the kernel's own zram0 is as it was. Before `undoing_while` the signal only raised
+/// a flag that tune read when the trials started: the paused run never exited; before the
+/// signal let go of the run's own descriptors, the open device stayed (`SIGHUP left zram1`).
 #[test]
 fn term_and_hup_in_tunes_lab_step_remove_its_devices() {
     let test = "term_and_hup_in_tunes_lab_step_remove_its_devices";
@@ -524,7 +525,7 @@ fn term_and_hup_in_tunes_lab_step_remove_its_devices() {
         "--candidates",
         "1",
     ];
-    for (sig, code, record) in [("TERM", 143, "1"), ("HUP", 129, "1")] {
+    for (sig, code, record) in [("TERM", 143, "1"), ("HUP", 129, "2")] {
         let devices = zram_ids();
         let zram0 = zram_state(0);
         let env = [
