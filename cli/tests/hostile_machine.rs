@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use serve_common::spawn_serve;
 use zmem_host::testutil::{skip, ScratchDir};
 
-/// The tests that take the machine's trial lock run one at a time.
+/// The tests that take the machine's trial lock, or leave a journal that makes a trial or tune
+/// refuse, run one at a time.
 static TRIAL_LOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn fixture(case: &str) -> PathBuf {
@@ -194,6 +195,62 @@ fn a_second_policy_daemon_on_one_state_file_is_refused() {
     assert!(ok, "the lock outlived its daemon: {err}");
 }
 
+/// Second pass: the directory of the policy's lock and state (`/run/zmem`) made before zmem
+/// by someone else. A link to another directory, a directory others may write, or (root) one
+/// another user owns is refused naming why, and nothing is put in it: whoever controls it could
+/// swap the lock or a control socket root connects to. Before, `create_dir_all` took any of
+/// them and the lock went through the link.
+#[test]
+fn a_run_dir_that_is_a_link_or_not_zmem_s_alone_is_refused() {
+    let (s, root) = ScratchDir::with_copy("hostile-rundir", &fixture("01-basic/root"));
+    let r = root.to_str().unwrap();
+    let elsewhere = s.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::create_dir(root.join("run")).unwrap();
+    let run = root.join("run/zmem");
+    let mut cases: Vec<(&str, &str)> = vec![("link", "symbolic link"), ("0777", "mode 777")];
+    if zmem_host::euid_is_root() {
+        cases.push(("nobody", "owned by uid 65534"));
+    }
+    for (case, want) in cases {
+        let _ = fs::remove_file(&run);
+        let _ = fs::remove_dir(&run);
+        match case {
+            "link" => std::os::unix::fs::symlink(&elsewhere, &run).unwrap(),
+            _ => {
+                fs::create_dir(&run).unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                fs::set_permissions(&run, fs::Permissions::from_mode(0o777)).unwrap();
+                if case == "nobody" {
+                    std::os::unix::fs::chown(&run, Some(65534), Some(65534)).unwrap();
+                    fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).unwrap();
+                }
+            }
+        }
+        let (ok, _, err) = zmem_within(Duration::from_secs(30), &["policy", "--once", "--root", r]);
+        assert!(!ok, "{case}: policy ran with its lock there");
+        assert!(
+            err.contains("run/zmem") && err.contains(want),
+            "{case}: {err}"
+        );
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0, "{case}");
+        if case != "link" {
+            assert_eq!(
+                fs::read_dir(&run).unwrap().count(),
+                0,
+                "{case}: wrote into it"
+            );
+        }
+    }
+    // zmem's own: made where missing (0755 less the umask), and used.
+    fs::remove_dir(&run).unwrap();
+    let (ok, _, err) = zmem_within(Duration::from_secs(30), &["policy", "--once", "--root", r]);
+    assert!(ok, "{err}");
+    use std::os::unix::fs::MetadataExt;
+    let md = fs::symlink_metadata(&run).unwrap();
+    assert!(md.is_dir() && md.mode() & 0o022 == 0, "{:o}", md.mode());
+}
+
 /// Finding 10, second half: `zmem serve --maint` maintains its device itself, so `zmem policy`
 /// leaves it alone (before, both ran rounds on it).
 #[test]
@@ -271,9 +328,17 @@ fn corpus(dir: &Path) -> PathBuf {
 /// Start `zmem ARGS` paused right after its first journal record (a kernel row's device is
 /// hot-added and journaled), and return it with that device's id.
 fn paused_at_first_device(args: &[&str]) -> (Reaped, u32) {
+    let (child, ids) = paused_at(args, &[("ZMEM_TEST_PAUSE_AT", "1")], 1);
+    (child, ids[0])
+}
+
+/// Start `zmem ARGS` with `env` (a `ZMEM_TEST_PAUSE_AT` hook), wait until it says it paused
+/// after journal record `record`, and return it with the ids of the devices its journals
+/// hold then (at least one, each present).
+fn paused_at(args: &[&str], env: &[(&str, &str)], record: u32) -> (Reaped, Vec<u32>) {
     let mut child = zmem_cmd()
         .args(args)
-        .env("ZMEM_TEST_PAUSE_AT", "1")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -282,27 +347,40 @@ fn paused_at_first_device(args: &[&str]) -> (Reaped, u32) {
     let pid = child.id();
     let child = Reaped(child);
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let want = format!("paused after journal record {record}");
+    let log = std::thread::spawn(move || {
+        let mut all = String::new();
         for l in BufReader::new(err).lines().map_while(Result::ok) {
-            if l.contains("paused after journal record 1") {
+            if l.contains(&want) {
                 let _ = tx.send(());
             }
+            all += &l;
+            all.push('\n');
         }
+        all
     });
-    rx.recv_timeout(Duration::from_secs(120))
-        .unwrap_or_else(|_| panic!("zmem {args:?} never made its first device"));
-    let id = fs::read_dir("/run/zmem-trial")
+    if rx.recv_timeout(Duration::from_secs(180)).is_err() {
+        drop(child);
+        panic!(
+            "zmem {args:?} never paused at record {record}: {}",
+            log.join().unwrap_or_default()
+        );
+    }
+    let ids: Vec<u32> = fs::read_dir("/run/zmem-trial")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .find_map(|n| {
+        .filter_map(|n| {
             n.strip_prefix(&format!("{pid}.zram"))?
                 .strip_suffix(".journal")?
                 .parse()
                 .ok()
         })
-        .expect("the device's journal");
-    assert!(Path::new(&format!("/sys/block/zram{id}")).exists());
-    (child, id)
+        .collect();
+    assert!(!ids.is_empty(), "zmem {args:?}: no device's journal");
+    for id in &ids {
+        assert!(Path::new(&format!("/sys/block/zram{id}")).exists());
+    }
+    (child, ids)
 }
 
 /// zswap's parameters a trial or `bench zswap --kernel` changes and must restore.
@@ -361,11 +439,135 @@ fn term_hup_and_int_remove_the_kernel_rows_devices() {
     }
 }
 
+/// Why `zmem tune` would refuse on this machine (its preflight: active swap, zswap on), or
+/// cannot make kernel zram devices; prints the SKIP line then.
+fn tune_refused(test: &str) -> bool {
+    if !kernel_zram(test) {
+        return true;
+    }
+    let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let zswap = fs::read_to_string("/sys/module/zswap/parameters/enabled").unwrap_or_default();
+    let why = if swaps.lines().count() > 1 {
+        "swap is active; tune would refuse"
+    } else if zswap.trim() == "Y" {
+        "zswap is enabled; tune would refuse"
+    } else {
+        return false;
+    };
+    skip(&format!("SKIP {test}: {why}"));
+    true
+}
+
+/// The zram devices there are now, by id.
+fn zram_ids() -> Vec<u32> {
+    let mut v: Vec<u32> = fs::read_dir("/sys/block")
+        .unwrap()
+        .filter_map(|e| {
+            e.ok()?
+                .file_name()
+                .to_str()?
+                .strip_prefix("zram")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A zram device's configuration and use, to see it untouched.
+fn zram_state(id: u32) -> Vec<String> {
+    ["disksize", "comp_algorithm", "mm_stat", "initstate"]
+        .iter()
+        .map(|a| fs::read_to_string(format!("/sys/block/zram{id}/{a}")).unwrap_or_default())
+        .collect()
+}
+
+/// When a test fails with a paused zmem's devices still there, `--recover` removes them.
+struct RecoverOnPanic;
+impl Drop for RecoverOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = zmem_cmd().args(["tune", "--recover"]).status();
+        }
+    }
+}
+
+/// SIGTERM and SIGHUP during `zmem tune`'s lab step, while its kernel rows hold zram devices
+/// (`ZMEM_TEST_PAUSE_IN=lab`, the signal watch active: SIGTERM paused right after the lab's
+/// first journaled device, SIGHUP after the second, the first open and filled by its row): the
+/// signal undoes them and exits with 128 + the signal, every device it added is gone with its
+/// journal, the kernel's own zram0 is as it was. Before `undoing_while` the signal only raised
+/// a flag that tune read when the trials started: the paused run never exited; before the
+/// signal let go of the run's own descriptors, the open device stayed (`SIGHUP left zram1`).
+#[test]
+fn term_and_hup_in_tunes_lab_step_remove_its_devices() {
+    let test = "term_and_hup_in_tunes_lab_step_remove_its_devices";
+    let _one = TRIAL_LOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    if tune_refused(test) {
+        return;
+    }
+    let _recover = RecoverOnPanic;
+    let scratch = ScratchDir::new("hostile-tune-signals");
+    let c = corpus(scratch.path());
+    let args = [
+        "tune",
+        "--memory",
+        "64M",
+        "--corpus",
+        c.to_str().unwrap(),
+        "--rounds",
+        "1",
+        "--requests",
+        "200",
+        "--repeat",
+        "1",
+        "--candidates",
+        "1",
+    ];
+    for (sig, code, record) in [("TERM", 143, "1"), ("HUP", 129, "2")] {
+        let devices = zram_ids();
+        let zram0 = zram_state(0);
+        let env = [
+            ("ZMEM_TEST_PAUSE_IN", "lab"),
+            ("ZMEM_TEST_PAUSE_AT", record),
+        ];
+        let (mut child, ids) = paused_at(&args, &env, record.parse().unwrap());
+        send(&child, sig);
+        let status = wait_within(&mut child.0, Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("tune did not exit on SIG{sig} in its lab step"));
+        assert_eq!(status.code(), Some(code), "SIG{sig}");
+        for id in ids {
+            assert!(
+                !Path::new(&format!("/sys/block/zram{id}")).exists(),
+                "SIG{sig} left zram{id}"
+            );
+        }
+        assert_eq!(
+            zram_ids(),
+            devices,
+            "SIG{sig}: every device it added is gone"
+        );
+        let pid = child.0.id();
+        let left: Vec<String> = fs::read_dir("/run/zmem-trial")
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .filter(|n| n.starts_with(&format!("{pid}.")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "SIG{sig} left journals {left:?}");
+        assert_eq!(zram_state(0), zram0, "SIG{sig}: the kernel's zram0 changed");
+    }
+}
+
 /// Finding 4, SIGKILL: nothing runs in the process, so the device stays; `--recover` (of
 /// bench and recommend too, as of trial and tune) removes it from its journal.
 #[test]
 fn recover_removes_what_a_killed_bench_or_recommend_left() {
     let test = "recover_removes_what_a_killed_bench_or_recommend_left";
+    // Its killed run's journal, until `--recover`, makes a tune or trial beside it refuse.
+    let _one = TRIAL_LOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     if !kernel_zram(test) {
         return;
     }

@@ -341,6 +341,108 @@ fn a_control_request_without_a_reply_is_a_timeout_not_eagain() {
     t.join().unwrap();
 }
 
+/// Second pass: `zmem ctl` pointed at a socket that is not zmem's. A server that streams
+/// without end is cut at the reply bound, one that answers bytes that are not a reply, or
+/// closes at once, is an error naming why; each within a second or two, nothing hangs.
+#[test]
+fn ctl_against_a_socket_that_is_not_zmem_s_is_a_bounded_error() {
+    let d = tmpdir("h35-foreign");
+    type Talk = fn(std::os::unix::net::UnixStream);
+    let cases: [(&str, Talk, &str); 3] = [
+        (
+            "endless",
+            |mut s| {
+                let chunk = vec![b'x'; 1 << 16];
+                while std::io::Write::write_all(&mut s, &chunk).is_ok() {}
+            },
+            "reply longer than",
+        ),
+        (
+            "garbage",
+            |mut s| {
+                let _ = std::io::Read::read(&mut s, &mut [0u8; 4096]);
+                let _ = std::io::Write::write_all(&mut s, b"\xff\xfe\x00garbage\n");
+            },
+            "not UTF-8",
+        ),
+        ("closes", |s| drop(s), "control socket"),
+    ];
+    for (name, talk, want) in cases {
+        let talk: Talk = talk;
+        let path = d.join(&format!("{name}.ctl"));
+        let l = UnixListener::bind(&path).unwrap();
+        let t = std::thread::spawn(move || {
+            if let Ok((s, _)) = l.accept() {
+                talk(s);
+            }
+        });
+        let start = Instant::now();
+        let out = output_within(
+            Command::new(env!("CARGO_BIN_EXE_zmem"))
+                .arg("ctl")
+                .arg(&path)
+                .arg("mm_stat"),
+            LIMIT,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{name}: {:?}",
+            start.elapsed()
+        );
+        t.join().unwrap();
+    }
+}
+
+/// Second pass: a `--ctl` or `--listen unix:` path that exists as a regular file or a
+/// symbolic link is refused, the file and the link's target untouched (only a stale socket
+/// is replaced).
+#[test]
+fn a_socket_path_that_is_a_file_or_a_link_is_refused() {
+    let d = tmpdir("h35-sockpath");
+    let target = d.join("target");
+    std::fs::write(&target, b"precious").unwrap();
+    let file = d.join("file.sock");
+    std::fs::write(&file, b"precious").unwrap();
+    let link = d.join("link.sock");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let free = format!("unix:{}", d.join("free.sock").display());
+    for p in [&file, &link] {
+        let p = p.to_str().unwrap();
+        for args in [
+            vec![
+                "--size",
+                "16M",
+                "--listen",
+                &format!("unix:{p}"),
+                "--no-ctl",
+            ],
+            vec!["--size", "16M", "--listen", &free, "--ctl", p],
+        ] {
+            let out = output_within(
+                Command::new(env!("CARGO_BIN_EXE_zmem"))
+                    .arg("serve")
+                    .args(&args),
+                LIMIT,
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?} served");
+            assert!(
+                err.contains("exists and is not a socket"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"precious");
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
 #[test]
 fn stopped_servers_cost_a_scrape_little() {
     let fixture =

@@ -152,23 +152,43 @@ impl Drop for Journal {
 /// [`HotDevice`](crate::HotDevice), counted from 1) is on disk, and
 /// before the change it records is made — the moment a SIGKILL is worst. It
 /// says so on stderr (`zmem: paused after journal record N`) so a test knows
-/// when to kill it (cli/tests/host_kill.rs). Unset, it costs one environment
+/// when to kill it (cli/tests/host_kill.rs). With `ZMEM_TEST_PAUSE_IN=STEP`
+/// too, records count only from the named step on ([`test_pause_step`]): a
+/// pause inside a later step of a run. Unset, it costs one environment
 /// lookup per record.
 pub(crate) fn test_pause_point() {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static RECORDS: AtomicU32 = AtomicU32::new(0);
-    let n = RECORDS.fetch_add(1, Ordering::SeqCst) + 1;
+    use std::sync::atomic::Ordering;
     let Some(at) = std::env::var("ZMEM_TEST_PAUSE_AT")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
     else {
         return;
     };
+    if std::env::var_os("ZMEM_TEST_PAUSE_IN").is_some() && !PAUSE_STEP.load(Ordering::SeqCst) {
+        return;
+    }
+    let n = PAUSE_RECORDS.fetch_add(1, Ordering::SeqCst) + 1;
     if n == at {
         eprintln!("zmem: paused after journal record {n}");
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
+    }
+}
+
+/// Journal records counted by [`test_pause_point`].
+static PAUSE_RECORDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// Whether the step named by `ZMEM_TEST_PAUSE_IN` has begun.
+static PAUSE_STEP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Test-only: the run enters `step` (`zmem tune`'s `lab`). With
+/// `ZMEM_TEST_PAUSE_IN=step`, [`test_pause_point`]'s count of records starts
+/// here. Unset, one environment lookup.
+pub fn test_pause_step(step: &str) {
+    use std::sync::atomic::Ordering;
+    if std::env::var("ZMEM_TEST_PAUSE_IN").is_ok_and(|v| v == step) {
+        PAUSE_RECORDS.store(0, Ordering::SeqCst);
+        PAUSE_STEP.store(true, Ordering::SeqCst);
     }
 }
 

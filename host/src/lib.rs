@@ -65,15 +65,15 @@ pub use crypto::{zswap_compressor_available, zswap_compressors};
 pub use hotdev::{HotDevice, KernelZramUnavailable};
 pub use journal::{
     discard as discard_journal, orphans_in as orphan_journals, pending_lines as journal_lines,
-    write_file as write_journal, Journal, JOURNAL_DIR,
+    test_pause_step, write_file as write_journal, Journal, JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use lock::{
     describe_holder, hold_for_process, release_process_locks, InstanceLock, LockError, TRIAL_LOCK,
 };
 pub use output::{
-    check_output, utc_civil, utc_stamp, write_output, write_output_for, write_outputs, OutputFile,
-    Readers, Replace, Staging, StateDir, STATE_DIR_ENV,
+    check_output, shared_dir, utc_civil, utc_stamp, write_output, write_output_for, write_outputs,
+    OutputFile, Readers, Replace, Staging, StateDir, STATE_DIR_ENV,
 };
 pub use privilege::euid_is_root;
 pub use signal::SignalWatch;

@@ -70,8 +70,8 @@ impl InstanceLock {
             path: path.to_path_buf(),
             source,
         };
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(io_err)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::shared_dir(dir).map_err(io_err)?;
         }
         let mut file = OpenOptions::new()
             .read(true)

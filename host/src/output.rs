@@ -306,6 +306,18 @@ pub fn write_output_for(
     }])
 }
 
+/// Makes `dir` (mode 0755, and any missing parent) or checks the one there,
+/// for what zmem puts where other users may look but not write: sockets and
+/// locks in `/run/zmem`. A symbolic link, another user's directory or one
+/// others may write (not sticky) is refused naming why: whoever owns it
+/// could replace a socket root connects to, or swap the socket for a link
+/// before its mode is set.
+pub fn shared_dir(dir: &Path) -> io::Result<()> {
+    place::make_dirs(dir, 0o755)?;
+    let fd = open_dir(dir)?;
+    place::check_dir(&fd, dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

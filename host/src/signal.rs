@@ -132,6 +132,7 @@ fn signal_name(sig: i32) -> &'static str {
 /// What [`SignalWatch::install_undoing`]'s thread does with a signal.
 fn undo_and_exit(sig: i32) -> ! {
     crate::hotdev::stop_creating();
+    release_own_devices();
     let sys = crate::Sys::real();
     let r = crate::undo::undo_own(&sys, crate::JOURNAL_DIR, UNDO_PATIENCE);
     let name = signal_name(sig);
@@ -144,6 +145,56 @@ fn undo_and_exit(sig: i32) -> ! {
         );
     }
     std::process::exit(128 + sig)
+}
+
+/// Points this process's own descriptors of the zram devices it hot-added
+/// (its `PID.zramN.journal`s) at /dev/null, so the undo's reset and
+/// hot_remove do not wait for a step that still holds one open (a `zmem tune`
+/// lab round keeps its first device open while it fills the next; a frozen or
+/// slow one held it past [`UNDO_PATIENCE`] and the device stayed). The process
+/// exits right after the undo; until then the step's reads and writes on them
+/// go to /dev/null.
+fn release_own_devices() {
+    use std::os::fd::AsRawFd;
+    let prefix = format!("{}.zram", std::process::id());
+    let devices: Vec<std::path::PathBuf> = std::fs::read_dir(crate::JOURNAL_DIR)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let id: u32 = name
+                .strip_prefix(&prefix)?
+                .strip_suffix(".journal")?
+                .parse()
+                .ok()?;
+            Some(format!("/dev/zram{id}").into())
+        })
+        .collect();
+    if devices.is_empty() {
+        return;
+    }
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return;
+    };
+    for e in std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let Ok(fd) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read_link(e.path()).is_ok_and(|t| devices.contains(&t)) {
+            // SAFETY: dup2 atomically makes this process's descriptor `fd` refer to
+            // /dev/null (closing its device file); no memory is involved, and `fd` stays a
+            // valid descriptor for the code that holds it, so nothing else can be given it.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
 }
 
 impl Drop for SignalWatch {

@@ -138,7 +138,7 @@ fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option
         Some(p) => p.clone(),
         None => {
             // The one directory serve makes: /run/zmem, for its default sockets.
-            std::fs::create_dir_all("/run/zmem").context("creating /run/zmem")?;
+            zmem_host::shared_dir("/run/zmem".as_ref()).context("/run/zmem")?;
             PathBuf::from(format!("/run/zmem/{}.ctl", s.export))
         }
     };

@@ -237,6 +237,8 @@ fn model(
     // The lab never looks at the flag, and its kernel rows hold zram devices full of the
     // workload's pages: a signal undoes them and exits at once, as in `zmem bench`.
     let ranking = signals.undoing_while(|| {
+        // The test point of cli/tests/hostile_machine.rs (`ZMEM_TEST_PAUSE_IN=lab`).
+        zmem_host::test_pause_step("lab");
         verdict::rank(corpus, &opts, &mut |done, total, what| {
             progress(&format!("predict: lab {done}/{total}: {what}"));
         })

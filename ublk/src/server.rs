@@ -80,6 +80,12 @@ fn control(dev_size: u64, o: &Options) -> io::Result<(UblkCtrl, bool)> {
         .depth(o.depth)
         .io_buf_bytes(IO_BUF_BYTES);
     if o.recover {
+        if !exists(id as u32) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("--ublk-recover --ublk-id {id}: there is no /dev/ublkb{id} to recover (the driver has no ublk device {id}: ls /sys/class/ublk-char)"),
+            ));
+        }
         let ctrl = b
             .dev_flags(UblkFlags::UBLK_DEV_F_RECOVER_DEV)
             .build()
@@ -88,6 +94,11 @@ fn control(dev_size: u64, o: &Options) -> io::Result<(UblkCtrl, bool)> {
         ctrl.start_user_recover()
             .map_err(|e| err("START_USER_RECOVERY", e))?;
         return Ok((ctrl, true));
+    }
+    if let Some(why) = o.id.and_then(taken) {
+        // Never ADD_DEV an id that exists: libublk deletes the id its failed
+        // ADD_DEV asked for (DEL_DEV on drop), which is the other server's device.
+        return Err(io::Error::new(io::ErrorKind::AlreadyExists, why));
     }
     let ctrl = b
         .ctrl_flags(recovery)
@@ -101,6 +112,30 @@ fn control(dev_size: u64, o: &Options) -> io::Result<(UblkCtrl, bool)> {
     ctrl.set_params(&params(dev_size, IO_BUF_BYTES))
         .map_err(|e| err("SET_PARAMS (the device's queue limits)", e))?;
     Ok((ctrl, recovery != 0))
+}
+
+/// Whether the driver has ublk device `n` (its char device `/dev/ublkcN` is registered).
+fn exists(n: u32) -> bool {
+    std::fs::metadata(format!("/sys/class/ublk-char/ublkc{n}")).is_ok()
+}
+
+/// Why `--ublk-id n` cannot be added: the device exists (its char device
+/// `/dev/ublkcN` is registered), served by another server or left by one
+/// that died (then the way back). `None` when there is no such device.
+fn taken(n: u32) -> Option<String> {
+    if !exists(n) {
+        return None;
+    }
+    let state = UblkCtrl::new_simple(n as i32).map(|c| c.dev_info().state as u32);
+    let what = match state {
+        Ok(sys::UBLK_S_DEV_LIVE) => "exists and another server serves it".to_string(),
+        Ok(sys::UBLK_S_DEV_QUIESCED) => format!(
+            "was left by a server that died, its I/O queued: attach to it with \
+             --ublk-recover --ublk-id {n} (and the same --size)"
+        ),
+        _ => "exists (another server's, starting or stopping)".to_string(),
+    };
+    Some(format!("--ublk-id {n}: /dev/ublkb{n} {what}"))
 }
 
 /// A device to recover: created with USER_RECOVERY, quiesced (its server
@@ -181,13 +216,22 @@ where
     );
     done.store(true, Ordering::SeqCst);
     let _ = watcher.join();
-    if recovered {
-        // Not ours by ADD_DEV, so its drop would leave it: delete it.
-        let _ = ctrl.del_dev();
-    }
+    delete(&ctrl);
     drop(ctrl);
     r.map_err(|e| err("starting the ublk device", e))?;
     Ok(failures.snapshot())
+}
+
+/// Deletes the device (also one recovered: not ours by ADD_DEV, its drop
+/// would leave it). DEL_DEV waits until nobody holds `/dev/ublkbN` open (a
+/// reader, a mount), so the server would hang on its stop; DEL_DEV_ASYNC
+/// returns at once and the driver deletes the device when the last holder
+/// closes it (its id stays taken until then). The waiting DEL_DEV only where
+/// the driver lacks the async one.
+fn delete(ctrl: &UblkCtrl) {
+    if ctrl.del_dev_async().is_err() {
+        let _ = ctrl.del_dev();
+    }
 }
 
 /// Once the device is started and `stop` is set, STOP_DEV: every queue's
