@@ -448,7 +448,14 @@ mod tests {
                 }
             })
             .collect();
-        let words = [&b"slot "[..], b"handle ", b"zspage ", b"size class ", b"huge ", b"idle "];
+        let words = [
+            &b"slot "[..],
+            b"handle ",
+            b"zspage ",
+            b"size class ",
+            b"huge ",
+            b"idle ",
+        ];
         let prose: Vec<u8> = std::iter::repeat_with(|| {
             let x = noise();
             let mut w = words[(x % 6) as usize].to_vec();
