@@ -170,7 +170,8 @@ fn check_round_trip(name: &str, s: &mut dyn Stream, page: &[u8], cap: usize) {
 }
 
 thread_local! {
-    static ZSTD_6_12: RefCell<Option<Box<dyn Stream>>> = const { RefCell::new(None) };
+    // (major, minor) -> the zstd level-3 stream modelling that kernel.
+    static ZSTD_AS: RefCell<HashMap<(u16, u16), Box<dyn Stream>>> = RefCell::new(HashMap::new());
 }
 
 /// Compress a page made from the input (repeated from byte 1 on) with zstd
@@ -179,6 +180,16 @@ thread_local! {
 /// as zram reuses it, into a destination whose size byte 0 picks; libzstd
 /// decodes it back to the page, or compression reports DstTooSmall cleanly.
 pub fn compress_zstd_6_12(data: &[u8]) {
+    compress_zstd_as("zstd 6.12", (6, 12), data);
+}
+
+/// As [`compress_zstd_6_12`], as Linux 6.1 writes it (lib/zstd 1.4.10's
+/// double-fast at the crypto API's parameters, under libzstd's entropy stage).
+pub fn compress_zstd_6_1(data: &[u8]) {
+    compress_zstd_as("zstd 6.1", (6, 1), data);
+}
+
+fn compress_zstd_as(name: &str, (major, minor): (u16, u16), data: &[u8]) {
     if data.len() < 2 {
         return;
     }
@@ -190,19 +201,19 @@ pub fn compress_zstd_6_12(data: &[u8]) {
     };
     let body = &data[1..];
     let page: Vec<u8> = (0..PAGE_SIZE).map(|i| body[i % body.len()]).collect();
-    ZSTD_6_12.with(|slot| {
-        let mut slot = slot.borrow_mut();
-        let s = slot.get_or_insert_with(|| {
+    ZSTD_AS.with(|streams| {
+        let mut streams = streams.borrow_mut();
+        let s = streams.entry((major, minor)).or_insert_with(|| {
             let params = Params {
                 level: Some(3),
-                kernel: Some(zmem_kernel::KernelVersion::new(6, 12)),
+                kernel: Some(zmem_kernel::KernelVersion::new(major, minor)),
                 ..Params::default()
             };
             zmem_codec::find("zstd")
                 .expect("zstd is in the registry")
                 .new_stream(&params)
-                .unwrap_or_else(|e| panic!("zstd 6.12: new_stream: {e}"))
+                .unwrap_or_else(|e| panic!("{name}: new_stream: {e}"))
         });
-        check_round_trip("zstd 6.12", s.as_mut(), &page, cap);
+        check_round_trip(name, s.as_mut(), &page, cap);
     });
 }

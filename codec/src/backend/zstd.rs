@@ -22,18 +22,20 @@
 //!   (`zstd_dfast.rs`) under libzstd 1.5.7's entropy stage
 //!   (`zstd_producer.rs`), and every fixture page equals 6.12's.
 //! * 6.1 (lib/zstd 1.4.10, imported in 5.16; the crypto API, `crypto/zstd.c`:
-//!   `zstd_get_params(3, 0)`, the parameters for an unknown source size:
-//!   window 2^21, hash 2^17, chain 2^16, double-fast): libzstd 1.5.7 writes
-//!   0.28 % fewer bytes (100 of 114 pages differ), and neither those
-//!   parameters nor any of libzstd's experimental ones make it write
-//!   1.4.10's bytes; `Params::kernel` 6.1 selects nothing here.
+//!   `zstd_get_params(3, 0)` set one by one with the page as the pledged
+//!   size, so `ZSTD_compress2` shrinks it to window 2^12, hash 2^13, chain
+//!   2^12, min match 5, double-fast): for `Params::kernel` 5.16 to 6.1 at
+//!   level 3 (zram there has no level to set) without a dictionary, 1.4.10's
+//!   double-fast at those parameters runs under libzstd 1.5.7's entropy
+//!   stage, and every fixture page equals 6.1's.
 
 use zstd_safe::{CCtx, CParameter, DCtx};
 
-use zmem_kernel::{KernelSpan, KernelVersion};
+use zmem_kernel::KernelSpan;
 
 use super::check_page;
-use super::zstd_producer::{dfast_params, Dfast152};
+use super::zstd_dfast::Finder;
+use super::zstd_producer::{crypto_dfast_params, dfast_params, OldDfast};
 use crate::{
     AlgorithmInfo, Backend, CodecError, LevelRange, OutOfRange, ParamInfo, Params, Stream,
 };
@@ -67,6 +69,10 @@ pub static INFO: AlgorithmInfo = AlgorithmInfo {
 /// through the crypto API with `zstd_get_params(3, 0)`, other tables and
 /// no fixture to check against, so they stay libzstd's own.
 const LIB_ZSTD_1_5_2: KernelSpan = KernelSpan::between((6, 12), (6, 15));
+
+/// The kernels with lib/zstd 1.4.10 (imported in 5.16; 1.5.2 came in 6.2),
+/// whose zram reaches it through the crypto API at level 3.
+const LIB_ZSTD_1_4_10: KernelSpan = KernelSpan::between((5, 16), (6, 2));
 
 /// The `zstd` backend.
 pub struct ZstdBackend;
@@ -108,7 +114,7 @@ impl Backend for ZstdBackend {
             algo: NAME,
             reason: format!("{what}: {}", error_name(code)),
         };
-        let dfast = dfast_params(level).filter(|_| old_dfast(params));
+        let dfast = old_dfast(params, level);
         let mut cctx = CCtx::try_create().ok_or_else(|| CodecError::Library {
             algo: NAME,
             reason: "cannot create a CCtx".into(),
@@ -134,8 +140,8 @@ impl Backend for ZstdBackend {
             dctx.load_dictionary(dict).map_err(bad)?;
         }
         let cctx = match dfast {
-            Some(p) => Cctx::Dfast152(
-                Dfast152::new(level, p)
+            Some((finder, p)) => Cctx::OldDfast(
+                OldDfast::new(level, finder, p)
                     .map_err(|reason| CodecError::Library { algo: NAME, reason })?,
             ),
             None => Cctx::Lib(cctx),
@@ -144,19 +150,25 @@ impl Backend for ZstdBackend {
     }
 }
 
-/// Whether the stream writes as a kernel with lib/zstd 1.5.2 (no dictionary:
-/// libzstd does not pass one to a sequence producer).
-fn old_dfast(params: &Params) -> bool {
-    params.dict.is_none()
-        && params
-            .kernel
-            .is_some_and(|k: KernelVersion| LIB_ZSTD_1_5_2.contains(k))
+/// The old double-fast a stream runs, and its parameters, when it writes
+/// as a kernel with lib/zstd 1.5.2 at a double-fast level or with 1.4.10 at
+/// the crypto API's level 3; `None`: libzstd's own. Never with a dictionary
+/// (libzstd does not pass one to a sequence producer).
+fn old_dfast(params: &Params, level: i32) -> Option<(Finder, (u32, u32, u32))> {
+    let kernel = params.kernel.filter(|_| params.dict.is_none())?;
+    if LIB_ZSTD_1_5_2.contains(kernel) {
+        dfast_params(level).map(|p| (Finder::V1_5_2, p))
+    } else if LIB_ZSTD_1_4_10.contains(kernel) && level == DEFAULT_LEVEL {
+        Some((Finder::V1_4_10, crypto_dfast_params()))
+    } else {
+        None
+    }
 }
 
-/// libzstd's compressor, or libzstd's entropy stage over 1.5.2's double-fast.
+/// libzstd's compressor, or libzstd's entropy stage over an old double-fast.
 enum Cctx {
     Lib(CCtx<'static>),
-    Dfast152(Dfast152),
+    OldDfast(OldDfast),
 }
 
 struct ZstdStream {
@@ -169,7 +181,7 @@ impl Stream for ZstdStream {
         check_page(NAME, src)?;
         let n = match &mut self.cctx {
             Cctx::Lib(c) => c.compress2(dst, src),
-            Cctx::Dfast152(c) => c.compress(dst, src),
+            Cctx::OldDfast(c) => c.compress(dst, src),
         };
         n.map_err(|code| {
             let name = error_name(code);
@@ -204,26 +216,31 @@ impl Stream for ZstdStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zmem_kernel::KernelVersion;
 
     #[test]
-    fn the_1_5_2_finder_is_for_6_12_to_6_14_without_a_dictionary() {
+    fn the_old_finders_are_for_5_16_to_6_14_without_a_dictionary() {
         let at = |major, minor| Params {
             kernel: Some(KernelVersion::new(major, minor)),
             ..Params::default()
         };
-        assert!(old_dfast(&at(6, 12)) && old_dfast(&at(6, 14)));
-        assert!(
-            !old_dfast(&at(6, 1)) && !old_dfast(&at(6, 11)),
-            "the crypto API"
+        let finder = |p: &Params, level| old_dfast(p, level).map(|(f, _)| f);
+        assert_eq!(finder(&at(6, 12), 3), Some(Finder::V1_5_2));
+        assert_eq!(finder(&at(6, 14), 3), Some(Finder::V1_5_2));
+        assert_eq!(finder(&at(6, 12), 9), None, "lazy2 at level 9");
+        assert_eq!(finder(&at(6, 1), 3), Some(Finder::V1_4_10));
+        assert_eq!(finder(&at(5, 16), 3), Some(Finder::V1_4_10));
+        assert_eq!(finder(&at(6, 1), 9), None, "the crypto API has no level");
+        assert_eq!(finder(&at(5, 15), 3), None, "the older kernel port");
+        assert_eq!(
+            finder(&at(6, 11), 3),
+            None,
+            "1.5.2 through the crypto API: no fixture"
         );
-        assert!(
-            !old_dfast(&at(6, 15)) && !old_dfast(&at(7, 3)),
-            "lib/zstd 1.5.7"
-        );
-        assert!(
-            !old_dfast(&Params::default()),
-            "the newest kernel: libzstd's own"
-        );
-        assert!(!old_dfast(&at(6, 12).dict_bytes(vec![1; 64])));
+        assert_eq!(finder(&at(6, 15), 3), None, "lib/zstd 1.5.7");
+        assert_eq!(finder(&at(7, 3), 3), None, "lib/zstd 1.5.7");
+        assert_eq!(finder(&Params::default(), 3), None, "the newest kernel");
+        assert_eq!(finder(&at(6, 12).dict_bytes(vec![1; 64]), 3), None);
+        assert_eq!(finder(&at(6, 1).dict_bytes(vec![1; 64]), 3), None);
     }
 }

@@ -1,17 +1,25 @@
-//! zstd's double-fast match finder as lib/zstd 1.5.2 has it (Linux 6.2 to
-//! 6.14, used here for 6.12 to 6.14; `zstd_double_fast.c`, the no-dictionary block compressor), written
-//! from its description for one page at a time: the sequences (literal
-//! length, offset or repcode, match length) it finds, which `zstd.rs` hands
-//! to libzstd 1.5.7's entropy stage (the external sequence producer).
+//! zstd's double-fast match finder as the kernel's lib/zstd has it
+//! (`zstd_double_fast.c`, the no-dictionary block compressor), in the two
+//! generations zram's kernels carry, written from their descriptions (not
+//! copied) for one page at a time: the sequences (literal length, offset or
+//! repcode, match length) it finds, which `zstd_producer.rs` hands to
+//! libzstd 1.5.7's entropy stage (the external sequence producer).
 //!
-//! What it keeps from 1.5.2, where 1.5.7 differs (upstream 632677516): when
-//! a short match is found at `ip`, a long (8-byte) match at `ip + 1` replaces
-//! it whatever the lengths. Everything else is the same search: two hash
-//! tables (long: 8 bytes, `hashLog` bits; small: `minMatch` bytes, `chainLog`
-//! bits), the repcode tried at `ip + 1` first, the step growing every 256
-//! positions without a match, backward catch-up, complementary insertion of
-//! two positions per match, and the immediate repcode after a match. The
-//! first byte of the page is never a match source (`index > prefixLowest`).
+//! * [`Finder::V1_5_2`] (Linux 6.2 to 6.14): where 1.5.7 differs (upstream
+//!   632677516), when a short match is found at `ip`, a long (8-byte) match
+//!   at `ip + 1` replaces it whatever the lengths. Its loop (from 1.5.1 on)
+//!   looks one position ahead and grows the step every 256 positions
+//!   without a match.
+//! * [`Finder::V1_4_10`] (Linux 5.16 to 6.1): the older loop, one position
+//!   at a time: the repcode at `ip + 1`, the long match at `ip`, the short
+//!   match at `ip` (then a long one at `ip + 1` replaces it, as in 1.5.2);
+//!   without a match the step is `((ip - anchor) >> 8) + 1`.
+//!
+//! Both have two hash tables (long: 8 bytes, `hashLog` bits; small:
+//! `minMatch` bytes, `chainLog` bits), backward catch-up, complementary
+//! insertion of two positions per match, and the immediate repcode after a
+//! match. The first byte of the page is never a match source (`index >
+//! prefixLowest`).
 
 /// `kSearchStrength`: the step grows every `1 << 8` positions without a match.
 const STEP_INCR: usize = 1 << 8;
@@ -31,8 +39,18 @@ pub(super) struct Sequence {
     pub ml: u32,
 }
 
+/// Which lib/zstd's double-fast search runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Finder {
+    /// lib/zstd 1.4.10 (upstream 20821a46f; Linux 5.16 to 6.1).
+    V1_4_10,
+    /// lib/zstd 1.5.2 (Linux 6.2 to 6.14).
+    V1_5_2,
+}
+
 /// The match finder's state: its two hash tables, reused page after page.
 pub(super) struct DoubleFast {
+    finder: Finder,
     long: Vec<u32>,
     small: Vec<u32>,
     long_log: u32,
@@ -101,8 +119,9 @@ impl DoubleFast {
     /// A match finder with zstd's `hashLog` (long table), `chainLog` (small
     /// table) and `minMatch` (clamped to 4..=7 as the block compressor's
     /// templates).
-    pub(super) fn new(hash_log: u32, chain_log: u32, min_match: u32) -> DoubleFast {
+    pub(super) fn new(finder: Finder, hash_log: u32, chain_log: u32, min_match: u32) -> DoubleFast {
         DoubleFast {
+            finder,
             long: vec![0; 1 << hash_log],
             small: vec![0; 1 << chain_log],
             long_log: hash_log,
@@ -146,6 +165,8 @@ impl DoubleFast {
         }
         let last = if n < HASH_READ + 2 {
             n
+        } else if self.finder == Finder::V1_4_10 {
+            self.search_1_4(src, out)
         } else {
             self.search(src, out)
         };
@@ -153,7 +174,81 @@ impl DoubleFast {
         last
     }
 
-    /// The block compressor's outer loop: one iteration per match stored.
+    /// 1.4.10's block compressor: one position per iteration, a match
+    /// stored, or the step taken.
+    fn search_1_4(&mut self, s: &[u8], out: &mut Vec<Sequence>) -> usize {
+        let ilimit = s.len() - HASH_READ;
+        let mut anchor = 0;
+        // As in `search`: no history at the first position, repcodes 1 only.
+        let mut ip = 1;
+        let (mut off1, mut off2) = (1usize, 0usize);
+        while ip < ilimit {
+            let curr = ip;
+            let (hl, hs) = (self.hl(s, ip), self.hs(s, ip));
+            let (idxl, idxs) = (self.long[hl], self.small[hs]);
+            self.long[hl] = self.idx(ip);
+            self.small[hs] = self.idx(ip);
+            let ml = if off1 > 0 && read32(s, ip + 1 - off1) == read32(s, ip + 1) {
+                let ml = count(s, ip + 5, ip + 5 - off1) + 4;
+                ip += 1;
+                out.push(seq(ip - anchor, REPCODE_1, ml));
+                ml
+            } else if let Some((at, m, ml)) = self.match_1_4(s, ip, idxl, idxs) {
+                let (mut at, mut m, mut ml) = (at, m, ml);
+                while at > anchor && m > 0 && s[at - 1] == s[m - 1] {
+                    at -= 1;
+                    m -= 1;
+                    ml += 1;
+                }
+                off2 = off1;
+                off1 = at - m;
+                out.push(seq(at - anchor, off1 as u32 + 3, ml));
+                ip = at;
+                ml
+            } else {
+                ip += ((ip - anchor) >> 8) + 1;
+                continue;
+            };
+            ip += ml;
+            anchor = ip;
+            if ip <= ilimit {
+                self.insert_after_match(s, curr, ip);
+                (ip, off1, off2) = self.immediate_repcodes(s, out, ip, off1, off2);
+                anchor = ip;
+            }
+        }
+        s.len() - anchor
+    }
+
+    /// 1.4.10's new match at `ip` (its tables already hold `ip`): the long
+    /// match there, else the short one, which a long match at `ip + 1`
+    /// replaces. `(start, source, length)` before catch-up.
+    fn match_1_4(
+        &mut self,
+        s: &[u8],
+        ip: usize,
+        idxl: u32,
+        idxs: u32,
+    ) -> Option<(usize, usize, usize)> {
+        if let Some(m) = self.at(idxl).filter(|&m| read64(s, m) == read64(s, ip)) {
+            return Some((ip, m, count(s, ip + 8, m + 8) + 8));
+        }
+        let m = self.at(idxs).filter(|&m| read32(s, m) == read32(s, ip))?;
+        let hl1 = self.hl(s, ip + 1);
+        let idxl1 = self.long[hl1];
+        self.long[hl1] = self.idx(ip + 1);
+        Some(
+            match self
+                .at(idxl1)
+                .filter(|&l| read64(s, l) == read64(s, ip + 1))
+            {
+                Some(l) => (ip + 1, l, count(s, ip + 9, l + 8) + 8),
+                None => (ip, m, count(s, ip + 4, m + 4) + 4),
+            },
+        )
+    }
+
+    /// 1.5.2's block compressor: one iteration per match stored.
     fn search(&mut self, s: &[u8], out: &mut Vec<Sequence>) -> usize {
         let ilimit = s.len() - HASH_READ;
         let mut anchor = 0;
@@ -353,22 +448,60 @@ mod tests {
                 }
             })
             .collect();
-        vec![text, random, mixed, vec![7u8; 4096]]
+        let words = [
+            &b"slot "[..],
+            b"handle ",
+            b"zspage ",
+            b"size class ",
+            b"huge ",
+            b"idle ",
+        ];
+        let prose: Vec<u8> = std::iter::repeat_with(|| {
+            let x = noise();
+            let mut w = words[(x % 6) as usize].to_vec();
+            w.push(b'0' + (x >> 8) as u8 % 10);
+            w
+        })
+        .flatten()
+        .take(4096)
+        .collect();
+        vec![text, random, mixed, vec![7u8; 4096], prose]
     }
 
     #[test]
     fn sequences_rebuild_the_page() {
-        let mut df = DoubleFast::new(13, 12, 4);
-        let mut seqs = Vec::new();
-        for page in pages().iter().chain(pages().iter()) {
-            let last = df.parse(page, &mut seqs);
-            assert_eq!(&replay(page, &seqs, last), page);
+        for (finder, mls) in [(Finder::V1_5_2, 4), (Finder::V1_4_10, 5)] {
+            let mut df = DoubleFast::new(finder, 13, 12, mls);
+            let mut seqs = Vec::new();
+            for page in pages().iter().chain(pages().iter()) {
+                let last = df.parse(page, &mut seqs);
+                assert_eq!(&replay(page, &seqs, last), page, "{finder:?}");
+            }
         }
+    }
+
+    /// The two generations parse the same page differently: 1.4.10 looks at
+    /// every position until the step grows, 1.5.2 one ahead.
+    #[test]
+    fn the_generations_differ() {
+        let parse = |finder, page: &[u8]| {
+            let mut df = DoubleFast::new(finder, 13, 12, 5);
+            let mut seqs = Vec::new();
+            let last = df.parse(page, &mut seqs);
+            (seqs, last)
+        };
+        let differ: Vec<usize> = pages()
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| parse(Finder::V1_4_10, p) != parse(Finder::V1_5_2, p))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(differ, [4], "only the prose page");
     }
 
     #[test]
     fn repeated_text_is_matches_and_random_is_literals() {
-        let mut df = DoubleFast::new(13, 12, 4);
+        let mut df = DoubleFast::new(Finder::V1_5_2, 13, 12, 4);
         let mut seqs = Vec::new();
         let p = pages();
         assert_eq!(df.parse(&p[1], &mut seqs), 4096, "random: all literals");
@@ -380,10 +513,12 @@ mod tests {
 
     #[test]
     fn a_page_does_not_match_the_previous_one() {
-        let mut df = DoubleFast::new(13, 12, 4);
-        let mut seqs = Vec::new();
-        let random = &pages()[1];
-        df.parse(random, &mut seqs);
-        assert_eq!(df.parse(random, &mut seqs), 4096);
+        for finder in [Finder::V1_5_2, Finder::V1_4_10] {
+            let mut df = DoubleFast::new(finder, 13, 12, 4);
+            let mut seqs = Vec::new();
+            let random = &pages()[1];
+            df.parse(random, &mut seqs);
+            assert_eq!(df.parse(random, &mut seqs), 4096, "{finder:?}");
+        }
     }
 }

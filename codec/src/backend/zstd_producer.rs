@@ -1,20 +1,23 @@
-//! zstd frames as lib/zstd 1.5.2 writes them at a double-fast level: our
-//! [`DoubleFast`] (1.5.2's match finder) registered on a libzstd 1.5.7 CCtx
-//! as its block-level external sequence producer (`ZSTD_registerSequenceProducer`),
-//! so 1.5.7's entropy stage, which equals 1.5.2's (levels 1 and 9 give the
-//! same bytes on 6.12 and 1.5.7), encodes 1.5.2's sequences.
+//! zstd frames as an older lib/zstd writes them at a double-fast level:
+//! our [`DoubleFast`] (1.4.10's or 1.5.2's match finder) registered on a
+//! libzstd 1.5.7 CCtx as its block-level external sequence producer
+//! (`ZSTD_registerSequenceProducer`), so 1.5.7's entropy stage encodes the
+//! old finder's sequences. That stage equals 1.5.2's (levels 1 and 9 give
+//! 6.12's bytes) and 1.4.10's (at level 9, lazy2, which neither version
+//! changed at page size, 1.4.10 and 1.5.2 give every fixture page the same
+//! length; docs/codecs.md "Why zstd differs on 6.1 and 6.12").
 //!
 //! The fallback to libzstd's own match finder is off, so a producer error
 //! fails the compression instead of silently writing 1.5.7's bytes.
 //! Repcodes: libzstd turns raw offsets into repcodes itself
 //! (`ZSTD_finalizeOffBase`) only when `searchForExternalRepcodes` is on,
 //! and then also for a new offset that happens to equal an older repcode,
-//! which 1.5.2's double-fast stores as a new offset. With it off (its
+//! which the old double-fast stores as a new offset. With it off (its
 //! default below level 10) libzstd stores `offset + 3` as the sequence's
 //! offset code, unchecked (`validateSequences` off); so the producer passes
 //! each sequence's offset code minus 3, and repcode 1 (code 1) as
 //! `1 - 3` modulo 2^32, which libzstd's `OFFSET_TO_OFFBASE` turns back into
-//! code 1. The sequence store then holds exactly 1.5.2's offset codes.
+//! code 1. The sequence store then holds exactly the old finder's offset codes.
 
 use std::ffi::{c_int, c_uint, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,7 +25,7 @@ use std::ptr::NonNull;
 
 use zstd_sys as sys;
 
-use super::zstd_dfast::{DoubleFast, Sequence};
+use super::zstd_dfast::{DoubleFast, Finder, Sequence};
 use crate::PAGE_SIZE;
 
 /// `ZSTD_SEQUENCE_PRODUCER_ERROR`.
@@ -42,14 +45,25 @@ pub(super) fn dfast_params(level: i32) -> Option<(u32, u32, u32)> {
     ))
 }
 
+/// The match finder's parameters behind 6.1's crypto API (`crypto/zstd.c`):
+/// `zstd_get_params(3, 0)` (the row for an unknown source size: window
+/// 2^21, hash 2^17, chain 2^16, min match 5, double-fast), set one by one
+/// with the page as the pledged source size, which `ZSTD_compress2` shrinks
+/// to the page (`ZSTD_adjustCParams`: window 2^12, hash 2^13, chain 2^12).
+pub(super) fn crypto_dfast_params() -> (u32, u32, u32) {
+    // SAFETY: pure functions of their arguments, no pointers.
+    let cp = unsafe { sys::ZSTD_adjustCParams(sys::ZSTD_getCParams(3, 0, 0), PAGE_SIZE as u64, 0) };
+    (cp.hashLog, cp.chainLog, cp.minMatch)
+}
+
 /// The producer's state, boxed so its address stays where libzstd keeps it.
 struct Producer {
     finder: DoubleFast,
     seqs: Vec<Sequence>,
 }
 
-/// A libzstd CCtx with 1.5.2's double-fast as its sequence producer.
-pub(super) struct Dfast152 {
+/// A libzstd CCtx with an old double-fast as its sequence producer.
+pub(super) struct OldDfast {
     // Dropped (freed) before the producer it points to.
     cctx: NonNull<sys::ZSTD_CCtx>,
     producer: Box<Producer>,
@@ -58,9 +72,9 @@ pub(super) struct Dfast152 {
 // SAFETY: the CCtx and the producer it points to are owned by this value
 // alone and used only through `&mut self`; libzstd's CCtx has no thread
 // affinity (it may be used from any thread, one at a time).
-unsafe impl Send for Dfast152 {}
+unsafe impl Send for OldDfast {}
 
-impl Drop for Dfast152 {
+impl Drop for OldDfast {
     fn drop(&mut self) {
         // SAFETY: created by ZSTD_createCCtx in `new`, freed once, here.
         unsafe { sys::ZSTD_freeCCtx(self.cctx.as_ptr()) };
@@ -81,19 +95,21 @@ fn is_error(code: usize) -> bool {
     unsafe { sys::ZSTD_isError(code) != 0 }
 }
 
-impl Dfast152 {
-    /// A CCtx at `level` (a double-fast level: [`dfast_params`]) writing
-    /// frames with the content size and no checksum.
+impl OldDfast {
+    /// A CCtx at `level` (a double-fast level) writing frames with the
+    /// content size and no checksum, its sequences from `finder` with the
+    /// tables and minimum match of `(hash_log, chain_log, min_match)`.
     pub(super) fn new(
         level: i32,
+        finder: Finder,
         (hash_log, chain_log, min_match): (u32, u32, u32),
     ) -> Result<Self, String> {
         // SAFETY: no arguments; NULL (checked) when out of memory.
         let cctx = NonNull::new(unsafe { sys::ZSTD_createCCtx() }).ok_or("cannot create a CCtx")?;
-        let mut this = Dfast152 {
+        let mut this = OldDfast {
             cctx,
             producer: Box::new(Producer {
-                finder: DoubleFast::new(hash_log, chain_log, min_match),
+                finder: DoubleFast::new(finder, hash_log, chain_log, min_match),
                 seqs: Vec::with_capacity(PAGE_SIZE / 3),
             }),
         };
@@ -148,7 +164,7 @@ impl Dfast152 {
     }
 }
 
-/// The sequence producer libzstd calls per block: 1.5.2's double-fast over
+/// The sequence producer libzstd calls per block: the old double-fast over
 /// the block, then the block delimiter with the last literals.
 unsafe extern "C" fn produce(
     state: *mut c_void,
@@ -161,7 +177,7 @@ unsafe extern "C" fn produce(
     _level: c_int,
     _window: usize,
 ) -> usize {
-    // SAFETY: `state` is the Producer registered in Dfast152::new, used
+    // SAFETY: `state` is the Producer registered in OldDfast::new, used
     // only during that CCtx's ZSTD_compress2 on the same thread; libzstd
     // passes the block (`src`, `size`) and a sequence buffer of `capacity`.
     let (producer, src) = unsafe {
@@ -209,11 +225,21 @@ mod tests {
         }
     }
 
-    /// Frames from the 1.5.2 finder decode with plain libzstd, page after page
-    /// on one CCtx (the tables carry over, the window does not).
+    #[test]
+    fn the_crypto_api_parameters_shrink_to_the_page() {
+        assert_eq!(crypto_dfast_params(), (13, 12, 5));
+    }
+
+    /// Frames from either old finder decode with plain libzstd, page after
+    /// page on one CCtx (the tables carry over, the window does not).
     #[test]
     fn frames_round_trip_through_libzstd() {
-        let mut c = Dfast152::new(3, dfast_params(3).unwrap()).unwrap();
+        round_trip(Finder::V1_5_2, dfast_params(3).unwrap());
+        round_trip(Finder::V1_4_10, crypto_dfast_params());
+    }
+
+    fn round_trip(finder: Finder, params: (u32, u32, u32)) {
+        let mut c = OldDfast::new(3, finder, params).unwrap();
         let mut x = 1u32;
         let mut pages = Vec::new();
         for kind in 0..6u32 {
@@ -239,7 +265,7 @@ mod tests {
                 zstd_safe::decompress(&mut out[..], &dst[..n]),
                 Ok(PAGE_SIZE)
             );
-            assert_eq!(&out, page);
+            assert_eq!(&out, page, "{finder:?}");
         }
         assert!(
             matches!(c.compress(&mut dst[..8], &pages[0]), Err(e) if error_name(e).contains("too small"))
