@@ -13,6 +13,7 @@
 //! * `streams`, `pool`: compressors and allocators;
 //! * `recompress` + `pp`: secondary algorithms, `recompress`, post-processing buckets;
 //! * `writeback` + `backing`: `writeback`, `writeback_limit`, `bd_stat`; the backing file and its bitmap;
+//! * `recover`: a recoverable device's store in memfds, and recovery from a dead one's;
 //! * `fastpath`: the fast algorithm and when writes use it (zmem-ops' policy engine
 //!   moves its slots back to the primary in the background).
 //!
@@ -43,6 +44,7 @@ mod pp;
 mod precise;
 mod read;
 mod recompress;
+mod recover;
 mod slot;
 mod stats;
 mod streams;
@@ -55,6 +57,7 @@ pub use device::{Config, OpenGuard, Zram, ZramBuilder};
 pub use fastpath::FastMode;
 pub use pool::PoolFactory;
 pub use recompress::{global_huge_class_size, RecompressParams, RecompressReport};
+pub use recover::{RecoverReport, Store};
 pub use slot::SlotInfo;
 pub use writeback::{BackingFault, BdOp, WbLimit, WritebackParams, WritebackReport};
 pub use zmem_codec::PAGE_SIZE;
