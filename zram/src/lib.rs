@@ -19,7 +19,7 @@
 //!
 //! The concern files and `device` import each other on purpose: `Zram`
 //! (device.rs) holds the state each concern defines (the fast path, the
-//! backing store, the writeback limit), and each concern's file adds its
+//! backing store, the writeback limit, a recoverable device's memfds), and each concern's file adds its
 //! methods to `Zram`, as every function of zram_drv.c takes `struct zram`.
 //!
 //! ```no_run
