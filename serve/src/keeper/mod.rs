@@ -191,6 +191,9 @@ impl Link {
 
     /// A clean stop: the keeper exits and the store is freed.
     pub fn end(&self) {
+        if wire::exited(self.pidfd.as_fd()) {
+            return; // said by `watch` when it happened
+        }
         if let Err(e) = ask(&self.path, &Msg::new("END"), &[]) {
             eprintln!(
                 "zmem serve: the keeper (pid {}) did not take the stop: {e:#}",
