@@ -30,7 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { result serve-recover FAIL "$*"; exit 0; }
-keeper_pid() { sed -n 's/.*the keeper (pid \([0-9]*\)).*/\1/p' "$OUT"/serve*.log | tail -1; }
+keeper_pid() { cat "$OUT"/first.log "$OUT"/second.log 2>/dev/null | sed -n 's/.*the keeper (pid \([0-9]*\)).*/\1/p' | tail -1; }
 
 # serve LOG ARGS...: zmem serve --ublk in the background; waits for its `serving` line.
 serve() {
