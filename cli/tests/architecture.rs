@@ -119,6 +119,7 @@ const KEPT_CIRCLES: &[(&str, &[&str])] = &[
             "idle",
             "pp",
             "recompress",
+            "recover",
             "writeback",
         ],
     ),

@@ -79,15 +79,19 @@ fn ublk_conflicts_with_listen_and_its_flags_need_it() {
     }
     let e = refused(&["serve", "--ublk", "--size", "1M", "--ublk-recover"]);
     assert!(e.contains("--ublk-id"), "{e}");
+    // --ublk-recover is --recover's old name: under --listen it recovers
+    // an NBD server's store, and a made-up export has none.
     let e = refused(&[
         "serve",
         "--listen",
         "unix:/tmp/x.sock",
         "--size",
         "1M",
+        "--export",
+        "serve-ublk-test-none",
         "--ublk-recover",
     ]);
-    assert!(e.contains("--ublk"), "{e}");
+    assert!(e.contains("nothing to recover"), "{e}");
     // Neither transport.
     let e = refused(&["serve", "--size", "1M"]);
     assert!(e.contains("--listen"), "{e}");

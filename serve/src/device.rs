@@ -88,9 +88,15 @@ fn attr(dev: &Zram, name: &str, value: &str, what: &str) -> anyhow::Result<()> {
 
 /// Configure a device the way a script configures /sys/block/zramN, in the
 /// kernel's order (everything before disksize).
-fn build_zram(s: &EngineSpec, name: &str, backing: Option<&Claimed>) -> anyhow::Result<Zram> {
+fn build_zram(
+    s: &EngineSpec,
+    name: &str,
+    backing: Option<&Claimed>,
+    recoverable: bool,
+) -> anyhow::Result<Zram> {
     let dev = Zram::builder()
         .name(name.to_string())
+        .recoverable(recoverable)
         .kernel(s.kernel.unwrap_or_default())
         .build()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -182,8 +188,9 @@ fn build_zswap(
         .map_err(|e| anyhow::anyhow!("--mode zswap: {e}"))
 }
 
-/// The device `name` (`serve:EXPORT`) as the spec says, maintained under `--maint`.
-pub(crate) fn build(s: &EngineSpec, name: &str) -> anyhow::Result<Device> {
+/// The device `name` (`serve:EXPORT`) as the spec says, maintained under
+/// `--maint`; a zram device's store in memfds when `recoverable`.
+pub(crate) fn build(s: &EngineSpec, name: &str, recoverable: bool) -> anyhow::Result<Device> {
     let policy = match &s.maint {
         Some(spec) => Some(
             Policy::default()
@@ -207,7 +214,7 @@ pub(crate) fn build(s: &EngineSpec, name: &str) -> anyhow::Result<Device> {
             claim,
         });
     }
-    let z = Arc::new(build_zram(s, name, claim.as_ref())?);
+    let z = Arc::new(build_zram(s, name, claim.as_ref(), recoverable)?);
     let Some(p) = policy else {
         return Ok(Device {
             zram: Some(z.clone()),

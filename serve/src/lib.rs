@@ -7,12 +7,13 @@
 //! the engine is shared.
 
 mod device;
+mod keeper;
 mod run;
 mod safety;
 mod ublk;
 
 pub use device::{fast_when, EngineSpec};
-pub use run::Spec;
+pub use run::{Recovery, Spec};
 pub use safety::SwapUse;
 
 /// Build the device and serve it until SIGINT, SIGTERM or SIGHUP: over NBD

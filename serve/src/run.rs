@@ -10,6 +10,7 @@ use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
 use zmem_nbd::{Control, CtlServer, Limits, Listen, Listener, Options, Server, SocketPerms};
 
 use crate::device::{build, Device, EngineSpec};
+use crate::keeper::{self, Link};
 use crate::safety::{make_safe, SwapUse};
 
 /// Everything `zmem serve` was asked for.
@@ -42,6 +43,21 @@ pub struct Spec {
     pub limits: Limits,
     /// Serve as the kernel block device /dev/ublkbN instead of NBD (`listen` unused).
     pub ublk: Option<zmem_ublk::Options>,
+    /// Whether the store is kept for crash recovery, or recovered.
+    pub recovery: Recovery,
+}
+
+/// Crash recovery (docs/serve.md, "Crash recovery").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Recovery {
+    /// A keeper holds the store when the device can be recovered (zram,
+    /// zsmalloc, no backing_dev); said on stderr when it cannot.
+    #[default]
+    Keep,
+    /// `--no-recover-store`: no keeper, a crash loses the contents.
+    Off,
+    /// `--recover`: serve the store a dead server's keeper holds.
+    Recover,
 }
 
 /// A group name from /etc/group, or a numeric GID.
@@ -199,13 +215,19 @@ pub(crate) fn serve_device(
     transport: impl FnOnce(&Serving) -> anyhow::Result<zmem_nbd::FailureCounts>,
 ) -> anyhow::Result<()> {
     let safety = make_safe(s.swap, s.engine.mem_limit).map_err(anyhow::Error::msg)?;
+    let (link, old) = keeper_for(s)?;
     let Device {
         zram,
         dev,
         maintained,
         claim: _claim,
-    } = build(&s.engine, &format!("serve:{}", s.export))?;
+    } = build(&s.engine, &format!("serve:{}", s.export), link.is_some())?;
     let _open = zram.as_ref().map(|z| z.open());
+    let stopping = Arc::new(AtomicBool::new(false));
+    let _kept = match (&link, zram.as_deref()) {
+        (Some(l), Some(z)) => Some(keep_store(s, l, z, old, &stopping)?),
+        _ => None,
+    };
     let ctl = control_socket(s, &dev)?;
     let stop = zmem_nbd::stop_on_signals().context("installing SIGINT/SIGTERM/SIGHUP handlers")?;
     let ctl_note = ctl
@@ -228,6 +250,105 @@ pub(crate) fn serve_device(
     eprintln!("zmem serve: {failed}");
     Ok(())
 }
+
+/// Why the device cannot be recovered after a crash, if it cannot.
+fn not_recoverable(e: &EngineSpec) -> Option<&'static str> {
+    if e.mode != "zram" {
+        Some("--mode zswap keeps no store")
+    } else if e.allocator.trim() != "zsmalloc" {
+        Some("only a zsmalloc pool is kept (recovery finds objects by address)")
+    } else if e.backing_dev.is_some() {
+        Some("a device with --backing-dev is not kept (its written-back blocks are not)")
+    } else {
+        None
+    }
+}
+
+/// The keeper's socket: in the control socket's directory (`/run/zmem`
+/// without `--ctl`), absolute.
+fn keep_path(s: &Spec) -> anyhow::Result<PathBuf> {
+    let dir = match s.ctl.as_ref().and_then(|c| c.parent()) {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        Some(_) => PathBuf::from("."),
+        None => {
+            std::fs::create_dir_all("/run/zmem").context("creating /run/zmem")?;
+            PathBuf::from("/run/zmem")
+        }
+    };
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("the keeper's directory {}", dir.display()))?;
+    Ok(keeper::path(&dir, &s.export))
+}
+
+/// The keeper (forked now, before any thread starts) and, with
+/// `--recover`, the dead server's store it held.
+fn keeper_for(s: &Spec) -> anyhow::Result<(Option<Link>, Option<zmem_zram::Store>)> {
+    let why = not_recoverable(&s.engine);
+    match (s.recovery, why) {
+        (Recovery::Off, _) => Ok((None, None)),
+        (Recovery::Keep, Some(why)) => {
+            eprintln!("zmem serve: not recoverable after a crash: {why}");
+            Ok((None, None))
+        }
+        (Recovery::Recover, Some(why)) => bail!("--recover: {why}"),
+        (Recovery::Keep, None) => match keep_path(s) {
+            Ok(p) => Ok((Link::spawn(&p)?, None)),
+            Err(e) => {
+                eprintln!("zmem serve: not recoverable after a crash: {e:#}");
+                Ok((None, None))
+            }
+        },
+        (Recovery::Recover, None) => {
+            let (l, st) = keeper::take(&keep_path(s)?, &s.engine)?;
+            Ok((Some(l), Some(st)))
+        }
+    }
+}
+
+/// Ends the keeper when the server stops (not when it panics: a crash
+/// leaves the store to `--recover`).
+struct Kept<'a>(&'a Link, Arc<AtomicBool>);
+
+impl Drop for Kept<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.1.store(true, Ordering::Relaxed);
+            self.0.end();
+        }
+    }
+}
+
+/// With `--recover`, the dead server's store copied into `z`; then `z`'s
+/// store handed to the keeper (replacing the old one only now, complete).
+fn keep_store<'a>(
+    s: &Spec,
+    link: &'a Link,
+    z: &zmem_zram::Zram,
+    old: Option<zmem_zram::Store>,
+    stopping: &Arc<AtomicBool>,
+) -> anyhow::Result<Kept<'a>> {
+    if let Some(old) = old {
+        let r = z
+            .recover_from(old)
+            .map_err(anyhow::Error::msg)
+            .context("--recover")?;
+        eprintln!(
+            "zmem serve: recovered {} pages ({} objects copied, {} slots rolled back to their acknowledged contents, {} lost)",
+            r.pages, r.objects, r.rolled_back, r.lost
+        );
+    }
+    let store = z.shared_store().context("the device's store")?;
+    link.put(&s.engine, &store)
+        .context("handing the store to the keeper")?;
+    link.watch(stopping.clone())?;
+    eprintln!(
+        "zmem serve: recoverable: the keeper (pid {}) holds the store; after a crash, `zmem serve --recover` with the same options serves it again",
+        link.pid()
+    );
+    Ok(Kept(link, stopping.clone()))
+}
+
 /// Build the device and serve it over NBD until SIGINT, SIGTERM or SIGHUP.
 pub fn run(s: Spec) -> anyhow::Result<()> {
     let listen = listen_address(&s)?;

@@ -24,7 +24,7 @@ pub use prefetch::ObjHint;
 pub use z3fold::Z3foldPool;
 pub use zbud::ZbudPool;
 pub use zsmalloc::class::ChainRule;
-pub use zsmalloc::{class, wait_background, ZsPool};
+pub use zsmalloc::{class, map_shared, memfd, wait_background, RegionView, SharedRegion, ZsPool};
 
 /// Page size of the pools.
 pub const PAGE_SIZE: usize = 4096;

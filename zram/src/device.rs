@@ -69,6 +69,8 @@ pub struct Meta {
     pub backing: Option<Arc<Backing>>,
     /// `compressed_writeback` as it was at `disksize`.
     pub wb_compressed: bool,
+    /// A recoverable device's zspage memfd (its table's is the table's).
+    pub(crate) shared: Option<crate::recover::Shared>,
 }
 
 impl Meta {
@@ -93,6 +95,9 @@ impl Meta {
         std::num::NonZeroU64::new(raw).map(Handle)
     }
 }
+
+/// A new state's slot table, allocator and (recoverable) zspage memfd.
+type NewStore = (SlotTable, Box<dyn Zpool>, Option<crate::recover::Shared>);
 
 #[repr(align(128))]
 struct Stripe(RwLock<Option<Arc<Meta>>>);
@@ -148,6 +153,8 @@ pub struct Zram {
     /// A custom allocator factory; `None`: zmem-zpool's, with the kernel's zsmalloc.
     pool_factory: Option<PoolFactory>,
     track_actime: bool,
+    /// Keep the store in memfds (`ZramBuilder::recoverable`).
+    recoverable: bool,
     pub(crate) config: Mutex<Config>,
     pub(crate) limit_pages: AtomicU64,
     pub(crate) fast_path: FastPath,
@@ -270,17 +277,7 @@ impl Zram {
             .ok()
             .filter(|&n| n <= (1usize << 40))
             .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
-        let table = SlotTable::new(nr_pages).ok_or_else(|| {
-            AttrError::new(
-                Errno::ENOMEM,
-                format!("cannot allocate a slot table of {nr_pages} entries"),
-            )
-        })?;
-        let pool = match &self.pool_factory {
-            Some(f) => f(&cfg.allocator),
-            None => pool::create_for(&cfg.allocator, &self.kernel),
-        }
-        .map_err(|e| AttrError::new(Errno::ENOMEM, e))?;
+        let (table, pool, shared) = self.new_store(&cfg, disksize, nr_pages)?;
         let huge_class_size = pool.huge_class_size();
         crate::recompress::note_huge_class_size(huge_class_size);
         let comp = |name: &str, params: &Params| {
@@ -321,12 +318,71 @@ impl Zram {
             pp_in_progress: AtomicBool::new(false),
             backing: self.backing_dev(),
             wb_compressed: self.wb_compressed.load(Ordering::Relaxed),
+            shared,
         });
         for mut g in self.state.write() {
             *g = Some(meta.clone());
         }
         drop(cfg);
         Ok(())
+    }
+
+    /// The slot table and the allocator of a new state: in memfds when the
+    /// device is recoverable.
+    fn new_store(
+        &self,
+        cfg: &Config,
+        disksize: u64,
+        nr_pages: usize,
+    ) -> Result<NewStore, AttrError> {
+        let nomem = |e: String| AttrError::new(Errno::ENOMEM, e);
+        if self.recoverable {
+            if self.backing_dev().is_some() {
+                return Err(AttrError::new(
+                    Errno::EINVAL,
+                    "a recoverable device has no backing_dev (its blocks are not recovered)",
+                ));
+            }
+            let table = SlotTable::shared(nr_pages).map_err(|e| {
+                nomem(format!(
+                    "cannot create a slot table of {nr_pages} entries: {e}"
+                ))
+            })?;
+            let (pool, shared) =
+                crate::recover::shared_pool(&cfg.allocator, &self.kernel, disksize)
+                    .map_err(|e| AttrError::new(Errno::EINVAL, e))?;
+            return Ok((table, pool, Some(shared)));
+        }
+        let table = SlotTable::new(nr_pages).ok_or_else(|| {
+            nomem(format!(
+                "cannot allocate a slot table of {nr_pages} entries"
+            ))
+        })?;
+        let pool = match &self.pool_factory {
+            Some(f) => f(&cfg.allocator),
+            None => pool::create_for(&cfg.allocator, &self.kernel),
+        }
+        .map_err(nomem)?;
+        Ok((table, pool, None))
+    }
+
+    /// A recoverable device's store, duplicated for a holder that keeps it
+    /// after this process dies (`None`: not recoverable, or uninitialised).
+    pub fn shared_store(&self) -> Option<crate::recover::Store> {
+        self.meta().as_deref()?.shared_store()
+    }
+
+    /// Make this device (recoverable, initialised with the dead one's
+    /// options and disksize, empty) hold what a dead device's `old` store
+    /// held: every slot whose change had been committed, the others rolled
+    /// back (`recover.rs`). The old store can be let go afterwards.
+    pub fn recover_from(
+        &self,
+        old: crate::recover::Store,
+    ) -> Result<crate::recover::RecoverReport, String> {
+        let g = self.meta();
+        let m = g.as_deref().ok_or("the device is not initialised")?;
+        m.recover_from(old)
     }
 
     /// `reset`: refuse while open, then free every slot (releasing backing
@@ -477,6 +533,7 @@ pub struct ZramBuilder {
     backing_dev: Option<String>,
     backing_fault: Option<BackingFault>,
     wb_compressed: bool,
+    recoverable: bool,
 }
 
 impl Default for ZramBuilder {
@@ -502,7 +559,15 @@ impl ZramBuilder {
             backing_dev: None,
             backing_fault: None,
             wb_compressed: false,
+            recoverable: false,
         }
+    }
+    /// Keep the slot table and the zspages in memfds that a holder can
+    /// keep after this process dies ([`Zram::shared_store`], [`Zram::recover_from`];
+    /// zsmalloc only, no backing_dev).
+    pub fn recoverable(mut self, on: bool) -> Self {
+        self.recoverable = on;
+        self
     }
     /// Device name, e.g. `zram0`.
     pub fn name(mut self, name: impl Into<String>) -> Self {
@@ -590,6 +655,7 @@ impl ZramBuilder {
             backends: Backends::with_extra(std::mem::take(&mut self.extra)),
             pool_factory: self.pool_factory.take(),
             track_actime: self.track_actime,
+            recoverable: self.recoverable,
             config: Mutex::new(Config {
                 allocator: self.allocator.clone(),
                 ..Config::default()

@@ -26,8 +26,9 @@ impl Meta {
         let mut freed = 0;
         while n >= p {
             let mut g = self.table[index].lock();
-            self.free_slot(&mut g);
+            let old = self.release_slot(&mut g);
             drop(g);
+            self.free_after_commit(old);
             self.stats.notify_free.fetch_add(1, Relaxed);
             index += 1;
             n -= p;
@@ -42,7 +43,9 @@ impl Meta {
         self.stats.notify_free.fetch_add(1, Relaxed);
         match self.table[index].try_lock() {
             Some(mut g) => {
-                self.free_slot(&mut g);
+                let old = self.release_slot(&mut g);
+                drop(g);
+                self.free_after_commit(old);
                 true
             }
             None => {

@@ -13,12 +13,13 @@
 //! * `streams`, `pool`: compressors and allocators;
 //! * `recompress` + `pp`: secondary algorithms, `recompress`, post-processing buckets;
 //! * `writeback` + `backing`: `writeback`, `writeback_limit`, `bd_stat`; the backing file and its bitmap;
+//! * `recover`: a recoverable device's store in memfds, and recovery from a dead one's;
 //! * `fastpath`: the fast algorithm and when writes use it (zmem-ops' policy engine
 //!   moves its slots back to the primary in the background).
 //!
 //! The concern files and `device` import each other on purpose: `Zram`
 //! (device.rs) holds the state each concern defines (the fast path, the
-//! backing store, the writeback limit), and each concern's file adds its
+//! backing store, the writeback limit, a recoverable device's memfds), and each concern's file adds its
 //! methods to `Zram`, as every function of zram_drv.c takes `struct zram`.
 //!
 //! ```no_run
@@ -43,6 +44,7 @@ mod pp;
 mod precise;
 mod read;
 mod recompress;
+mod recover;
 mod slot;
 mod stats;
 mod streams;
@@ -55,6 +57,7 @@ pub use device::{Config, OpenGuard, Zram, ZramBuilder};
 pub use fastpath::FastMode;
 pub use pool::PoolFactory;
 pub use recompress::{global_huge_class_size, RecompressParams, RecompressReport};
+pub use recover::{RecoverReport, Store};
 pub use slot::SlotInfo;
 pub use writeback::{BackingFault, BdOp, WbLimit, WritebackParams, WritebackReport};
 pub use zmem_codec::PAGE_SIZE;

@@ -29,13 +29,7 @@ pub fn create_for(name: &str, kernel: &KernelModel) -> Result<Box<dyn Zpool>, St
             zmem_zpool::NAMES.join(", ")
         ));
     }
-    let opts = PoolOptions {
-        chain_size: kernel.zspage_chain_size(),
-        chain_rule: match kernel.zspage_chain_rule() {
-            ChainRule::LeastWaste => zmem_zpool::ChainRule::LeastWaste,
-            ChainRule::MostUsedPercent => zmem_zpool::ChainRule::MostUsedPercent,
-        },
-    };
+    let opts = options(kernel);
     let pool =
         zmem_zpool::create(n, opts).map_err(|e| format!("cannot create allocator '{n}': {e}"))?;
     Ok(if pool.max_alloc() < PAGE_SIZE {
@@ -43,6 +37,17 @@ pub fn create_for(name: &str, kernel: &KernelModel) -> Result<Box<dyn Zpool>, St
     } else {
         pool
     })
+}
+
+/// zsmalloc's options as `kernel`'s: its zspage chain and pages-per-zspage rule.
+pub(crate) fn options(kernel: &KernelModel) -> PoolOptions {
+    PoolOptions {
+        chain_size: kernel.zspage_chain_size(),
+        chain_rule: match kernel.zspage_chain_rule() {
+            ChainRule::LeastWaste => zmem_zpool::ChainRule::LeastWaste,
+            ChainRule::MostUsedPercent => zmem_zpool::ChainRule::MostUsedPercent,
+        },
+    }
 }
 
 /// Handles of objects kept beside the pool carry this bit (the pools' own

@@ -443,7 +443,7 @@ impl Meta {
             }
         };
         let ac_time = g.ac_time();
-        self.free_slot(&mut g);
+        let old = self.release_slot(&mut g);
         g.set_handle(h.0.get());
         g.set_hint(hint.raw());
         g.set_size(len);
@@ -452,6 +452,7 @@ impl Meta {
             g.set_ac_time(ac_time);
         }
         drop(g);
+        self.free_after_commit(old);
         self.stats.compr_data_size.fetch_add(len as u64, Relaxed);
         self.stats.pages_stored.fetch_add(1, Relaxed);
         rep.recompressed += 1;

@@ -13,6 +13,16 @@
 //! and [`Flag::Unmoved`] (precise recompression made no progress). Every field is changed only
 //! under the slot lock; the lock is a spin-then-yield bit lock, so slots are
 //! independent and there is no table-wide lock.
+//!
+//! A change is committed when the guard drops, so that a slot table in
+//! memory that outlives the process (a recoverable device, `recover.rs`) is
+//! never seen half-changed: handle and hint are kept in the guard; a guard
+//! that changed them first saves the old handle (or the old object's hint)
+//! in the ac_time word and sets [`COMMIT`] in the flags word (old flags
+//! kept), then stores handle and hint, then the new flags without
+//! [`COMMIT`] (the commit point), then ac_time, then unlocks. A dead
+//! process's slot with [`COMMIT`] set is rolled back to its old contents by
+//! recovery; one with only the lock bit set is whole (old or new).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -55,12 +65,17 @@ pub enum Flag {
 
 impl Flag {
     #[inline]
-    const fn bit(self) -> u64 {
+    pub(crate) const fn bit(self) -> u64 {
         1 << (FLAG_SHIFT + self as u32)
     }
 }
 
 const LOCK: u64 = Flag::EntryLock.bit();
+/// zmem: a change of handle and hint is being stored (see the file's doc);
+/// the flags word still holds the old flags and ac_time the old key.
+pub(crate) const COMMIT: u64 = 1 << (FLAG_SHIFT + 11);
+/// The flags word's lock and commit bits (never part of a slot's state).
+pub(crate) const TRANSIENT: u64 = LOCK | COMMIT;
 const PRIO_SHIFT: u32 = FLAG_SHIFT + 7;
 const PRIO_MASK: u64 = 0b11 << PRIO_SHIFT;
 
@@ -94,10 +109,7 @@ impl Slot {
                     .compare_exchange_weak(f, f | LOCK, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return SlotGuard {
-                    slot: self,
-                    flags: f,
-                };
+                return SlotGuard::new(self, f);
             }
             spins += 1;
             if spins < 64 {
@@ -118,10 +130,36 @@ impl Slot {
         self.flags
             .compare_exchange(f, f | LOCK, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| SlotGuard {
-                slot: self,
-                flags: f,
-            })
+            .map(|_| SlotGuard::new(self, f))
+    }
+
+    /// The four words as they are in memory (handle, flags, ac_time, hint),
+    /// for a recovery that reads a dead process's table.
+    pub(crate) fn raw(&self) -> [u64; 4] {
+        [
+            self.handle.load(Ordering::Acquire),
+            self.flags.load(Ordering::Acquire),
+            self.ac_time.load(Ordering::Relaxed),
+            self.hint.load(Ordering::Relaxed),
+        ]
+    }
+
+    /// Store the four words exactly (lock and commit bits too): a test's
+    /// picture of a process that died mid-change.
+    #[cfg(test)]
+    pub(crate) fn poke(&self, [handle, flags, ac_time, hint]: [u64; 4]) {
+        self.handle.store(handle, Ordering::Relaxed);
+        self.flags.store(flags, Ordering::Relaxed);
+        self.ac_time.store(ac_time, Ordering::Relaxed);
+        self.hint.store(hint, Ordering::Relaxed);
+    }
+
+    /// Set the four words of a slot nothing else uses (a table being rebuilt).
+    pub(crate) fn set_raw(&self, [handle, flags, ac_time, hint]: [u64; 4]) {
+        self.handle.store(handle, Ordering::Relaxed);
+        self.ac_time.store(ac_time, Ordering::Relaxed);
+        self.hint.store(hint, Ordering::Relaxed);
+        self.flags.store(flags & !TRANSIENT, Ordering::Release);
     }
 }
 
@@ -131,23 +169,86 @@ pub struct SlotGuard<'a> {
     slot: &'a Slot,
     /// The flags word without the lock bit.
     flags: u64,
+    /// The flags word as it was when locked.
+    old_flags: u64,
+    handle: u64,
+    hint: u64,
+    /// Whether handle or hint changed (stored by the commit at drop).
+    moved: bool,
 }
 
 impl Drop for SlotGuard<'_> {
     #[inline]
     fn drop(&mut self) {
+        if self.moved {
+            self.commit();
+        }
         self.slot.flags.store(self.flags & !LOCK, Ordering::Release);
     }
+}
+
+impl<'a> SlotGuard<'a> {
+    #[inline]
+    fn new(slot: &'a Slot, flags: u64) -> Self {
+        SlotGuard {
+            slot,
+            flags,
+            old_flags: flags,
+            handle: slot.handle.load(Ordering::Relaxed),
+            hint: slot.hint.load(Ordering::Relaxed),
+            moved: false,
+        }
+    }
+
+    /// Store a new handle and hint so that a process dying at any point
+    /// leaves either the old or the new slot, or one marked [`COMMIT`] with
+    /// the old key in ac_time (the file's doc). The caller then unlocks.
+    #[cold]
+    fn commit(&mut self) {
+        let s = self.slot;
+        let old_handle = s.handle.load(Ordering::Relaxed);
+        let old_key = if old_is_object(self.old_flags) {
+            s.hint.load(Ordering::Relaxed)
+        } else {
+            old_handle
+        };
+        let ac_time = s.ac_time.load(Ordering::Relaxed);
+        s.ac_time.store(old_key, Ordering::Relaxed);
+        s.flags
+            .store(self.old_flags | LOCK | COMMIT, Ordering::Release);
+        s.handle.store(self.handle, Ordering::Relaxed);
+        s.hint.store(self.hint, Ordering::Relaxed);
+        s.flags.store(self.flags | LOCK, Ordering::Release);
+        s.ac_time.store(ac_time, Ordering::Relaxed);
+    }
+}
+
+/// Whether the flags word `f` describes a slot whose contents are an object
+/// of the allocator (found by its hint), rather than a fill word or a
+/// backing block in the handle word, or nothing.
+pub(crate) fn old_is_object(f: u64) -> bool {
+    f & SIZE_MASK != 0 && f & (Flag::Same.bit() | Flag::Wb.bit()) == 0
+}
+
+/// The object size held in a flags word.
+pub(crate) fn size_of_flags(f: u64) -> usize {
+    (f & SIZE_MASK) as usize
+}
+
+/// Whether flag `x` is set in a flags word.
+pub(crate) fn flags_test(f: u64, x: Flag) -> bool {
+    f & x.bit() != 0
 }
 
 impl SlotGuard<'_> {
     #[inline]
     pub fn handle(&self) -> u64 {
-        self.slot.handle.load(Ordering::Relaxed)
+        self.handle
     }
     #[inline]
     pub fn set_handle(&mut self, h: u64) {
-        self.slot.handle.store(h, Ordering::Relaxed)
+        self.moved |= h != self.handle;
+        self.handle = h;
     }
     /// Object size in bytes (0 for empty and same-filled slots).
     #[inline]
@@ -185,11 +286,12 @@ impl SlotGuard<'_> {
     /// Where the slot's object was written (a prefetch hint; 0 = none).
     #[inline]
     pub fn hint(&self) -> u64 {
-        self.slot.hint.load(Ordering::Relaxed)
+        self.hint
     }
     #[inline]
     pub fn set_hint(&mut self, h: u64) {
-        self.slot.hint.store(h, Ordering::Relaxed)
+        self.moved |= h != self.hint;
+        self.hint = h;
     }
     #[inline]
     pub fn ac_time(&self) -> u64 {

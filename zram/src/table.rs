@@ -11,8 +11,14 @@
 //! alignment by writing it (`calloc` serves only the default alignment).
 //! With the box, `zmem serve --size 256G` took 1.6–4 s and 2.1 GB of RSS
 //! before it served a request (docs/zram.md, "Slot table").
+//!
+//! A recoverable device's table ([`SlotTable::shared`]) is a memfd mapped
+//! shared instead: sparse the same way (a shmem page is allocated when first
+//! written), and kept by whoever holds a duplicate of the memfd after the
+//! process dies ([`SlotTable::open`] maps it again for recovery).
 
 use std::ops::Deref;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
 use crate::slot::Slot;
@@ -23,6 +29,8 @@ pub struct SlotTable {
     len: usize,
     /// Length of the mapping in bytes (0: no mapping, for an empty table).
     bytes: usize,
+    /// The memfd of a shared table.
+    fd: Option<OwnedFd>,
 }
 
 // SAFETY: the table owns its mapping outright, like a Box<[Slot]>, and Slot
@@ -45,6 +53,7 @@ impl SlotTable {
                 ptr: NonNull::dangling(),
                 len: 0,
                 bytes: 0,
+                fd: None,
             });
         }
         // SAFETY: a new private anonymous mapping at an address the kernel
@@ -66,7 +75,43 @@ impl SlotTable {
             ptr: NonNull::new(raw.cast())?,
             len: n,
             bytes,
+            fd: None,
         })
+    }
+
+    /// A table of `n` empty slots in a new memfd, mapped shared.
+    pub fn shared(n: usize) -> std::io::Result<SlotTable> {
+        let bytes = n
+            .checked_mul(std::mem::size_of::<Slot>())
+            .ok_or_else(|| std::io::Error::other("slot table too large"))?;
+        let fd = zmem_zpool::memfd("zmem-slot-table", bytes as u64)?;
+        Self::open(fd, n)
+    }
+
+    /// Map the table of `n` slots in memfd `fd` (made by
+    /// [`SlotTable::shared`], possibly by a process now dead).
+    pub fn open(fd: OwnedFd, n: usize) -> std::io::Result<SlotTable> {
+        let (ptr, bytes) = zmem_zpool::map_shared(fd.as_fd(), true)?;
+        if bytes != n * std::mem::size_of::<Slot>() {
+            if bytes != 0 {
+                // SAFETY: the mapping just made, of `bytes` bytes, unused.
+                unsafe { libc::munmap(ptr.as_ptr().cast(), bytes) };
+            }
+            return Err(std::io::Error::other(format!(
+                "the slot table holds {bytes} bytes, not {n} slots"
+            )));
+        }
+        Ok(SlotTable {
+            ptr: ptr.cast(),
+            len: n,
+            bytes,
+            fd: Some(fd),
+        })
+    }
+
+    /// The memfd of a shared table.
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.fd.as_ref().map(|f| f.as_fd())
     }
 }
 

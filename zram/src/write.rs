@@ -21,7 +21,20 @@ thread_local! {
 impl Meta {
     /// `zram_free_page` (zram_drv.c): exact side effects, slot locked by the caller.
     pub(crate) fn free_slot(&self, g: &mut SlotGuard<'_>) {
+        if let Some(h) = self.release_slot(g) {
+            // A failure here means the table and the pool disagree; the slot
+            // is dropped either way.
+            let _ = self.pool.free(h);
+        }
+    }
+
+    /// [`Meta::free_slot`] but for the allocator's free: returns the handle
+    /// of the slot's object, which the caller frees after the guard drops
+    /// (after the slot's commit), so that until then the old object is
+    /// whole for a recovery that rolls the slot back (`slot.rs`).
+    pub(crate) fn release_slot(&self, g: &mut SlotGuard<'_>) -> Option<zmem_zpool::Handle> {
         let st = &self.stats;
+        let mut old = None;
         if self.track_actime {
             g.set_ac_time(0);
         }
@@ -46,18 +59,23 @@ impl Meta {
             g.clear(Flag::Same);
             st.same_pages.fetch_sub(1, Relaxed);
         } else {
-            let Some(h) = Meta::handle_of(g.handle()) else {
-                return;
-            };
-            // A failure here means the table and the pool disagree; the slot
-            // is dropped either way.
-            let _ = self.pool.free(h);
+            let h = Meta::handle_of(g.handle())?;
+            old = Some(h);
             st.compr_data_size.fetch_sub(g.size() as u64, Relaxed);
         }
         st.pages_stored.fetch_sub(1, Relaxed);
         g.set_handle(0);
         g.set_hint(0);
         g.set_size(0);
+        old
+    }
+
+    /// Free the object a slot held, once the slot's new contents are committed.
+    #[inline]
+    pub(crate) fn free_after_commit(&self, old: Option<zmem_zpool::Handle>) {
+        if let Some(h) = old {
+            let _ = self.pool.free(h);
+        }
     }
 
     /// `zram_accessed`: clear IDLE and PP_SLOT, ac_time := now.
@@ -108,11 +126,12 @@ impl Meta {
         debug_assert_eq!(page.len(), PAGE_SIZE);
         if let Some(word) = same_filled(page) {
             let mut g = self.table[index].lock();
-            self.free_slot(&mut g);
+            let old = self.release_slot(&mut g);
             g.set(Flag::Same);
             g.set_handle(word);
             self.mark_accessed(&mut g);
             drop(g);
+            self.free_after_commit(old);
             self.stats.same_pages.fetch_add(1, Relaxed);
             self.stats.pages_stored.fetch_add(1, Relaxed);
             return Ok(());
@@ -171,7 +190,7 @@ impl Meta {
             }
         };
         let mut g = self.table[index].lock();
-        self.free_slot(&mut g);
+        let old = self.release_slot(&mut g);
         if huge {
             g.set(Flag::Huge);
         }
@@ -184,6 +203,7 @@ impl Meta {
         }
         self.mark_accessed(&mut g);
         drop(g);
+        self.free_after_commit(old);
         let st = &self.stats;
         st.pages_stored.fetch_add(1, Relaxed);
         st.compr_data_size.fetch_add(obj.len() as u64, Relaxed);

@@ -79,10 +79,19 @@ pub struct Args {
     /// --ublk: requests in flight per queue [default: 128]
     #[arg(long, value_name = "N")]
     pub queue_depth: Option<u16>,
-    /// --ublk: attach to /dev/ublkb<--ublk-id> left by a server that died (its I/O queued)
-    /// instead of adding a device; what it then reads is what this server's engine holds
-    #[arg(long, requires = "ublk_id")]
-    pub ublk_recover: bool,
+    /// Serve the store of a server of this export that died (SIGKILL, a crash), kept by its
+    /// keeper (EXPORT.keep beside the control socket): the same --size, --algo, --params,
+    /// --recomp, --fast, --allocator and --kernel as the dead server (a difference is named and
+    /// refused), on the same --listen; refused while that server still runs or when nothing was
+    /// kept. With --ublk --ublk-id N: also attach to /dev/ublkbN left by the dead server (its I/O
+    /// queued). Every write the dead server acknowledged reads back (docs/serve.md, "Crash
+    /// recovery")
+    #[arg(long, alias = "ublk-recover", conflicts_with = "no_recover_store")]
+    pub recover: bool,
+    /// Keep no store for crash recovery: no keeper process, and a server that dies loses the
+    /// device's contents [default: a zram device on zsmalloc without --backing-dev is kept]
+    #[arg(long)]
+    pub no_recover_store: bool,
     /// Control socket path [default: /run/zmem/EXPORT.ctl]
     #[arg(long)]
     pub ctl: Option<PathBuf>,
@@ -209,8 +218,13 @@ fn spec(a: Args) -> zmem_serve::Spec {
             id: a.ublk_id,
             queues: a.queues,
             depth: a.queue_depth.unwrap_or(zmem_ublk::DEFAULT_DEPTH),
-            recover: a.ublk_recover,
+            recover: a.recover,
         }),
+        recovery: match (a.recover, a.no_recover_store) {
+            (true, _) => zmem_serve::Recovery::Recover,
+            (_, true) => zmem_serve::Recovery::Off,
+            _ => zmem_serve::Recovery::Keep,
+        },
     }
 }
 
@@ -221,10 +235,12 @@ fn check_ublk_flags(a: &Args) -> anyhow::Result<()> {
         ("--ublk-id", a.ublk_id.is_some()),
         ("--queues", a.queues.is_some()),
         ("--queue-depth", a.queue_depth.is_some()),
-        ("--ublk-recover", a.ublk_recover),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g).filter(|_| !a.ublk) {
         anyhow::bail!("{flag} applies to --ublk (serving /dev/ublkbN), not to --listen");
+    }
+    if a.ublk && a.recover && a.ublk_id.is_none() {
+        anyhow::bail!("--ublk --recover needs --ublk-id N: the /dev/ublkbN the dead server left");
     }
     Ok(())
 }

@@ -37,7 +37,13 @@
 //! the newest chunk (< 2 MiB) plus the chunks populated ahead (2 MiB each,
 //! at most two outstanding, kept in the spare cache when growth stops).
 //! docs/zpool.md states this cost.
+//!
+//! A recoverable pool's arena ([`Arena::shared`]) carves its chunks from a
+//! [`SharedRegion`] (a memfd that outlives the process, `shared.rs`) instead:
+//! no spare cache and no chunk populated ahead (the region is one mapping),
+//! and a run given back is a hole punched in the memfd.
 
+use super::shared::SharedRegion;
 use crate::{ZpoolError, PAGE_SIZE};
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -131,6 +137,8 @@ struct Inner {
 /// The pool's source of zspage memory.
 pub(super) struct Arena {
     inner: Mutex<Inner>,
+    /// Where chunks come from in a recoverable pool (else from `mmap`).
+    region: Option<SharedRegion>,
 }
 
 // SAFETY: the raw pointers in `Inner` refer to mappings the arena owns; they
@@ -281,7 +289,17 @@ fn give_spare(p: NonNull<u8>, pages: usize, lazy_free: bool) {
 
 impl Arena {
     pub fn new() -> Self {
+        Self::with_region(None)
+    }
+
+    /// An arena whose chunks are carved from `region`.
+    pub fn shared(region: SharedRegion) -> Self {
+        Self::with_region(Some(region))
+    }
+
+    fn with_region(region: Option<SharedRegion>) -> Self {
         Arena {
+            region,
             inner: Mutex::new(Inner {
                 chunks: Vec::new(),
                 bump: 0,
@@ -309,7 +327,7 @@ impl Arena {
             }
             None => match a.cold[pages].pop() {
                 Some(p) => p,
-                None => a.carve(pages)?,
+                None => a.carve(pages, self.region.as_ref())?,
             },
         };
         a.in_use += pages;
@@ -319,7 +337,7 @@ impl Arena {
         let grew_full =
             a.chunks.len() > chunks && a.chunks.last().is_some_and(|c| c.pages == MAX_CHUNK_PAGES);
         drop(a);
-        if grew_full {
+        if grew_full && self.region.is_none() {
             populate_ahead();
         }
         Ok(Run { ptr, pages })
@@ -331,6 +349,11 @@ impl Arena {
         a.in_use -= run.pages;
         let cap = MAX_CHUNK_PAGES.max(a.in_use / 8);
         if a.free_resident + run.pages > cap {
+            if let Some(r) = &self.region {
+                r.remove(run.ptr, run.pages);
+                a.cold[run.pages].push(run.ptr);
+                return;
+            }
             // SAFETY: the run is ours (taken by value) and no longer used by
             // any zspage; MADV_DONTNEED on private anonymous memory only
             // drops its contents (the next touch maps a zero page).
@@ -361,7 +384,11 @@ impl Arena {
 impl Inner {
     /// Cut `pages` from the newest chunk, mapping a new one when it is short
     /// (its remainder becomes one free run).
-    fn carve(&mut self, pages: usize) -> Result<NonNull<u8>, ZpoolError> {
+    fn carve(
+        &mut self,
+        pages: usize,
+        region: Option<&SharedRegion>,
+    ) -> Result<NonNull<u8>, ZpoolError> {
         let room = self.chunks.last().map_or(0, |c| c.pages - self.bump);
         if room < pages {
             if room > 0 {
@@ -375,7 +402,11 @@ impl Inner {
                 .chunks
                 .last()
                 .map_or(FIRST_CHUNK_PAGES, |c| (c.pages * 2).min(MAX_CHUNK_PAGES));
-            let base = map_chunk(next).ok_or(ZpoolError::NoMemory)?;
+            let base = match region {
+                Some(r) => r.take(next),
+                None => map_chunk(next),
+            }
+            .ok_or(ZpoolError::NoMemory)?;
             self.chunks.push(Chunk { base, pages: next });
             self.bump = 0;
         }
@@ -390,6 +421,10 @@ impl Inner {
 impl Drop for Arena {
     fn drop(&mut self) {
         let a = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        if self.region.is_some() {
+            // The chunks are the region's: unmapped with it.
+            return;
+        }
         // The pool's zspages are gone: no chunk is used any more.
         for c in a.chunks.drain(..) {
             give_spare(c.base, c.pages, true);

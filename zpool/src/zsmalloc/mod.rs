@@ -11,6 +11,7 @@
 mod arena;
 pub mod class;
 mod compact;
+mod shared;
 mod state;
 mod zspage;
 
@@ -20,6 +21,7 @@ use crate::{Handle, ObjHint, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
 use arena::Arena;
 pub use arena::{wait_background, ArenaStats};
 use class::{ChainRule, ClassTable, CHAIN_SIZE_RANGE, ZS_MAX_ALLOC_SIZE};
+pub use shared::{map_shared, memfd, RegionView, SharedRegion};
 use state::{ClassState, ObjLoc};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -81,6 +83,22 @@ impl ZsPool {
     /// [`ChainRule::LeastWaste`]; 6.1 and 6.2: [`ChainRule::MostUsedPercent`]
     /// with a chain of 4).
     pub fn with_rule(chain_size: usize, rule: ChainRule) -> Result<Self, ZpoolError> {
+        Self::with_arena(chain_size, rule, Arena::new())
+    }
+
+    /// A recoverable pool: [`ZsPool::with_rule`] whose zspages live in
+    /// `region` (a memfd that a holder keeps after the process dies). Each
+    /// object's bytes are at its [`ObjHint`] address, `region.base()` plus
+    /// its offset in the memfd.
+    pub fn shared(
+        chain_size: usize,
+        rule: ChainRule,
+        region: SharedRegion,
+    ) -> Result<Self, ZpoolError> {
+        Self::with_arena(chain_size, rule, Arena::shared(region))
+    }
+
+    fn with_arena(chain_size: usize, rule: ChainRule, arena: Arena) -> Result<Self, ZpoolError> {
         if !CHAIN_SIZE_RANGE.contains(&chain_size) {
             return Err(ZpoolError::InvalidOption(format!(
                 "zsmalloc chain size {chain_size} is outside {}..={}",
@@ -95,7 +113,7 @@ impl ZsPool {
         Ok(ZsPool {
             table,
             classes,
-            arena: Arena::new(),
+            arena,
             codec: HandleCodec::new(),
             pages_allocated: AtomicU64::new(0),
             objects: AtomicU64::new(0),
