@@ -194,12 +194,7 @@ impl DoubleFast {
                 out.push(seq(ip - anchor, REPCODE_1, ml));
                 ml
             } else if let Some((at, m, ml)) = self.match_1_4(s, ip, idxl, idxs) {
-                let (mut at, mut m, mut ml) = (at, m, ml);
-                while at > anchor && m > 0 && s[at - 1] == s[m - 1] {
-                    at -= 1;
-                    m -= 1;
-                    ml += 1;
-                }
+                let (at, m, ml) = catch_up(s, anchor, at, m, ml);
                 off2 = off1;
                 off1 = at - m;
                 out.push(seq(at - anchor, off1 as u32 + 3, ml));
@@ -319,12 +314,7 @@ impl DoubleFast {
                 Found::End => return s.len() - anchor,
                 Found::Repcode(ml) => ml,
                 Found::Match { ip: at, m, ml } => {
-                    let (mut at, mut m, mut ml) = (at, m, ml);
-                    while at > anchor && m > 0 && s[at - 1] == s[m - 1] {
-                        at -= 1;
-                        m -= 1;
-                        ml += 1;
-                    }
+                    let (at, m, ml) = catch_up(s, anchor, at, m, ml);
                     off2 = off1;
                     off1 = at - m;
                     if step < 4 {
@@ -390,6 +380,23 @@ fn seq(lit: usize, off_base: u32, ml: usize) -> Sequence {
         off_base,
         ml: ml as u32,
     }
+}
+
+/// Extend a match found at `at` (from `m`, `ml` bytes) backwards while the
+/// bytes before both agree, never before `anchor` (both finders' catch-up).
+fn catch_up(
+    s: &[u8],
+    anchor: usize,
+    mut at: usize,
+    mut m: usize,
+    mut ml: usize,
+) -> (usize, usize, usize) {
+    while at > anchor && m > 0 && s[at - 1] == s[m - 1] {
+        at -= 1;
+        m -= 1;
+        ml += 1;
+    }
+    (at, m, ml)
 }
 
 #[cfg(test)]
