@@ -30,7 +30,8 @@
 //! Freed runs are kept on free lists by length and reused, resident, by the
 //! next zspage of that length; above a cap (an eighth of the pages in use,
 //! at least one 2 MiB chunk) a freed run is given back to the OS with
-//! `MADV_DONTNEED` (its next use faults again). The accounting the kernel
+//! `MADV_DONTNEED` (its next use faults again; `MADV_DONTNEED_LOCKED` in a
+//! process that locked its memory). The accounting the kernel
 //! exposes (`pages_allocated`, mem_used_total) counts zspage pages only, as
 //! `zs_get_total_pages`; the resident memory of the process is that plus the
 //! resident free runs (≤ the cap) plus the populated, not yet used tail of
@@ -354,16 +355,7 @@ impl Arena {
                 a.cold[run.pages].push(run.ptr);
                 return;
             }
-            // SAFETY: the run is ours (taken by value) and no longer used by
-            // any zspage; MADV_DONTNEED on private anonymous memory only
-            // drops its contents (the next touch maps a zero page).
-            unsafe {
-                libc::madvise(
-                    run.ptr.as_ptr().cast(),
-                    run.pages * PAGE_SIZE,
-                    libc::MADV_DONTNEED,
-                );
-            }
+            drop_contents(run.ptr, run.pages);
             a.cold[run.pages].push(run.ptr);
         } else {
             a.free_resident += run.pages;
@@ -432,9 +424,65 @@ impl Drop for Arena {
     }
 }
 
+/// `MADV_DONTNEED_LOCKED` (Linux 5.18; the libc crate does not name it yet).
+const MADV_DONTNEED_LOCKED: libc::c_int = 24;
+
+/// Give a run's pages back to the OS (the next touch maps a zero page). In a
+/// process that locked its memory (`zmem serve --swap`: `mlockall`)
+/// `MADV_DONTNEED` fails with EINVAL and the pages would stay resident for
+/// good; `MADV_DONTNEED_LOCKED` drops them there (before 5.18 it fails too
+/// and the run stays resident: nothing is lost but memory).
+fn drop_contents(ptr: NonNull<u8>, pages: usize) {
+    // SAFETY (both calls): the run is ours (the caller took it by value)
+    // and no zspage uses it any more; on private anonymous memory these
+    // advices only drop its contents.
+    let r = unsafe { libc::madvise(ptr.as_ptr().cast(), pages * PAGE_SIZE, libc::MADV_DONTNEED) };
+    if r != 0 {
+        unsafe { libc::madvise(ptr.as_ptr().cast(), pages * PAGE_SIZE, MADV_DONTNEED_LOCKED) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under a memory lock (`zmem serve --swap` locks everything) a freed
+    /// run's pages still go back to the OS: they read as zeros after.
+    #[test]
+    fn a_locked_run_is_given_back() {
+        const PAGES: usize = 8;
+        let len = PAGES * PAGE_SIZE;
+        // SAFETY: a private anonymous mapping of our own, unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        // SAFETY: the mapping above, `len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) };
+        bytes.fill(0x5a);
+        // SAFETY: locking our own mapping.
+        if unsafe { libc::mlock(p, len) } != 0 {
+            eprintln!(
+                "SKIP a_locked_run_is_given_back: mlock: {}",
+                std::io::Error::last_os_error()
+            );
+            // SAFETY: the mapping above.
+            unsafe { libc::munmap(p, len) };
+            return;
+        }
+        drop_contents(NonNull::new(p.cast()).unwrap(), PAGES);
+        let kept = bytes.iter().filter(|&&b| b != 0).count();
+        // SAFETY: the mapping above, no longer used.
+        unsafe { libc::munmap(p, len) };
+        assert_eq!(kept, 0, "the locked run's pages were not dropped");
+    }
 
     #[test]
     fn runs_are_disjoint_reused_and_counted() {

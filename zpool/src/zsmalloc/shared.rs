@@ -5,7 +5,7 @@
 //! its disksize) but, as any shmem file, costs memory only for the pages
 //! written: the arena populates a chunk when it takes it, as it does its
 //! anonymous chunks, and gives a freed run's pages back with
-//! `MADV_REMOVE` (a hole punched in the memfd) where an anonymous arena uses
+//! a hole punched in the memfd (`fallocate`) where an anonymous arena uses
 //! `MADV_DONTNEED`. Whoever holds a duplicate of the memfd (`zmem serve`'s
 //! keeper) keeps the bytes after the process dies; an object's place is its
 //! offset from [`SharedRegion::base`], the same in every mapping of the memfd.
@@ -141,11 +141,22 @@ impl SharedRegion {
         NonNull::new(p)
     }
 
-    /// Give a run's pages back to the OS: a hole punched in the memfd.
+    /// Give a run's pages back to the OS: a hole punched in the memfd
+    /// (`fallocate`, not `MADV_REMOVE`, which fails with EINVAL in a process
+    /// that locked its memory, as `zmem serve --swap` does; the pages would
+    /// stay for good). They read as zero after, here and in every mapping.
     pub(super) fn remove(&self, p: NonNull<u8>, pages: usize) {
-        // SAFETY: a run inside our mapping that no zspage uses any more;
-        // MADV_REMOVE frees its shmem pages (they read as zero after).
-        unsafe { libc::madvise(p.as_ptr().cast(), pages * PAGE_SIZE, libc::MADV_REMOVE) };
+        let off = p.as_ptr() as usize - self.base();
+        // SAFETY: a plain syscall on our own memfd; the range is a run inside
+        // the reserve that no zspage uses any more.
+        unsafe {
+            libc::fallocate(
+                self.fd.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off as libc::off_t,
+                (pages * PAGE_SIZE) as libc::off_t,
+            )
+        };
     }
 }
 
@@ -223,6 +234,39 @@ mod tests {
             .all(|&b| b == 0xa5));
         assert!(v.bytes(64 << 30, 1).is_none(), "past the end is refused");
         assert!(v.bytes(usize::MAX, 2).is_none());
+    }
+
+    /// A run given back leaves the memfd even when its mapping is locked
+    /// (`MADV_REMOVE` there fails with EINVAL).
+    #[test]
+    fn a_locked_run_leaves_the_memfd() {
+        let r = SharedRegion::create(1).unwrap();
+        let p = r.take(8).unwrap();
+        let len = 8 * PAGE_SIZE;
+        // SAFETY: 8 pages just taken from the region.
+        unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), len) }.fill(0x5a);
+        // SAFETY: locking a range of our own mapping.
+        if unsafe { libc::mlock(p.as_ptr().cast(), len) } != 0 {
+            eprintln!(
+                "SKIP a_locked_run_leaves_the_memfd: mlock: {}",
+                std::io::Error::last_os_error()
+            );
+            return;
+        }
+        let blocks = |fd: BorrowedFd<'_>| {
+            let f = std::fs::File::from(fd.try_clone_to_owned().unwrap());
+            std::os::unix::fs::MetadataExt::blocks(&f.metadata().unwrap())
+        };
+        assert!(blocks(r.fd()) >= (len / 512) as u64);
+        r.remove(p, 8);
+        assert_eq!(
+            blocks(r.fd()),
+            0,
+            "the locked run's pages stayed in the memfd"
+        );
+        // SAFETY: the run, still mapped (the region lives), reads as zeros.
+        let back = unsafe { std::slice::from_raw_parts(p.as_ptr(), len) };
+        assert!(back.iter().all(|&b| b == 0));
     }
 
     #[test]
