@@ -28,6 +28,9 @@ fn preflight(s: &Spec, u: &zmem_ublk::Options) -> anyhow::Result<()> {
         );
     }
     zmem_ublk::check_driver()?;
+    if let (true, Some(id)) = (u.recover, u.id) {
+        zmem_ublk::check_recover_target(id)?;
+    }
     Ok(())
 }
 

@@ -15,4 +15,4 @@ mod request;
 mod server;
 
 pub use params::{Options, BLOCK, DEFAULT_DEPTH};
-pub use server::{check_driver, serve, Started, CONTROL};
+pub use server::{check_driver, check_recover_target, serve, Started, CONTROL};

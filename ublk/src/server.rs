@@ -66,6 +66,24 @@ pub fn check_driver() -> io::Result<()> {
     Ok(())
 }
 
+/// `--recover --ublk-id N`, before anything else (the keeper, the engine):
+/// the device must exist and wait for a new server; a live one's server
+/// runs, and recovering another export's store into it would be wrong.
+pub fn check_recover_target(id: u32) -> io::Result<()> {
+    if !exists(id) {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("--recover --ublk-id {id}: there is no /dev/ublkb{id} to recover (the driver has no ublk device {id}: ls /sys/class/ublk-char)"),
+        ));
+    }
+    match UblkCtrl::new_simple(id as i32).map(|c| c.dev_info().state as u32) {
+        Ok(sys::UBLK_S_DEV_LIVE) => Err(io::Error::other(format!(
+            "--recover --ublk-id {id}: /dev/ublkb{id} is live (its server runs), not waiting for a new server"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The control handle: a new device with its parameters accepted, or the
 /// device a dead server left, checked to be waiting for a server of this
 /// size.
@@ -131,7 +149,7 @@ fn taken(n: u32) -> Option<String> {
         Ok(sys::UBLK_S_DEV_LIVE) => "exists and another server serves it".to_string(),
         Ok(sys::UBLK_S_DEV_QUIESCED) => format!(
             "was left by a server that died, its I/O queued: attach to it with \
-             --ublk-recover --ublk-id {n} (and the same --size)"
+             --recover --ublk-id {n} (and the dead server's --export and --size)"
         ),
         _ => "exists (another server's, starting or stopping)".to_string(),
     };
