@@ -1,5 +1,5 @@
 # 66-hostile-ublk: `zmem serve --ublk` attacked (docs/hostile.md "Round 3, second pass"):
-# a second server asking for the same --ublk-id or the same --export, --ublk-recover
+# a second server asking for the same --ublk-id or the same --export, --recover
 # against a live server's device and a device that does not exist, absurd --queues and
 # --queue-depth, hostile control requests while ublk I/O runs (the data must read back),
 # a reader holding /dev/ublkbN open when the server stops, and a plain serve after a
@@ -74,10 +74,10 @@ echo "serving $a_dev (pid $a_pid); /run/zmem and its socket: $(stat -c '%U:%G %a
 refused "a second server with --ublk-id 7" "ublkb7" --ublk-id 7 --export hy
 still_serves "$a_dev" || fail "$a_dev stopped serving after a second --ublk-id 7"
 refused "a second server on --export hx" "in use by a running server" --export hx
-refused "--ublk-recover of the live /dev/ublkb7" "live" --ublk-recover --ublk-id 7 --export hz
-still_serves "$a_dev" || fail "$a_dev stopped serving after --ublk-recover against it"
-refused "--ublk-recover of a device that does not exist" "ublk device 99" --ublk-recover --ublk-id 99 --export hz
-[ -e /dev/ublkb99 ] && fail "--ublk-recover --ublk-id 99 made /dev/ublkb99"
+refused "--recover of the live /dev/ublkb7" "live" --recover --ublk-id 7 --export hz
+still_serves "$a_dev" || fail "$a_dev stopped serving after --recover against it"
+refused "--recover of a device that does not exist" "ublk device 99" --recover --ublk-id 99 --export hz
+[ -e /dev/ublkb99 ] && fail "--recover --ublk-id 99 made /dev/ublkb99"
 refused "--queues 0" "--queues 0" --queues 0 --export hz
 refused "--queues 5000" "--queues 5000" --queues 5000 --export hz
 refused "--queue-depth 0" "--queue-depth 0" --queue-depth 0 --export hz
@@ -154,13 +154,13 @@ kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 sleep 1
 echo "+ after SIGKILL: devices $(ublk_devs); /run/zmem: $(ls /run/zmem | xargs)"
-refused "a plain serve of the id a SIGKILLed server left" "ublk-recover" --ublk-id 7 --export hk2
-serve k2 --export hk || fail "a plain serve on the SIGKILLed server's export did not start"
-[ -n "$dev" ] && still_serves "$dev" || fail "the new server on export hk does not serve"
-kill -TERM "$pid"
-wait "$pid"
+refused "a plain serve of the id a SIGKILLed server left" "--recover --ublk-id 7" --ublk-id 7 --export hk2
+# Its keeper holds the dead server's store: a plain serve of that export would lose it.
+refused "a plain serve on the SIGKILLed server's export" "--recover" --export hk
+refused "--recover of another export into the SIGKILLed server's device" "nothing to recover" --recover --ublk-id 7 --export hr
 if [ -e /sys/class/ublk-char/ublkc7 ]; then
-    serve r --ublk-recover --ublk-id 7 --export hr || fail "recovering ublkb7 failed"
+    serve r --recover --ublk-id 7 --export hk || fail "recovering ublkb7 failed"
+    [ -n "$dev" ] && still_serves "$dev" || fail "the recovered /dev/ublkb7 does not serve"
     kill -TERM "$pid"
     wait "$pid"
 fi
@@ -182,5 +182,5 @@ left=$(ublk_devs)
 if [ -n "$failed" ]; then
     result hostile-ublk FAIL "${failed#; }"
 else
-    result hostile-ublk PASS "second --ublk-id, second --export, --ublk-recover of a live and a missing device, absurd --queues/--queue-depth/--ublk-id refused, nothing left; control requests during I/O left the data intact; SIGTERM with a reader holding the device exits at once; a plain serve after SIGKILL names --ublk-recover"
+    result hostile-ublk PASS "second --ublk-id, second --export, --recover of a live and a missing device, absurd --queues/--queue-depth/--ublk-id refused, nothing left; control requests during I/O left the data intact; SIGTERM with a reader holding the device exits at once; a plain serve after SIGKILL (its id or its export) names --recover, --recover of another export refused, --recover of its own export serves"
 fi
