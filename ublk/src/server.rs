@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use libublk::ctrl::{UblkCtrl, UblkCtrlBuilder};
 use libublk::io::{UblkDev, UblkIOCtx, UblkQueue};
-use libublk::{sys, BufDesc, BufDescList, UblkFlags, UblkIORes};
+use libublk::{sys, BufDesc, BufDescList, UblkError, UblkFlags, UblkIORes};
 use zmem_device::BlockDevice;
 use zmem_nbd::{execute_io, FailureCounts, Failures};
 
@@ -76,7 +76,7 @@ pub fn check_recover_target(id: u32) -> io::Result<()> {
             format!("--recover --ublk-id {id}: there is no /dev/ublkb{id} to recover (the driver has no ublk device {id}: ls /sys/class/ublk-char)"),
         ));
     }
-    match UblkCtrl::new_simple(id as i32).map(|c| c.dev_info().state as u32) {
+    match state(id) {
         Ok(sys::UBLK_S_DEV_LIVE) => Err(io::Error::other(format!(
             "--recover --ublk-id {id}: /dev/ublkb{id} is live (its server runs), not waiting for a new server"
         ))),
@@ -98,12 +98,7 @@ fn control(dev_size: u64, o: &Options) -> io::Result<(UblkCtrl, bool)> {
         .depth(o.depth)
         .io_buf_bytes(IO_BUF_BYTES);
     if o.recover {
-        if !exists(id as u32) {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("--ublk-recover --ublk-id {id}: there is no /dev/ublkb{id} to recover (the driver has no ublk device {id}: ls /sys/class/ublk-char)"),
-            ));
-        }
+        check_recover_target(id as u32)?;
         let ctrl = b
             .dev_flags(UblkFlags::UBLK_DEV_F_RECOVER_DEV)
             .build()
@@ -137,6 +132,11 @@ fn exists(n: u32) -> bool {
     std::fs::metadata(format!("/sys/class/ublk-char/ublkc{n}")).is_ok()
 }
 
+/// The driver's state of ublk device `n` (`UBLK_S_DEV_*`).
+fn state(n: u32) -> Result<u32, UblkError> {
+    UblkCtrl::new_simple(n as i32).map(|c| c.dev_info().state as u32)
+}
+
 /// Why `--ublk-id n` cannot be added: the device exists (its char device
 /// `/dev/ublkcN` is registered), served by another server or left by one
 /// that died (then the way back). `None` when there is no such device.
@@ -144,8 +144,7 @@ fn taken(n: u32) -> Option<String> {
     if !exists(n) {
         return None;
     }
-    let state = UblkCtrl::new_simple(n as i32).map(|c| c.dev_info().state as u32);
-    let what = match state {
+    let what = match state(n) {
         Ok(sys::UBLK_S_DEV_LIVE) => "exists and another server serves it".to_string(),
         Ok(sys::UBLK_S_DEV_QUIESCED) => format!(
             "was left by a server that died, its I/O queued: attach to it with \
