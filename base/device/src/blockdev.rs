@@ -16,7 +16,7 @@ pub enum IoError {
     Unaligned { offset: u64, len: u64 },
     /// mem_limit reached or allocator full. The kernel's zram ends such a bio
     /// with BLK_STS_IOERR (its users see EIO, as for every zram failure); zmem
-    /// answers ENOSPC on purpose (nbd/src/failures.rs, docs/serve.md "Errors").
+    /// answers ENOSPC on purpose (serving/nbd/src/failures.rs, docs/serve.md "Errors").
     #[error("no space: {0}")]
     NoSpace(String),
     /// A failure reading or writing data (corrupt object, backing file error).

@@ -15,7 +15,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// Where the trial lock is (a path inside the [`crate::Sys`] root): trials,
+/// Where the trial lock is (a path inside the root zmem-host's `Sys` reads): trials,
 /// tunes and their `--recover` take it.
 pub const TRIAL_LOCK: &str = "/run/zmem/trial.lock";
 

@@ -22,7 +22,7 @@ pub fn skip(line: &str) {
     }
 }
 
-/// Copy a fixture tree (`ops/tests/fixtures/NN-name/root`) so a test can change the copy.
+/// Copy a fixture tree (`ops/admin/tests/fixtures/NN-name/root`) so a test can change the copy.
 pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

@@ -14,7 +14,7 @@
 //!   file of a loop device (/sys/block/loop*/loop/backing_file), and is
 //!   locked (`flock(LOCK_EX)`) so two zmem processes never share one.
 //! * Either is refused while it holds data (a filesystem, swap area or
-//!   partition table signature, [`crate::signature::probe`]; in a regular
+//!   partition table signature, [`zmem_files::signature::probe`]; in a regular
 //!   file any non-zero byte anywhere) unless the user says `--force`.
 //!
 //! The claim lasts as long as the [`Claimed`]; [`Claimed::release`] gives it
@@ -27,7 +27,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::signature::{probe, Signature};
+use zmem_files::signature::{probe, Signature};
 
 /// The page size of the blocks writeback uses.
 const PAGE: u64 = 4096;

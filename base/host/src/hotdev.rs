@@ -50,7 +50,7 @@ impl HotDevice {
     /// Whether this process can create zram devices. `Err` carries the reason
     /// (not root, no zram module, no hot_add).
     pub fn available() -> Result<(), KernelZramUnavailable> {
-        if !crate::euid_is_root() {
+        if !zmem_files::euid_is_root() {
             return Err(KernelZramUnavailable("not running as root".into()));
         }
         if !Path::new(CONTROL).join("hot_add").exists() {

@@ -4,13 +4,7 @@
 //!   fixture tree whose emulator plays the kernel for tests;
 //! * [`HotDevice`]: a kernel zram device zmem hot-added and removes again;
 //! * [`SysfsDevice`]: a kernel zram device as an attribute target;
-//! * [`input`]: files a user hands zmem, checked before they are read;
-//! * [`signature`]: what a file or device already holds, before zmem writes to it;
 //! * [`backing`]: a backing device or file checked and claimed as the kernel claims it;
-//! * [`StateDir`], [`write_output`], [`write_outputs`], [`Staging`]: the one
-//!   writer of every file zmem writes (private, new or replaced only when
-//!   zmem's and yours, never through a link, all or nothing);
-//! * [`InstanceLock`]: one trial per machine, one `zmem policy` per state file (flock);
 //! * [`set_io_flusher`], [`lock_all_on_fault`]: what makes a process safe to
 //!   serve the swap device it backs (`zmem serve`);
 //! * [`zswap_compressors`]: which compressors the running kernel can give zswap;
@@ -29,7 +23,7 @@
 //! ```text
 //! undo (Guard, recovery) ──► hotdev ──► journal, action, knob
 //! action ──► knob ──► sys ──► swap, sys::fixture (a child of sys)
-//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   action, knob ──► teardown ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   input, signature, output, swap_dir, swap_safety, lock (leaves)
+//! journal ──► sys;   cgroup ──► knob, cgroup_psi;   crypto ──► sys;   action, knob ──► teardown ──► sys;   signal ──► undo, hotdev;   backing ──► signature;   swap_dir, swap_safety (leaves); files zmem reads and writes are zmem-files'
 //! ```
 
 mod action;
@@ -38,22 +32,15 @@ mod cgroup;
 mod cgroup_psi;
 mod crypto;
 mod hotdev;
-pub mod input;
 mod journal;
 mod knob;
-mod lock;
-mod output;
-mod privilege;
 mod signal;
-pub mod signature;
 mod swap;
 mod swap_dir;
 mod swap_safety;
 mod sys;
 mod sysfs_device;
 mod teardown;
-#[doc(hidden)]
-pub mod testutil;
 mod undo;
 
 pub use action::Action;
@@ -68,14 +55,6 @@ pub use journal::{
     test_pause_step, write_file as write_journal, Journal, JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
-pub use lock::{
-    describe_holder, hold_for_process, release_process_locks, InstanceLock, LockError, TRIAL_LOCK,
-};
-pub use output::{
-    check_output, shared_dir, utc_civil, utc_stamp, write_output, write_output_for, write_outputs,
-    OutputFile, Readers, Replace, Staging, StateDir, STATE_DIR_ENV,
-};
-pub use privilege::euid_is_root;
 pub use signal::SignalWatch;
 pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};
 pub use swap_dir::{swap_dir_refusal, swapless_filesystem};

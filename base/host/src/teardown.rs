@@ -127,8 +127,8 @@ fn holders_text(sys: &Sys, id: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::ScratchDir;
     use std::fs;
+    use zmem_files::testutil::ScratchDir;
 
     fn tree(name: &str) -> (ScratchDir, Sys) {
         let d = ScratchDir::new(name);

@@ -3,7 +3,7 @@ use zmem_host::HotDevice;
 #[test]
 fn hot_added_device_is_removed_on_drop() {
     if let Err(why) = HotDevice::available() {
-        zmem_host::testutil::skip(&format!("SKIP hot_added_device_is_removed_on_drop: {why}"));
+        zmem_files::testutil::skip(&format!("SKIP hot_added_device_is_removed_on_drop: {why}"));
         return;
     }
     let before: Vec<_> = std::fs::read_dir("/sys/block")

@@ -67,7 +67,7 @@ fn corpora() -> Vec<Corpus> {
 #[test]
 fn lzo_and_lzo_rle_lengths_match_kernel() {
     if let Err(e) = HotDevice::available() {
-        zmem_host::testutil::skip(&format!("SKIP lzo_and_lzo_rle_lengths_match_kernel: {e}"));
+        zmem_files::testutil::skip(&format!("SKIP lzo_and_lzo_rle_lengths_match_kernel: {e}"));
         return;
     }
     let corpora = corpora();
@@ -87,7 +87,7 @@ fn lzo_and_lzo_rle_lengths_match_kernel() {
         let dev = match HotDevice::with_config(algo, (total * PAGE + (1 << 20)) as u64) {
             Ok(d) => d,
             Err(e) => {
-                zmem_host::testutil::skip(&format!(
+                zmem_files::testutil::skip(&format!(
                     "SKIP lzo_and_lzo_rle_lengths_match_kernel: {e}"
                 ));
                 return;

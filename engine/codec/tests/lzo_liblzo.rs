@@ -27,7 +27,7 @@ fn load(test: &str) -> Option<LibLzo> {
     match LibLzo::load() {
         Ok(l) => Some(l),
         Err(e) => {
-            zmem_host::testutil::skip(&format!("SKIP {test}: {e}"));
+            zmem_files::testutil::skip(&format!("SKIP {test}: {e}"));
             None
         }
     }

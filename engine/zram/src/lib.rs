@@ -14,7 +14,7 @@
 //! * `recompress` + `pp`: secondary algorithms, `recompress`, post-processing buckets;
 //! * `writeback` + `backing`: `writeback`, `writeback_limit`, `bd_stat`; the backing file and its bitmap;
 //! * `recover`: a recoverable device's store in memfds, and recovery from a dead one's;
-//! * `fastpath`: the fast algorithm and when writes use it (zmem-ops' policy engine
+//! * `fastpath`: the fast algorithm and when writes use it (zmem-admin' policy engine
 //!   moves its slots back to the primary in the background).
 //!
 //! The concern files and `device` import each other on purpose: `Zram`

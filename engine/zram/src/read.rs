@@ -97,7 +97,7 @@ mod tests {
     use crate::{RecompressParams, Zram, PAGE_SIZE};
     use zmem_codec::Params;
     use zmem_device::BlockDevice;
-    use zmem_host::testutil::ScratchDir;
+    use zmem_files::testutil::ScratchDir;
 
     /// Text, then random letters: lz4 halves it, zstd does better.
     fn text(seed: u8) -> Vec<u8> {

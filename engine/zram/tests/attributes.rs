@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use zmem_device::BlockDevice;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_kernel::Errno;
 use zmem_zram::{Zram, PAGE_SIZE};
 

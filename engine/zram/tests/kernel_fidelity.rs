@@ -59,7 +59,7 @@ fn within(a: u64, b: u64, pct: f64) -> bool {
 
 fn compare(test: &str, algo: &str) {
     if let Err(e) = HotDevice::available() {
-        zmem_host::testutil::skip(&format!("SKIP {test}: {e}"));
+        zmem_files::testutil::skip(&format!("SKIP {test}: {e}"));
         return;
     }
     let data = corpus();
@@ -67,7 +67,7 @@ fn compare(test: &str, algo: &str) {
     let theirs = match kernel(algo, &data) {
         Ok(m) => m,
         Err(e) if e.contains("unavailable") || e.contains("no algorithm") => {
-            zmem_host::testutil::skip(&format!("SKIP {test}: {e}"));
+            zmem_files::testutil::skip(&format!("SKIP {test}: {e}"));
             return;
         }
         Err(e) => panic!("kernel {algo}: {e}"),

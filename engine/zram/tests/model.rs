@@ -11,7 +11,7 @@ use common::*;
 use proptest::prelude::*;
 use zmem_codec::Params;
 use zmem_device::BlockDevice;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_kernel::Errno;
 use zmem_zram::{RecompressParams, Zram, PAGE_SIZE};
 

@@ -12,7 +12,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use common::page;
 use zmem_codec::Params;
 use zmem_device::BlockDevice;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_kernel::{BdStat, Errno};
 use zmem_zram::{BdOp, WritebackParams, Zram, PAGE_SIZE};
 

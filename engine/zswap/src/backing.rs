@@ -85,7 +85,7 @@ fn open_existing(path: &Path, bytes: u64, force: bool) -> Result<File, BackingEr
         }
         return Ok(file);
     }
-    if let Some(sig) = zmem_host::signature::probe(&file).map_err(|e| create_err(path, e))? {
+    if let Some(sig) = zmem_files::signature::probe(&file).map_err(|e| create_err(path, e))? {
         return Err(refused(format!(
             "holds {sig}; zmem would overwrite it: pass --force to use it anyway"
         )));
@@ -120,7 +120,7 @@ impl Backing {
     /// * a missing file is created, sparse, `slots × PAGE_SIZE` bytes;
     /// * an existing regular file or block device is used as is when it is
     ///   large enough and all zero (no filesystem, swap signature or data,
-    ///   see [`zmem_host::signature`]); otherwise it is refused with the
+    ///   see [`zmem_files::signature`]); otherwise it is refused with the
     ///   reason, unless `force` (a file that is too small is then extended,
     ///   never truncated);
     /// * FIFOs, directories and sockets are always refused; character

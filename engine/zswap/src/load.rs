@@ -35,7 +35,7 @@ impl Zswap {
 mod tests {
     use crate::engine::Obj;
     use crate::{Backing, Zswap, PAGE_SIZE};
-    use zmem_host::testutil::ScratchDir;
+    use zmem_files::testutil::ScratchDir;
 
     /// Every stored entry keeps where its object is; loads (which prefetch
     /// from it) give the pages back, in every pool.

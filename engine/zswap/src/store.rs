@@ -195,7 +195,7 @@ impl Zswap {
 mod tests {
     use crate::engine::Obj;
     use crate::{Backing, Source, Zswap, PAGE_SIZE};
-    use zmem_host::testutil::ScratchDir;
+    use zmem_files::testutil::ScratchDir;
     use zmem_kernel::KernelModel;
 
     fn engine(dir: &ScratchDir, kernel: &str, zpool: &str) -> Zswap {

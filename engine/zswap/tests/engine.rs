@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_zswap::{
     Backing, BlockDevice, Errno, Incompressible, ShrinkWorker, Source, Zswap, ZswapDevice,
     PAGE_SIZE,
@@ -401,7 +401,7 @@ fn backing_file_errors_keep_pool_pages_readable() {
     assert!(e.contains("/nonexistent-dir/x"), "{e}");
     // Full: /dev/full fails every write with ENOSPC.
     if !std::path::Path::new("/dev/full").exists() {
-        zmem_host::testutil::skip(
+        zmem_files::testutil::skip(
             "SKIP backing_file_errors_keep_pool_pages_readable (full part): no /dev/full",
         );
         return;

@@ -8,7 +8,7 @@
 //! Random pages are stored raw: each entry is one zsmalloc object of
 //! PAGE_SIZE, i.e. exactly one pool page, so pool pages = entries.
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_zswap::{Backing, ShrinkWorker, StoreReject, Zswap, MAX_RECLAIM_RETRIES, PAGE_SIZE};
 
 /// A private scratch directory for backing files, removed when dropped.

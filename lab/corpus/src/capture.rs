@@ -170,7 +170,7 @@ pub fn comm(pid: u32) -> String {
 fn open_error(pid: u32, what: &str, e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::NotFound => format!("no process with PID {pid} (/proc/{pid} does not exist)"),
-        io::ErrorKind::PermissionDenied if zmem_host::euid_is_root() => format!(
+        io::ErrorKind::PermissionDenied if zmem_files::euid_is_root() => format!(
             "cannot read {what} of PID {pid} ({}): permission denied although zmem runs as root; {}",
             comm(pid),
             root_refusal_reason()
@@ -521,7 +521,7 @@ pub fn capture_all(max_bytes: Option<u64>, out: &mut dyn Write) -> Result<Sideca
 /// other than zmem itself (other users' memory is closed to it, and zmem's
 /// own pages say nothing about the machine's workload).
 pub fn capture_machine(max_bytes: u64, out: &mut dyn Write) -> Result<Sidecar> {
-    if zmem_host::euid_is_root() {
+    if zmem_files::euid_is_root() {
         return capture_all(Some(max_bytes), out);
     }
     let uid = user::euid().context("cannot read this process's uid from /proc/self/status")?;
@@ -535,7 +535,7 @@ pub fn capture_machine(max_bytes: u64, out: &mut dyn Write) -> Result<Sidecar> {
 /// Whose memory [`capture_machine`] reads, for saying so before it starts:
 /// `every process on this machine`, or `the processes of nobody (uid 65534)`.
 pub fn machine_scope() -> String {
-    if zmem_host::euid_is_root() {
+    if zmem_files::euid_is_root() {
         "every process on this machine".into()
     } else {
         let who = user::euid().map_or("this user".into(), user::describe);

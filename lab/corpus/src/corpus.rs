@@ -94,12 +94,12 @@ impl Corpus {
 }
 
 /// Opens a corpus file for reading after checking it: a regular file or a
-/// block device ([`zmem_host::input`]), not empty, a whole number of 4 KiB
+/// block device ([`zmem_files::input`]), not empty, a whole number of 4 KiB
 /// pages. Every corpus command (`corpus info`, `bench`, `recommend`, `dict
 /// train`, …) goes through here, so they accept and refuse the same files.
-pub fn open_checked(path: &Path) -> Result<zmem_host::input::Input> {
+pub fn open_checked(path: &Path) -> Result<zmem_files::input::Input> {
     let shown = path.display().to_string();
-    let input = zmem_host::input::open_input("corpus", path)?;
+    let input = zmem_files::input::open_input("corpus", path)?;
     check_len(&shown, input.len)?;
     Ok(input)
 }
@@ -393,7 +393,7 @@ mod tests {
     use super::*;
 
     fn tmp(name: &str) -> std::path::PathBuf {
-        std::env::temp_dir().join(format!("zmem-lab-corpus-{}-{name}", std::process::id()))
+        std::env::temp_dir().join(format!("zmem-measure-corpus-{}-{name}", std::process::id()))
     }
 
     #[test]

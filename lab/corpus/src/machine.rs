@@ -37,7 +37,7 @@ pub fn default_corpus_with_memory(max_capture: u64) -> (Corpus, Vec<String>) {
             "captured: none from {scope} ({e:#}); synthetic pages only"
         )),
     }
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         notes.push(
             "not root: only this user's processes were read; as root the capture samples every process on the machine"
                 .into(),
@@ -46,7 +46,7 @@ pub fn default_corpus_with_memory(max_capture: u64) -> (Corpus, Vec<String>) {
     let captured = sections.first().map_or(0, |s| s.pages.len() as u64);
     sections.extend(corpus::default_sections(corpus::DEFAULT_SEED));
     if captured < max_capture / 2 {
-        let how = if zmem_host::euid_is_root() {
+        let how = if zmem_files::euid_is_root() {
             " (this machine holds little anonymous memory now); for a truer answer run the verdict while the workload runs"
         } else {
             "; for a truer answer run as root"
@@ -99,7 +99,7 @@ mod tests {
         let (c, notes) = default_corpus_with_memory(1 << 20);
         assert!(notes[0].starts_with("captured: "), "{notes:?}");
         assert!(c.source.contains("text"), "{}", c.source);
-        if !zmem_host::euid_is_root() {
+        if !zmem_files::euid_is_root() {
             // Without root only this user's other processes are read: maybe none.
             assert!(
                 notes.iter().any(|n| n.starts_with("not root:")),

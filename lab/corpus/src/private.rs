@@ -1,6 +1,6 @@
 //! Files derived from memory: captures and generated corpora with their
 //! sidecars, and dictionaries trained on them. They go through zmem's one
-//! output writer (`zmem_host::Staging`): private (0600) from the start,
+//! output writer (`zmem_files::Staging`): private (0600) from the start,
 //! never through a symbolic link, never over another user's file, a corpus
 //! and its sidecar put in place together or not at all, and an existing
 //! file replaced only when it is zmem's (a corpus with its sidecar, a
@@ -10,7 +10,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use zmem_host::{Readers, Replace, Staging};
+use zmem_files::{Readers, Replace, Staging};
 
 use crate::sidecar::{self, Sidecar};
 
@@ -51,8 +51,8 @@ pub(crate) fn write_corpus_files(
         ),
     };
     let corpus_what = format!("a zmem corpus (no {} beside it)", side.display());
-    zmem_host::check_output(path, rc).map_err(|e| with_hint(e, &corpus_what))?;
-    zmem_host::check_output(&side, rs).map_err(|e| with_hint(e, "a zmem sidecar"))?;
+    zmem_files::check_output(path, rc).map_err(|e| with_hint(e, &corpus_what))?;
+    zmem_files::check_output(&side, rs).map_err(|e| with_hint(e, "a zmem sidecar"))?;
     let mut staging = Staging::new();
     let mut w = BufWriter::new(
         staging
@@ -83,7 +83,7 @@ fn dict_replace(force: bool) -> Replace<'static> {
 /// nothing there, a zstd dictionary (zmem's or zstd's own), or anything of
 /// yours with `force`; never a link, a device or another user's file.
 pub fn check_dict_output(path: &Path, force: bool) -> Result<()> {
-    zmem_host::check_output(path, dict_replace(force))
+    zmem_files::check_output(path, dict_replace(force))
         .map_err(|e| with_hint(e, "a zstd dictionary"))
 }
 
@@ -91,7 +91,7 @@ pub fn check_dict_output(path: &Path, force: bool) -> Result<()> {
 /// like the capture it was trained on), replacing only what
 /// [`check_dict_output`] accepts.
 pub fn write_dict(path: &Path, bytes: &[u8], force: bool) -> Result<()> {
-    zmem_host::write_output(path, bytes, dict_replace(force))
+    zmem_files::write_output(path, bytes, dict_replace(force))
         .map_err(|e| with_hint(e, "a zstd dictionary"))
 }
 
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn a_corpus_and_its_sidecar_are_written_together_or_not_at_all() {
-        let d = zmem_host::testutil::ScratchDir::new("corpus-private");
+        let d = zmem_files::testutil::ScratchDir::new("corpus-private");
         let c = d.join("c.pages");
         // A failed capture leaves nothing, not even a temporary file.
         let e = write_corpus_files(&c, false, |_| anyhow::bail!("capture failed")).unwrap_err();
@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn a_dictionary_replaces_only_a_dictionary() {
-        let d = zmem_host::testutil::ScratchDir::new("corpus-dict-out");
+        let d = zmem_files::testutil::ScratchDir::new("corpus-dict-out");
         let p = d.join("d.dict");
         std::fs::write(&p, "notes\n").unwrap();
         let e = check_dict_output(&p, false).unwrap_err().to_string();

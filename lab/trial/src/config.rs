@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use zmem_units::{format_size, parse_size};
+use zmem_conf::{format_size, parse_size};
 
 /// One swap configuration a workload runs under.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -380,7 +380,7 @@ mod tests {
     #[test]
     fn arbitrary_strings_never_panic() {
         let alphabet = b"zramswpdiklno:+%0123456789MGK-_ .,=";
-        for s in zmem_host::testutil::random_strings(0x9e3779b97f4a7c15, alphabet, 20, 5000) {
+        for s in zmem_files::testutil::random_strings(0x9e3779b97f4a7c15, alphabet, 20, 5000) {
             let _ = s.parse::<SwapConfig>();
             let _ = s.parse::<TrialConfig>();
             let _ = parse_size(&s);

@@ -56,9 +56,9 @@ pub use measure::{Outcome, RunRecord};
 pub use report::{ConfigSummary, Stats, TrialReport};
 pub use zmem_host::{CgroupVersion, Guard, MemoryHierarchy, SignalWatch};
 
+use zmem_conf::format_size;
 use zmem_host as host;
 use zmem_host::{Action, Cgroup, HotDevice, Journal, Sys, JOURNAL_DIR};
-use zmem_units::format_size;
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -275,7 +275,7 @@ fn oversized_slot_tables(spec: &TrialSpec, sys: &Sys) -> Vec<String> {
 
 /// Not root, or a killed trial's journal still pending: refuse before anything else.
 pub(crate) fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialError> {
-    if !sys.is_fixture() && !zmem_host::euid_is_root() {
+    if !sys.is_fixture() && !zmem_files::euid_is_root() {
         return Err(TrialError::Refused(vec![
             "not running as root (a trial creates cgroups, swap areas and zram devices)".into(),
         ]));
@@ -297,13 +297,13 @@ pub(crate) fn refuse_unless_root_and_recovered(sys: &Sys) -> Result<(), TrialErr
 /// and sysctls, each journaling the other's values as the ones to restore. Held until
 /// this process exits; `--force` does not override it.
 fn hold_trial_lock(sys: &Sys) -> Result<(), TrialError> {
-    let path = sys.path(host::TRIAL_LOCK);
-    host::hold_for_process(&path).map_err(|e| match e {
-        host::LockError::Held { holder, .. } => TrialError::Refused(vec![format!(
+    let path = sys.path(zmem_files::TRIAL_LOCK);
+    zmem_files::hold_for_process(&path).map_err(|e| match e {
+        zmem_files::LockError::Held { holder, .. } => TrialError::Refused(vec![format!(
             "another zmem that changes swap and zswap is running ({}, holding {}): two at \
              once would undo each other's swap, zswap and sysctl changes, so --force does not \
              override this; wait for it to finish (or stop it: Ctrl-C, SIGTERM)",
-            host::describe_holder(holder),
+            zmem_files::describe_holder(holder),
             path.display()
         )]),
         e => TrialError::Io(format!("cannot take the trial lock: {e}")),
@@ -411,7 +411,7 @@ fn distorting_state(sys: &Sys, needs_swap: bool) -> Vec<String> {
 /// Undo what trials that died without cleaning up (SIGKILL, crash) left
 /// behind, from their crash journals. Returns what was done.
 pub fn recover() -> Result<Vec<String>, TrialError> {
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         return Err(TrialError::Refused(vec!["not running as root".into()]));
     }
     let sys = Sys::real();

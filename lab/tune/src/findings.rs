@@ -3,7 +3,7 @@
 //! why there is none), and the findings in sentences (computed once, when the
 //! steps finish; the renderer shows them).
 
-use zmem_units::format_size;
+use zmem_conf::format_size;
 
 use crate::candidates::Candidate;
 use crate::check;

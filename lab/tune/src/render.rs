@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
+use zmem_conf::format_size;
 use zmem_trial::report::{csv_field, esc, svg_bars};
 use zmem_trial::Stats;
-use zmem_units::format_size;
 
 use crate::candidates::Candidate;
 use crate::check::ModelCheck;

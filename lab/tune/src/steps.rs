@@ -220,7 +220,7 @@ fn model(
     signals: &SignalWatch,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(ModelInputs, Ranking)> {
-    let zram_algos = zmem_lab::kernel::algorithms();
+    let zram_algos = zmem_measure::kernel::algorithms();
     let zswap_comps = trial::zswap_compressors(&Sys::real());
     let mut algos: Vec<String> = zram_algos.clone();
     for c in &zswap_comps {
@@ -245,7 +245,7 @@ fn model(
     })?;
     interrupted(s, signals)?;
     progress(&format!("predict: disk speed in {}", s.swap_dir.display()));
-    let fs = zmem_lab::measure_fs_read(&s.swap_dir, 64, 2000)
+    let fs = zmem_measure::measure_fs_read(&s.swap_dir, 64, 2000)
         .with_context(|| format!("measuring the disk in {}", s.swap_dir.display()))?;
     interrupted(s, signals)?;
     let disk = Costs::from_speeds(
@@ -382,7 +382,7 @@ fn config_text(s: &TuneSpec, c: &Candidate, wall_s: f64, ranking: &Ranking) -> S
         trial: format!(
             "{} under {}",
             s.workload,
-            zmem_units::format_size(s.memory_limit)
+            zmem_conf::format_size(s.memory_limit)
         ),
         wall_s,
         ratio: lab_ratio(c, ranking).unwrap_or(1.0),

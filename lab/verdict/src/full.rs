@@ -1,5 +1,5 @@
-//! `zmem bench full`: codec figures (`zmem_lab::codecs`) and device
-//! figures (`zmem_lab::device`, engine and kernel) for every algorithm, plus zstd
+//! `zmem bench full`: codec figures (`zmem_measure::codecs`) and device
+//! figures (`zmem_measure::device`, engine and kernel) for every algorithm, plus zstd
 //! with a dictionary trained on the corpus, joined into the complete table.
 
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use zmem_codec::Params;
 use zmem_corpus::Corpus;
-use zmem_lab::{codecs, device};
+use zmem_measure::{codecs, device};
 
 use crate::score::Weights;
 use crate::table::{self, FullTable};

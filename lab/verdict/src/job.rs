@@ -108,7 +108,7 @@ pub fn full_table(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(FullTable, Result<Ranking>)> {
     // Check names before the (possibly long) corpus capture.
-    zmem_lab::codecs::select(&opts.algorithms)?;
+    zmem_measure::codecs::select(&opts.algorithms)?;
     let capture = zmem_corpus::DEFAULT_CAPTURE;
     let (c, notes) =
         zmem_corpus::joined_or_machine(corpus, capture, || progress(Progress::Capturing(capture)))?;
@@ -153,7 +153,7 @@ pub fn inputs(
 ) -> Result<Inputs> {
     let (mem, disk_swap, zswap) = recommend::machine_facts();
     let ram_bytes = match ram {
-        Some(s) => zmem_units::parse_size(s).context("bad size for --ram")?,
+        Some(s) => zmem_conf::parse_size(s).context("bad size for --ram")?,
         None => mem.context("cannot read MemTotal from /proc/meminfo; give --ram")?,
     };
     if ram_bytes < (64 << 20) {
@@ -164,7 +164,7 @@ pub fn inputs(
         Some(v) => anyhow::bail!("--fs-read must be a positive MiB/s figure, got {v}"),
         None => {
             progress(Progress::FsRead(fs_dir));
-            let m = zmem_lab::measure_fs_read(fs_dir, 64, 2000)?;
+            let m = zmem_measure::measure_fs_read(fs_dir, 64, 2000)?;
             (
                 m.mib_s,
                 format!(

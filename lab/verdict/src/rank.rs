@@ -23,9 +23,9 @@
 use anyhow::{bail, Result};
 use serde::Serialize;
 use zmem_corpus::Corpus;
-use zmem_lab::device::Target;
-use zmem_lab::sample::{self as measure, Sample};
-use zmem_lab::ReadResult;
+use zmem_measure::device::Target;
+use zmem_measure::sample::{self as measure, Sample};
+use zmem_measure::ReadResult;
 
 use std::time::{Duration, Instant};
 
@@ -158,13 +158,13 @@ pub fn rank(
     }
     // Which algorithms this kernel offers (known without root too), and
     // whether its zram can be measured here (root, zram present).
-    let known = zmem_lab::kernel::offered();
+    let known = zmem_measure::kernel::offered();
     let offered = known.algorithms.clone();
     let measurable =
-        opts.kernel && !offered.is_empty() && zmem_lab::kernel::unavailable_reason().is_none();
+        opts.kernel && !offered.is_empty() && zmem_measure::kernel::unavailable_reason().is_none();
     let kernel_rows = opts
         .kernel
-        .then(zmem_lab::kernel::without_kernel_rows)
+        .then(zmem_measure::kernel::without_kernel_rows)
         .flatten();
     let cands = candidates(opts, &offered, measurable);
     if !cands.iter().any(|c| c.2) {

@@ -2,7 +2,7 @@
 //! (sizes, swappiness, page-cluster, zram or zswap, the config file) is
 //! worked out by the same code as `zmem recommend`'s (`crate::recommend`).
 
-use zmem_lab::ReadResult;
+use zmem_measure::ReadResult;
 
 use crate::rank::{Ranked, Ranking};
 use crate::score::{self, Metrics};

@@ -1,14 +1,14 @@
 //! The complete table of `zmem bench full`: per algorithm (the nine, plus zstd with a
 //! trained dictionary) and page-cluster 0..3, the codec figures (ratio,
-//! compress/decompress/reclaim MB/s, from `zmem_lab::codecs`) beside the device
+//! compress/decompress/reclaim MB/s, from `zmem_measure::codecs`) beside the device
 //! figures (mm_stat ratio and effective ratio, read MiB/s, IOPS, mean/p99
-//! latency, from `zmem_lab::device`), engine and kernel rows side by side; then
+//! latency, from `zmem_measure::device`), engine and kernel rows side by side; then
 //! the weighted score and the "best for" lines.
 
 use serde::Serialize;
 
 use crate::score::{self, BestFor, Metrics, Weights};
-use zmem_lab::{codecs, device};
+use zmem_measure::{codecs, device};
 
 /// One line of the complete table.
 #[derive(Debug, Clone, Serialize)]
@@ -32,12 +32,12 @@ pub struct FullRow {
     /// Codec level, per page, µs.
     #[serde(
         rename = "decompress_lat_mean_ns",
-        serialize_with = "zmem_lab::opt_us_as_ns"
+        serialize_with = "zmem_measure::opt_us_as_ns"
     )]
     pub decompress_us_mean: Option<f64>,
     #[serde(
         rename = "decompress_lat_p99_ns",
-        serialize_with = "zmem_lab::opt_us_as_ns"
+        serialize_with = "zmem_measure::opt_us_as_ns"
     )]
     pub decompress_us_p99: Option<f64>,
     /// Device level.

@@ -1,7 +1,7 @@
 //! Scratch run behind the sample in docs/ops.md: a hot-added zram swap device with real
 //! swapped-out pages, shown by `zmem status`.
 //!
-//! As root: `cargo run -p zmem-ops --example status_demo`. It hot-adds a 512 MiB lz4
+//! As root: `cargo run -p zmem-admin --example status_demo`. It hot-adds a 512 MiB lz4
 //! device, swaps on it at priority 0, runs a Python process that fills 256 MiB of mixed pages
 //! (zero, text-like, random) inside a cgroup-v1 memory limit of 64 MiB so the kernel swaps
 //! most of it out, prints the status, then kills the process, swaps off and removes the
@@ -11,9 +11,9 @@ use std::fs;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use zmem_admin::status;
 use zmem_host::HotDevice;
 use zmem_host::Sys;
-use zmem_ops::status;
 
 const CG: &str = "/sys/fs/cgroup/memory/zmem-status-demo";
 

@@ -21,10 +21,10 @@ use zmem_conf::{self as config, Algorithms, Config, DeviceConfig};
 mod run;
 
 pub use run::{execute, journal_dir, revert, revert_ops};
+use zmem_conf::bytes;
 pub use zmem_host::Action;
 use zmem_host::Sys;
 use zmem_kernel::SwapEntry;
-use zmem_units::bytes;
 
 /// Where the undo list is kept, inside the state directory (`/run/zmem` in the root tree).
 pub const STATE_NAME: &str = "apply.state";
@@ -964,8 +964,8 @@ fn check_disk_swap(sys: &Sys, device: &str, force: bool) -> Result<(), ApplyErro
         return Err(refused("is not a regular file or block device".into()));
     }
     let file = std::fs::File::open(&path).map_err(read_err)?;
-    match zmem_host::signature::probe(&file).map_err(read_err)? {
-        Some(zmem_host::signature::Signature::Swap) => Ok(()),
+    match zmem_files::signature::probe(&file).map_err(read_err)? {
+        Some(zmem_files::signature::Signature::Swap) => Ok(()),
         _ if force => Ok(()),
         Some(sig) => Err(refused(format!(
             "holds {sig}, not a swap area; zmem will not swap over data it did not create \

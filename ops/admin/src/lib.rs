@@ -1,4 +1,4 @@
-//! zmem-ops: the kernel's own zram and zswap, run by zmem. Status in words,
+//! zmem-admin: the kernel's own zram and zswap, run by zmem. Status in words,
 //! `apply` of a zram-generator.conf (and its undo), `persist` across reboots,
 //! the Prometheus exporter, `zmem policy`'s round over every kernel and
 //! served device (the engine itself is zmem-policy's), and `zmem doctor`'s

@@ -17,7 +17,7 @@ const POLICY_CONF: &str = "/etc/zmem/zmem.conf";
 
 /// The policy daemon's unit as the Debian package installs it: `persist` writes this same unit
 /// (its `ExecStart` naming the running binary) when the package's is not installed.
-const POLICY_UNIT: &str = include_str!("../../packaging/systemd/zmem-policy.service");
+const POLICY_UNIT: &str = include_str!("../../../packaging/systemd/zmem-policy.service");
 
 /// Where a package installs the policy daemon's unit.
 const PACKAGED_POLICY_UNIT: [&str; 2] = [
@@ -164,7 +164,7 @@ pub fn files(cfg: &Config, zmem_binary: &str, packaged_unit: bool) -> Vec<File> 
 
 /// Write the files under `root` through zmem's one output writer, all or nothing: every target
 /// is checked first, then every file written beside its target, then all renamed into place; a
-/// refusal or failure at any one leaves every file as it was (`zmem_host::write_outputs`). Each is
+/// refusal or failure at any one leaves every file as it was (`zmem_files::write_outputs`). Each is
 /// mode 0644, never written through a symbolic link (at a file or at its directory), never over
 /// another user's file, and never over a file zmem did not write (its first line) unless `force`.
 /// Every error names its file.
@@ -189,17 +189,17 @@ pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf
         .iter()
         .zip(&paths)
         .zip(&judges)
-        .map(|((f, p), ours)| zmem_host::OutputFile {
+        .map(|((f, p), ours)| zmem_files::OutputFile {
             path: p,
             bytes: f.contents.as_bytes(),
             replace: match force {
-                true => zmem_host::Replace::Always,
-                false => zmem_host::Replace::IfOurs(ours),
+                true => zmem_files::Replace::Always,
+                false => zmem_files::Replace::IfOurs(ours),
             },
-            readers: zmem_host::Readers::Everyone,
+            readers: zmem_files::Readers::Everyone,
         })
         .collect();
-    zmem_host::write_outputs(&outputs).map_err(|e| match e.kind() {
+    zmem_files::write_outputs(&outputs).map_err(|e| match e.kind() {
         io::ErrorKind::AlreadyExists => io::Error::new(
             e.kind(),
             format!("{e}; use --force to replace it (nothing was written)"),
@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn each_file_names_the_program_that_reads_it_and_whether_it_is_installed() {
-        let d = zmem_host::testutil::ScratchDir::new("persist-partners");
+        let d = zmem_files::testutil::ScratchDir::new("persist-partners");
         let fs = [
             file("/etc/systemd/zram-generator.conf"),
             file("/etc/sysctl.d/90-zmem.conf"),
@@ -345,7 +345,7 @@ mod tests {
 
     #[test]
     fn the_policy_config_copy_replaces_its_source_or_zmem_s_copy_only() {
-        let d = zmem_host::testutil::ScratchDir::new("persist-copy");
+        let d = zmem_files::testutil::ScratchDir::new("persist-copy");
         let src = d.join("zmem.conf");
         fs::write(&src, "[policy]\nwriteback = no\n").unwrap();
         let cfg = zmem_conf::load(&src).unwrap();
@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn the_policy_unit_is_the_package_s_unless_the_package_s_is_installed() {
-        let d = zmem_host::testutil::ScratchDir::new("persist-unit");
+        let d = zmem_files::testutil::ScratchDir::new("persist-unit");
         let src = d.join("zmem.conf");
         fs::write(&src, "[policy]\nwriteback = no\n").unwrap();
         let cfg = zmem_conf::load(&src).unwrap();

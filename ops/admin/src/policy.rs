@@ -4,7 +4,8 @@
 
 use zmem_device::{AttrTarget, DryRun};
 
-use zmem_host::{find_ctl_sockets, LockError, Sys, SysfsDevice};
+use zmem_files::LockError;
+use zmem_host::{find_ctl_sockets, Sys, SysfsDevice};
 
 use zmem_policy::{round, Policy, State};
 
@@ -42,7 +43,7 @@ fn hold_state_lock(sys: &Sys) -> std::io::Result<()> {
     let mut name = state.clone().into_os_string();
     name.push(".lock");
     let path = std::path::PathBuf::from(name);
-    zmem_host::hold_for_process(&path).map_err(|e| match e {
+    zmem_files::hold_for_process(&path).map_err(|e| match e {
         LockError::Held { holder, .. } => std::io::Error::new(
             std::io::ErrorKind::WouldBlock,
             format!(

@@ -7,9 +7,9 @@ use serde::{Serialize, Serializer};
 
 use crate::zram::{self, ZramDevice};
 use crate::zswap::{self, Debugfs, Zswap};
+use zmem_conf::{bytes, count, ratio};
 use zmem_host::Sys;
 use zmem_kernel::MmStat;
-use zmem_units::{bytes, count, ratio};
 
 /// What `zmem status` shows.
 #[derive(Debug, Clone)]

@@ -10,21 +10,21 @@
 //! with their zram-generator.conf files inside root/; they also compare `apply --dry-run`'s
 //! text with expected-dry-run.log.
 //!
-//! `ZMEM_BLESS=1 cargo test -p zmem-ops --test fixtures` rewrites the expected files from
+//! `ZMEM_BLESS=1 cargo test -p zmem-admin --test fixtures` rewrites the expected files from
 //! what the code does now (review the diff before committing).
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use zmem_admin::apply::{self, Options};
+use zmem_admin::status;
 use zmem_conf as config;
 use zmem_host::SysfsDevice;
 use zmem_host::{Sys, FIXTURE_LOG};
-use zmem_ops::apply::{self, Options};
-use zmem_ops::status;
 use zmem_policy::{self as policy, Policy, State};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

@@ -5,13 +5,13 @@
 
 use std::fs;
 
+use zmem_admin as zram;
+use zmem_admin::apply::{self, ApplyError, Options};
+use zmem_admin::status;
 use zmem_conf as config;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_host::HotDevice;
 use zmem_host::Sys;
-use zmem_ops as zram;
-use zmem_ops::apply::{self, ApplyError, Options};
-use zmem_ops::status;
 
 fn zswap_params() -> Vec<(String, String)> {
     let mut v = Vec::new();
@@ -32,13 +32,13 @@ fn zswap_params() -> Vec<(String, String)> {
 #[test]
 fn apply_check_revert_on_a_hot_added_device() {
     if let Err(why) = HotDevice::available() {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP apply_check_revert_on_a_hot_added_device: {why}"
         ));
         return;
     }
     if !std::path::Path::new("/sys/module/zswap/parameters/max_pool_percent").exists() {
-        zmem_host::testutil::skip(
+        zmem_files::testutil::skip(
             "SKIP apply_check_revert_on_a_hot_added_device: no zswap max_pool_percent",
         );
         return;
@@ -48,7 +48,7 @@ fn apply_check_revert_on_a_hot_added_device() {
             .iter()
             .any(|d| std::path::Path::new(d).join(tool).exists())
         {
-            zmem_host::testutil::skip(&format!(
+            zmem_files::testutil::skip(&format!(
                 "SKIP apply_check_revert_on_a_hot_added_device: {tool} not installed"
             ));
             return;
@@ -151,7 +151,7 @@ fn policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has() {
     use zmem_host::SysfsDevice;
     use zmem_policy::{self as policy, DeviceState, Policy};
     if let Err(why) = HotDevice::available() {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP policy_round_on_a_hot_added_device_uses_only_what_the_kernel_has: {why}"
         ));
         return;

@@ -20,6 +20,10 @@
 //!
 //! Every error names file, line and reason; nothing is applied from a file
 //! that does not parse.
+//!
+//! The quantities people type in a config file and on the command line (sizes,
+//! durations, switches) have their one parser here too ([`parse_size`],
+//! [`parse_duration`], [`parse_bool`]), with the way zmem prints them.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -29,6 +33,7 @@ mod expressions;
 mod ini;
 mod render;
 mod sections;
+mod units;
 
 pub use algorithms::{parse_algorithms, parse_algorithms_with_warnings, OutOfRange, LEVEL_RANGES};
 pub use expressions::{
@@ -37,6 +42,10 @@ pub use expressions::{
 };
 pub use fragments::{kernel_zram_option, load_system, locate_fragments};
 pub use render::Writer;
+pub use units::{
+    bytes, count, duration, format_size, parse_bool, parse_duration, parse_size, ratio,
+    ParseError as UnitError, DURATION_FORMS, SIZE_FORMS,
+};
 
 mod fragments;
 
@@ -259,7 +268,7 @@ impl Config {
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Read and parse a file: a regular file (FIFOs, `/dev/zero`, directories
-/// are refused by [`zmem_host::input`] before anything is read), UTF-8, at
+/// are refused by [`zmem_files::input`] before anything is read), UTF-8, at
 /// most [`MAX_CONFIG_BYTES`].
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     load_with(path, false)
@@ -278,7 +287,7 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
         line: 0,
         reason,
     };
-    let bytes = zmem_host::input::read_input("config", path, MAX_CONFIG_BYTES).map_err(|e| {
+    let bytes = zmem_files::input::read_input("config", path, MAX_CONFIG_BYTES).map_err(|e| {
         // The error names the path; ConfigError puts it in front already.
         let full = e.to_string();
         let prefix = format!("config {}: ", path.display());
@@ -620,7 +629,7 @@ mod tests {
         // A deterministic xorshift over config-ish bytes.
         let alphabet =
             b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!/levfsytpmun:";
-        for s in zmem_host::testutil::random_strings(0x9E3779B97F4A7C15, alphabet, 120, 3000) {
+        for s in zmem_files::testutil::random_strings(0x9E3779B97F4A7C15, alphabet, 120, 3000) {
             let _ = p(&s);
             let _ = strict(&s);
             let _ = parse_algorithms_with_warnings(&s);

@@ -1,4 +1,4 @@
-//! zmem-units: quantities as people type them on the command line, in
+//! Quantities as people type them on the command line, in
 //! configuration files and policies, and as zmem prints them.
 //!
 //! One parser per quantity, used by every command:

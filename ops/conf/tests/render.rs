@@ -248,7 +248,7 @@ fn what_parses_renders_to_a_fixed_point() {
     let alphabet =
         b"[]=()#;, \n\tzramsizecompressionalgorithmzstdlz4ram*/+-^0123456789.!/levfsytpmun:";
     let mut parsed = 0;
-    for s in zmem_host::testutil::random_strings(0x2545F4914F6CDD1D, alphabet, 160, 5000)
+    for s in zmem_files::testutil::random_strings(0x2545F4914F6CDD1D, alphabet, 160, 5000)
         .chain(["[zram0]\nzram-fraction = 0.3\n[zram1]\nmount-point = /a\n[policy]\n= x\n".into()])
     {
         let Ok(c) = parse(&s, Path::new("t.conf")) else {

@@ -24,7 +24,7 @@
 //! device), `state`
 //! (what the engine remembers between rounds), `worker` (a thread running rounds for
 //! `zmem serve --maint`). A round over every device of a machine, for
-//! `zmem policy`, is zmem-ops' `round_all`.
+//! `zmem policy`, is zmem-admin' `round_all`.
 
 mod round;
 mod state;
@@ -32,7 +32,7 @@ mod worker;
 
 use std::time::Duration;
 
-use zmem_units::{parse_bool, parse_duration, parse_size};
+use zmem_conf::{parse_bool, parse_duration, parse_size};
 
 use zmem_conf::{Config, ConfigError, Entry};
 

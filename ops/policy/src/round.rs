@@ -6,10 +6,10 @@
 
 use zmem_device::AttrTarget;
 
+use zmem_conf::{bytes, duration};
 use zmem_host::Sys;
 use zmem_kernel::MmStat;
 use zmem_kernel::{parse_comp_algorithm, parse_recomp_algorithm, AttrError, BdStat, Errno};
-use zmem_units::{bytes, duration};
 
 use crate::{DeviceState, Policy};
 

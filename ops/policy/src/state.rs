@@ -40,12 +40,12 @@ const HEADER: &str = "# zmem policy state\n";
 
 impl State {
     /// The state kept in the state directory; none yet is the empty state.
-    /// It is read as a regular file only (`zmem_host::input::read_state`): a
+    /// It is read as a regular file only (`zmem_files::input::read_state`): a
     /// FIFO, a device, a symbolic link or a file over [`STATE_MAX_BYTES`]
     /// there is an error naming it, never a hang or an endless read.
     pub fn load(sys: &Sys) -> std::io::Result<State> {
         let p = sys.path(&state_file(sys));
-        let bytes = zmem_host::input::read_state("policy state", &p, STATE_MAX_BYTES)?;
+        let bytes = zmem_files::input::read_state("policy state", &p, STATE_MAX_BYTES)?;
         Ok(State::parse(&String::from_utf8_lossy(
             &bytes.unwrap_or_default(),
         )))
@@ -104,10 +104,10 @@ impl State {
     /// and never over a file that is not zmem's state (its first line).
     pub fn save(&self, sys: &Sys) -> std::io::Result<()> {
         let ours = |old: &[u8]| old.starts_with(HEADER.as_bytes());
-        zmem_host::write_output(
+        zmem_files::write_output(
             &sys.path(&state_file(sys)),
             self.render().as_bytes(),
-            zmem_host::Replace::IfOurs(&ours),
+            zmem_files::Replace::IfOurs(&ours),
         )
     }
 }
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn the_state_file_is_zmem_s_regular_file_or_an_error_naming_it() {
-        let d = zmem_host::testutil::ScratchDir::new("policy-state");
+        let d = zmem_files::testutil::ScratchDir::new("policy-state");
         let sys = Sys::new(d.path());
         let p = sys.path(&state_file(&sys));
         assert_eq!(State::load(&sys).unwrap(), State::default());

@@ -5,7 +5,7 @@
 //! device without one; without access times the engine marks all and acts
 //! a round later; the worker thread stops on `stop()` and on drop.
 
-#[path = "../../zram/tests/common/mod.rs"]
+#[path = "../../../engine/zram/tests/common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::{content, phrases, Rng};
 use zmem_codec::Params;
 use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_policy::{round, DeviceState, Env, Policy, Worker};
 use zmem_zram::{Zram, PAGE_SIZE};
 

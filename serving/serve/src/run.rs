@@ -154,7 +154,7 @@ fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option
         Some(p) => p.clone(),
         None => {
             // The one directory serve makes: /run/zmem, for its default sockets.
-            zmem_host::shared_dir("/run/zmem".as_ref()).context("/run/zmem")?;
+            zmem_files::shared_dir("/run/zmem".as_ref()).context("/run/zmem")?;
             PathBuf::from(format!("/run/zmem/{}.ctl", s.export))
         }
     };

@@ -21,7 +21,7 @@ fn preflight(s: &Spec, u: &zmem_ublk::Options) -> anyhow::Result<()> {
     // The engine's disksize is PAGE_ALIGNed, so only the options remain.
     let size = s.engine.size.div_ceil(zmem_ublk::BLOCK) * zmem_ublk::BLOCK;
     u.check(size).map_err(anyhow::Error::msg)?;
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         bail!(
             "--ublk needs root: ublk devices are added through {} (root only)",
             zmem_ublk::CONTROL

@@ -10,7 +10,7 @@
 //! zlib (1.3.1, built from source and linked statically by `libz-sys`) through
 //! `flate2` at memLevel 8: its match finder and block splitting are the
 //! kernel's, so every page compresses to the kernel's length
-//! (codec/tests/kernel_sizes.rs, at levels 1, 6 and 9). zlib-rs, a zlib-ng
+//! (engine/codec/tests/kernel_sizes.rs, at levels 1, 6 and 9). zlib-rs, a zlib-ng
 //! port, finds other matches (-2.3 % at level 6, +32 % at level 1, where it
 //! uses deflate_quick), and libdeflate has no window size. Each stream owns
 //! one deflate and one inflate state, reset per page as the kernel does. The

@@ -7,7 +7,7 @@
 //!
 //! The encoder is our own [`compress`]: the kernel's `lib/lz4/lz4_compress.c`
 //! (`LZ4_compress_fast`, the same from 4.11 to at least 7.3), so pages
-//! compress to the kernel's bytes (codec/tests/kernel_sizes.rs: every page on
+//! compress to the kernel's bytes (engine/codec/tests/kernel_sizes.rs: every page on
 //! Debian's 6.1, 6.12 and 7.3). liblz4 1.10, used before, differed on 2 of
 //! the 170 fixture pages. The decoder is liblz4 1.10 through `lzzzz`.
 

@@ -7,7 +7,7 @@
 //! The encoder is our own [`compress`]: the kernel's `lib/lz4/lz4hc_compress.c`
 //! (the LZ4 1.7.3 lineage, the same in every kernel from 4.11 to at least 7.3,
 //! with no optimal parser at any level), so pages compress to the kernel's
-//! bytes (codec/tests/kernel_sizes.rs: every page at levels 4, 9 and 12 on
+//! bytes (engine/codec/tests/kernel_sizes.rs: every page at levels 4, 9 and 12 on
 //! Debian's 6.1, 6.12 and 7.3). liblz4 1.10, used before, wrote 0.04 % (level
 //! 9) to 0.16 % (level 12, its optimal parser) fewer bytes than the kernel.
 //! The decoder is liblz4 1.10 through `lzzzz`.

@@ -9,7 +9,7 @@
 //! for every page (`ZSTD_compress2` / `ZSTD_decompressDCtx`).
 //!
 //! The kernels differ by the zstd in their `lib/zstd`, not by what zram asks
-//! of it (codec/tests/kernel_sizes.rs, 170 fixture pages, Debian's kernels;
+//! of it (engine/codec/tests/kernel_sizes.rs, 170 fixture pages, Debian's kernels;
 //! the versions read from each kernel image, docs/codecs.md "Why zstd differs
 //! on 6.1 and 6.12"):
 //! * 7.3 (lib/zstd 1.5.7; `backend_zstd.c`: `zstd_get_params(level,

@@ -5,7 +5,7 @@
 //! was in), and prefetching a hint never faults, also once it is stale (its
 //! object freed or moved, its pages given back).
 //!
-//! Run: `cd zpool/fuzz && cargo +nightly fuzz run zpool_ops -- -max_total_time=60`
+//! Run: `cd engine/zpool/fuzz && cargo +nightly fuzz run zpool_ops -- -max_total_time=60`
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

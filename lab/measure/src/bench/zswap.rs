@@ -686,7 +686,7 @@ mod tests {
         }
         let c = Corpus::from_bytes("t", "test", data).unwrap();
         // Its own directory: the backing files are named by process id.
-        let dir = zmem_host::testutil::ScratchDir::new("lab-zswap-model");
+        let dir = zmem_files::testutil::ScratchDir::new("lab-zswap-model");
         let stored = |k: &str| {
             let o = Options {
                 dir: dir.path().to_path_buf(),

@@ -69,7 +69,7 @@ pub fn unavailable(
     compressor: &str,
     force: bool,
 ) -> Option<String> {
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         return Some(
             "not root (the kernel rows need swapon, zswap parameters and a cgroup)".into(),
         );
@@ -329,15 +329,15 @@ fn v2_settings(cg: &zmem_host::Cgroup) -> Result<Vec<String>> {
 }
 
 /// The kernel run changes zswap's parameters, page-cluster and swap as a trial does: one of
-/// them at a time (the trial lock, [`zmem_host::TRIAL_LOCK`]), or each would journal the
+/// them at a time (the trial lock, [`zmem_files::TRIAL_LOCK`]), or each would journal the
 /// other's values as the ones to restore.
 fn hold_trial_lock(sys: &Sys) -> Result<()> {
-    let path = sys.path(zmem_host::TRIAL_LOCK);
-    zmem_host::hold_for_process(&path).map_err(|e| match e {
-        zmem_host::LockError::Held { holder, .. } => anyhow::anyhow!(
+    let path = sys.path(zmem_files::TRIAL_LOCK);
+    zmem_files::hold_for_process(&path).map_err(|e| match e {
+        zmem_files::LockError::Held { holder, .. } => anyhow::anyhow!(
             "another zmem that changes swap and zswap is running ({}, holding {}): both \
              would change zswap and swap and undo each other's changes; wait for it to finish",
-            zmem_host::describe_holder(holder),
+            zmem_files::describe_holder(holder),
             path.display()
         ),
         e => anyhow::anyhow!("cannot take the trial lock: {e}"),

@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = d.zram_size.eval_bytes(8192.0);
         }
         let _ = zmem_policy::Policy::from_config(&cfg);
-        let _ = zmem_ops::persist::files(&cfg, "/usr/bin/zmem", false);
+        let _ = zmem_admin::persist::files(&cfg, "/usr/bin/zmem", false);
         // What the reader takes, written back, reads again to the same text.
         let text = cfg.render();
         let back = zmem_conf::parse(&text, std::path::Path::new("fuzz.conf"))
@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
     // The same [policy] keys as `zmem serve --maint=…`.
     let _ = zmem_policy::Policy::default().with_spec(text);
     let _ = (
-        zmem_units::parse_size(text),
-        zmem_units::parse_duration(text),
+        zmem_conf::parse_size(text),
+        zmem_conf::parse_duration(text),
     );
 });

@@ -12,7 +12,7 @@ use zmem_host::{orphan_journals, Action, Sys, JOURNAL_DIR};
 fn created(path: &Path) -> (Vec<u32>, Vec<String>) {
     // A journal is a regular file of a few lines: a FIFO, link or huge file there (a fixture
     // tree's, `--root`) is read as empty, never waited on.
-    let bytes = zmem_host::input::read_state("journal", path, 4 << 20)
+    let bytes = zmem_files::input::read_state("journal", path, 4 << 20)
         .ok()
         .flatten()
         .unwrap_or_default();
@@ -89,7 +89,7 @@ pub fn journals(sys: &Sys, m: &Machine) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zmem_host::testutil::ScratchDir;
+    use zmem_files::testutil::ScratchDir;
 
     #[test]
     fn a_journal_names_the_devices_and_swaps_its_run_created() {

@@ -113,7 +113,7 @@ pub fn writeback_limit(sys: &Sys, m: &Machine) -> Vec<Finding> {
                     "{}: backing_dev = {backing} but {path} = 0: writeback to it is unbounded \
                      ({} written so far, bd_stat): flash wears",
                     d.name,
-                    zmem_units::bytes(written)
+                    zmem_conf::bytes(written)
                 ),
             )
             .fix(format!(
@@ -132,7 +132,7 @@ pub fn writeback_limit(sys: &Sys, m: &Machine) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zmem_host::testutil::ScratchDir;
+    use zmem_files::testutil::ScratchDir;
 
     #[test]
     fn the_last_resume_on_the_command_line_counts() {

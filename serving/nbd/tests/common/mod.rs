@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use zmem_device::BlockDevice;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_nbd::{Listen, Listener, Options, Server};
 use zmem_zram::Zram;
 

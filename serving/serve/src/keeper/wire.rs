@@ -326,7 +326,7 @@ mod tests {
 
     #[test]
     fn a_message_and_two_descriptors_cross_a_socket() {
-        let dir = zmem_host::testutil::ScratchDir::new("keeper-wire");
+        let dir = zmem_files::testutil::ScratchDir::new("keeper-wire");
         let path = dir.path().join("k.keep");
         let l = listen(&path).unwrap();
         let mode = std::os::unix::fs::PermissionsExt::mode(

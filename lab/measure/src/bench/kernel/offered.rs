@@ -200,7 +200,7 @@ pub(crate) fn config_algorithms(text: &str, version: KernelVersion) -> Result<Ve
 mod tests {
     use super::*;
     use std::io::Write;
-    use zmem_host::testutil::ScratchDir;
+    use zmem_files::testutil::ScratchDir;
 
     /// This machine's kind of config: 6.18 with the lzo and lz4 backends, and
     /// crypto deflate and lzo (which zram no longer uses).
@@ -352,7 +352,7 @@ CONFIG_CRYPTO_ZSTD=m
     fn this_kernels_config_agrees_with_its_device() {
         let sys = Sys::real();
         let Ok(dev) = existing_device(&sys) else {
-            return zmem_host::testutil::skip(
+            return zmem_files::testutil::skip(
                 "SKIP this_kernels_config_agrees_with_its_device: no zram device to compare with",
             );
         };
@@ -370,7 +370,7 @@ CONFIG_CRYPTO_ZSTD=m
                     dev.source
                 );
             }
-            Err(e) => zmem_host::testutil::skip(&format!(
+            Err(e) => zmem_files::testutil::skip(&format!(
                 "SKIP this_kernels_config_agrees_with_its_device: {e}"
             )),
         }

@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn a_block_target_holding_data_is_refused() {
-        let dir = zmem_host::testutil::ScratchDir::new("transport-claim");
+        let dir = zmem_files::testutil::ScratchDir::new("transport-claim");
         let f = dir.path().join("img");
         std::fs::write(&f, vec![7u8; 1 << 20]).unwrap();
         let b = Build {
