@@ -65,6 +65,16 @@ const BATCHED_WRITEBACK: KernelVersion = v(6, 19);
 /// `deflate.winbits` in `algorithm_params` (history: 6.16; in Debian's 7.3
 /// zram.ko, not in its 6.12).
 const DEFLATE_WINBITS: KernelVersion = v(6, 16);
+/// `recompress` with one priority per pass (`priority=` must be 1..3, no
+/// range; INCOMPRESSIBLE when no algorithm is configured above it; an unknown
+/// `type=` is EINVAL), and access times in whole seconds (`ac_time` a u32 of
+/// boot-time seconds: `idle` takes a u32 age, an age of the uptime or more
+/// changes nothing, `block_state` prints `.000000`). Checked in 7.3's
+/// drivers/block/zram/zram_drv.c (Debian's linux-source-7.3, and a kernel
+/// built from it in the VM lab: engine/zram/tests/kernel_recompress.rs);
+/// 6.18's is the range rule. The versions between are not checked and keep
+/// 6.18's rules.
+const ONE_PRIORITY_RECOMPRESS: KernelVersion = v(7, 3);
 
 impl KernelModel {
     /// The oldest version zmem models (Debian 12's 6.1).
@@ -176,6 +186,18 @@ impl KernelModel {
     /// 6.2, with CONFIG_ZRAM_MULTI_COMP).
     pub fn recompression(&self) -> bool {
         self.has("recompress")
+    }
+
+    /// `recompress` tries exactly one priority per pass (7.3); before, every
+    /// configured priority of a range, and INCOMPRESSIBLE after the last one.
+    pub fn one_priority_recompress(&self) -> bool {
+        self.since(ONE_PRIORITY_RECOMPRESS)
+    }
+
+    /// Access times are whole seconds of boot time (7.3; `idle` takes a u32
+    /// age and ignores one of the uptime or more); before, nanoseconds.
+    pub fn seconds_ac_time(&self) -> bool {
+        self.since(ONE_PRIORITY_RECOMPRESS)
     }
 
     /// The keys `algorithm_params` acts on (none before the attribute, 6.12).

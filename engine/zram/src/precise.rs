@@ -49,7 +49,7 @@ impl Meta {
         from: &str,
         names: &[Option<String>; MAX_COMPS],
     ) -> Result<RecompressReport, AttrError> {
-        if (p.prio, p.prio_max) != (SECONDARY as u32, MAX_COMPS as u32) {
+        if p.prio_param.is_some() || (p.prio, p.prio_max) != (SECONDARY as u32, MAX_COMPS as u32) {
             return Err(AttrError::new(
                 Errno::EINVAL,
                 "recompress from=: choose the target with algo= (priority= is for the kernel syntax)",

@@ -36,7 +36,7 @@ use crate::pp::PpCtl;
 use crate::slot::{Flag, SlotGuard};
 use crate::streams::{MAX_COMPS, PRIMARY};
 use zmem_kernel::{kstrtoint, kstrtoull, next_args};
-use zmem_kernel::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno, KernelModel};
 
 /// The first secondary priority (`ZRAM_SECONDARY_COMP`).
 pub const SECONDARY: usize = 1;
@@ -80,6 +80,9 @@ pub struct RecompressParams {
     /// zmem extension `from=ALGO` (precise recompression): only slots stored
     /// by this algorithm, recompressed with `algo=` or else the primary.
     pub from: Option<String>,
+    /// `priority=` as given (7.3 checks it is 1..3 and tries only it; before,
+    /// 0 became 1 and a range was tried: `prio`, `prio_max`).
+    pub prio_param: Option<i32>,
 }
 
 impl Default for RecompressParams {
@@ -93,6 +96,7 @@ impl Default for RecompressParams {
             prio: SECONDARY as u32,
             prio_max: MAX_COMPS as u32,
             from: None,
+            prio_param: None,
         }
     }
 }
@@ -140,13 +144,25 @@ impl RecompressParams {
             p
         };
         self.prio_max = self.prio.wrapping_add(1);
+        self.prio_param = Some(i32::try_from(p).unwrap_or(i32::MAX));
         self
     }
 
-    /// Parse the `recompress` attribute (kernel `recompress_store` syntax):
+    /// Parse the `recompress` attribute as 6.18's `recompress_store` does:
     /// unknown keys ignored, a token without a value is EINVAL, an unknown
     /// `type` value leaves the filter unchanged.
     pub fn parse(buf: &str) -> Result<Self, AttrError> {
+        Self::parse_tokens(buf, false)
+    }
+
+    /// Parse the `recompress` attribute as `kernel`'s zram does: 7.3 also
+    /// refuses an unknown `type` value while no type was given before it
+    /// (EINVAL) and reads `priority=` with kstrtoint, checked later.
+    pub fn parse_for(buf: &str, kernel: &KernelModel) -> Result<Self, AttrError> {
+        Self::parse_tokens(buf, kernel.one_priority_recompress())
+    }
+
+    fn parse_tokens(buf: &str, one: bool) -> Result<Self, AttrError> {
         let mut p = RecompressParams::default();
         for (key, val) in next_args(buf) {
             let val = match val {
@@ -163,12 +179,19 @@ impl RecompressParams {
                     "idle" => (p.idle, p.huge) = (true, false),
                     "huge" => (p.idle, p.huge) = (false, true),
                     "huge_idle" => (p.idle, p.huge) = (true, true),
-                    // The kernel compares with strcmp and ignores other values.
+                    _ if one && !p.idle && !p.huge => {
+                        return Err(AttrError::new(
+                            Errno::EINVAL,
+                            format!("unknown recompress type '{val}' (idle, huge or huge_idle)"),
+                        ))
+                    }
+                    // 6.18 compares with strcmp and ignores other values.
                     _ => {}
                 },
                 "max_pages" => p.max_pages = kstrtoull(&val, 10)?,
                 "threshold" => p.threshold = kstrtouint(&val)?,
                 "algo" => p.algo = Some(val),
+                "priority" if one => p.prio_param = Some(kstrtoint(&val, 10)?),
                 "priority" => p = p.priority(kstrtouint(&val)?),
                 "from" => p.from = Some(val),
                 _ => {}
@@ -260,7 +283,7 @@ impl Zram {
 
     /// `recompress` write.
     pub(crate) fn recompress_store(&self, buf: &str) -> Result<(), AttrError> {
-        let p = RecompressParams::parse(buf)?;
+        let p = RecompressParams::parse_for(buf, &self.kernel)?;
         self.recompress(&p).map(|_| ())
     }
 
@@ -282,50 +305,127 @@ impl Zram {
         let m = g
             .as_deref()
             .ok_or_else(|| AttrError::new(Errno::EINVAL, "device is not initialized"))?;
+        if p.from.is_none() && self.kernel.one_priority_recompress() {
+            let prio = one_priority(p, &names, m)?;
+            let _pp = m.begin_pp()?;
+            let t = Targets {
+                min: prio,
+                max: prio + 1,
+                one: true,
+            };
+            return m.recompress_pass(p, t);
+        }
         let _pp = m.begin_pp()?;
         if let Some(from) = &p.from {
             return m.precise_pass(p, from, &names);
         }
-        let (mut prio, mut prio_max) = (p.prio, p.prio_max);
-        if let Some(algo) = &p.algo {
-            // Searched from the current prio upwards, by configured name.
-            let found = (prio as usize..MAX_COMPS)
-                .find(|&q| m.comps[q].is_some() && names[q].as_deref() == Some(algo));
-            match found {
-                Some(q) => {
-                    prio = q as u32;
-                    prio_max = prio + 1;
-                }
-                None => {
-                    return Err(AttrError::new(
-                        Errno::EINVAL,
-                        format!("'{algo}' is not a secondary algorithm of this device at priority {prio} or above"),
-                    ))
-                }
-            }
-        }
-        // Quirk kept: num_active_comps is a count used as a priority bound.
-        prio_max = prio_max.min(m.num_active_comps as u32);
-        if prio >= prio_max {
-            return Err(AttrError::new(
-                Errno::EINVAL,
-                format!(
-                    "no secondary algorithm to use (priority {prio}, {} configured compressor(s))",
-                    m.num_active_comps
-                ),
+        let (prio, prio_max) = range_priorities(p, &names, m)?;
+        let t = Targets {
+            min: prio as usize,
+            max: prio_max as usize,
+            one: false,
+        };
+        m.recompress_pass(p, t)
+    }
+}
+
+/// The priorities a pass tries, and which rule flags a slot INCOMPRESSIBLE.
+#[derive(Debug, Clone, Copy)]
+struct Targets {
+    /// The lowest priority tried …
+    min: usize,
+    /// … and the bound (exclusive).
+    max: usize,
+    /// 7.3: exactly `min`; slots of that priority or above are no
+    /// candidates; INCOMPRESSIBLE when no algorithm is configured above it.
+    /// Before: `min..max`, INCOMPRESSIBLE after the last configured one.
+    one: bool,
+}
+
+/// 7.3's choice of the one priority (`recompress_store`): `priority=` must
+/// be 1..3; with `algo=` too, that priority's algorithm must be it; `algo=`
+/// alone is looked up from priority 1; the priority must have a compressor.
+fn one_priority(
+    p: &RecompressParams,
+    names: &[Option<String>; MAX_COMPS],
+    m: &Meta,
+) -> Result<usize, AttrError> {
+    let einval = |msg: String| Err(AttrError::new(Errno::EINVAL, msg));
+    let mut prio = SECONDARY;
+    if let Some(r) = p.prio_param {
+        if r < SECONDARY as i32 || r >= MAX_COMPS as i32 {
+            return einval(format!(
+                "priority {r} is not a secondary priority ({SECONDARY}..{})",
+                MAX_COMPS - 1
             ));
         }
-        m.recompress_pass(p, prio as usize, prio_max as usize)
+        prio = r as usize;
     }
+    match (&p.algo, p.prio_param) {
+        (Some(a), Some(_)) if names[prio].as_deref() != Some(a) => {
+            return einval(format!("'{a}' is not the algorithm of priority {prio}"))
+        }
+        (Some(a), None) => match (SECONDARY..MAX_COMPS).find(|&q| names[q].as_deref() == Some(a)) {
+            Some(q) => prio = q,
+            None => return einval(format!("'{a}' is not a secondary algorithm of this device")),
+        },
+        _ => {}
+    }
+    if m.comps[prio].is_none() {
+        return einval(format!(
+            "no algorithm at priority {prio} (recomp_algorithm)"
+        ));
+    }
+    Ok(prio)
+}
+
+/// 6.18's range (`recompress_store`): from `priority=` (default 1) up to
+/// the configured ones, or the one `algo=` names.
+fn range_priorities(
+    p: &RecompressParams,
+    names: &[Option<String>; MAX_COMPS],
+    m: &Meta,
+) -> Result<(u32, u32), AttrError> {
+    let (mut prio, mut prio_max) = (p.prio, p.prio_max);
+    if let Some(algo) = &p.algo {
+        // Searched from the current prio upwards, by configured name.
+        let found = (prio as usize..MAX_COMPS)
+            .find(|&q| m.comps[q].is_some() && names[q].as_deref() == Some(algo));
+        match found {
+            Some(q) => {
+                prio = q as u32;
+                prio_max = prio + 1;
+            }
+            None => {
+                return Err(AttrError::new(
+                    Errno::EINVAL,
+                    format!("'{algo}' is not a secondary algorithm of this device at priority {prio} or above"),
+                ))
+            }
+        }
+    }
+    // Quirk kept: num_active_comps is a count used as a priority bound.
+    prio_max = prio_max.min(m.num_active_comps as u32);
+    if prio >= prio_max {
+        return Err(AttrError::new(
+            Errno::EINVAL,
+            format!(
+                "no secondary algorithm to use (priority {prio}, {} configured compressor(s))",
+                m.num_active_comps
+            ),
+        ));
+    }
+    Ok((prio, prio_max))
 }
 
 impl Meta {
     /// `scan_slots_for_recompress`.
-    fn scan_for_recompress(&self, p: &RecompressParams, prio_max: usize, ctl: &mut PpCtl) {
+    fn scan_for_recompress(&self, p: &RecompressParams, t: Targets, ctl: &mut PpCtl) {
         self.scan_candidates(p, ctl, |g| {
+            let prio = g.priority() as usize;
             g.test(Flag::Incompressible)
                 // Already compressed with the same or a higher priority.
-                || g.priority() as usize + 1 >= prio_max
+                || if t.one { prio >= t.min } else { prio + 1 >= t.max }
         });
     }
 
@@ -464,12 +564,11 @@ impl Meta {
     fn recompress_pass(
         &self,
         p: &RecompressParams,
-        prio: usize,
-        prio_max: usize,
+        t: Targets,
     ) -> Result<RecompressReport, AttrError> {
         let mut ctl = PpCtl::new();
-        self.scan_for_recompress(p, prio_max, &mut ctl);
-        self.recompress_buckets(&mut ctl, p, prio, prio_max)
+        self.scan_for_recompress(p, t, &mut ctl);
+        self.recompress_buckets(&mut ctl, p, t)
     }
 
     /// Process the selected slots largest first, then release what is left.
@@ -477,12 +576,17 @@ impl Meta {
         &self,
         ctl: &mut PpCtl,
         p: &RecompressParams,
-        prio: usize,
-        prio_max: usize,
+        t: Targets,
     ) -> Result<RecompressReport, AttrError> {
         self.process_candidates(ctl, p.max_pages, |index, page, buf, budget, rep| {
-            self.recompress_slot(index, page, buf, budget, p.threshold, prio, prio_max, rep)
+            self.recompress_slot(index, page, buf, budget, p.threshold, t, rep)
         })
+    }
+
+    /// Whether no algorithm is configured above `prio`
+    /// (`highest_priority_algorithm`, 7.3).
+    fn highest_configured(&self, prio: usize) -> bool {
+        (prio + 1..MAX_COMPS).all(|q| self.comps[q].is_none())
     }
 
     /// `recompress_slot` (zram_drv.c), for one slot taken from the buckets.
@@ -494,10 +598,10 @@ impl Meta {
         buf: &mut [u8],
         budget: &mut u64,
         threshold: u32,
-        prio_min: usize,
-        prio_max: usize,
+        t: Targets,
         rep: &mut RecompressReport,
     ) -> Result<(), AttrError> {
+        let (prio_min, prio_max) = (t.min, t.max);
         // Accessed or freed since the scan, or below the threshold: skipped.
         let Some((mut g, size_old)) = self.lock_candidate(index, threshold, page)? else {
             return Ok(());
@@ -543,8 +647,14 @@ impl Meta {
             return Err(e);
         }
         let Some(len_new) = found else {
-            // Only when the last configured algorithm was tried.
-            if p >= self.num_active_comps {
+            // 7.3: when no algorithm is configured above the one tried;
+            // before: only when the last configured algorithm was tried.
+            let last = if t.one {
+                self.highest_configured(t.min)
+            } else {
+                p >= self.num_active_comps
+            };
+            if last {
                 if !g.test(Flag::Incompressible) {
                     rep.incompressible += 1;
                 }
@@ -565,15 +675,23 @@ impl Zram {
     /// `/sys/kernel/debug/zram/zramN/block_state`, not a sysfs attribute; zmem
     /// offers it as the readable attribute `block_state` (empty while
     /// uninitialised).
+    /// As 7.3 ([`KernelModel::seconds_ac_time`]) the time is whole seconds
+    /// and the microseconds always `000000`.
     pub fn block_state_show(&self) -> String {
+        let seconds = self.kernel.seconds_ac_time();
         let mut s = String::new();
         for info in self.block_state() {
             let t = info.ac_time_ns;
+            let us = if seconds {
+                0
+            } else {
+                (t % 1_000_000_000) / 1_000
+            };
             s.push_str(&format!(
                 "{:>12} {:>12}.{:06} {}\n",
                 info.index,
                 t / 1_000_000_000,
-                (t % 1_000_000_000) / 1_000,
+                us,
                 info.flag_chars()
             ));
         }
@@ -599,6 +717,12 @@ mod tests {
         p
     }
 
+    const RANGE_1: Targets = Targets {
+        min: 1,
+        max: 2,
+        one: false,
+    };
+
     fn dev() -> Zram {
         Zram::builder()
             .algorithm("lz4", Params::default())
@@ -617,14 +741,14 @@ mod tests {
         let m = g.as_deref().unwrap();
         let p = RecompressParams::new();
         let mut ctl = PpCtl::new();
-        m.scan_for_recompress(&p, 2, &mut ctl);
+        m.scan_for_recompress(&p, RANGE_1, &mut ctl);
         assert_eq!(ctl.len(), 2);
         assert!(dev.slot_info(0).unwrap().pp_slot && dev.slot_info(1).unwrap().pp_slot);
         // A read between the scan and the processing clears PP_SLOT.
         let mut buf = vec![0u8; PAGE_SIZE];
         m.read_page(0, &mut buf).unwrap();
         assert!(!dev.slot_info(0).unwrap().pp_slot);
-        let rep = m.recompress_buckets(&mut ctl, &p, 1, 2).unwrap();
+        let rep = m.recompress_buckets(&mut ctl, &p, RANGE_1).unwrap();
         assert_eq!(
             (rep.candidates, rep.attempted, rep.recompressed),
             (2, 1, 1),
@@ -635,10 +759,10 @@ mod tests {
         // A slot freed (overwritten) after the scan is skipped too.
         dev.write_page(2, &text(3)).unwrap();
         let mut ctl = PpCtl::new();
-        m.scan_for_recompress(&p, 2, &mut ctl);
+        m.scan_for_recompress(&p, RANGE_1, &mut ctl);
         m.write_page(2, &text(4), &std::sync::atomic::AtomicU64::new(0), false)
             .unwrap();
-        let rep = m.recompress_buckets(&mut ctl, &p, 1, 2).unwrap();
+        let rep = m.recompress_buckets(&mut ctl, &p, RANGE_1).unwrap();
         // Candidates: slot 0 (still priority 0) and slot 2; only slot 0 is processed.
         assert_eq!((rep.candidates, rep.attempted), (2, 1), "{rep:?}");
         assert_eq!(dev.slot_info(0).unwrap().priority, 1);

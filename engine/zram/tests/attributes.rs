@@ -275,9 +275,15 @@ fn compact_and_idle_need_init() {
     assert_eq!(errno(d.attr_write("idle", "-1")), Errno::EINVAL);
 }
 
+/// 6.18's rules (nanosecond access times; an age beyond every access
+/// un-idles); 7.3's are in tests/recompress.rs (`idle_by_age_in_seconds_7_3`).
 #[test]
 fn idle_marking_all_and_by_age() {
-    let d = device(1 << 20);
+    let d = dev_on(
+        zmem_kernel::KernelModel::parse("6.18").unwrap(),
+        &[],
+        1 << 20,
+    );
     d.write_page(0, &page(2, 1)).unwrap(); // compressed
     d.write_page(1, &page(1, 2)).unwrap(); // same-filled
     d.write_page(2, &page(3, 3)).unwrap(); // huge

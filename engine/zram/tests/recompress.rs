@@ -6,13 +6,24 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{dev_with, errno, page, Rng};
+use common::{dev_on, dev_with, errno, page, Rng};
 use proptest::prelude::*;
 use zmem_device::BlockDevice;
-use zmem_kernel::Errno;
+use zmem_kernel::{Errno, KernelModel};
 use zmem_zram::{RecompressParams, Zram, PAGE_SIZE};
 
 const MB: u64 = 1 << 20;
+
+/// 6.18: the range rules (every configured priority from `priority=` up,
+/// INCOMPRESSIBLE after the last, the gap quirk, ac_time in nanoseconds).
+fn k618() -> KernelModel {
+    KernelModel::parse("6.18").unwrap()
+}
+
+/// 7.3: one priority per pass, whole-second access times.
+fn k73() -> KernelModel {
+    KernelModel::parse("7.3").unwrap()
+}
 
 /// Bytes from a 16-symbol alphabet: lz4 finds no matches (stored HUGE),
 /// zstd's entropy coder halves it.
@@ -294,7 +305,7 @@ fn recompress_idle_stats_and_flags() {
 
 #[test]
 fn recompress_type_filters() {
-    let dev = dev_with(&[(1, "zstd")], MB);
+    let dev = dev_on(k618(), &[(1, "zstd")], MB);
     mixed(&dev);
     dev.write_page(5, &low_entropy(99)).unwrap();
     dev.attr_write("idle", "all").unwrap();
@@ -426,7 +437,7 @@ fn largest_first_order_via_max_pages_one() {
 
 #[test]
 fn incompressible_only_after_the_last_algorithm() {
-    let dev = dev_with(&[(1, "lz4hc"), (2, "zstd")], MB);
+    let dev = dev_on(k618(), &[(1, "lz4hc"), (2, "zstd")], MB);
     dev.write_page(0, &random(1)).unwrap();
     // Range restricted to priority 1 (< num_active_comps = 3): no flag.
     dev.attr_write("recompress", "priority=1").unwrap();
@@ -452,7 +463,7 @@ fn incompressible_only_after_the_last_algorithm() {
 fn gap_quirk_only_priority_two() {
     // Only priority 2 configured → num_active_comps = 2 → default range [1, 2):
     // zstd is never tried and every candidate becomes INCOMPRESSIBLE.
-    let dev = dev_with(&[(2, "zstd")], MB);
+    let dev = dev_on(k618(), &[(2, "zstd")], MB);
     dev.write_page(0, &text(3)).unwrap();
     let size = dev.slot_info(0).unwrap().size;
     let rep = dev.recompress(&RecompressParams::new()).unwrap();
@@ -486,13 +497,122 @@ fn overwrite_clears_recompression_state() {
     assert!(!b.incompressible, "freeing clears INCOMPRESSIBLE");
 }
 
+// ---------------------------------------------------------------- 7.3: one priority per pass
+
+/// 7.3's `recompress_store` (drivers/block/zram/zram_drv.c of 7.3): one
+/// priority per pass, default 1; slots of that priority or above are no
+/// candidates; INCOMPRESSIBLE only when no algorithm is configured above the
+/// one tried. engine/zram/tests/kernel_recompress.rs checks the same against
+/// a 7.3 kernel step by step.
+#[test]
+fn one_priority_per_pass_7_3() {
+    let dev = dev_on(k73(), &[(1, "lz4hc"), (2, "zstd")], MB);
+    dev.write_page(0, &random(1)).unwrap();
+    dev.write_page(1, &text(5)).unwrap();
+    // Priority 1 alone: the random page is not flagged (zstd is above it).
+    let rep = dev
+        .recompress(&RecompressParams::parse_for("", &k73()).unwrap())
+        .unwrap();
+    assert_eq!((rep.candidates, rep.attempted), (2, 2), "{rep:?}");
+    assert!(
+        !dev.slot_info(0).unwrap().incompressible,
+        "not the highest priority"
+    );
+    let p1 = dev.slot_info(1).unwrap();
+    assert_eq!(p1.priority, 1, "text: lz4hc lands in a smaller class");
+    // Priority 1 again: the slot of priority 1 is no candidate; only slot 0.
+    let rep = dev
+        .recompress(&RecompressParams::new().priority(1))
+        .unwrap();
+    assert_eq!(rep.candidates, 1, "{rep:?}");
+    // Priority 2, the highest configured: the random page gets INCOMPRESSIBLE.
+    dev.attr_write("recompress", "priority=2").unwrap();
+    let (a, b) = (dev.slot_info(0).unwrap(), dev.slot_info(1).unwrap());
+    assert!(a.incompressible && a.priority == 0, "{a:?}");
+    assert!(b.priority == 2 || b.size == p1.size, "{b:?}");
+    assert_eq!((read(&dev, 0), read(&dev, 1)), (random(1), text(5)));
+}
+
+#[test]
+fn recompress_refusals_7_3() {
+    let dev = dev_on(k73(), &[(1, "lz4hc"), (2, "zstd")], MB);
+    dev.write_page(0, &text(5)).unwrap();
+    for bad in [
+        "priority=0",
+        "priority=3",
+        "priority=4",
+        "priority=-1",
+        "algo=zstd priority=1",
+        "algo=lz4",
+        "type=cold",
+        "type=cold type=idle",
+        "max_pages",
+    ] {
+        assert_eq!(
+            errno(dev.attr_write("recompress", bad)),
+            Errno::EINVAL,
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        errno(dev.attr_write("recompress", "priority=99999999999")),
+        Errno::ERANGE
+    );
+    // A known type first: a later unknown one is ignored. Nothing idle: no-op.
+    dev.attr_write("recompress", "type=idle type=cold").unwrap();
+    assert_eq!(dev.slot_info(0).unwrap().priority, 0);
+    // algo= alone is looked up from priority 1: zstd is priority 2.
+    dev.attr_write("recompress", "algo=zstd").unwrap();
+    assert_eq!(dev.slot_info(0).unwrap().priority, 2);
+    // 6.18 takes priority=0 as 1 and ignores an unknown type.
+    let old = dev_on(k618(), &[(1, "lz4hc")], MB);
+    old.write_page(0, &text(5)).unwrap();
+    old.attr_write("recompress", "priority=0").unwrap();
+    old.attr_write("recompress", "type=cold").unwrap();
+}
+
+#[test]
+fn no_gap_quirk_7_3() {
+    // Only priority 2: 7.3 has no compressor at the default priority 1
+    // (EINVAL) and reaches priority 2 when asked.
+    let dev = dev_on(k73(), &[(2, "zstd")], MB);
+    dev.write_page(0, &text(3)).unwrap();
+    assert_eq!(errno(dev.attr_write("recompress", "")), Errno::EINVAL);
+    dev.attr_write("recompress", "priority=2").unwrap();
+    assert_eq!(dev.slot_info(0).unwrap().priority, 2);
+    assert_eq!(read(&dev, 0), text(3));
+}
+
+#[test]
+fn idle_by_age_in_seconds_7_3() {
+    // Parsed and compared with the uptime before the initialisation check.
+    let uninit = Zram::builder().kernel(k73()).build().unwrap();
+    uninit.attr_write("idle", "4294967295").unwrap();
+    assert_eq!(
+        errno(uninit.attr_write("idle", "4294967296")),
+        Errno::EINVAL
+    );
+    assert_eq!(errno(uninit.attr_write("idle", "all")), Errno::EINVAL);
+    let dev = dev_on(k73(), &[(1, "zstd")], MB);
+    dev.write_page(0, &text(1)).unwrap();
+    dev.attr_write("idle", "all").unwrap();
+    // An age of the uptime or more changes nothing (6.18 un-idles every slot).
+    dev.attr_write("idle", "4294967295").unwrap();
+    assert!(dev.slot_info(0).unwrap().idle);
+    assert_eq!(errno(dev.attr_write("idle", "4294967296")), Errno::EINVAL);
+    // Whole seconds: block_state prints no microseconds.
+    let line = dev.attr_read("block_state").unwrap();
+    let time = line.split_whitespace().nth(1).unwrap();
+    assert!(time.ends_with(".000000"), "{line}");
+}
+
 // ---------------------------------------------------------------- idle
 
 #[test]
 fn idle_syntax() {
-    let uninit = Zram::new();
+    let uninit = Zram::builder().kernel(k618()).build().unwrap();
     assert_eq!(errno(uninit.attr_write("idle", "all")), Errno::EINVAL);
-    let dev = dev_with(&[], MB);
+    let dev = dev_on(k618(), &[], MB);
     for bad in [
         "",
         "al",
@@ -519,6 +639,7 @@ fn idle_syntax() {
             .unwrap_or_else(|e| panic!("{ok:?}: {e}"));
     }
     let untracked = Zram::builder()
+        .kernel(k618())
         .track_access_time(false)
         .disksize(MB)
         .build()
@@ -533,7 +654,7 @@ fn idle_syntax() {
 
 #[test]
 fn idle_by_age_marks_and_unmarks() {
-    let dev = dev_with(&[(1, "zstd")], MB);
+    let dev = dev_on(k618(), &[(1, "zstd")], MB);
     dev.write_page(0, &text(1)).unwrap();
     dev.write_page(1, &page(1, 5)).unwrap(); // SAME
     dev.write_page(2, &text(2)).unwrap();

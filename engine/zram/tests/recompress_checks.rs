@@ -3,23 +3,28 @@
 //! device initialised in the system, and compared with `threshold=` before
 //! the device's own initstate). The global is per process here, so this test
 //! has a test binary of its own: no other test initialises a device first.
+//! The devices behave as 6.18 (7.3's one-priority checks: tests/recompress.rs).
 mod common;
 
-use common::{dev_with, errno};
+use common::{dev_on, errno};
 use zmem_device::BlockDevice;
-use zmem_kernel::Errno;
+use zmem_kernel::{Errno, KernelModel};
 use zmem_zram::{global_huge_class_size, Zram};
 
 const MB: u64 = 1 << 20;
 
+fn k618() -> KernelModel {
+    KernelModel::parse("6.18").unwrap()
+}
+
 #[test]
 fn recompress_check_order_and_errors() {
-    let uninit = Zram::new();
+    let uninit = Zram::builder().kernel(k618()).build().unwrap();
     // Not initialised: EINVAL (either via the global huge_class_size check,
     // when no device was initialised yet in this process, or via initstate).
     assert_eq!(errno(uninit.attr_write("recompress", "")), Errno::EINVAL);
 
-    let dev = dev_with(&[(1, "zstd")], MB);
+    let dev = dev_on(k618(), &[(1, "zstd")], MB);
     let hcs = dev.huge_class_size();
     assert!(hcs > 0);
     assert_eq!(
@@ -72,7 +77,7 @@ fn recompress_check_order_and_errors() {
         Errno::ERANGE
     );
     // No secondary algorithm at all: EINVAL.
-    let plain = dev_with(&[], MB);
+    let plain = dev_on(k618(), &[], MB);
     assert_eq!(errno(plain.attr_write("recompress", "")), Errno::EINVAL);
     assert_eq!(
         errno(plain.attr_write("recompress", "type=idle")),

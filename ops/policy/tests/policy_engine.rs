@@ -4,6 +4,9 @@
 //! the backing file within the daily limit and is skipped cleanly on a
 //! device without one; without access times the engine marks all and acts
 //! a round later; the worker thread stops on `stop()` and on drop.
+//! The devices behave as 6.18 (`nanos()`): its access times are nanoseconds,
+//! so an idle age of 0 s (every round here) marks every earlier access; 7.3
+//! counts whole seconds, and the same age would leave this second's pages.
 
 #[path = "../../../engine/zram/tests/common/mod.rs"]
 mod common;
@@ -17,8 +20,14 @@ use common::{content, phrases, Rng};
 use zmem_codec::Params;
 use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
 use zmem_files::testutil::ScratchDir;
+use zmem_kernel::KernelModel;
 use zmem_policy::{round, DeviceState, Env, Policy, Worker};
 use zmem_zram::{Zram, PAGE_SIZE};
+
+/// A kernel model with nanosecond access times (6.18).
+fn nanos() -> KernelModel {
+    KernelModel::parse("6.18").unwrap()
+}
 
 /// A quiet machine: no memory pressure, no backing block device to measure.
 struct Quiet;
@@ -34,6 +43,7 @@ impl Env for Quiet {
 
 fn dev(zstd: bool, track: bool) -> Arc<Zram> {
     let mut b = Zram::builder()
+        .kernel(nanos())
         .algorithm("lz4", Params::default())
         .fast_algorithm("lz4m")
         .track_access_time(track);
@@ -323,6 +333,7 @@ fn device_with_backing(name: &str) -> Arc<Zram> {
         .set_len(128 * PAGE_SIZE as u64)
         .unwrap();
     let d = Zram::builder()
+        .kernel(nanos())
         .algorithm("lz4", Params::default())
         .backing_dev(&backing)
         .disksize(64 * PAGE_SIZE as u64)
@@ -414,6 +425,7 @@ fn fast_writes_during_background_recompression() {
     const THREADS: usize = 3;
     let dev = Arc::new(
         Zram::builder()
+            .kernel(nanos())
             .algorithm("lz4", Params::default())
             .secondary(1, "zstd", Params::default())
             .fast_algorithm("lz4m")

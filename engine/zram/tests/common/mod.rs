@@ -102,7 +102,14 @@ pub fn content(index: usize, v: u64) -> Vec<u8> {
 
 /// lz4 primary plus the given secondaries, initialised with `bytes`.
 pub fn dev_with(secondaries: &[(usize, &str)], bytes: u64) -> Zram {
-    let mut b = Zram::builder().algorithm("lz4", Params::default());
+    dev_on(zmem_kernel::KernelModel::default(), secondaries, bytes)
+}
+
+/// [`dev_with`] behaving as the zram of `kernel`.
+pub fn dev_on(kernel: zmem_kernel::KernelModel, secondaries: &[(usize, &str)], bytes: u64) -> Zram {
+    let mut b = Zram::builder()
+        .kernel(kernel)
+        .algorithm("lz4", Params::default());
     for &(p, n) in secondaries {
         b = b.secondary(p, n, Params::default());
     }
