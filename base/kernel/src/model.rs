@@ -171,6 +171,16 @@ impl KernelModel {
         self.has("compressed_writeback")
     }
 
+    /// Writeback's completion keeps the slot's object size, algorithm
+    /// priority, HUGE and INCOMPRESSIBLE flags and access time (7.0, with
+    /// `compressed_writeback`: "keeps ZRAM_HUGE flag for deferred
+    /// decompression path", zram_drv.c; checked on 7.3: block_state shows
+    /// `wh..rn`-style flags on written-back slots); before, it frees the slot
+    /// (`zram_free_page`) and sets WB alone.
+    pub fn writeback_keeps_slot(&self) -> bool {
+        self.compressed_writeback()
+    }
+
     /// `writeback` takes the `incompressible` mode (6.2).
     pub fn incompressible_writeback(&self) -> bool {
         self.since(INCOMPRESSIBLE_WRITEBACK)

@@ -195,12 +195,52 @@ impl Zram {
         Ok(())
     }
 
+    /// The priority `algorithm_params` sets: `priority=` (0..3), or the one
+    /// whose algorithm is `algo=` (searched from the primary up). Given both,
+    /// 6.18 takes `algo=`'s; 7.3 refuses them unless that priority's
+    /// algorithm is `algo=` (`validate_algo_priority`).
+    fn params_priority(
+        &self,
+        cfg: &crate::device::Config,
+        prio_param: Option<i32>,
+        algo: Option<&str>,
+    ) -> Result<usize, AttrError> {
+        let einval = |m: String| AttrError::new(Errno::EINVAL, m);
+        let in_range = |p: i32| {
+            if p < 0 || p as usize >= MAX_COMPS {
+                Err(einval(format!(
+                    "priority {p} is not in 0..{}",
+                    MAX_COMPS - 1
+                )))
+            } else {
+                Ok(p as usize)
+            }
+        };
+        let lookup = |a: &str| {
+            cfg.comp_algs
+                .iter()
+                .position(|c| c.as_deref() == Some(a))
+                .ok_or_else(|| einval(format!("algorithm '{a}' is not configured on this device")))
+        };
+        match (algo, prio_param) {
+            (Some(a), Some(p)) if self.kernel.one_priority_recompress() => {
+                let p = in_range(p)?;
+                if cfg.comp_algs[p].as_deref() != Some(a) {
+                    return Err(einval(format!("priority {p}'s algorithm is not '{a}'")));
+                }
+                Ok(p)
+            }
+            (Some(a), _) => lookup(a),
+            (None, p) => in_range(p.unwrap_or(PRIMARY as i32)),
+        }
+    }
+
     /// `algorithm_params`: `priority= algo= level= dict= deflate.winbits=`
     /// (the keys of the device's kernel version; `deflate.winbits` from
     /// 6.16); unknown keys are ignored, a token without a value is EINVAL.
     fn algorithm_params_store(&self, buf: &str) -> Result<(), AttrError> {
         let keys = self.kernel.algorithm_params_keys();
-        let mut prio: i32 = PRIMARY as i32;
+        let mut prio_param = None;
         let mut level = None;
         let mut winbits = None;
         let mut algo = None;
@@ -219,7 +259,7 @@ impl Zram {
                 continue;
             }
             match key.as_str() {
-                "priority" => prio = kstrtoint(&val, 10)?,
+                "priority" => prio_param = Some(kstrtoint(&val, 10)?),
                 "level" => level = Some(kstrtoint(&val, 10)?),
                 "algo" => algo = Some(val),
                 "dict" => dict_path = Some(val),
@@ -228,27 +268,9 @@ impl Zram {
             }
         }
         let mut cfg = self.lock_config();
-        if let Some(a) = &algo {
-            prio = cfg
-                .comp_algs
-                .iter()
-                .position(|c| c.as_deref() == Some(a.as_str()))
-                .map(|p| p as i32)
-                .ok_or_else(|| {
-                    AttrError::new(
-                        Errno::EINVAL,
-                        format!("algorithm '{a}' is not configured on this device"),
-                    )
-                })?;
-        }
-        if prio < 0 || prio as usize >= MAX_COMPS {
-            return Err(AttrError::new(
-                Errno::EINVAL,
-                format!("priority {prio} is not in 0..{}", MAX_COMPS - 1),
-            ));
-        }
+        let prio = self.params_priority(&cfg, prio_param, algo.as_deref())?;
         // The params of that priority are reset first (old dictionary dropped).
-        let p = &mut cfg.params[prio as usize];
+        let p = &mut cfg.params[prio];
         *p = Params::default();
         if let Some(path) = dict_path {
             let dict = read_dict(&path)?;

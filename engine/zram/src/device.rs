@@ -69,6 +69,10 @@ pub struct Meta {
     pub backing: Option<Arc<Backing>>,
     /// `compressed_writeback` as it was at `disksize`.
     pub wb_compressed: bool,
+    /// A written-back slot keeps its object's size, priority and HUGE and
+    /// INCOMPRESSIBLE flags and its access time
+    /// ([`KernelModel::writeback_keeps_slot`]); before 7.0 it is freed first.
+    pub wb_keeps_slot: bool,
     /// A recoverable device's zspage memfd (its table's is the table's).
     pub(crate) shared: Option<crate::recover::Shared>,
 }
@@ -318,6 +322,7 @@ impl Zram {
             pp_in_progress: AtomicBool::new(false),
             backing: self.backing_dev(),
             wb_compressed: self.wb_compressed.load(Ordering::Relaxed),
+            wb_keeps_slot: self.kernel.writeback_keeps_slot(),
             shared,
         });
         for mut g in self.state.write() {

@@ -502,20 +502,30 @@ impl Meta {
         }
         let (size, prio, huge, fast) = r.meta;
         let freed = g.size() as u64;
+        let (incompressible, ac_time) = (g.test(Flag::Incompressible), g.ac_time());
         self.free_slot(&mut g);
         g.set(Flag::Wb);
         g.set_handle(r.blk);
-        if self.wb_compressed {
+        if self.wb_keeps_slot {
+            // 7.0+: zram_writeback_complete frees the object, not the slot.
+            if incompressible {
+                g.set(Flag::Incompressible);
+            }
+            if self.track_actime {
+                g.set_ac_time(ac_time);
+            }
+        }
+        if self.wb_compressed || self.wb_keeps_slot {
             // Kept for the read path; huge_pages was decremented by slot_free.
             if huge {
                 g.set(Flag::Huge);
             }
-            // The algorithm that made the object: a priority, or FAST.
-            if fast {
-                g.set(Flag::Fast);
-            }
             g.set_size(size);
             g.set_priority(prio);
+        }
+        // The fast algorithm made the object (zmem): the compressed read path needs it.
+        if self.wb_compressed && fast {
+            g.set(Flag::Fast);
         }
         drop(g);
         self.stats.pages_stored.fetch_add(1, Relaxed);

@@ -139,9 +139,10 @@ fn recomp_algorithm_errors() {
     );
 }
 
+/// 6.18's rules (`algo=` wins over `priority=`); 7.3's: `algorithm_params_7_3`.
 #[test]
 fn algorithm_params_per_priority() {
-    let dev = Zram::new();
+    let dev = Zram::builder().kernel(k618()).build().unwrap();
     dev.attr_write("comp_algorithm", "lz4").unwrap();
     dev.attr_write("recomp_algorithm", "algo=zstd").unwrap();
     dev.attr_write("recomp_algorithm", "algo=deflate priority=3")
@@ -498,6 +499,37 @@ fn overwrite_clears_recompression_state() {
 }
 
 // ---------------------------------------------------------------- 7.3: one priority per pass
+/// 7.3's `algorithm_params_store`: with `algo=` and `priority=` both, that
+/// priority's algorithm must be `algo=` (`validate_algo_priority`), as the
+/// kernel showed (engine/zram/tests/kernel_recompress.rs, step 9).
+#[test]
+fn algorithm_params_7_3() {
+    let dev = Zram::builder().kernel(k73()).build().unwrap();
+    dev.attr_write("comp_algorithm", "lz4").unwrap();
+    dev.attr_write("recomp_algorithm", "algo=zstd").unwrap();
+    dev.attr_write("recomp_algorithm", "algo=deflate priority=2")
+        .unwrap();
+    dev.attr_write("algorithm_params", "algo=zstd level=1")
+        .unwrap();
+    for bad in [
+        "algo=zstd priority=2 level=5",
+        "priority=0 algo=deflate level=1",
+        "priority=4 algo=zstd",
+    ] {
+        assert_eq!(
+            errno(dev.attr_write("algorithm_params", bad)),
+            Errno::EINVAL,
+            "{bad}"
+        );
+    }
+    dev.attr_write("algorithm_params", "priority=2 algo=deflate level=9")
+        .unwrap();
+    let cfg = dev.config();
+    assert_eq!(
+        (cfg.params[1].level, cfg.params[2].level),
+        (Some(1), Some(9))
+    );
+}
 
 /// 7.3's `recompress_store` (drivers/block/zram/zram_drv.c of 7.3): one
 /// priority per pass, default 1; slots of that priority or above are no

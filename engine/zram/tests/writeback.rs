@@ -629,10 +629,9 @@ fn roundtrip(compressed: bool) {
         .lines()
         .find(|l| l.trim_start().starts_with("1 "))
         .unwrap();
-    assert!(
-        huge_line.ends_with(if compressed { ".wh..." } else { ".w...." }),
-        "{huge_line}"
-    );
+    // The slot keeps HUGE in both modes from 7.0 on (the device's default
+    // model is 7.3; writeback_keeps_slot_by_version checks 6.18's).
+    assert!(huge_line.ends_with(".wh..."), "{huge_line}");
     assert!(dev.block_state().iter().all(|s| !(s.wb && s.idle)));
     // Every page reads back identical, from the file or from RAM.
     for (i, p) in pages.iter().enumerate() {
@@ -710,7 +709,52 @@ fn plain_mode_writes_the_page() {
     dev.attr_write("writeback", "page_index=5").unwrap();
     let raw = std::fs::read(&f.path).unwrap();
     assert_eq!(&raw[PAGE_SIZE..2 * PAGE_SIZE], &p[..]);
-    assert_eq!(dev.slot_info(5).unwrap().size, 0);
+    assert_eq!(dev.mm_stat().compr_data_size, 0);
+}
+
+/// 7.0+ (zram_writeback_complete, checked on 7.3 by kernel_recompress.rs):
+/// a written-back slot keeps its size, priority, HUGE and INCOMPRESSIBLE;
+/// 6.18 frees the slot and sets WB alone. Both modes read the page back.
+#[test]
+fn writeback_keeps_slot_by_version() {
+    for (kernel, keeps) in [("6.18", false), ("7.3", true)] {
+        let f = TmpFile::new(PAGES);
+        let dev = Zram::builder()
+            .kernel(zmem_kernel::KernelModel::parse(kernel).unwrap())
+            .algorithm("lz4", Params::default())
+            .secondary(1, "zstd", Params::default())
+            .backing_dev(&f.path)
+            .disksize(PAGES * PAGE_SIZE as u64)
+            .build()
+            .unwrap();
+        let (text, random) = (page(2, 7), page(3, 8));
+        dev.write_page(0, &text).unwrap();
+        dev.write_page(1, &random).unwrap();
+        dev.attr_write("recompress", "").unwrap();
+        let before = (dev.slot_info(0).unwrap(), dev.slot_info(1).unwrap());
+        assert!(before.0.priority == 1 && before.1.huge && before.1.incompressible);
+        dev.attr_write("writeback", "huge").unwrap();
+        dev.attr_write("writeback", "page_index=0").unwrap();
+        let (a, b) = (dev.slot_info(0).unwrap(), dev.slot_info(1).unwrap());
+        assert!(a.wb && b.wb, "{kernel}");
+        assert_eq!(
+            (a.size, a.priority, b.huge, b.incompressible),
+            if keeps {
+                (before.0.size, 1, true, true)
+            } else {
+                (0, 0, false, false)
+            },
+            "{kernel}"
+        );
+        assert_eq!(dev.mm_stat().huge_pages, 0, "{kernel}");
+        assert_eq!(
+            (read(&dev, 0), read(&dev, 1)),
+            (text.clone(), random.clone())
+        );
+        // Freeing the slots: huge_pages is not decremented twice.
+        dev.discard(0, 2 * PAGE_SIZE as u64).unwrap();
+        assert_eq!(dev.mm_stat().huge_pages, 0, "{kernel}");
+    }
 }
 
 #[test]
