@@ -122,13 +122,17 @@ impl Keeper {
     /// One request; `Ok(true)`: `END`, stop.
     fn answer(&mut self, conn: BorrowedFd<'_>) -> io::Result<bool> {
         let (pid, uid) = wire::peer(conn)?;
+        // Read the request before any answer, also one refused: closing a
+        // socket with an unread message resets the connection, and the
+        // client would see that instead of why.
+        let (m, fds) = wire::recv(conn)?;
         if uid != self.uid {
+            drop(fds);
             return err(
                 conn,
                 format!("uid {uid} may not use the keeper of uid {}", self.uid),
             );
         }
-        let (m, fds) = wire::recv(conn)?;
         let owner = self.owner.as_ref().filter(|o| o.alive()).map(|o| o.pid);
         let foreign = owner.filter(|&o| o != pid);
         match m.verb.as_str() {
