@@ -52,7 +52,8 @@ pub use crypto::{zswap_compressor_available, zswap_compressors};
 pub use hotdev::{HotDevice, KernelZramUnavailable};
 pub use journal::{
     discard as discard_journal, orphans_in as orphan_journals, pending_lines as journal_lines,
-    test_pause_step, write_file as write_journal, Journal, JOURNAL_DIR,
+    read_trusted as read_journal, test_pause_step, write_file as write_journal, Journal,
+    JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use signal::SignalWatch;

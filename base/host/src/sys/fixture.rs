@@ -27,13 +27,37 @@ use super::{Sys, FIXTURE_LOG};
 use zmem_kernel::proc::{parse_swaps, unescape_mount};
 use zmem_kernel::{memparse, parse_comp_algorithm, Errno, MmStat};
 
+/// Appends to the tree's log: never through a link the tree's owner put
+/// there, nor through a directory another user could change.
 fn log(sys: &Sys, line: &str) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = sys.root().join(FIXTURE_LOG);
+    sys.check_in_tree(&path)?;
     let mut f = fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)?;
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     writeln!(f, "{line}")
+}
+
+/// Writes a file of the tree as `fs::write` would, but never through a
+/// link (`O_NOFOLLOW`): the emulator's every write (the paths are checked
+/// with [`Sys::check_in_tree`] where a call enters the emulator).
+fn write_nofollow(p: impl AsRef<Path>, text: impl AsRef<[u8]>) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = p.as_ref();
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(p)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
+    f.write_all(text.as_ref())
 }
 
 fn einval() -> io::Error {
@@ -61,7 +85,7 @@ fn injected_fault(p: &Path, value: &str) -> Option<io::Error> {
         let fail = p.with_file_name(format!("{name}.fail"));
         match n {
             0 => return None,
-            n => fs::write(&fail, format!("{errno} {}", n - 1)).ok()?,
+            n => write_nofollow(&fail, format!("{errno} {}", n - 1)).ok()?,
         }
     }
     Some(
@@ -75,6 +99,7 @@ fn injected_fault(p: &Path, value: &str) -> Option<io::Error> {
 pub(crate) fn write(sys: &Sys, abs: &str, value: &str) -> io::Result<()> {
     log(sys, &format!("write {abs} {value}"))?;
     let p = sys.path(abs);
+    sys.check_in_tree(&p)?;
     if let Some(e) = injected_fault(&p, value) {
         return Err(e);
     }
@@ -90,7 +115,7 @@ pub(crate) fn write(sys: &Sys, abs: &str, value: &str) -> io::Result<()> {
         }
         .store(attr, &p, value, value_t),
         // sysctls and module parameters read back with a newline.
-        None => fs::write(p, format!("{value_t}\n")),
+        None => write_nofollow(p, format!("{value_t}\n")),
     }
 }
 
@@ -106,6 +131,7 @@ pub(crate) fn hot_add(sys: &Sys) -> io::Result<u32> {
     }
     log(sys, &format!("hot_add zram{id}"))?;
     let dir = sys.path(&format!("/sys/block/zram{id}"));
+    sys.check_in_tree(&dir.join("disksize"))?;
     fs::create_dir_all(&dir)?;
     let template = sys.path("/sys/class/zram-control/template");
     if template.is_dir() {
@@ -130,7 +156,7 @@ pub(crate) fn hot_add(sys: &Sys) -> io::Result<u32> {
         ("compact", ""),
         ("algorithm_params", ""),
     ] {
-        fs::write(dir.join(name), v)?;
+        write_nofollow(dir.join(name), v)?;
     }
     Ok(id)
 }
@@ -169,7 +195,7 @@ impl Device<'_> {
         format!("{}/{name}", self.dir)
     }
     fn put(&self, name: &str, text: &str) -> io::Result<()> {
-        fs::write(self.sys.path(&self.attr(name)), text)
+        write_nofollow(self.sys.path(&self.attr(name)), text)
     }
     fn initialised(&self) -> bool {
         self.sys
@@ -196,10 +222,10 @@ impl Device<'_> {
                 if !names.iter().any(|n| n == value_t) {
                     return Err(einval());
                 }
-                fs::write(p, select_line(&names, value_t))
+                write_nofollow(p, select_line(&names, value_t))
             }
             "recomp_algorithm" => self.store_recomp_algorithm(p, value_t),
-            "backing_dev" => fs::write(p, format!("{value_t}\n")),
+            "backing_dev" => write_nofollow(p, format!("{value_t}\n")),
             // Write-only in the kernel: nothing to read back.
             "algorithm_params" if value_t.split_whitespace().any(|t| !t.contains('=')) => {
                 Err(einval())
@@ -210,7 +236,7 @@ impl Device<'_> {
                 if used == 0 || n == 0 {
                     return Err(einval());
                 }
-                fs::write(p, format!("{}\n", n.div_ceil(4096) * 4096))?;
+                write_nofollow(p, format!("{}\n", n.div_ceil(4096) * 4096))?;
                 self.put("initstate", "1\n")
             }
             "mem_limit" => {
@@ -225,7 +251,7 @@ impl Device<'_> {
             // Write-only triggers; the fixture log records them.
             "idle" | "writeback" | "recompress" | "compact" if !self.initialised() => Err(einval()),
             "idle" | "writeback" | "recompress" | "compact" => Ok(()),
-            _ => fs::write(p, value),
+            _ => write_nofollow(p, value),
         }
     }
 
@@ -264,7 +290,7 @@ impl Device<'_> {
                 .to_string(),
         ));
         lines.sort();
-        fs::write(
+        write_nofollow(
             p,
             lines
                 .iter()
@@ -326,6 +352,9 @@ fn select_line(names: &[String], sel: &str) -> String {
 
 /// `Sys::run` on a fixture tree: log the command and apply its effect.
 pub(crate) fn run(sys: &Sys, argv: &[String]) -> io::Result<()> {
+    for f in ["/proc/swaps", "/proc/mounts"] {
+        sys.check_in_tree(&sys.path(f))?;
+    }
     log(sys, &format!("run {}", argv.join(" ")))?;
     let prog = Path::new(&argv[0])
         .file_name()
@@ -359,7 +388,7 @@ pub(crate) fn run(sys: &Sys, argv: &[String]) -> io::Result<()> {
                 "{dev} {} {fstype} rw 0 0\n",
                 dir.replace(' ', "\\040")
             ));
-            fs::write(sys.path("/proc/mounts"), cur)
+            write_nofollow(sys.path("/proc/mounts"), cur)
         }
         "umount" => umount(sys, positional.first().ok_or_else(einval)?),
         p if p == "mkswap" || p.starts_with("mkfs") || p == "systemd-makefs" => Ok(()),
@@ -418,7 +447,7 @@ fn swapon(sys: &Sys, dev: &str, prio: i32) -> io::Result<()> {
         "{dev}                               partition\t{}\t\t0\t\t{prio}\n",
         size / 1024
     ));
-    fs::write(swaps_path, cur)
+    write_nofollow(swaps_path, cur)
 }
 
 /// Remove the first line of `path` (after `skip` header lines) that `matches`;
@@ -436,7 +465,7 @@ fn remove_line(path: &Path, skip: usize, matches: impl Fn(&str) -> bool) -> io::
         out.push('\n');
     }
     if found {
-        fs::write(path, out)?;
+        write_nofollow(path, out)?;
     }
     Ok(found)
 }

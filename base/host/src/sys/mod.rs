@@ -73,6 +73,17 @@ impl Sys {
         self.root.join(abs.trim_start_matches('/'))
     }
 
+    /// On a fixture tree (`--root TREE`), that `path` (a real path in the
+    /// tree) is reached through no symbolic link and no directory another
+    /// user could change (`zmem_files::trusted_in_tree`): the tree's owner
+    /// never steers a write out of it. Nothing to check on `/`.
+    pub fn check_in_tree(&self, path: &Path) -> io::Result<()> {
+        if self.fixture {
+            zmem_files::trusted_in_tree(&self.root, path)?;
+        }
+        Ok(())
+    }
+
     pub fn exists(&self, abs: &str) -> bool {
         self.path(abs).exists()
     }
@@ -165,14 +176,23 @@ impl Sys {
     /// file and no log line.
     pub fn write_file(&self, abs: &str, contents: &str) -> io::Result<()> {
         use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         let p = self.path(abs);
+        self.check_in_tree(&p)?;
         if let Some(d) = p.parent() {
             fs::create_dir_all(d)?;
         }
         let mut name = p.file_name().unwrap_or_default().to_os_string();
         name.push(".zmem-tmp");
         let tmp = p.with_file_name(name);
-        let mut f = fs::File::create(&tmp)?;
+        // Never through a link (`O_NOFOLLOW`), and new: a leftover one is ours to replace.
+        let _ = fs::remove_file(&tmp);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)?;
         f.write_all(contents.as_bytes())?;
         f.sync_all()?;
         fs::rename(&tmp, &p)

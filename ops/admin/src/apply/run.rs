@@ -111,7 +111,12 @@ fn roll_back(
 fn save_state(sys: &Sys, plan: &Plan, journal: &mut Journal, log: &mut dyn FnMut(&str)) {
     let state = sys.path(&state_file(sys));
     let save = || -> io::Result<()> {
-        let mut lines = state_lines(&sys.read_opt(&state_file(sys))?.unwrap_or_default());
+        if let Some(dir) = state.parent().filter(|d| !d.exists()) {
+            // Where serve's sockets go too: others may look, not write (0755).
+            sys.check_in_tree(dir)?;
+            zmem_files::shared_dir(dir)?;
+        }
+        let mut lines = state_lines(&read_state(sys)?.unwrap_or_default());
         lines.extend(journal.lines().iter().cloned());
         zmem_host::write_journal(&state, STATE_HEADER, &lines)?;
         for (dev, algos) in &plan.applied_algorithms {
@@ -150,8 +155,20 @@ struct Pending {
     journals: Vec<PathBuf>,
 }
 
+/// The saved undo list, if there is one, read only when no other user could
+/// have written it (`zmem_host::read_journal`: it is run as root).
+fn read_state(sys: &Sys) -> io::Result<Option<String>> {
+    let path = sys.path(&state_file(sys));
+    sys.check_in_tree(&path)?;
+    match zmem_host::read_journal(&path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn pending(sys: &Sys) -> Result<Pending, String> {
-    let state = sys.read_opt(&state_file(sys)).map_err(|e| e.to_string())?;
+    let state = read_state(sys).map_err(|e| e.to_string())?;
     let orphans = zmem_host::orphan_journals(sys, &journal_dir(sys));
     if state.is_none() && orphans.is_empty() {
         return Err(format!(
@@ -177,8 +194,8 @@ fn pending(sys: &Sys) -> Result<Pending, String> {
         false,
     )?;
     for (_, path) in orphans {
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        sys.check_in_tree(&path).map_err(|e| e.to_string())?;
+        let text = zmem_host::read_journal(&path).map_err(|e| e.to_string())?;
         add(&path, zmem_host::journal_lines(&text), true)?;
         p.journals.push(path);
     }
