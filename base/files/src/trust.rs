@@ -286,7 +286,7 @@ mod tests {
         fs::create_dir_all(d.join("real/x")).unwrap();
         std::os::unix::fs::symlink(d.join("real"), d.join("l")).unwrap();
         assert_eq!(trusted_dir(&d.join("l/x")).unwrap(), d.join("real/x"));
-        let e = trusted_in_tree(&d.path().to_path_buf(), &d.join("l/x/f")).unwrap_err();
+        let e = trusted_in_tree(d.path(), &d.join("l/x/f")).unwrap_err();
         assert!(
             e.to_string().contains("symbolic link inside the tree"),
             "{e}"

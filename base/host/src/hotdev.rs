@@ -4,7 +4,7 @@
 //! devices: `/sys/class/zram-control/hot_add`, and on drop (also on panic or
 //! error) `reset` and `hot_remove`. It never touches a device it did not create.
 //! [`HotDevice::create_journaled`] also keeps a crash journal for the device
-//! (`/run/zmem-trial/PID.zramN.journal`, one `zram N` line), so `zmem trial
+//! (`/run/zmem-trial/PID.zramN.journal`, one `zram N INODE` line), so `zmem trial
 //! --recover` removes it when zmem is killed while it exists (the kernel rows
 //! of `zmem bench` and `zmem verdict`).
 
@@ -44,6 +44,8 @@ pub struct HotDevice {
     dev: PathBuf,
     /// The device's own crash journal, removed with the device.
     journal: Option<PathBuf>,
+    /// Which zramN this is (`crate::zram_incarnation`, read right after hot_add).
+    incarnation: Option<u64>,
 }
 
 impl HotDevice {
@@ -80,6 +82,7 @@ impl HotDevice {
             sys: PathBuf::from(format!("/sys/block/zram{id}")),
             dev: PathBuf::from(format!("/dev/zram{id}")),
             journal: None,
+            incarnation: crate::zram_incarnation(&crate::Sys::real(), id),
         };
         // udev may create the node a little later.
         for _ in 0..200 {
@@ -116,7 +119,9 @@ impl HotDevice {
             std::process::id(),
             d.id
         ));
-        let line = crate::Action::RemoveZram(d.id).to_line().expect("one line");
+        let line = crate::Action::RemoveZram(d.id, d.incarnation)
+            .to_line()
+            .expect("one line");
         crate::journal::write_file(&path, "", &[line]).map_err(|e| {
             KernelZramUnavailable(format!("writing the journal {}: {e}", path.display()))
         })?;
@@ -133,6 +138,12 @@ impl HotDevice {
         d.write_attr("disksize", &disksize.to_string())
             .map_err(|e| KernelZramUnavailable(format!("setting disksize failed: {e}")))?;
         Ok(d)
+    }
+
+    /// Which zramN this is: its sysfs directory's inode when it was made
+    /// (what a journal records beside the number).
+    pub fn incarnation(&self) -> Option<u64> {
+        self.incarnation
     }
 
     /// Device number N of /dev/zramN.

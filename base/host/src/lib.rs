@@ -43,7 +43,7 @@ mod sysfs_device;
 mod teardown;
 mod undo;
 
-pub use action::Action;
+pub use action::{zram_incarnation, Action};
 pub use cgroup::{detect as memory_hierarchy, Cgroup, CgroupVersion, MemoryHierarchy};
 pub use cgroup_psi::{
     parse_pressure, system_pressure, Pressure, PsiFile, PsiLine, PsiScope, SYSTEM_MEMORY_PRESSURE,

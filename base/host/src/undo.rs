@@ -106,7 +106,7 @@ impl Guard {
     /// Record a zram device zmem hot-added: undone by resetting and removing it.
     pub fn push_zram(&mut self, dev: HotDevice) {
         self.push_entry(Entry {
-            action: Action::RemoveZram(dev.id()),
+            action: Action::RemoveZram(dev.id(), dev.incarnation()),
             device: Some(dev),
         });
     }
