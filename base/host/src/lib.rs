@@ -57,7 +57,7 @@ pub use journal::{
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use signal::SignalWatch;
-pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};
+pub use swap::{create_swap_file, swapoff, swapon, verify_swap_file, DISK_PRIORITY, ZRAM_PRIORITY};
 pub use swap_dir::{swap_dir_refusal, swapless_filesystem};
 pub use swap_safety::{
     has_capability, io_flusher, lock_all_on_fault, memlock_limit, set_io_flusher, CAP_IPC_LOCK,

@@ -217,6 +217,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let signals = SignalWatch::install().context("installing signal handlers")?;
     let result = trial::run(&spec, &signals, &mut |line| eprintln!("zmem trial: {line}"));
+    let status = signals.exit_status();
     drop(signals);
     let html = |r: &trial::TrialReport| -> anyhow::Result<()> {
         if let Some(path) = &args.report {
@@ -234,7 +235,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             html(&report)?;
             print_report(&report, args.format)?;
             eprintln!("zmem: {}", TrialError::Interrupted(report));
-            std::process::exit(130);
+            // Exiting here skips main's release: the trial lock goes first.
+            zmem_files::release_process_locks();
+            std::process::exit(status);
         }
         Err(e) => Err(e.into()),
     }

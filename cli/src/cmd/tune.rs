@@ -142,13 +142,16 @@ pub fn run(a: Args) -> Result<()> {
     };
     let signals = SignalWatch::install().context("installing signal handlers")?;
     let result = zmem_tune::run(&spec, &signals, &mut |l| eprintln!("zmem tune: {l}"));
+    let status = signals.exit_status();
     drop(signals);
     let t = match result {
         Ok(t) => t,
         Err(e) => {
             if let Some(TrialError::Interrupted(_)) = e.downcast_ref::<TrialError>() {
                 eprintln!("zmem: tune interrupted; everything it set up was removed and restored");
-                std::process::exit(130);
+                // Exiting here skips main's release: the trial lock goes first.
+                zmem_files::release_process_locks();
+                std::process::exit(status);
             }
             return Err(e);
         }

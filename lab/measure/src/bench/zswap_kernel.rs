@@ -356,7 +356,8 @@ fn swap_file(g: &mut zmem_host::Guard, plan: &Plan<'_>, k: &KernelOptions) -> Re
     if r.as_ref().err().map(|e| e.kind()) != Some(std::io::ErrorKind::AlreadyExists) {
         g.push(Action::RemoveFile(abs.clone()));
     }
-    r.with_context(|| format!("creating swap file {}", path.display()))?;
+    let id = r.with_context(|| format!("creating swap file {}", path.display()))?;
+    zmem_host::verify_swap_file(&path, id)?;
     Sys::real().swapon(&abs, zmem_host::DISK_PRIORITY, "")?;
     g.push(Action::Swapoff(abs));
     Ok(())
