@@ -52,6 +52,12 @@ pub fn execute(sys: &Sys, plan: &Plan, log: &mut dyn FnMut(&str)) -> Result<(), 
             )));
         }
     }
+    // The state directory first, as serve makes it (others may look, not write: 0755); the
+    // journal's own directory inside it is private.
+    let state_dir = sys.path(sys.state_dir());
+    sys.check_in_tree(&state_dir)
+        .and_then(|()| zmem_files::shared_dir(&state_dir))
+        .map_err(|e| ApplyError::Read(format!("the state directory: {e}")))?;
     let mut journal = Journal::create_in(sys, &dir, std::process::id())
         .map_err(|e| ApplyError::Read(format!("cannot create the journal in {dir}: {e}")))?;
     let mut done: Vec<&Step> = Vec::new();
