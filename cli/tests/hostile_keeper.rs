@@ -159,6 +159,32 @@ fn spawn_with(args: &[&OsStr], env: &[(&str, &str)], err: &Path) -> Result<Child
     Err(std::fs::read_to_string(err).unwrap_or_default())
 }
 
+/// Ends the keeper a server started (by its pid, from the server's words)
+/// when the test ends, if it is still there: a failed test leaves nothing.
+struct KeeperGone(Option<u32>);
+
+impl KeeperGone {
+    fn of(stderr: &Path) -> KeeperGone {
+        let t = std::fs::read_to_string(stderr).unwrap_or_default();
+        let pid = t
+            .split("the keeper (pid ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|p| p.parse().ok());
+        KeeperGone(pid)
+    }
+}
+
+impl Drop for KeeperGone {
+    fn drop(&mut self) {
+        let Some(pid) = self.0 else { return };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() == "zmem-keeper" {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
 fn page(k: u64) -> Vec<u8> {
     format!("page {k:>6} written before the crash ")
         .bytes()
@@ -182,6 +208,7 @@ fn a_recovering_server_keeps_serving_when_the_keeper_dies_at_the_handoff() {
     .chain([OsStr::new(&listen), OsStr::new("--ctl"), ctl.as_os_str()])
     .collect();
     let (mut a, _) = spawn_serve(&args, Some(&dir.join("a.stderr")));
+    let _gone = KeeperGone::of(&dir.join("a.stderr"));
     let mut c = zmem_nbd::Client::connect(&sock, "zmem").expect("connect");
     for k in 0..64u64 {
         assert_eq!(c.write(k * 4096, &page(k)).unwrap(), 0);
