@@ -239,7 +239,20 @@ pub fn trusted_in_tree(root: &Path, target: &Path) -> io::Result<()> {
 /// socket root connects to, or swap the socket for a link before its mode
 /// is set.
 pub fn shared_dir(dir: &Path) -> io::Result<()> {
-    crate::output::make_dirs(dir, 0o755)?;
+    made_dir(dir, 0o755)
+}
+
+/// `dir` made with `mode` where missing, then checked: itself no symbolic
+/// link (zmem's own directory is a real one), it and those above trusted.
+fn made_dir(dir: &Path, mode: u32) -> io::Result<()> {
+    crate::output::make_dirs(dir, mode)?;
+    if fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(refuse(
+            dir,
+            "a symbolic link; zmem keeps its sockets, locks and journals only in a real directory"
+                .into(),
+        ));
+    }
     trusted_dir(dir).map(|_| ())
 }
 
@@ -248,8 +261,7 @@ pub fn shared_dir(dir: &Path) -> io::Result<()> {
 /// As [`shared_dir`], and a directory zmem makes is private whatever the
 /// umask.
 pub fn private_dir(dir: &Path) -> io::Result<()> {
-    crate::output::make_dirs(dir, 0o700)?;
-    trusted_dir(dir).map(|_| ())
+    made_dir(dir, 0o700)
 }
 
 #[cfg(test)]
