@@ -55,9 +55,9 @@ fn an_undo_list_others_could_write_is_never_replayed() {
     let d = ScratchDir::new("hostile-undo-list");
     let (root, conf) = basic_tree(&d);
     let (r, c) = (root.to_str().unwrap(), conf.to_str().unwrap());
-    let cmd = format!("umask 000; exec \"$0\" apply \"$1\" --root \"$2\"");
+    let cmd = "umask 000; exec \"$0\" apply \"$1\" --root \"$2\"";
     let o = Command::new("sh")
-        .args(["-c", &cmd, env!("CARGO_BIN_EXE_zmem"), c, r])
+        .args(["-c", cmd, env!("CARGO_BIN_EXE_zmem"), c, r])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
