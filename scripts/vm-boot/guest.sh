@@ -48,3 +48,38 @@ if zmem doctor --help >/dev/null 2>&1; then
 fi
 journalctl -b -u zmem-exporter.service -u zmem-policy.service -u systemd-zram-setup@zram0.service --no-pager >$out/journal 2>&1
 systemctl --failed --no-legend >$out/failed 2>&1
+
+# Install, enable, remove, purge (docs/ops.md, "Installing"): after `dpkg --purge zmem`
+# nothing of zmem runs and nothing of the package is left: no unit, no
+# enablement link, no /etc/zmem, no /var/lib/zmem, no policy state. Planted
+# first: a verdict of root's (`zmem bench verdict`, in /var/lib/zmem), which
+# purge removes, and a file zmem did not write in /var/lib/zmem, which it keeps.
+p=$out/purge
+mkdir -p $p
+head -c 4M /usr/bin/zmem >/tmp/corpus
+rec purge/verdict zmem bench verdict /tmp/corpus --algo lz4 --rounds 1 --no-kernel --fs-read 100
+echo "the user's, not zmem's" >/var/lib/zmem/keep.backing
+rec purge/enable systemctl enable --now zmem-exporter.service zmem-policy.service
+for i in $(seq 1 30); do
+    [ -e /run/zmem/policy.state ] && break
+    sleep 1
+done
+pgrep -a -x zmem >$p/before-procs
+ls -A /etc/zmem /var/lib/zmem /run/zmem >$p/before-files 2>&1
+find /etc/systemd /usr/lib/systemd /lib/systemd /var/lib/systemd -name 'zmem-exporter*' -o -name 'zmem-policy*' >$p/before-units 2>/dev/null
+# Remove first (the units stop, the configuration stays), then purge.
+rec purge/remove dpkg --remove zmem
+pgrep -a -x zmem >$p/remove-procs
+ls -A /etc/zmem /var/lib/zmem >$p/remove-files 2>&1
+find /etc/systemd /usr/lib/systemd /lib/systemd /var/lib/systemd -name 'zmem-exporter*' -o -name 'zmem-policy*' >$p/remove-units 2>/dev/null
+rec purge/dpkg dpkg --purge zmem
+systemctl daemon-reload
+pgrep -a -x zmem >$p/procs
+echo $? >$p/procs.rc
+find /etc/systemd /usr/lib/systemd /lib/systemd /var/lib/systemd -name 'zmem-exporter*' -o -name 'zmem-policy*' >$p/units 2>&1
+systemctl list-units --all --no-legend 'zmem-exporter*' 'zmem-policy*' >$p/loaded 2>&1
+for d in /etc/zmem /var/lib/zmem /run/zmem /usr/share/doc/zmem; do
+    [ -e $d ] && echo "$d: $(ls -A $d | tr '\n' ' ')"
+done >$p/left
+ls /var/lib/dpkg/info/zmem.* >$p/dpkg-info 2>&1
+ls /usr/bin/zmem /etc/systemd/zram-generator.conf /etc/sysctl.d/90-zmem.conf >$p/kept 2>&1
