@@ -10,7 +10,14 @@
 #     plans nothing ("nothing to do"): the boot made what apply plans;
 #   - zmem doctor (when the binary has it) is clean, finds each planted
 #     problem (zswap on, a disk swap above zram, page-cluster 3), and is
-#     clean again after their fixes.
+#     clean again after their fixes;
+#   - once the boot is over (guest.sh purge, a transient unit): with both
+#     units enabled and running, a verdict of root's in /var/lib/zmem and a
+#     file of the user's beside it, `dpkg --remove zmem` stops the units and
+#     keeps the configuration, and `dpkg --purge zmem` leaves no zmem process,
+#     no unit, link or deb-systemd-helper state, no /etc/zmem, no policy state,
+#     only the user's file in /var/lib/zmem and persist's files for other
+#     programs (zram-generator.conf, sysctl.d).
 # The base root filesystem is made once (mmdebstrap, ~280 MB, cached in
 # $CACHE/rootfs-bookworm); each boot writes into an overlay of it, removed
 # afterwards.
