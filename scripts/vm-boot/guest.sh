@@ -8,8 +8,9 @@ rec() { name=$1; shift; "$@" >$out/$name 2>&1; echo $? >$out/$name.rc; }
 
 # The second part, `zmem-bootcheck purge`: started by the first part as a
 # transient unit, so that it runs once the boot is over, as an admin's purge
-# would (a package's prerm that stops units from within a unit of the boot
-# transaction waits for the boot). Then the guest powers off.
+# would, and outside zmem-bootcheck.service's start timeout (dpkg's
+# maintainer scripts take minutes under TCG: each daemon-reload about 2.5
+# minutes on a loaded host). Then the guest powers off.
 if [ "${1:-}" = purge ]; then
     p=$out/purge
     mkdir -p $p
