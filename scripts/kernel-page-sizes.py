@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Record the compressed length the running kernel's zram gives each page.
 
-Owns: the recording behind codec/tests/fixtures/kernel-sizes-*.txt, which
-codec/tests/kernel_sizes.rs compares the engine's codecs against on any host.
+Owns: the recording behind engine/codec/tests/fixtures/kernel-sizes-*.txt, which
+engine/codec/tests/kernel_sizes.rs compares the engine's codecs against on any host.
 
 For every configuration (an algorithm the kernel's zram offers, optionally
 with algorithm_params), a zram device is hot-added, set to it, and the pages
@@ -15,9 +15,9 @@ stored huge (H: its compressed length was at least huge_class_size).
 Run it as root inside the VM lab, which boots the distro kernels:
 
     scripts/vm run 7.3 -- python3 scripts/kernel-page-sizes.py \\
-        codec/tests/fixtures/kernel-pages.bin.gz \\
+        engine/codec/tests/fixtures/kernel-pages.bin.gz \\
         | sed -n '/^# kernel-page-sizes/,/^# end/p' \\
-        > codec/tests/fixtures/kernel-sizes-7.3.txt
+        > engine/codec/tests/fixtures/kernel-sizes-7.3.txt
 
 Output (stdout): comment lines starting with '#', then one line per
 configuration: the configuration (ALGO or ALGO:key=value,...) and one field

@@ -1,17 +1,17 @@
 //! Quantities on the command line: every size flag of every command goes
-//! through zmem-units' one parser (`64M`, `1.5G`, `2GiB`, …), so `12Q` is an
+//! through zmem-conf's one parser of quantities (`64M`, `1.5G`, `2GiB`, …), so `12Q` is an
 //! error everywhere and `1.5G` means 1.5 GiB everywhere.
 
 use anyhow::Context;
 
 /// For clap's `value_parser`: a size flag as bytes.
 pub fn size(s: &str) -> Result<u64, String> {
-    zmem_units::parse_size(s).map_err(|e| e.to_string())
+    zmem_conf::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// A size given to `flag`; the error reads "bad size for FLAG: why".
 pub fn size_of(flag: &str, s: &str) -> anyhow::Result<u64> {
-    zmem_units::parse_size(s).with_context(|| format!("bad size for {flag}"))
+    zmem_conf::parse_size(s).with_context(|| format!("bad size for {flag}"))
 }
 
 /// For clap's `value_parser`: `--kernel VERSION` (`6.18`, or a release such
@@ -22,5 +22,5 @@ pub fn kernel(s: &str) -> Result<zmem_kernel::KernelModel, String> {
 
 /// For clap's `value_parser`: a duration flag (`30s`, `5min`, …).
 pub fn duration(s: &str) -> Result<std::time::Duration, String> {
-    zmem_units::parse_duration(s).map_err(|e| e.to_string())
+    zmem_conf::parse_duration(s).map_err(|e| e.to_string())
 }

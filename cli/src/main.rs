@@ -100,7 +100,7 @@ fn main() {
         Command::Man(a) => cmd::man::run(a, Cli::command()),
     };
     // Process-long locks (trial, policy) are let go, and their files removed.
-    zmem_host::release_process_locks();
+    zmem_files::release_process_locks();
     if let Err(e) = result {
         eprintln!("zmem: error: {e:#}");
         std::process::exit(1);

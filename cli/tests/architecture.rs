@@ -86,6 +86,81 @@ fn architecture_md_matches_cargo_metadata() {
     assert_eq!(from_doc(&doc), from_cargo(&root));
 }
 
+/// The rows between `<!-- NAME: begin -->` and `<!-- NAME: end -->`, as cells.
+fn table_rows(text: &str, name: &str) -> Vec<Vec<String>> {
+    let begin = text
+        .find(&format!("<!-- {name}: begin -->"))
+        .expect("begin");
+    let end = text.find(&format!("<!-- {name}: end -->")).expect("end");
+    text[begin..end]
+        .lines()
+        .filter(|l| {
+            l.starts_with("| ") && !l.starts_with("| crate |") && !l.starts_with("| layer |")
+        })
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// Every crate sits in the folder the dependency table names, inside its layer's folder, and
+/// depends only on crates of its own layer or of the layers below it (the layers table's order).
+#[test]
+fn crates_live_in_their_layer_and_depend_downwards() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let mut layer_of = BTreeMap::new();
+    for (i, row) in table_rows(&doc, "layers").iter().enumerate() {
+        let folder = row[1].trim_matches('`').trim_end_matches('/').to_string();
+        for c in cell(&row[2]) {
+            layer_of.insert(c, (i, folder.clone()));
+        }
+    }
+    let folders: BTreeMap<String, String> = table_rows(&doc, "dependencies")
+        .iter()
+        .map(|r| {
+            (
+                short(&r[0]),
+                r[1].trim_matches('`').trim_end_matches('/').to_string(),
+            )
+        })
+        .collect();
+    let root = root.canonicalize().unwrap();
+    let mut wrong = Vec::new();
+    for (dir, pkg) in crate_folders(&root) {
+        let rel = dir
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let me = short(&pkg);
+        let Some((layer, layer_dir)) = layer_of.get(&me) else {
+            wrong.push(format!("{pkg} is in no layer"));
+            continue;
+        };
+        if folders.get(&me) != Some(&rel) {
+            wrong.push(format!(
+                "{pkg} is in {rel}, the table says {:?}",
+                folders.get(&me)
+            ));
+        }
+        if !(rel == *layer_dir || rel.starts_with(&format!("{layer_dir}/"))) {
+            wrong.push(format!(
+                "{pkg} ({rel}) is outside its layer's folder {layer_dir}/"
+            ));
+        }
+        for d in &from_cargo(&root)[&pkg].0 {
+            if layer_of.get(d).is_some_and(|(l, _)| l > layer) {
+                wrong.push(format!("{pkg} depends on {d}, a layer above it"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 mod architecture_src;
 
 use architecture_src::{circles, edges, modules, name};
@@ -109,7 +184,7 @@ fn crate_folders(root: &Path) -> Vec<(std::path::PathBuf, String)> {
 
 /// The circles the design keeps, each explained where it lives: a device and
 /// its features call each other as the kernel's zram_drv.c and zswap.c do
-/// (zram/src/lib.rs, zswap/src/lib.rs say so).
+/// (engine/zram/src/lib.rs, engine/zswap/src/lib.rs say so).
 const KEPT_CIRCLES: &[(&str, &[&str])] = &[
     (
         "zmem-zram",

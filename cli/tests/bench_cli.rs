@@ -3,7 +3,7 @@
 mod bench_common;
 
 use bench_common::{text, write_corpus, zmem};
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 /// `zmem bench CORPUS ARGS…`, which must succeed: its standard output.
 fn bench_ok(corpus: &std::path::Path, args: &[&str]) -> Vec<u8> {
@@ -165,7 +165,7 @@ fn floor_rows_sit_beside_the_engine_rows() {
 #[test]
 fn kernel_rows_beside_engine_rows_with_root() {
     if let Err(e) = zmem_host::HotDevice::available() {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP kernel_rows_beside_engine_rows_with_root: {e}"
         ));
         return;

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use bench_common::{text, write_corpus, zmem};
 use serde_json::Value;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 /// The `--long` flags a help text lists as options.
 fn flags_in_help(help: &str) -> BTreeSet<String> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use zmem_host::testutil::{skip, ScratchDir};
+use zmem_files::testutil::{skip, ScratchDir};
 
 /// Longest a run as nobody may take before the test fails (and kills it).
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -18,7 +18,7 @@ const NOBODY: u32 = 65534;
 
 /// Why this machine cannot run the test, or None.
 fn unavailable() -> Option<String> {
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         return Some("not root (runuser needs it)".into());
     }
     let ok = Command::new("runuser")
@@ -84,7 +84,7 @@ fn as_nobody(s: &Stage, args: &[&str]) -> (Option<i32>, String, String) {
 /// The verdict's JSON must name an algorithm this kernel's zram offers, as
 /// the winner and in the config file, and say what root would add.
 fn check_verdict(v: &serde_json::Value, out: &Path, stderr: &str) {
-    let offered = zmem_lab::kernel::offered();
+    let offered = zmem_measure::kernel::offered();
     assert!(
         offered.is_known(),
         "this kernel's algorithms: {}",

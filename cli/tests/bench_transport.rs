@@ -72,7 +72,7 @@ fn the_engine_and_a_served_device_side_by_side() {
 #[test]
 fn a_kernel_target_is_measured_and_removed() {
     if let Err(e) = zmem_host::HotDevice::available() {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP a_kernel_target_is_measured_and_removed: {e}"
         ));
         return;

@@ -5,14 +5,14 @@
 //! `benches/`, `fuzz/`, `examples/`, `test*.rs` files and `#[cfg(test)]
 //! items; comments skipped) are scanned for string literals:
 //! * an algorithm name (`zmem_codec::all()`) may appear only in
-//!   `codec/src/backend/` (its `INFO`);
+//!   `engine/codec/src/backend/` (its `INFO`);
 //! * a workload name (`zmem_trial::workload::WORKLOADS`) only in
-//!   `trial/src/workload.rs`;
+//!   `lab/trial/src/workload.rs`;
 //! * a list (`[…]` with two or more literals as direct elements) of zram
-//!   attribute names (`zmem_kernel::ZRAM_ATTRS`) only in `kernel/src/attrs.rs`.
+//!   attribute names (`zmem_kernel::ZRAM_ATTRS`) only in `base/kernel/src/attrs.rs`.
 //!   One attribute named where it is read or written (`"mm_stat"`) is a use
 //!   of the kernel's interface, not a declaration, and so is the engine's
-//!   `show`/`store` dispatch by name in `zram/src/attrs.rs` (checked against
+//!   `show`/`store` dispatch by name in `engine/zram/src/attrs.rs` (checked against
 //!   the table by zram's own test).
 
 use std::path::{Path, PathBuf};
@@ -159,9 +159,9 @@ fn duplicates(root: &Path) -> Vec<String> {
         for l in &lits {
             let t = l.text.as_str();
             let (kind, home) = if algos.contains(&t) {
-                ("algorithm", "codec/src/backend/")
+                ("algorithm", "engine/codec/src/backend/")
             } else if works.contains(&t) {
-                ("workload", "trial/src/workload.rs")
+                ("workload", "lab/trial/src/workload.rs")
             } else {
                 continue;
             };
@@ -170,7 +170,7 @@ fn duplicates(root: &Path) -> Vec<String> {
                 found.push(format!("{rel}:{n}: {kind} {t:?} (declared in {home})"));
             }
         }
-        if rel == "kernel/src/attrs.rs" {
+        if rel == "base/kernel/src/attrs.rs" {
             continue;
         }
         let mut lists: Vec<usize> = lits.iter().filter_map(|l| l.list).collect();

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn zmem(args: &[&str]) -> Vec<u8> {
     let o = Command::new(env!("CARGO_BIN_EXE_zmem"))

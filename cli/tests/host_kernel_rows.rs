@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn zram_devices() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/sys/block")
@@ -44,7 +44,7 @@ fn corpus(dir: &ScratchDir) -> std::path::PathBuf {
 #[test]
 fn a_bench_killed_while_its_kernel_device_exists_is_recovered() {
     if let Err(e) = zmem_host::HotDevice::available() {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP a_bench_killed_while_its_kernel_device_exists_is_recovered: {e}"
         ));
         return;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 /// Runs zmem, failing the test if it takes more than 20 s (a hang).
 fn zmem(args: &[&str]) -> Output {
@@ -138,7 +138,7 @@ fn outputs_never_overwrite_foreign_data_and_captures_are_private() {
 #[test]
 fn doctor_reads_a_hostile_tree_only_inside_it_and_never_hangs() {
     let clean =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/tests/fixtures/doctor/clean/root");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/admin/tests/fixtures/doctor/clean/root");
     let (_d, root) = ScratchDir::with_copy("hostile-doctor", &clean);
     let outside = dir("doctor-outside");
     let secret = outside.path().join("secret");

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serve_common::spawn_serve;
-use zmem_host::testutil::{skip, ScratchDir};
+use zmem_files::testutil::{skip, ScratchDir};
 
 /// The tests that take the machine's trial lock, or leave a journal that makes a trial or tune
 /// refuse, run one at a time.
@@ -21,7 +21,7 @@ static TRIAL_LOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ops/tests/fixtures")
+        .join("../ops/admin/tests/fixtures")
         .join(case)
 }
 
@@ -209,7 +209,7 @@ fn a_run_dir_that_is_a_link_or_not_zmem_s_alone_is_refused() {
     fs::create_dir(root.join("run")).unwrap();
     let run = root.join("run/zmem");
     let mut cases: Vec<(&str, &str)> = vec![("link", "symbolic link"), ("0777", "mode 777")];
-    if zmem_host::euid_is_root() {
+    if zmem_files::euid_is_root() {
         cases.push(("nobody", "owned by uid 65534"));
     }
     for (case, want) in cases {
@@ -618,7 +618,7 @@ fn recover_removes_what_a_killed_bench_or_recommend_left() {
 fn a_second_trial_is_refused_even_with_force() {
     let test = "a_second_trial_is_refused_even_with_force";
     let _one = TRIAL_LOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         skip(&format!("SKIP {test}: not root"));
         return;
     }
@@ -687,7 +687,7 @@ fn a_second_trial_is_refused_even_with_force() {
 fn a_kernel_zswap_bench_is_refused_while_a_trial_holds_the_lock() {
     let test = "a_kernel_zswap_bench_is_refused_while_a_trial_holds_the_lock";
     let _one = TRIAL_LOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         skip(&format!("SKIP {test}: not root"));
         return;
     }
@@ -696,7 +696,7 @@ fn a_kernel_zswap_bench_is_refused_while_a_trial_holds_the_lock() {
     // Another trial's hold on the lock (this test process stands in for it).
     let end = Instant::now() + Duration::from_secs(120);
     let lock = loop {
-        match zmem_host::InstanceLock::acquire(Path::new(zmem_host::TRIAL_LOCK)) {
+        match zmem_files::InstanceLock::acquire(Path::new(zmem_files::TRIAL_LOCK)) {
             Ok(l) => break l,
             Err(e) => {
                 assert!(Instant::now() < end, "the trial lock never came free: {e}");

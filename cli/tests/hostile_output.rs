@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use zmem_host::testutil::{skip, ScratchDir};
+use zmem_files::testutil::{skip, ScratchDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zmem");
 
@@ -129,7 +129,7 @@ fn persist_names_the_file_a_read_only_directory_refused() {
     let ro = root.join("etc/sysctl.d");
     fs::create_dir_all(&ro).unwrap();
     let mut c = Command::new(BIN);
-    if zmem_host::euid_is_root() {
+    if zmem_files::euid_is_root() {
         if Command::new("setpriv").arg("--version").output().is_err() {
             skip(&format!(
                 "SKIP {name}: root ignores modes, and setpriv is missing"
@@ -280,7 +280,7 @@ fn recommend(c: &Path, out_dir: &Path, extra: &[&str]) -> Output {
 #[test]
 fn roots_answer_never_lands_where_another_user_can_change_it() {
     let name = "roots_answer_never_lands_where_another_user_can_change_it";
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         skip(&format!(
             "SKIP {name}: needs root to give files to another user"
         ));

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serve_common::{
     exists, have, is_root, output_within, spawn_serve, tmpdir, wait_within, Served,
 };
-use zmem_host::testutil::{skip, ScratchDir};
+use zmem_files::testutil::{skip, ScratchDir};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -446,7 +446,7 @@ fn a_socket_path_that_is_a_file_or_a_link_is_refused() {
 #[test]
 fn stopped_servers_cost_a_scrape_little() {
     let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/tests/fixtures/15-policy/root");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/admin/tests/fixtures/15-policy/root");
     let (_scratch, root) = ScratchDir::with_copy("h35-scrape", &fixture);
     std::fs::create_dir_all(root.join("run/zmem")).unwrap();
     // Three servers that accept connections (the kernel's backlog) and never answer,

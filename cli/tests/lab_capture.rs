@@ -11,8 +11,8 @@ fn zmem(args: &[&str]) -> Output {
         .expect("run zmem")
 }
 
-use zmem_host::euid_is_root as is_root;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::euid_is_root as is_root;
+use zmem_files::testutil::ScratchDir;
 
 /// A Python process holding recognisable data until its stdin closes.
 struct Holder(std::process::Child);
@@ -54,7 +54,7 @@ impl Drop for Holder {
 #[test]
 fn capture_python_then_full_bench_table_best_for_and_recommendation() {
     let Some(h) = Holder::spawn() else {
-        zmem_host::testutil::skip("SKIP capture_python_then_full_bench_table_best_for_and_recommendation: python3 not available");
+        zmem_files::testutil::skip("SKIP capture_python_then_full_bench_table_best_for_and_recommendation: python3 not available");
         return;
     };
     let pid = h.0.id().to_string();
@@ -148,7 +148,7 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
             "kernel rows side by side as root\n{text}"
         );
     } else {
-        zmem_host::testutil::skip("SKIP kernel rows part: not root or no kernel zram");
+        zmem_files::testutil::skip("SKIP kernel rows part: not root or no kernel zram");
     }
     assert!(std::fs::read_to_string(&report)
         .unwrap()
@@ -215,7 +215,7 @@ fn capture_device_dumps_a_hot_added_zram_device() {
     let dev = match zmem_host::HotDevice::with_config("lz4", 4 << 20) {
         Ok(d) => d,
         Err(e) => {
-            zmem_host::testutil::skip(&format!(
+            zmem_files::testutil::skip(&format!(
                 "SKIP capture_device_dumps_a_hot_added_zram_device: {e}"
             ));
             return;

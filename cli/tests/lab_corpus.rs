@@ -1,7 +1,7 @@
 //! `zmem corpus gen` / `info` and `zmem dict train` through the binary.
 
 use std::process::{Command, Output};
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
@@ -96,7 +96,7 @@ fn report_renders_in_headless_chromium() {
     );
 
     let Some(chrome) = chromium() else {
-        zmem_host::testutil::skip(
+        zmem_files::testutil::skip(
             "SKIP report_renders_in_headless_chromium (screenshot part): chromium not installed",
         );
         return;

@@ -5,7 +5,7 @@
 
 use std::process::{Command, Output};
 
-use zmem_host::testutil::{skip, ScratchDir};
+use zmem_files::testutil::{skip, ScratchDir};
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))

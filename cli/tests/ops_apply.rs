@@ -4,11 +4,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ops/tests/fixtures")
+        .join("../ops/admin/tests/fixtures")
         .join(case)
 }
 
@@ -462,8 +462,8 @@ fn apply_killed_at_every_step_is_undone_by_revert() {
 #[test]
 fn apply_refuses_a_writeback_device_that_holds_data() {
     let probe = Path::new("/sys/block/zram0/backing_dev");
-    if !zmem_host::euid_is_root() || !probe.exists() {
-        return zmem_host::testutil::skip(
+    if !zmem_files::euid_is_root() || !probe.exists() {
+        return zmem_files::testutil::skip(
             "SKIP apply_refuses_a_writeback_device_that_holds_data: needs root and a kernel zram with writeback (backing_dev)",
         );
     }

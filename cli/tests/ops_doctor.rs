@@ -1,4 +1,4 @@
-//! `zmem doctor` on fixture trees (ops/tests/fixtures/doctor): for each check a problem planted
+//! `zmem doctor` on fixture trees (ops/admin/tests/fixtures/doctor): for each check a problem planted
 //! in the clean tree is found, with its fix, and the tree with the fix made is clean again; the
 //! tree with every problem planted finds them all; and a read-only run on this machine.
 
@@ -6,11 +6,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ops/tests/fixtures/doctor")
+        .join("../ops/admin/tests/fixtures/doctor")
         .join(case)
         .join("root")
 }

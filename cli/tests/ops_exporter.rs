@@ -9,11 +9,11 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ops/tests/fixtures")
+        .join("../ops/admin/tests/fixtures")
         .join(case)
 }
 
@@ -486,7 +486,7 @@ fn promtool_check_metrics_on_a_real_scrape() {
         .stderr(Stdio::piped())
         .spawn()
     else {
-        zmem_host::testutil::skip(
+        zmem_files::testutil::skip(
             "SKIP promtool_check_metrics_on_a_real_scrape: promtool is not installed (Debian package prometheus)",
         );
         return;

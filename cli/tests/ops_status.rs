@@ -5,7 +5,7 @@ use std::process::Command;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ops/tests/fixtures")
+        .join("../ops/admin/tests/fixtures")
         .join(case)
 }
 

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use zmem_host::testutil::{skip, ScratchDir};
+use zmem_files::testutil::{skip, ScratchDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zmem");
 
@@ -80,7 +80,7 @@ fn verdict(bin: &Path, corpus: &Path, ram: &str) -> Command {
 /// `ZMEM_STATE_DIR`; others' go through `XDG_STATE_HOME`).
 fn state_in(c: &mut Command, base: &Path) -> PathBuf {
     c.env_remove("ZMEM_STATE_DIR").env_remove("XDG_STATE_HOME");
-    if zmem_host::euid_is_root() {
+    if zmem_files::euid_is_root() {
         c.env("ZMEM_STATE_DIR", base.join("zmem"));
     } else {
         c.env("XDG_STATE_HOME", base).env("HOME", base);
@@ -257,7 +257,7 @@ fn a_state_dir_others_can_write_is_refused() {
 #[test]
 fn root_and_another_user_at_once_each_get_their_own_answer() {
     let name = "root_and_another_user_at_once_each_get_their_own_answer";
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         skip(&format!("SKIP {name}: needs root to run as a second user"));
         return;
     }

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 const GENERATOR: &str = "usr/lib/systemd/system-generators/zram-generator";
 const SYSCTL: &str = "lib/systemd/systemd-sysctl";

@@ -12,7 +12,7 @@ use serve_common::*;
 #[test]
 fn serve_nbdinfo_shows_size_and_block_sizes() {
     if !have("nbdinfo") {
-        zmem_host::testutil::skip(
+        zmem_files::testutil::skip(
             "SKIP serve_nbdinfo_shows_size_and_block_sizes: nbdinfo (libnbd-bin) not installed",
         );
         return;
@@ -42,7 +42,7 @@ fn serve_nbdinfo_shows_size_and_block_sizes() {
 #[test]
 fn serve_qemu_img_convert_round_trip() {
     if !have("qemu-img") {
-        zmem_host::testutil::skip(
+        zmem_files::testutil::skip(
             "SKIP serve_qemu_img_convert_round_trip: qemu-img (qemu-utils) not installed",
         );
         return;
@@ -94,7 +94,7 @@ fn fio_nbd() -> Option<&'static str> {
 #[test]
 fn serve_fio_randwrite_then_randread_verify() {
     if let Some(why) = fio_nbd() {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP serve_fio_randwrite_then_randread_verify: {why}"
         ));
         return;
@@ -152,18 +152,18 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
     let name = "serve_filesystem_round_trip_through_nbdfuse";
     for t in ["nbdfuse", "mkfs.ext4", "e2fsck", "fusermount3"] {
         if !have(t) && Command::new(t).arg("-V").output().is_err() {
-            zmem_host::testutil::skip(&format!("SKIP {name}: {t} not installed"));
+            zmem_files::testutil::skip(&format!("SKIP {name}: {t} not installed"));
             return;
         }
     }
     if !is_root() {
-        zmem_host::testutil::skip(&format!("SKIP {name}: mounting needs root"));
+        zmem_files::testutil::skip(&format!("SKIP {name}: mounting needs root"));
         return;
     }
     if !exists(std::path::Path::new("/dev/fuse"))
         || !exists(std::path::Path::new("/dev/loop-control"))
     {
-        zmem_host::testutil::skip(&format!("SKIP {name}: no /dev/fuse or /dev/loop-control"));
+        zmem_files::testutil::skip(&format!("SKIP {name}: no /dev/fuse or /dev/loop-control"));
         return;
     }
     let s = Served::start("128M", &[]);
@@ -196,7 +196,7 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
         std::thread::sleep(Duration::from_millis(50));
     }
     if !ready {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP {name}: nbdfuse did not mount (FUSE unavailable in this environment?)"
         ));
         return;
@@ -210,7 +210,7 @@ fn serve_filesystem_round_trip_through_nbdfuse() {
         COMMAND_LIMIT,
     );
     if !mounted.status.success() {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP {name}: loop mount refused: {}",
             String::from_utf8_lossy(&mounted.stderr).trim()
         ));

@@ -160,7 +160,7 @@ fn serve_ctl_kernel_device_same_syntax() {
     let dev = match zmem_host::HotDevice::with_config("lz4", 16 << 20) {
         Ok(d) => d,
         Err(e) => {
-            zmem_host::testutil::skip(&format!("SKIP {name}: {}", e.0));
+            zmem_files::testutil::skip(&format!("SKIP {name}: {}", e.0));
             return;
         }
     };

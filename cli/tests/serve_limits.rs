@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serve_common::{tmpdir, wait_within};
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_nbd::proto::{CMD_READ, FLAG_C_FIXED_NEWSTYLE, OPT_LIST, REQUEST_MAGIC};
 use zmem_nbd::Client;
 
@@ -280,7 +280,7 @@ fn full_device_is_enospc_for_real_clients_and_counted() {
         .filter(|t| serve_common::have(t))
         .collect();
     if tools.is_empty() {
-        zmem_host::testutil::skip(
+        zmem_files::testutil::skip(
             "SKIP full_device_is_enospc_for_real_clients_and_counted: neither qemu-img nor nbdcopy installed",
         );
         return;

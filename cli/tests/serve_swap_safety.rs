@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serve_common::{is_root, output_within, tmpdir, wait_within};
-use zmem_host::testutil::skip;
+use zmem_files::testutil::skip;
 
 const NOBODY: &str = "65534";
 

@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use zmem_host::testutil::{skip, ScratchDir};
+use zmem_files::testutil::{skip, ScratchDir};
 
 /// `zmem ARGS…`, killed (and the test failed) if it runs over 20 s: a
 /// refusal that is not one would otherwise serve forever.
@@ -118,12 +118,12 @@ fn bad_sizes_and_queue_options_are_refused_before_anything_is_made() {
 
 #[test]
 fn no_driver_or_no_root_is_refused_with_the_fix() {
-    if driver() && zmem_host::euid_is_root() {
+    if driver() && zmem_files::euid_is_root() {
         skip("SKIP no_driver_or_no_root_is_refused_with_the_fix: the ublk driver is loaded and we are root (nothing to refuse)");
         return;
     }
     let e = refused(&["serve", "--ublk", "--size", "64M", "--no-ctl"]);
-    let want = if zmem_host::euid_is_root() {
+    let want = if zmem_files::euid_is_root() {
         "modprobe ublk_drv"
     } else {
         "needs root"
@@ -144,7 +144,7 @@ fn first_line(out: std::process::ChildStdout) -> Option<String> {
 
 #[test]
 fn ublk_device_serves_the_engine_and_sigterm_deletes_it() {
-    if !driver() || !zmem_host::euid_is_root() {
+    if !driver() || !zmem_files::euid_is_root() {
         skip("SKIP ublk_device_serves_the_engine_and_sigterm_deletes_it: needs root and /dev/ublk-control (modprobe ublk_drv); the VM lab's serve-ublk check runs it");
         return;
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 use zmem_host::{create_swap_file, swapoff, swapon};
 
 #[macro_use]
@@ -366,7 +366,7 @@ fn refuses_without_root() {
     // As root, drop to nobody with setpriv (util-linux) to see the refusal.
     let mut cmd = if is_root() {
         if Command::new("setpriv").arg("--version").output().is_err() {
-            zmem_host::testutil::skip(&format!(
+            zmem_files::testutil::skip(&format!(
                 "SKIP {name}: running as root and setpriv is not installed"
             ));
             return;
@@ -396,7 +396,7 @@ fn refuses_without_root() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("Permission denied") && stderr.contains("setpriv") {
-        zmem_host::testutil::skip(&format!(
+        zmem_files::testutil::skip(&format!(
             "SKIP {name}: nobody cannot execute the test binary here: {stderr}"
         ));
         return;

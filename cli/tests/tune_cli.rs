@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 #[macro_use]
 mod machine_common;
 use machine_common::*;
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 #[test]
 fn bad_arguments_are_clear_errors() {

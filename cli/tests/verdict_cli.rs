@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 fn zmem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
@@ -82,7 +82,8 @@ fn verdict_ranks_with_intervals_and_writes_one_config_apply_takes() {
         "{conf}"
     );
     // `zmem apply FILE --dry-run` takes it unchanged and sets the sysctls.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/tests/fixtures/01-basic/root");
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/admin/tests/fixtures/01-basic/root");
     let o = zmem(&[
         "apply",
         out.join("zmem.conf").to_str().unwrap(),

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use zmem_host::testutil::skip;
+use zmem_files::testutil::skip;
 
 /// Run zmem, killed after `secs`.
 fn zmem(args: &[&str], secs: u64) -> Output {
@@ -73,7 +73,7 @@ fn kernel_rows_skip_with_the_kernels_reason_or_compare() {
     let (verdict, reason) = (text(&k, "verdict"), text(&k, "reason"));
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     assert_eq!(text(&k, "kernel"), release.trim());
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         assert_eq!(verdict, "SKIP");
         assert!(reason.contains("not running as root"), "{reason}");
         return skip("SKIP kernel_rows_skip_with_the_kernels_reason_or_compare: not root");
@@ -125,7 +125,7 @@ fn no_kernel_says_so() {
 #[test]
 fn a_block_device_holding_a_filesystem_is_refused() {
     let name = "a_block_device_holding_a_filesystem_is_refused";
-    if !zmem_host::euid_is_root() {
+    if !zmem_files::euid_is_root() {
         return skip(&format!("SKIP {name}: not root (needs a loop device)"));
     }
     let file = std::env::temp_dir().join(format!("zmem-wbk-loop-{}", std::process::id()));

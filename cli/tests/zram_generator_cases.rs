@@ -11,7 +11,7 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
 
-use zmem_host::testutil::{copy_tree, ScratchDir};
+use zmem_files::testutil::{copy_tree, ScratchDir};
 
 /// Copy `from` over `to`, symlinks as symlinks.
 fn overlay(from: &Path, to: &Path) {
@@ -35,7 +35,8 @@ fn run_case(dir: &Path) -> Result<(), String> {
     let name = dir.file_name().unwrap().to_string_lossy().into_owned();
     let scratch = ScratchDir::new(&format!("zg-case-{name}"));
     let root = scratch.join("root");
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/tests/fixtures/zg-01-basic/root");
+    let base =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ops/admin/tests/fixtures/zg-01-basic/root");
     for d in ["proc", "sys"] {
         copy_tree(&base.join(d), &root.join(d));
     }

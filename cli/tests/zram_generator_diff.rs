@@ -12,7 +12,7 @@
 //! `run_generator` into a unit directory. A device is set up at boot only if a unit pulls in
 //! systemd-zram-setup@zramN.service (a swap or mount unit): that is what is compared.
 //!
-//! Cases: zram-generator's own tests (ops/tests/fixtures/zg-*) and ≥1,000 configurations from
+//! Cases: zram-generator's own tests (ops/admin/tests/fixtures/zg-*) and ≥1,000 configurations from
 //! a seeded generator. Every disagreement is classified; each class is printed with a
 //! minimal reproducer. A disagreement is documented when zmem's dry run says what
 //! zram-generator does at boot instead (`at boot zram-generator`); the test fails on any
@@ -24,7 +24,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zmem_host::testutil::{copy_tree, skip, ScratchDir};
+use zmem_files::testutil::{copy_tree, skip, ScratchDir};
 
 /// Generated cases per run (`ZMEM_ZG_CASES` overrides).
 const CASES: usize = 1000;
@@ -655,7 +655,7 @@ fn gen_case(r: &mut Rng) -> Case {
 /// The base of every generated root: a kernel with zram loaded and no device (zg-01-basic
 /// without its configuration).
 fn base_root(scratch: &ScratchDir) -> PathBuf {
-    let from = manifest().join("../ops/tests/fixtures/zg-01-basic/root");
+    let from = manifest().join("../ops/admin/tests/fixtures/zg-01-basic/root");
     let base = scratch.join("base");
     for d in ["proc", "sys"] {
         copy_tree(&from.join(d), &base.join(d));
@@ -801,7 +801,7 @@ fn zram_generator_and_zmem_set_up_the_same_devices() {
     let mut undocumented = 0;
     // zram-generator's own tests, as fixture trees.
     let mut own = 0;
-    for e in fs::read_dir(manifest().join("../ops/tests/fixtures")).unwrap() {
+    for e in fs::read_dir(manifest().join("../ops/admin/tests/fixtures")).unwrap() {
         let e = e.unwrap();
         let name = e.file_name().to_string_lossy().into_owned();
         if !name.starts_with("zg-") {

@@ -105,8 +105,8 @@ fn bench_zswap_bad_options_are_clear_errors() {
 /// error naming the filesystem, before anything is set up or measured.
 #[test]
 fn bench_zswap_refuses_a_swap_dir_that_cannot_hold_swap() {
-    if !zmem_host::euid_is_root() {
-        zmem_host::testutil::skip(
+    if !zmem_files::euid_is_root() {
+        zmem_files::testutil::skip(
             "SKIP bench_zswap_refuses_a_swap_dir_that_cannot_hold_swap: the kernel rows (and the check) need root",
         );
         return;
@@ -164,11 +164,11 @@ fn kernel_state() -> Vec<String> {
 #[test]
 fn bench_zswap_kernel_rows_beside_the_engine() {
     let _one = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let root = zmem_host::euid_is_root();
+    let root = zmem_files::euid_is_root();
     let zswap = std::path::Path::new("/sys/module/zswap/parameters/enabled").exists();
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     if !root || !zswap || swaps.lines().count() > 1 {
-        zmem_host::testutil::skip(
+        zmem_files::testutil::skip(
             "SKIP bench_zswap_kernel_rows_beside_the_engine: needs root, zswap and no active swap",
         );
         return;
@@ -232,8 +232,8 @@ fn bench_zswap_kernel_run_interrupted_restores_everything() {
     let _one = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     let zswap = std::path::Path::new("/sys/module/zswap/parameters/enabled").exists();
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    if !zmem_host::euid_is_root() || !zswap || swaps.lines().count() > 1 {
-        zmem_host::testutil::skip(
+    if !zmem_files::euid_is_root() || !zswap || swaps.lines().count() > 1 {
+        zmem_files::testutil::skip(
             "SKIP bench_zswap_kernel_run_interrupted_restores_everything: needs root, zswap and no active swap",
         );
         return;

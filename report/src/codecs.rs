@@ -1,7 +1,7 @@
 //! `zmem bench codecs` for people: the table's columns and a row's cells
 //! (latencies in µs; JSON and CSV carry the fields of docs/fields.md, in ns).
 
-use zmem_lab::codecs::{Row, Status};
+use zmem_measure::codecs::{Row, Status};
 
 /// The column names of [`Row`] in order, for table and CSV output.
 /// The human table's columns (µs for latencies, as the cells print them;

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use zmem_corpus::Corpus;
-use zmem_lab::device::{Options, Report, Row, Target};
+use zmem_measure::device::{Options, Report, Row, Target};
 
 /// The columns of the device table, in the order of [`device_cells`].
 pub const DEVICE_COLUMNS: [&str; 18] = [

@@ -3,9 +3,9 @@
 //! result serialised as it is).
 
 use zmem_codec::PAGE_SIZE;
-use zmem_lab::fastpath::FastpathResult;
-use zmem_lab::recomp::{Measure, RecompResult};
-use zmem_lab::writeback::{relative, KernelRows, WritebackResult, COMPARED};
+use zmem_measure::fastpath::FastpathResult;
+use zmem_measure::recomp::{Measure, RecompResult};
+use zmem_measure::writeback::{relative, KernelRows, WritebackResult, COMPARED};
 
 /// The result as text lines.
 pub fn recomp_text(r: &RecompResult) -> String {
@@ -241,7 +241,7 @@ pub fn writeback_kernel_text(k: &KernelRows) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zmem_lab::{fastpath, recomp, writeback};
+    use zmem_measure::{fastpath, recomp, writeback};
 
     #[test]
     fn recompression_text() {

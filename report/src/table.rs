@@ -163,7 +163,7 @@ fn f(v: Option<f64>, digits: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zmem_lab::{codecs, device};
+    use zmem_measure::{codecs, device};
     use zmem_verdict::{assemble, Weights};
 
     fn dev(

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use zmem_corpus::Corpus;
-use zmem_lab::zswap::Row;
+use zmem_measure::zswap::Row;
 
 /// The columns of the `--zswap` table, in the order of [`zswap_cells`].
 pub const ZSWAP_COLUMNS: [&str; 18] = [

@@ -43,7 +43,7 @@ if [ -n "$why" ]; then
     exit 0
 fi
 
-dir=$(mktemp -d /tmp/zmem-ops.XXXXXX)
+dir=$(mktemp -d /tmp/zmem-admin.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 cat >"$dir/zmem.conf" <<CONF
 [zram0]

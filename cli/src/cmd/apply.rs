@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use zmem_admin::apply::{self, Options};
 use zmem_conf as config;
 use zmem_host::Sys;
-use zmem_ops::apply::{self, Options};
 
 /// Arguments of `zmem apply`.
 #[derive(clap::Args, Debug)]
@@ -53,7 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.revert {
-        if !sys.is_fixture() && !zmem_host::euid_is_root() {
+        if !sys.is_fixture() && !zmem_files::euid_is_root() {
             anyhow::bail!("reverting changes the kernel's settings and needs root");
         }
         let n = apply::revert(&sys, &mut |l| out(&format!("{l}\n"))).map_err(anyhow::Error::msg)?;
@@ -83,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for n in &plan.notes {
         out(&format!("# {n}\n"));
     }
-    if !sys.is_fixture() && !zmem_host::euid_is_root() {
+    if !sys.is_fixture() && !zmem_files::euid_is_root() {
         anyhow::bail!("applying changes the kernel's settings and needs root (use --dry-run to see the {} change(s))", plan.steps.len());
     }
     apply::execute(&sys, &plan, &mut |l| log_line(l))?;

@@ -2,10 +2,10 @@
 //! other mode is a subcommand with only its own flags (`zmem bench device CORPUS`, `codecs`,
 //! `floor`, `full`, `recomp`, `fastpath`, `writeback`, `zswap`, `transport`, `verdict`). The mode flags of
 //! before (`zmem bench --codecs …`, `zmem bench CORPUS`) still work for one release and print
-//! a note naming the subcommand. Each mode's measurement lives in `zmem_lab`; a
+//! a note naming the subcommand. Each mode's measurement lives in `zmem_measure`; a
 //! subcommand's flags become the [`Args`] its body reads.
 //!
-//! A new mode is its measurement in `lab/src/bench/` (its file, its `mod` line and re-export) and,
+//! A new mode is its measurement in `lab/measure/src/bench/` (its file, its `mod` line and re-export) and,
 //! here, its flags struct, a [`Mode`] variant and the body it runs.
 
 use std::path::PathBuf;
@@ -669,7 +669,7 @@ pub fn run(bench: Bench) -> anyhow::Result<()> {
 
 fn run_codecs(args: Args) -> anyhow::Result<()> {
     use zmem_corpus as corpus;
-    use zmem_lab::codecs;
+    use zmem_measure::codecs;
 
     let mut params = zmem_codec::Params {
         level: args.level,
@@ -780,7 +780,7 @@ fn run_full(args: &Args) -> anyhow::Result<()> {
 }
 
 fn run_writeback(args: &Args) -> anyhow::Result<()> {
-    use zmem_lab::writeback;
+    use zmem_measure::writeback;
     let opts = writeback::Options {
         algo: args
             .algo
@@ -805,7 +805,7 @@ fn run_writeback(args: &Args) -> anyhow::Result<()> {
 }
 
 fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
-    use zmem_lab::recomp;
+    use zmem_measure::recomp;
     let primary = args
         .algo
         .first()
@@ -820,7 +820,7 @@ fn run_recomp(args: &Args, algo: &str) -> anyhow::Result<()> {
 }
 
 fn run_fastpath(args: &Args, algo: &str) -> anyhow::Result<()> {
-    use zmem_lab::{fastpath, recomp};
+    use zmem_measure::{fastpath, recomp};
     let primary = args
         .algo
         .first()

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use zmem_conf::bytes;
 use zmem_corpus::{self as capture, Sidecar};
-use zmem_units::bytes;
 
 use crate::output::Format;
 

@@ -35,7 +35,7 @@ pub enum Format {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let sys = Sys::new(&args.root);
-    let d = zmem_ops::diagnose(&sys)
+    let d = zmem_admin::diagnose(&sys)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.root.display()))?;
     match args.format {
         Format::Table => print!("{}", d.text()),

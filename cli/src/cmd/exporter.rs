@@ -4,8 +4,8 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use zmem_admin::exporter;
 use zmem_host::Sys;
-use zmem_ops::exporter;
 
 /// Arguments of `zmem exporter`.
 #[derive(clap::Args, Debug)]

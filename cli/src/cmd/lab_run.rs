@@ -81,7 +81,7 @@ pub fn table(r: &Run<'_>) -> Result<(FullTable, Result<Ranking>)> {
     };
     let dict = match r.dict {
         Some(p) => Dict::Given(
-            zmem_host::input::read_input("dictionary", p, DICT_MAX_BYTES)?,
+            zmem_files::input::read_input("dictionary", p, DICT_MAX_BYTES)?,
             p.display().to_string(),
         ),
         None => Dict::Train(zmem_corpus::DEFAULT_DICT_SIZE),
@@ -146,10 +146,10 @@ fn ours_html(old: &[u8]) -> bool {
 pub fn replace(
     ours: &'static dyn Fn(&[u8]) -> bool,
     overwrite: bool,
-) -> zmem_host::Replace<'static> {
+) -> zmem_files::Replace<'static> {
     match overwrite {
-        true => zmem_host::Replace::Always,
-        false => zmem_host::Replace::IfOurs(ours),
+        true => zmem_files::Replace::Always,
+        false => zmem_files::Replace::IfOurs(ours),
     }
 }
 
@@ -168,7 +168,7 @@ pub fn with_hint(e: std::io::Error) -> anyhow::Error {
 /// or a file that is not a zmem report (unless `overwrite`) is refused now,
 /// not after the measurement.
 pub fn check_report(path: &Path, overwrite: bool) -> Result<()> {
-    zmem_host::check_output(path, replace(&ours_html, overwrite))
+    zmem_files::check_output(path, replace(&ours_html, overwrite))
         .map_err(with_hint)
         .context("--report")
 }
@@ -177,7 +177,7 @@ pub fn check_report(path: &Path, overwrite: bool) -> Result<()> {
 /// 0600, never through a symbolic link, replacing only a report zmem wrote
 /// (or anything of yours with `--overwrite`).
 pub fn write_report(path: &Path, html: &str, overwrite: bool) -> Result<()> {
-    zmem_host::write_output(path, html.as_bytes(), replace(&ours_html, overwrite))
+    zmem_files::write_output(path, html.as_bytes(), replace(&ours_html, overwrite))
         .map_err(with_hint)
         .context("writing the HTML report")
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use zmem_host::{write_outputs, OutputFile, Readers, Replace};
+use zmem_files::{write_outputs, OutputFile, Readers, Replace};
 
 /// Arguments of `zmem man`.
 #[derive(clap::Args, Debug)]

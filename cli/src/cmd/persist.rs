@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use zmem_admin::persist;
 use zmem_conf as config;
-use zmem_ops::persist;
 
 /// What the exit status means.
 const EXIT_STATUS: &str = "Exit status: 0 when the files are written and every program that reads them at boot \

@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 fn stamp(now: u64) -> String {
-    let [year, month, day, h, m, s] = zmem_host::utc_civil(now);
+    let [year, month, day, h, m, s] = zmem_files::utc_civil(now);
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
@@ -78,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             };
             let _ = writeln!(std::io::stdout().lock(), "{ts} {l}{dry}");
         };
-        zmem_ops::round_all(
+        zmem_admin::round_all(
             &sys,
             &pol,
             cfg.as_ref(),

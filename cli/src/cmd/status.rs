@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use zmem_admin::status;
 use zmem_host::Sys;
-use zmem_ops::status;
 
 /// Arguments of `zmem status`.
 #[derive(clap::Args, Debug)]

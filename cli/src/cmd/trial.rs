@@ -49,7 +49,7 @@ pub fn builtin_command(kind: Builtin, size: u64) -> anyhow::Result<(Vec<String>,
     ];
     Ok((
         cmd,
-        format!("{} {}", kind.name(), zmem_units::format_size(size)),
+        format!("{} {}", kind.name(), zmem_conf::format_size(size)),
     ))
 }
 

@@ -19,7 +19,7 @@ pub fn zmem() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zmem"))
 }
 
-pub use zmem_host::euid_is_root as is_root;
+pub use zmem_files::euid_is_root as is_root;
 
 pub fn zswap_enabled() -> bool {
     fs::read_to_string("/sys/module/zswap/parameters/enabled")
@@ -77,7 +77,7 @@ pub fn skip_reason() -> Option<String> {
 macro_rules! skip_unless_ready {
     ($name:expr) => {
         if let Some(why) = $crate::machine_common::skip_reason() {
-            zmem_host::testutil::skip(&format!("SKIP {}: {why}", $name));
+            zmem_files::testutil::skip(&format!("SKIP {}: {why}", $name));
             return;
         }
     };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use zmem_host::testutil::ScratchDir;
+use zmem_files::testutil::ScratchDir;
 
 /// A private scratch directory, removed with what is in it when dropped; its
 /// path is short enough for the Unix sockets put in it.
@@ -26,7 +26,7 @@ pub fn have(tool: &str) -> bool {
 }
 
 #[allow(unused_imports)]
-pub use zmem_host::euid_is_root as is_root;
+pub use zmem_files::euid_is_root as is_root;
 
 /// `zmem serve ARGS…` started, and the first line it printed, which says it
 /// listens. Its stderr goes to the file `stderr` (quoted when it does not

@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 
 use zmem_corpus::Corpus;
-use zmem_lab::device::{self, Options, Report, Row};
+use zmem_measure::device::{self, Options, Report, Row};
 
 use crate::output::{Format, Table};
 

@@ -1,12 +1,12 @@
 //! `zmem bench transport CORPUS... --target T...`: the same pages through each way of
 //! reaching a compressed RAM device (the engine in process, kernel zram, `zmem serve` over
-//! NBD, /dev/ublkbN, /dev/nbdN), interleaved rounds, medians (`zmem_lab::transport`).
+//! NBD, /dev/ublkbN, /dev/nbdN), interleaved rounds, medians (`zmem_measure::transport`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
-use zmem_lab::transport::{self, Options, Row, Spec};
+use zmem_measure::transport::{self, Options, Row, Spec};
 
 use crate::output::{csv_of, Format, Table};
 
@@ -86,7 +86,7 @@ fn table(rows: &[Row]) -> Table {
             r.target.clone(),
             r.phase.to_string(),
             r.queue_depth.to_string(),
-            zmem_units::format_size(r.request_bytes as u64),
+            zmem_conf::format_size(r.request_bytes as u64),
             cell(r.iops, 1.0, 0),
             cell(r.iops_min, 1.0, 0),
             cell(r.iops_max, 1.0, 0),

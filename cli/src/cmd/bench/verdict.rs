@@ -20,10 +20,10 @@ fn ours(old: &[u8]) -> bool {
 
 /// Where the verdict's config file goes: `--out-dir DIR/zmem.conf` (and
 /// whether `--overwrite` lets it replace a file zmem did not write), or a
-/// new file in the user's private state directory (`zmem_host::StateDir`).
+/// new file in the user's private state directory (`zmem_files::StateDir`).
 pub enum ConfigPath {
     OutDir(PathBuf, bool),
-    State(zmem_host::StateDir),
+    State(zmem_files::StateDir),
 }
 
 /// The config file's place, checked before measuring (a symbolic link,
@@ -34,11 +34,11 @@ pub fn config_path(out_dir: Option<&Path>, overwrite: bool) -> Result<ConfigPath
     match out_dir {
         Some(d) => {
             let p = d.join("zmem.conf");
-            zmem_host::check_output(&p, lab_run::replace(&ours, overwrite))
+            zmem_files::check_output(&p, lab_run::replace(&ours, overwrite))
                 .map_err(lab_run::with_hint)?;
             Ok(ConfigPath::OutDir(p, overwrite))
         }
-        None => Ok(ConfigPath::State(zmem_host::StateDir::open()?)),
+        None => Ok(ConfigPath::State(zmem_files::StateDir::open()?)),
     }
 }
 
@@ -61,7 +61,7 @@ impl ConfigPath {
 /// Writes the config file, mode 0600, never through a symbolic link; an
 /// existing file is replaced only when zmem wrote it (or with `overwrite`).
 pub fn write_config(path: &Path, text: &str, overwrite: bool) -> Result<()> {
-    zmem_host::write_output(path, text.as_bytes(), lab_run::replace(&ours, overwrite))
+    zmem_files::write_output(path, text.as_bytes(), lab_run::replace(&ours, overwrite))
         .map_err(lab_run::with_hint)
 }
 
@@ -84,7 +84,7 @@ pub struct Ask<'a> {
 pub fn rounds_budget(budget: Option<&str>, rounds: Option<usize>) -> Result<std::time::Duration> {
     let budget = match budget {
         Some(b) => {
-            zmem_units::parse_duration(b).map_err(|e| anyhow::anyhow!("bad --budget: {e}"))?
+            zmem_conf::parse_duration(b).map_err(|e| anyhow::anyhow!("bad --budget: {e}"))?
         }
         None => zmem_verdict::BUDGET,
     };
@@ -123,7 +123,7 @@ pub fn decide(a: &Ask) -> Result<Decided> {
         match p {
         Progress::Capturing(size) => eprintln!(
             "zmem: {}capturing up to {} MiB of memory from {}, plus 4 MiB of synthetic pages (the corpus lines below say how much it read)…",
-            if zmem_host::euid_is_root() { "" } else { "not root, so other users' memory is closed: " },
+            if zmem_files::euid_is_root() { "" } else { "not root, so other users' memory is closed: " },
             size >> 20,
             zmem_corpus::machine_scope(),
         ),

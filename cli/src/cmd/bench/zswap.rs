@@ -1,10 +1,10 @@
 //! `zmem bench zswap [CORPUS...]`: the corpus through zswap and through
 //! zram + disk swap at the same RAM budget, with a hot/cold access pattern
-//! (`zmem_lab::zswap`); as root with zswap, also through the kernel's
+//! (`zmem_measure::zswap`); as root with zswap, also through the kernel's
 //! zswap unless `--no-kernel`, with its swap file in `--swap-dir` (checked
 //! before the run: a filesystem that cannot hold a swap file is an error naming it).
 
-use zmem_lab::zswap::{self, KernelOptions, Options};
+use zmem_measure::zswap::{self, KernelOptions, Options};
 
 use crate::output::{Format, Table};
 
@@ -15,7 +15,7 @@ fn budget(s: &str) -> anyhow::Result<(Option<u64>, f64)> {
             return Ok((None, f));
         }
     }
-    let v = zmem_units::parse_size(s).unwrap_or(0);
+    let v = zmem_conf::parse_size(s).unwrap_or(0);
     if v == 0 {
         anyhow::bail!(
             "--budget {s:?}: give a share of the corpus in (0, 1] (e.g. 0.1) or a size (e.g. 64M)"
@@ -65,7 +65,7 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
         .validate()?;
     }
     let corpora = zmem_corpus::files_or_default(&args.corpus)?;
-    if !args.no_kernel && zmem_host::euid_is_root() {
+    if !args.no_kernel && zmem_files::euid_is_root() {
         swap_dir_usable(&args.swap_dir, &corpora)?;
     }
     let kernel = KernelOptions {
