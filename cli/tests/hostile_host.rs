@@ -221,9 +221,10 @@ fn doctor_does_not_blame_a_dead_run_for_a_device_that_took_its_number() {
         t.contains("still there: zram5"),
         "its own device is named: {t}"
     );
-    // zram5 removed by hand, then a new zram5 (another inode, as kernfs gives).
-    fs::remove_dir(&dev).unwrap();
-    fs::create_dir_all(root.join("sys/block/keep-inode")).unwrap();
+    // zram5 removed by hand, then a new zram5 (another inode, as kernfs gives;
+    // the old directory is kept elsewhere so the filesystem cannot hand its
+    // inode number to the new one).
+    fs::rename(&dev, root.join("sys/block-old-zram5")).unwrap();
     fs::create_dir_all(&dev).unwrap();
     assert_ne!(fs::metadata(&dev).unwrap().ino(), ino);
     let o = zmem(&["doctor", "--root", root.to_str().unwrap()]);

@@ -485,9 +485,9 @@ pub(crate) mod tests {
         let sys = Sys::new(d.path());
         std::fs::create_dir_all(d.join("sys/block/zram5")).unwrap();
         let ours = zram_incarnation(&sys, 5).unwrap();
-        std::fs::remove_dir(d.join("sys/block/zram5")).unwrap();
-        // Someone else's zram5 (a new directory: a new inode, as kernfs gives).
-        std::fs::create_dir_all(d.join("sys/block/keep-inode-busy")).unwrap();
+        // Someone else's zram5 (a new directory: a new inode, as kernfs gives;
+        // the old one kept elsewhere so its inode number is not reused).
+        std::fs::rename(d.join("sys/block/zram5"), d.join("old-zram5")).unwrap();
         std::fs::create_dir_all(d.join("sys/block/zram5")).unwrap();
         assert_ne!(zram_incarnation(&sys, 5), Some(ours));
         let line = Action::RemoveZram(5, Some(ours)).to_line().unwrap();
