@@ -24,6 +24,7 @@
 //!  ├─► measure                     (and zmem_host's Cgroup)
 //!  ├─► cgroup_settings ──► config  (the v2 settings of a run's cgroup)
 //!  ├─► report ──► measure
+//!  ├─► settle ──► stats            (the deciding statistics)
 //!  └─► config, workload            (leaves)
 //! ```
 //!
@@ -32,7 +33,11 @@
 //!   (statistics, table, CSV, serde structs), [`config`] (configuration
 //!   names), [`workload`] (the built-in `memalloc`), [`learn`] (one run
 //!   without pressure: time and anonymous footprint, with a hook on its
-//!   processes).
+//!   processes);
+//! * `stats` (medians with distribution-free intervals) and `settle`
+//!   (ahead / equivalent / undecided from paired differences, the error
+//!   each look may spend): the one copy of the deciding statistics, which
+//!   trial, tune and the verdict all use (the verdict re-exports them).
 
 mod as_conf;
 mod cgroup_settings;
@@ -40,7 +45,9 @@ mod config;
 mod learn;
 mod measure;
 pub mod report;
+mod settle;
 mod setup;
+mod stats;
 pub mod workload;
 
 use std::cell::RefCell;
@@ -54,6 +61,10 @@ pub use config::{SwapConfig, TrialConfig, DISK_PRIORITY};
 pub use learn::{learn, Learned};
 pub use measure::{Outcome, RunRecord};
 pub use report::{ConfigSummary, Stats, TrialReport};
+pub use settle::{
+    look_error, look_index, next_look, separate, Call, Separation, FIRST_LOOK, TOTAL_ERROR,
+};
+pub use stats::{ci_rank, interval, interval_at, Interval};
 pub use zmem_host::{CgroupVersion, Guard, MemoryHierarchy, SignalWatch};
 
 use zmem_conf::format_size;

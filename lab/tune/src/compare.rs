@@ -1,7 +1,7 @@
 //! Steps 3 and 4: what the trials measured, ranked, and the decision.
 //!
 //! A candidate's wall time is the median over its runs with the verdict's
-//! distribution-free interval (`zmem_verdict::interval`).
+//! distribution-free interval (`zmem_trial::interval`).
 //!
 //! * A candidate with a failed run (OOM kill, crash, setup failure) cannot
 //!   win: a configuration that sometimes kills the workload is not
@@ -10,7 +10,7 @@
 //! * The fastest candidate whose every run finished leads. Every other
 //!   complete candidate is compared with it round by round (both ran in the
 //!   same round, so the machine's drift cancels) with the verdict's
-//!   three-way call ([`zmem_verdict::separate`]) on the paired differences
+//!   three-way call ([`zmem_trial::separate`]) on the paired differences
 //!   (candidate − leader, s) against ±[`MARGIN_SHARE`] of the leader's
 //!   median wall time: *behind* (the leader is faster by more than the
 //!   margin), *equivalent* (within ±margin) or *undecided*. Tune looks once,
@@ -27,7 +27,7 @@
 
 use serde::Serialize;
 use zmem_trial::{RunRecord, TrialReport};
-use zmem_verdict::{interval, interval_at, look_error, separate, Call, Interval};
+use zmem_trial::{interval, interval_at, look_error, separate, Call, Interval};
 
 /// The margin: a difference in wall time a user would feel, as a share of
 /// the leader's median wall time (5 %).
