@@ -74,6 +74,7 @@ pub fn learn(
     };
     let run = crate::CgroupRun {
         command,
+        service: None,
         name: "learn",
         round: 0,
         tag: &format!("{}.learn", std::process::id()),

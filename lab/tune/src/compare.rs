@@ -438,6 +438,8 @@ pub(crate) mod tests {
             configs: names.clone(),
             forced_over: vec![],
             interrupted: false,
+            decision: None,
+            other_decisions: vec![],
             summaries: summarise(&names, "disk", &runs),
             runs,
         }

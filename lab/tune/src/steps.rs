@@ -80,6 +80,8 @@ fn preflight(s: &TuneSpec, sys: &Sys) -> Result<()> {
         swap_size: s.swap_size.unwrap_or(2 * s.memory_limit),
         swappiness: None,
         page_cluster: None,
+        metrics: Vec::new(),
+        service: None,
     };
     trial::preflight(&probe, sys)?;
     Ok(())
@@ -167,6 +169,8 @@ fn empty_report(s: &TuneSpec) -> TrialReport {
         interrupted: true,
         runs: Vec::new(),
         summaries: Vec::new(),
+        decision: None,
+        other_decisions: Vec::new(),
     }
 }
 
@@ -315,6 +319,8 @@ fn measure(
         swap_size: trial_swap_size(s, footprint),
         swappiness: None,
         page_cluster: None,
+        metrics: Vec::new(),
+        service: None,
     };
     trial::run(&spec, signals, &mut |l| progress(&format!("measure: {l}")))
 }
