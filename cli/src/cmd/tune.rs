@@ -28,6 +28,12 @@ pub struct Args {
     /// Memory limit the trials run the workload under (e.g. 128M)
     #[arg(long, value_name = "SIZE", value_parser = crate::args::size, required_unless_present = "recover")]
     pub memory: Option<u64>,
+    /// Rank and pick by this figure of the workload's (written to $ZMEM_METRICS, or read from
+    /// redis-benchmark --csv, pgbench, fio json or sysbench output), as `zmem trial --metric`
+    /// takes it: NAME[:lower|:higher][:MARGIN] [default: wall_s]; the model does not predict it,
+    /// the trials' measurements decide
+    #[arg(long, value_name = "NAME", value_parser = |s: &str| s.parse::<zmem_trial::MetricSpec>())]
+    pub metric: Option<zmem_trial::MetricSpec>,
     /// Runs per candidate (interleaved rounds); 6, the default, is the fewest that let the
     /// comparison decide (fewer: undecided, the pick not proven)
     #[arg(long, default_value_t = 6)]
@@ -139,6 +145,7 @@ pub fn run(a: Args) -> Result<()> {
         force: a.force,
         rounds: a.rounds,
         requests: a.requests,
+        metric: a.metric.clone(),
     };
     let signals = SignalWatch::install().context("installing signal handlers")?;
     let result = zmem_tune::run(&spec, &signals, &mut |l| eprintln!("zmem tune: {l}"));

@@ -47,6 +47,17 @@ pub struct TuneSpec {
     pub rounds: usize,
     /// The lab's random 4 KiB reads per candidate per round.
     pub requests: usize,
+    /// `--metric`: rank and pick by this figure (wall time without it).
+    pub metric: Option<zmem_trial::MetricSpec>,
+}
+
+impl TuneSpec {
+    /// The metric that ranks and picks.
+    pub fn metric(&self) -> zmem_trial::MetricSpec {
+        self.metric
+            .clone()
+            .unwrap_or_else(zmem_trial::MetricSpec::wall)
+    }
 }
 
 fn validate(s: &TuneSpec) -> Result<()> {
@@ -319,7 +330,7 @@ fn measure(
         swap_size: trial_swap_size(s, footprint),
         swappiness: None,
         page_cluster: None,
-        metrics: Vec::new(),
+        metrics: vec![s.metric()],
         service: None,
     };
     trial::run(&spec, signals, &mut |l| progress(&format!("measure: {l}")))
@@ -346,6 +357,7 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
     }
     let current = candidates::current(&sys);
     let chosen = candidates::choose(&predictions, s.candidates, current.as_ref());
+    progress(&estimate(s, chosen.len(), learned.record.wall_s));
     let report = measure(s, &chosen, m.footprint_bytes, signals, progress)?;
     let entrants: Vec<Entrant> = chosen
         .iter()
@@ -354,7 +366,7 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
             ratio: lab_ratio(c, &ranking).unwrap_or(1.0),
         })
         .collect();
-    let outcome = compare::compare(&report, &entrants);
+    let outcome = compare::compare(&report, &entrants, &s.metric());
     let learn = Learn {
         wall_s: m.base_wall_s,
         peak_anon_bytes: learned.peak_anon_bytes,
@@ -374,6 +386,26 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
         ranking,
         report,
     ))
+}
+
+/// How long the trials will take, said before they start: every run at least
+/// as long as the learning run (under memory pressure most are longer).
+fn estimate(s: &TuneSpec, candidates: usize, learn_s: f64) -> String {
+    let runs = candidates * s.repeat as usize;
+    let at_least = runs as f64 * learn_s;
+    let minutes = |x: f64| {
+        if x < 90.0 {
+            format!("{x:.0} s")
+        } else {
+            format!("{:.0} min", x / 60.0)
+        }
+    };
+    format!(
+        "measure: {candidates} candidates × {} rounds = {runs} runs, each at least the {:.1} s the learning run took: {} or more (swapping makes runs longer; the load average makes them noisier)",
+        s.repeat,
+        learn_s,
+        minutes(at_least)
+    )
 }
 
 /// The winner's config file.
