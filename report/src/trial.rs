@@ -385,6 +385,63 @@ pub fn trial_csv(r: &TrialReport) -> String {
     out
 }
 
+/// A strip per configuration: a dot per run that exited 0 and reported the
+/// metric, a bar at their median; rows without one say so.
+fn svg_strip(title: &str, unit: &str, rows: &[(String, Vec<f64>)]) -> String {
+    let (label_w, w, row_h) = (170.0, 420.0, 26.0);
+    let max = rows
+        .iter()
+        .flat_map(|r| r.1.iter().copied())
+        .fold(0.0f64, f64::max);
+    let x = |v: f64| label_w + if max > 0.0 { v / max * w } else { 0.0 };
+    let mut o = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\
+         <text x=\"4\" y=\"16\" font-weight=\"bold\">{} ({})</text>",
+        label_w + w + 90.0,
+        40.0 + row_h * rows.len() as f64,
+        esc(title),
+        esc(unit)
+    );
+    for (i, (label, v)) in rows.iter().enumerate() {
+        let y = 28.0 + row_h * i as f64;
+        let _ = write!(
+            o,
+            "<text x=\"4\" y=\"{:.1}\">{}</text>",
+            y + 15.0,
+            esc(label)
+        );
+        if v.is_empty() {
+            let _ = write!(
+                o,
+                "<text x=\"{label_w}\" y=\"{:.1}\" fill=\"#b33\">no runs reported it</text>",
+                y + 14.0
+            );
+            continue;
+        }
+        for &p in v {
+            let _ = write!(
+                o,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#4a7ebb\" fill-opacity=\"0.7\"/>",
+                x(p),
+                y + 9.0
+            );
+        }
+        let med = interval(v).median;
+        let _ = write!(
+            o,
+            "<path d=\"M{0:.1} {1:.1}V{2:.1}\" stroke=\"#222\" stroke-width=\"2\"/><text x=\"{3:.1}\" y=\"{4:.1}\">{5}</text>",
+            x(med),
+            y + 1.0,
+            y + 17.0,
+            x(max) + 8.0,
+            y + 14.0,
+            esc(&num(med))
+        );
+    }
+    o.push_str("</svg>");
+    o
+}
+
 /// A self-contained HTML page (no scripts, no network): median wall time per
 /// configuration with min–max whiskers, pages swapped out, major faults, and
 /// the table.
@@ -457,19 +514,24 @@ pub fn trial_html(r: &TrialReport) -> String {
     }
     for n in names.iter().take(8) {
         let unit = unit_of(&r.runs, n).unwrap_or_default();
-        let stat = |s: &ConfigSummary| {
-            let m = s.metrics.iter().find(|m| &m.name == n)?;
-            Some(Stats {
-                median: m.interval.median,
-                min: m.min,
-                max: m.max,
+        let per_run: Vec<(String, Vec<f64>)> = r
+            .summaries
+            .iter()
+            .map(|s| {
+                let v = r
+                    .runs
+                    .iter()
+                    .filter(|x| x.config == s.config && x.outcome.ok())
+                    .filter_map(|x| metric_value(x, n))
+                    .collect();
+                (s.config.clone(), v)
             })
-        };
+            .collect();
         o.push_str("<br>");
-        o.push_str(&svg_bars(
-            &format!("{n}, median with min–max"),
+        o.push_str(&svg_strip(
+            &format!("{n}, every run (median marked)"),
             &unit,
-            &rows(&stat),
+            &per_run,
         ));
     }
     let _ = writeln!(o, "<pre>{}</pre></body></html>", esc(&trial_table(r)));
@@ -629,6 +691,40 @@ mod tests {
         assert_eq!(rows[2][0], "disk");
         assert_eq!(rows[2][4], "6.6");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
+    }
+
+    #[test]
+    fn a_metric_is_a_strip_of_runs_and_a_table_block() {
+        let mut r = report();
+        for (i, x) in r.runs.iter_mut().enumerate() {
+            x.metrics.push(zmem_trial::Metric {
+                name: "get_max_ms".into(),
+                value: 10.0 + i as f64,
+                unit: Some("ms".into()),
+                source: "ZMEM_METRICS".into(),
+            });
+        }
+        let (configs, _) = sample();
+        r.summaries = summarise(&configs, "disk", &r.runs);
+        let m: zmem_trial::MetricSpec = "get_max_ms".parse().unwrap();
+        r.decision = Some(zmem_trial::judge(&r.runs, &configs, &m));
+        let h = trial_html(&r);
+        assert_eq!(h.matches("<svg").count(), 4);
+        // Six runs exited 0 (disk's and zram's three each); none's were killed.
+        assert_eq!(h.matches("<circle").count(), 6, "{h}");
+        assert!(h.contains("no runs reported it"));
+        let t = trial_table(&r);
+        assert!(t.contains("get_max_ms  ms"), "{t}");
+        assert!(t.contains("- 0/3"), "{t}");
+        assert!(t.contains("decided by get_max_ms (lower is better"), "{t}");
+        assert!(t.contains("none: cannot win: 3 of 3 runs failed"), "{t}");
+        assert!(t.contains("(--repeat 6 could decide)"), "{t}");
+        let c = trial_csv(&r);
+        let rows: Vec<Vec<&str>> = c.lines().map(|l| l.split(',').collect()).collect();
+        assert!(rows.iter().all(|x| x.len() == rows[0].len()), "{c}");
+        assert!(
+            rows[0].contains(&"get_max_ms_ci_low") && rows[0].contains(&"standing_by_get_max_ms")
+        );
     }
 
     #[test]
