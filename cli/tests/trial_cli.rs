@@ -638,6 +638,42 @@ fn a_workload_metric_decides_with_median_and_interval() {
     assert_eq!(d["leader"], "zram:lz4");
     assert_eq!(d["behind"], serde_json::json!(["disk"]));
     assert_eq!(d["settled"], true);
+    // With --stop-behind and nine rounds, disk (clearly behind at the look
+    // after round 6) runs no more: 6 + 9 runs.
+    let out = zmem()
+        .args([
+            "trial", "--memory", "64M", "--config", "disk", "--config", "zram:lz4",
+        ])
+        .args([
+            "--metric",
+            "get_max_ms",
+            "--repeat",
+            "9",
+            "--stop-behind",
+            "--format",
+            "json",
+        ])
+        .args(["--", "/bin/sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    let of = |c: &str| runs.iter().filter(|x| x["config"] == c).count();
+    assert_eq!(
+        (of("disk"), of("zram:lz4")),
+        (6, 9),
+        "{}",
+        r["stopped_early"]
+    );
+    assert_eq!(r["stopped_early"][0]["config"], "disk");
+    assert_eq!(r["stopped_early"][0]["after_round"], 6);
+    assert_eq!(r["decision"]["leader"], "zram:lz4");
+    assert_eq!(r["decision"]["settled"], true);
     // The table says it, with the margin.
     let out = run("table");
     let t = String::from_utf8_lossy(&out.stdout);

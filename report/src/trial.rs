@@ -291,6 +291,13 @@ pub fn trial_table(r: &TrialReport) -> String {
     for d in &r.other_decisions {
         out.push_str(&decision_text(r, d));
     }
+    for s in &r.stopped_early {
+        let _ = writeln!(
+            out,
+            "{} stopped after round {}: {}",
+            s.config, s.after_round, s.why
+        );
+    }
     if r.interrupted {
         out.push_str("(interrupted: only the runs that completed are shown)\n");
     }
@@ -612,6 +619,7 @@ mod tests {
             runs,
             decision: None,
             other_decisions: vec![],
+            stopped_early: vec![],
         }
     }
 

@@ -84,6 +84,10 @@ pub struct Args {
     /// repeat the flag, the first decides [default: wall_s]
     #[arg(long = "metric", value_name = "NAME", value_parser = |s: &str| s.parse::<trial::MetricSpec>())]
     pub metrics: Vec<trial::MetricSpec>,
+    /// Stop running a configuration once the deciding metric shows it clearly behind the leader
+    /// (or a run of it failed), at the verdict's looks: after rounds 6, 8, 11, 15, …
+    #[arg(long)]
+    pub stop_behind: bool,
     /// Configuration the ratio column compares to [default: disk if given, else the first]
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
@@ -265,6 +269,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         page_cluster: args.page_cluster,
         metrics: args.metrics,
         service,
+        stop_behind: args.stop_behind,
     };
     let signals = SignalWatch::install().context("installing signal handlers")?;
     let result = trial::run(&spec, &signals, &mut |line| eprintln!("zmem trial: {line}"));

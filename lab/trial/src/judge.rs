@@ -299,12 +299,23 @@ fn margin(m: &MetricSpec, leader: Option<&Row>) -> (f64, String) {
     }
 }
 
-/// Judge `configs` by metric `m` over `runs`.
+/// Judge `configs` by metric `m` over `runs`, once after all rounds (the
+/// error of the verdict's first look).
 pub fn judge(runs: &[RunRecord], configs: &[String], m: &MetricSpec) -> MetricDecision {
+    judge_at(runs, configs, m, look_error(1))
+}
+
+/// The same at a look that may err with probability `error` (a look during
+/// the rounds spends less, [`crate::look_error`]).
+pub fn judge_at(
+    runs: &[RunRecord],
+    configs: &[String],
+    m: &MetricSpec,
+    error: f64,
+) -> MetricDecision {
     let rows = rows(runs, configs, m);
     let leader = rows.first().filter(|r| r.complete).cloned();
     let (margin, margin_rule) = margin(m, leader.as_ref());
-    let error = look_error(1);
     let mut coverage: Option<f64> = None;
     let mut judged = Vec::new();
     for r in &rows {

@@ -68,8 +68,8 @@ use std::rc::Rc;
 pub use cgroup_settings::CgroupSetting;
 pub use config::{SwapConfig, TrialConfig, DISK_PRIORITY};
 pub use judge::{
-    judge, rounds_for, unit_of, value as metric_value, Judged, MarginSpec, MetricDecision,
-    MetricSpec, Standing, BUILTIN_METRICS, MARGIN_SHARE,
+    judge, judge_at, rounds_for, unit_of, value as metric_value, Judged, MarginSpec,
+    MetricDecision, MetricSpec, Standing, BUILTIN_METRICS, MARGIN_SHARE,
 };
 pub use learn::{learn, Learned};
 pub use measure::ServiceTimes;
@@ -127,6 +127,11 @@ pub struct TrialSpec {
     /// `--service`: a server in the cgroup and its load outside it (then
     /// `command` is empty).
     pub service: Option<ServiceSpec>,
+    /// Stop running a configuration once the deciding metric (the first of
+    /// `metrics`, else wall time) shows it clearly behind the leader, or a
+    /// run of it failed, at the verdict's looks (round 6, 8, 11, …; each
+    /// look spends its share of the error). `zmem tune` sets it.
+    pub stop_behind: bool,
 }
 
 /// Why a trial did not run or did not finish.
@@ -532,6 +537,7 @@ fn set_sysctls(
 #[derive(Default)]
 struct Rounds {
     runs: Vec<RunRecord>,
+    stopped: Vec<report::StoppedEarly>,
     cleanup_errors: Vec<String>,
     interrupted: bool,
 }
@@ -553,13 +559,21 @@ impl Trial<'_> {
         let pid = std::process::id();
         let mut n = 0u32;
         let k = spec.configs.len();
+        let mut look_at = FIRST_LOOK;
         for round in 1..=spec.repeat {
+            if spec.stop_behind && round as usize > look_at {
+                look_at = next_look(round as usize - 1);
+                self.stop_behind(round - 1, done, progress);
+            }
             let shift = if spec.interleave {
                 (round as usize - 1) % k
             } else {
                 0
             };
             for cfg in (0..k).map(|j| &spec.configs[(j + shift) % k]) {
+                if done.stopped.iter().any(|s| s.config == cfg.to_string()) {
+                    continue;
+                }
                 if self.signals.fired() {
                     done.interrupted = true;
                     return;
@@ -584,6 +598,52 @@ impl Trial<'_> {
                     return;
                 }
             }
+        }
+    }
+
+    /// A look after `rounds` rounds: the configurations clearly behind the
+    /// leader in the deciding metric, or with a failed run, run no more.
+    fn stop_behind(&self, rounds: u32, done: &mut Rounds, progress: &mut dyn FnMut(&str)) {
+        let m = self
+            .spec
+            .metrics
+            .first()
+            .cloned()
+            .unwrap_or_else(MetricSpec::wall);
+        let running: Vec<String> = self
+            .spec
+            .configs
+            .iter()
+            .map(|c| c.to_string())
+            .filter(|c| !done.stopped.iter().any(|s| &s.config == c))
+            .collect();
+        let d = judge_at(
+            &done.runs,
+            &running,
+            &m,
+            look_error(look_index(rounds as usize)),
+        );
+        let Some(leader) = d.leader.clone() else {
+            return;
+        };
+        for j in d
+            .judged
+            .iter()
+            .filter(|j| matches!(j.standing, Standing::Behind | Standing::Failed))
+        {
+            let why = match (j.standing, j.behind_leader) {
+                (Standing::Behind, Some(i)) => format!(
+                    "{leader} ahead in {} by {:.4} [{:.4}, {:.4}], beyond the margin {:.4}",
+                    m.name, i.median, i.ci_low, i.ci_high, d.margin
+                ),
+                _ => "a run failed: it cannot win".into(),
+            };
+            progress(&format!("after round {rounds}: {} stops: {why}", j.config));
+            done.stopped.push(report::StoppedEarly {
+                config: j.config.clone(),
+                after_round: rounds,
+                why,
+            });
         }
     }
 
@@ -804,6 +864,7 @@ fn build_report(
         interrupted: done.interrupted,
         decision,
         other_decisions,
+        stopped_early: done.stopped,
         runs: done.runs,
     }
 }
@@ -828,6 +889,7 @@ mod tests {
             page_cluster: None,
             metrics: vec![],
             service: None,
+            stop_behind: false,
         }
     }
 

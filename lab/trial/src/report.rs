@@ -162,6 +162,18 @@ pub struct TrialReport {
     /// The same for every further `--metric`.
     #[serde(default)]
     pub other_decisions: Vec<MetricDecision>,
+    /// Configurations that ran no more once clearly behind (`zmem tune`).
+    #[serde(default)]
+    pub stopped_early: Vec<StoppedEarly>,
+}
+
+/// A configuration that ran no more rounds: clearly behind, or a run failed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoppedEarly {
+    pub config: String,
+    /// The look's round.
+    pub after_round: u32,
+    pub why: String,
 }
 
 fn ratio(orig: u64, compr: u64) -> Option<f64> {
@@ -498,6 +510,7 @@ mod tests {
             runs,
             decision: None,
             other_decisions: vec![],
+            stopped_early: vec![],
         }
     }
 

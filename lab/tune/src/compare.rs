@@ -342,6 +342,7 @@ pub(crate) mod tests {
             interrupted: false,
             decision: None,
             other_decisions: vec![],
+            stopped_early: vec![],
             summaries: summarise(&names, "disk", &runs),
             runs,
         }

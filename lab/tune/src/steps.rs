@@ -93,6 +93,7 @@ fn preflight(s: &TuneSpec, sys: &Sys) -> Result<()> {
         page_cluster: None,
         metrics: Vec::new(),
         service: None,
+        stop_behind: false,
     };
     trial::preflight(&probe, sys)?;
     Ok(())
@@ -182,6 +183,7 @@ fn empty_report(s: &TuneSpec) -> TrialReport {
         summaries: Vec::new(),
         decision: None,
         other_decisions: Vec::new(),
+        stopped_early: Vec::new(),
     }
 }
 
@@ -332,6 +334,9 @@ fn measure(
         page_cluster: None,
         metrics: vec![s.metric()],
         service: None,
+        // A candidate clearly behind (or with a failed run) runs no more
+        // rounds: tune's cost does not grow with --repeat for the losers.
+        stop_behind: true,
     };
     trial::run(&spec, signals, &mut |l| progress(&format!("measure: {l}")))
 }
@@ -401,7 +406,7 @@ fn estimate(s: &TuneSpec, candidates: usize, learn_s: f64) -> String {
         }
     };
     format!(
-        "measure: {candidates} candidates × {} rounds = {runs} runs, each at least the {:.1} s the learning run took: {} or more (swapping makes runs longer; the load average makes them noisier)",
+        "measure: {candidates} candidates × {} rounds = {runs} runs (fewer when one is clearly behind at a look), each at least the {:.1} s the learning run took: {} or more if all run (swapping makes runs longer; the load average makes them noisier)",
         s.repeat,
         learn_s,
         minutes(at_least)
