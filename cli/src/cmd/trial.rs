@@ -53,6 +53,43 @@ pub fn builtin_command(kind: Builtin, size: u64) -> anyhow::Result<(Vec<String>,
     ))
 }
 
+/// `--service`, `--ready`, `--ready-timeout`, `--fill`, `--load`: a server in the
+/// memory-limited cgroup and its load outside it (trial and tune).
+#[derive(clap::Args, Debug)]
+pub struct ServiceArgs {
+    /// A server to run in the memory-limited cgroup (one shell command line), with --load; it is
+    /// stopped after each run, with everything it started
+    #[arg(long, value_name = "CMD", requires_all = ["load", "ready"], conflicts_with_all = ["builtin", "command"])]
+    pub service: Option<String>,
+    /// When --service is ready: tcp:PORT (127.0.0.1:PORT accepts), unix:PATH (the socket accepts)
+    /// or line:REGEX (a line of its standard output matches)
+    #[arg(long, value_name = "HOW", requires = "service", value_parser = |s: &str| s.parse::<trial::Ready>())]
+    pub ready: Option<trial::Ready>,
+    /// How long --service may take to be ready
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::args::duration)]
+    pub ready_timeout: std::time::Duration,
+    /// Run once --service is ready, before --load, outside the cgroup (one shell command line)
+    #[arg(long, value_name = "CMD", requires = "service")]
+    pub fill: Option<String>,
+    /// The load generator, outside the cgroup (one shell command line); its output is read for
+    /// metrics (redis-benchmark --csv, pgbench, fio json, sysbench) and its wall time is the run's
+    #[arg(long, value_name = "CMD", requires = "service")]
+    pub load: Option<String>,
+}
+
+impl ServiceArgs {
+    /// The service with its load, when `--service` was given (clap requires the rest).
+    pub fn spec(&self) -> Option<trial::ServiceSpec> {
+        Some(trial::ServiceSpec {
+            service: self.service.clone()?,
+            ready: self.ready.clone()?,
+            ready_timeout: self.ready_timeout,
+            fill: self.fill.clone(),
+            load: self.load.clone()?,
+        })
+    }
+}
+
 /// Arguments of `zmem trial`.
 #[derive(clap::Args, Debug)]
 #[command(
@@ -104,24 +141,8 @@ pub struct Args {
     /// Run even though active swap or enabled zswap would distort the results
     #[arg(long)]
     pub force: bool,
-    /// A server to run in the memory-limited cgroup (one shell command line), with --load; it is
-    /// stopped after each run, with everything it started
-    #[arg(long, value_name = "CMD", requires_all = ["load", "ready"], conflicts_with_all = ["builtin", "command"])]
-    pub service: Option<String>,
-    /// When --service is ready: tcp:PORT (127.0.0.1:PORT accepts), unix:PATH (the socket accepts)
-    /// or line:REGEX (a line of its standard output matches)
-    #[arg(long, value_name = "HOW", requires = "service", value_parser = |s: &str| s.parse::<trial::Ready>())]
-    pub ready: Option<trial::Ready>,
-    /// How long --service may take to be ready
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::args::duration)]
-    pub ready_timeout: std::time::Duration,
-    /// Run once --service is ready, before --load, outside the cgroup (one shell command line)
-    #[arg(long, value_name = "CMD", requires = "service")]
-    pub fill: Option<String>,
-    /// The load generator, outside the cgroup (one shell command line); its output is read for
-    /// metrics (redis-benchmark --csv, pgbench, fio json, sysbench) and its wall time is the run's
-    #[arg(long, value_name = "CMD", requires = "service")]
-    pub load: Option<String>,
+    #[command(flatten)]
+    pub service: ServiceArgs,
     /// Run a built-in workload instead of COMMAND
     #[arg(long, value_enum, conflicts_with = "command")]
     pub builtin: Option<Builtin>,
@@ -207,16 +228,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(r) = &args.report {
         super::lab_run::check_report(r, args.overwrite)?; // refused before the trial, not after
     }
-    let service = match (&args.service, &args.load, &args.ready) {
-        (Some(s), Some(l), Some(r)) => Some(trial::ServiceSpec {
-            service: s.clone(),
-            ready: r.clone(),
-            ready_timeout: args.ready_timeout,
-            fill: args.fill.clone(),
-            load: l.clone(),
-        }),
-        _ => None,
-    };
+    let service = args.service.spec();
     let (command, workload, builtin_size) = match (args.builtin, args.command.is_empty()) {
         (None, true) if service.is_some() => {
             let s = service.as_ref().expect("matched");

@@ -83,6 +83,8 @@ pub struct Args {
     /// Undo what a tune or trial killed with SIGKILL left behind, and exit
     #[arg(long)]
     pub recover: bool,
+    #[command(flatten)]
+    pub service: super::trial::ServiceArgs,
     /// The workload to run (after `--`)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -90,6 +92,12 @@ pub struct Args {
 
 /// The workload: its command and short name.
 fn workload(a: &Args, memory: u64) -> Result<(Vec<String>, String)> {
+    if let Some(s) = a.service.spec() {
+        if a.corpus.is_some() {
+            bail!("--corpus replays pages as the workload; give it or --service, not both");
+        }
+        return Ok((Vec::new(), format!("{} (load: {})", s.service, s.load)));
+    }
     match (a.builtin, a.command.is_empty(), &a.corpus) {
         (Some(kind), true, _) => builtin_command(kind, a.size.unwrap_or(2 * memory)),
         (None, false, _) => {
@@ -146,6 +154,7 @@ pub fn run(a: Args) -> Result<()> {
         rounds: a.rounds,
         requests: a.requests,
         metric: a.metric.clone(),
+        service: a.service.spec(),
     };
     let signals = SignalWatch::install().context("installing signal handlers")?;
     let result = zmem_tune::run(&spec, &signals, &mut |l| eprintln!("zmem tune: {l}"));

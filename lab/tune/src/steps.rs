@@ -49,6 +49,9 @@ pub struct TuneSpec {
     pub requests: usize,
     /// `--metric`: rank and pick by this figure (wall time without it).
     pub metric: Option<zmem_trial::MetricSpec>,
+    /// `--service`: a server in the cgroup and its load outside it (then
+    /// `command` is empty): learned, captured and trialed as one workload.
+    pub service: Option<zmem_trial::ServiceSpec>,
 }
 
 impl TuneSpec {
@@ -67,9 +70,9 @@ fn validate(s: &TuneSpec) -> Result<()> {
     if s.repeat == 0 || s.candidates == 0 || s.rounds == 0 {
         bail!("--repeat, --candidates and --rounds must be at least 1");
     }
-    if s.command.is_empty() {
+    if s.command.is_empty() && s.service.is_none() {
         bail!(
-            "no workload: give --builtin {}, --corpus FILE or `-- COMMAND [ARGS]`",
+            "no workload: give --builtin {}, --corpus FILE, `-- COMMAND [ARGS]` or --service CMD --load CMD",
             trial::workload::names()
         );
     }
@@ -92,7 +95,7 @@ fn preflight(s: &TuneSpec, sys: &Sys) -> Result<()> {
         swappiness: None,
         page_cluster: None,
         metrics: Vec::new(),
-        service: None,
+        service: s.service.clone(),
         stop_behind: false,
     };
     trial::preflight(&probe, sys)?;
@@ -143,7 +146,7 @@ fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
         }
         c.seconds += t.elapsed().as_secs_f64();
     };
-    let learned = trial::learn(&s.command, signals, &hook)?;
+    let learned = trial::learn(&s.command, s.service.as_ref(), signals, &hook)?;
     interrupted(s, signals)?;
     if !learned.record.outcome.ok() {
         bail!(
@@ -333,7 +336,7 @@ fn measure(
         swappiness: None,
         page_cluster: None,
         metrics: vec![s.metric()],
-        service: None,
+        service: s.service.clone(),
         // A candidate clearly behind (or with a failed run) runs no more
         // rounds: tune's cost does not grow with --repeat for the losers.
         stop_behind: true,
