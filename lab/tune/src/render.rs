@@ -127,7 +127,7 @@ fn main_rows(t: &Tune) -> Vec<Vec<String>> {
         "pred wall s",
         "wall s",
         "ci",
-        "vs leader s",
+        "vs leader",
         "maj faults",
         "psi some s",
         "psi full s",
@@ -135,6 +135,18 @@ fn main_rows(t: &Tune) -> Vec<Vec<String>> {
         "notes",
     ];
     let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    // The leader's advantage, in the deciding metric's unit.
+    rows[0][7] = match t.decision.as_ref() {
+        Some(d) if !d.by_wall() => format!(
+            "leader better in {}{}",
+            d.metric,
+            d.unit
+                .as_deref()
+                .map(|u| format!(" ({u})"))
+                .unwrap_or_default()
+        ),
+        _ => "vs leader s".into(),
+    };
     for m in &t.measured {
         let Some(c) = t
             .candidates
