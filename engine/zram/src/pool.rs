@@ -47,6 +47,7 @@ pub(crate) fn options(kernel: &KernelModel) -> PoolOptions {
             ChainRule::LeastWaste => zmem_zpool::ChainRule::LeastWaste,
             ChainRule::MostUsedPercent => zmem_zpool::ChainRule::MostUsedPercent,
         },
+        page_size: kernel.page_size(),
     }
 }
 

@@ -98,7 +98,7 @@ pub(crate) fn shared_pool(
         base: region.base() as u64,
     };
     let o = crate::pool::options(kernel);
-    let pool = ZsPool::shared(o.chain_size, o.chain_rule, region).map_err(|e| e.to_string())?;
+    let pool = ZsPool::shared(o, region).map_err(|e| e.to_string())?;
     Ok((Box::new(pool), shared))
 }
 

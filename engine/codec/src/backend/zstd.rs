@@ -156,10 +156,11 @@ impl Backend for ZstdBackend {
 /// (libzstd does not pass one to a sequence producer).
 fn old_dfast(params: &Params, level: i32) -> Option<(Finder, (u32, u32, u32))> {
     let kernel = params.kernel.filter(|_| params.dict.is_none())?;
+    let page = params.page();
     if LIB_ZSTD_1_5_2.contains(kernel) {
-        dfast_params(level).map(|p| (Finder::V1_5_2, p))
+        dfast_params(level, page).map(|p| (Finder::V1_5_2, p))
     } else if LIB_ZSTD_1_4_10.contains(kernel) && level == DEFAULT_LEVEL {
-        Some((Finder::V1_4_10, crypto_dfast_params()))
+        Some((Finder::V1_4_10, crypto_dfast_params(page)))
     } else {
         None
     }
