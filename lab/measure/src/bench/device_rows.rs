@@ -38,6 +38,10 @@ pub struct Options {
     /// running kernel's when kernel rows are measured (so both sides are the
     /// same version), else the newest zmem models ([`super::device::engine_model`]).
     pub kernel_model: Option<KernelModel>,
+    /// The page size of the kernel the engine models (4096, 16384 or 65536;
+    /// `None`: 4096): the corpus is cut into such pages, one per slot, and
+    /// kernel rows are measured only when the running kernel has that page.
+    pub page_size: Option<usize>,
 }
 
 /// Bytes the write phase writes at least when `write_passes` is 0.
@@ -71,6 +75,7 @@ impl Default for Options {
             write_passes: 0,
             floor: false,
             kernel_model: None,
+            page_size: None,
         }
     }
 }
@@ -203,9 +208,14 @@ impl Row {
 /// The `huge_class_size` an engine device with `algo` uses: objects this
 /// large or larger are stored as whole pages.
 pub(crate) fn huge_class_size(algo: &str, params: &Params) -> Result<usize, String> {
+    let page = params.page();
+    let kernel = KernelModel::default()
+        .with_page_size(page)
+        .map_err(|e| e.to_string())?;
     let dev = Zram::builder()
+        .kernel(kernel)
         .algorithm(algo, params.clone())
-        .disksize(PAGE_SIZE as u64)
+        .disksize(page as u64)
         .build()
         .map_err(|e| e.message)?;
     Ok(dev.huge_class_size())
