@@ -33,9 +33,12 @@ pub use stream_pool::{PooledStream, StreamPool};
 /// The page size zram works in by default (4 KiB: x86-64 and most arm64).
 pub const PAGE_SIZE: usize = 4096;
 
-/// The page sizes a stream compresses (`PAGE_SHIFT` 12, 14 and 16; the
-/// kernel models of zmem_kernel's `PAGE_SHIFTS`).
-pub const PAGE_SIZES: [usize; 3] = [4096, 16384, 65536];
+/// The page sizes a stream compresses: those of the kernels zmem models
+/// (zmem_kernel's `PAGE_SHIFTS`: 4, 16 and 64 KiB).
+pub const PAGE_SIZES: [usize; 3] = {
+    let s = zmem_kernel::PAGE_SHIFTS;
+    [1 << s[0], 1 << s[1], 1 << s[2]]
+};
 
 /// A destination buffer that fits any codec's worst case for one 4 KiB page
 /// (the kernel's zcomp buffer is 2 x PAGE_SIZE).

@@ -83,7 +83,7 @@ impl Corpus {
     /// does). A last partial page is filled with zeros, as a short write
     /// leaves it.
     pub fn with_page_size(mut self, page_size: usize) -> Result<Self> {
-        if ![4096, 16384, 65536].contains(&page_size) {
+        if !zmem_codec::PAGE_SIZES.contains(&page_size) {
             bail!("page size {page_size}: zmem models 4096, 16384 and 65536-byte pages");
         }
         let whole = self.data.len().next_multiple_of(page_size);

@@ -350,6 +350,7 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
     let tag = |mut rows: Vec<Row>, version: Option<String>| {
         for r in &mut rows {
             r.kernel.clone_from(&version);
+            r.page_size = Some(page);
         }
         rows
     };
@@ -413,7 +414,11 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
     });
     Report {
         rows,
-        engine_kernel: model.to_string(),
+        engine_kernel: if page == PAGE_SIZE {
+            model.to_string()
+        } else {
+            format!("{model} ({} KiB pages)", page / 1024)
+        },
         engine_kernel_why: why,
         overhead,
         kernel_missing,

@@ -113,6 +113,9 @@ pub struct Row {
     /// The kernel version of the row's zram: the version an engine row
     /// behaves as, the running kernel's for a kernel row; none for codec rows.
     pub kernel: Option<String>,
+    /// The page size of the row's zram (bytes per slot: 4096, or 16384 and
+    /// 65536 under `--page-size`); none for codec rows.
+    pub page_size: Option<usize>,
     /// Why there are no numbers (algorithm unavailable, device error).
     pub reason: Option<String>,
     pub orig_data_size: Option<u64>,
@@ -149,6 +152,7 @@ impl Row {
             page_cluster: None,
             threads,
             kernel: None,
+            page_size: None,
             reason: Some(reason),
             orig_data_size: None,
             compr_data_size: None,
@@ -184,6 +188,7 @@ impl Row {
             page_cluster: Some(read.page_cluster),
             threads,
             kernel: None,
+            page_size: None,
             reason: None,
             orig_data_size: Some(m.orig_data_size),
             compr_data_size: Some(m.compr_data_size),
