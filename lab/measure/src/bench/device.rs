@@ -389,7 +389,18 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
                 what: format!("{algo} codec floor"),
             });
             done += 1;
-            rows.extend(super::floor::run_floor(corpus, algo, opts));
+            if page == PAGE_SIZE {
+                rows.extend(super::floor::run_floor(corpus, algo, opts));
+            } else {
+                let why = "the codec floor (--floor) is measured at 4 KiB pages only".to_string();
+                rows.push(Row::unavailable(
+                    Target::Codec,
+                    algo,
+                    &corpus.name,
+                    opts.threads.max(1),
+                    why,
+                ));
+            }
         }
         if kernel_algos.contains(algo) {
             let mut step = |what: &str| {
