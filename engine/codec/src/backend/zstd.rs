@@ -29,7 +29,7 @@
 //!   double-fast at those parameters runs under libzstd 1.5.7's entropy
 //!   stage, and every fixture page equals 6.1's.
 
-use zstd_safe::{CCtx, CParameter, DCtx};
+use zstd_safe::{CCtx, CParameter, DCtx, ParamSwitch};
 
 use zmem_kernel::KernelSpan;
 
@@ -129,6 +129,12 @@ impl Backend for ZstdBackend {
             .map_err(|c| lib("set checksum", c))?;
         cctx.set_parameter(CParameter::ContentSizeFlag(true))
             .map_err(|c| lib("set content size", c))?;
+        // The kernel's lib/zstd is built without SIMD (no __SSE2__, no
+        // __ARM_NEON), so its row-based match finder runs only above a 2^17
+        // window, never on a page; libzstd here has SIMD and would use it
+        // from 2^15 (a 64 KiB page). At 4 and 16 KiB this changes nothing.
+        cctx.set_parameter(CParameter::UseRowMatchFinder(ParamSwitch::Disable))
+            .map_err(|c| lib("set row match finder", c))?;
         if let Some(dict) = params.dict_slice() {
             if dict.is_empty() {
                 return Err(CodecError::invalid_param(NAME, "dict is empty"));
