@@ -29,7 +29,9 @@ pub mod testutil;
 mod version;
 pub mod zswap;
 
-pub use attrs::{zram_attr, Kernels, Mode, ZramAttr, BLOCK_ATTRS, ZRAM_ATTRS};
+pub use attrs::{
+    attr, zram_attr, Change, Feature, Kernels, Mode, Syntax, ZramAttr, BLOCK_ATTRS, ZRAM_ATTRS,
+};
 pub use errno::Errno;
 pub use error::AttrError;
 pub use model::{ChainRule, KernelModel, ModelError, SameFilled, ZSWAP_STATS};
