@@ -66,6 +66,20 @@ pub mod attr {
     pub const BLOCK_STATE: &str = "block_state";
 }
 
+/// The page types `writeback` and `recompress` select (`type=NAME`, or
+/// writeback's mode word before 6.16), as zram_drv.c spells them.
+pub mod page_type {
+    pub const IDLE: &str = "idle";
+    pub const HUGE: &str = "huge";
+    pub const HUGE_IDLE: &str = "huge_idle";
+    /// Writeback only (6.2): pages recompression could not shrink.
+    pub const INCOMPRESSIBLE: &str = "incompressible";
+    /// What `recompress type=` takes.
+    pub const RECOMPRESS: [&str; 3] = [IDLE, HUGE, HUGE_IDLE];
+    /// What `writeback` takes (6.2+; 6.1 lacks `incompressible`).
+    pub const WRITEBACK: [&str; 4] = [IDLE, HUGE, HUGE_IDLE, INCOMPRESSIBLE];
+}
+
 /// Who may read or write an attribute (the kernel's `DEVICE_ATTR_RO/WO/RW`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

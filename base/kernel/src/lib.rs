@@ -30,7 +30,8 @@ mod version;
 pub mod zswap;
 
 pub use attrs::{
-    attr, zram_attr, Change, Feature, Kernels, Mode, Syntax, ZramAttr, BLOCK_ATTRS, ZRAM_ATTRS,
+    attr, page_type, zram_attr, Change, Feature, Kernels, Mode, Syntax, ZramAttr, BLOCK_ATTRS,
+    ZRAM_ATTRS,
 };
 pub use errno::Errno;
 pub use error::AttrError;

@@ -176,9 +176,10 @@ fn check_recompress_params(params: &[(String, String)]) -> Result<(), String> {
     for (k, v) in params {
         match k.as_str() {
             "type" => {
-                if !["idle", "huge", "huge_idle"].contains(&v.as_str()) {
+                if !zmem_kernel::page_type::RECOMPRESS.contains(&v.as_str()) {
                     return Err(format!(
-                        "recompression type must be idle, huge or huge_idle, not `{v}`"
+                        "recompression type must be one of {}, not `{v}`",
+                        zmem_kernel::page_type::RECOMPRESS.join(", ")
                     ));
                 }
             }
