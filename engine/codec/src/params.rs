@@ -5,15 +5,6 @@ use zmem_kernel::KernelVersion;
 
 use crate::CodecError;
 
-/// The algorithms that take `dict=` (their `INFO` lists the key), in registry order.
-fn dict_takers() -> Vec<&'static str> {
-    crate::all()
-        .iter()
-        .filter(|b| b.info().takes_dict())
-        .map(|b| b.name())
-        .collect()
-}
-
 /// Parameters as zram's `algorithm_params` has them.
 ///
 /// `None` means the backend's default (the kernel's default for that algorithm).
@@ -86,10 +77,7 @@ impl Params {
         if self.dict.is_some() {
             return Err(CodecError::invalid_param(
                 algo,
-                format!(
-                    "{algo} takes no dictionary (dict= is accepted by {})",
-                    dict_takers().join(", ")
-                ),
+                format!("{algo} takes no dictionary (`zmem codecs` lists the algorithms that take dict=)"),
             ));
         }
         Ok(())
