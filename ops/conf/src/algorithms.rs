@@ -117,17 +117,21 @@ pub fn parse_optional_algorithms(s: &str) -> Result<(Option<Algorithms>, Vec<Str
     Ok((Some(a), warnings))
 }
 
-/// An algorithm's parameters as zram-generator passes them (words `key=value`): words that
-/// are not `key=value` are dropped with a warning (the kernel skips them); a level that is
-/// no number makes the kernel refuse the whole algorithm_params write, so all are dropped.
+/// An algorithm's parameters as zram-generator passes them (words `key=value`). A word
+/// that is not `key=value`, or a level that is no number, makes the kernel refuse the whole
+/// algorithm_params write (`algorithm_params_store`: a token without a value is EINVAL), so
+/// zram-generator's device ends with none of them: all are dropped, with a warning.
 fn params_of(name: &str, params: &str, warnings: &mut Vec<String>) -> Result<Params, String> {
     let mut kv = Vec::new();
     for p in params.split_whitespace() {
         match p.split_once('=') {
             Some((k, v)) if !k.is_empty() => kv.push((k.to_string(), v.to_string())),
-            _ => warnings.push(format!(
-                "{name}: parameter `{p}` is not key=value; the kernel ignores it; not written"
-            )),
+            _ => {
+                warnings.push(format!(
+                    "{name}: parameter `{p}` is not key=value: at boot zram-generator writes `{params}` and the kernel refuses the whole algorithm_params write; none of them written"
+                ));
+                return Ok(Vec::new());
+            }
         }
     }
     if let Some((_, v)) = kv
