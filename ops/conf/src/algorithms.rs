@@ -162,7 +162,11 @@ fn global_params(inner: &str, warnings: &mut Vec<String>) -> Result<Params, Stri
             )),
         }
     }
-    check_recompress_params(&kept)?;
+    check_recompress_params(&kept).map_err(|e| {
+        format!(
+            "{e} (zram-generator keeps this group without reading it, so at boot it is ignored; zmem refuses it because `zmem policy` recompresses with it)"
+        )
+    })?;
     Ok(kept)
 }
 

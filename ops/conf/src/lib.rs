@@ -492,7 +492,11 @@ mod tests {
         assert!(a.recompress_params.is_empty() && w[0].contains("no recompression algorithm"));
         let (a, w) = parse_algorithms_with_warnings("zstd lz4 (recompargs)").unwrap();
         assert!(a.recompress_params.is_empty() && w[0].contains("`recompargs` is not key=value"));
-        assert!(parse_algorithms("zstd lz4 (type=cold)").is_err());
+        let e = parse_algorithms("zstd lz4 (type=cold)").unwrap_err();
+        assert!(
+            e.contains("`cold`") && e.contains("zram-generator keeps this group"),
+            "{e}"
+        );
         assert!(parse_algorithms("").is_err());
     }
 
