@@ -55,6 +55,7 @@ const MODES: [(&str, &[&str]); 10] = [
             "requests",
             "no-kernel",
             "kernel",
+            "page-size",
         ],
     ),
     (
@@ -67,6 +68,7 @@ const MODES: [(&str, &[&str]); 10] = [
             "requests",
             "no-kernel",
             "kernel",
+            "page-size",
         ],
     ),
     (

@@ -153,6 +153,11 @@ struct DeviceArgs {
     /// kernel's when kernel rows are measured, else the newest modeled]
     #[arg(long, value_name = "VERSION", value_parser = crate::args::kernel)]
     kernel: Option<zmem_kernel::KernelModel>,
+    /// The page size of the kernel the engine rows model: 4K, 16K (arm64 16 KiB kernels:
+    /// Raspberry Pi 5, Asahi, Android) or 64K (ppc64el, RHEL aarch64). The corpus is cut into
+    /// such pages; kernel rows need a running kernel with that page size (docs/page-size.md)
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::page_size)]
+    page_size: Option<usize>,
 }
 
 /// `zmem bench codecs`.
@@ -477,6 +482,9 @@ pub struct Args {
     /// Device mode: the kernel version whose zram the engine rows behave as
     #[arg(hide = true, long, value_name = "VERSION", value_parser = crate::args::kernel)]
     pub kernel: Option<zmem_kernel::KernelModel>,
+    /// Device mode: the page size of the kernel the engine rows model (4K, 16K, 64K)
+    #[arg(hide = true, long, value_name = "SIZE", value_parser = crate::args::page_size)]
+    pub page_size: Option<usize>,
     /// Device mode: add `codec` rows, the floor under any engine: the codec alone on the same
     /// pages and the same random requests (no slot table, allocator or locks), with the
     /// codec/kernel ratios beside engine/kernel (docs/lab.md, "The codec floor")
@@ -584,6 +592,7 @@ impl Args {
         (self.corpus, self.algo, self.format) = (m.corpus, m.algo, m.format);
         (self.level, self.threads, self.requests) = (m.level, m.threads, m.requests);
         (self.no_kernel, self.kernel) = (m.no_kernel, m.kernel);
+        self.page_size = m.page_size;
     }
 
     /// The mode the old flags choose (in the order they always took precedence), and the

@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, LazyLock};
 
-use zmem_codec::{Params, PAGE_SIZE};
+use zmem_codec::Params;
 use zmem_kernel::attr;
 
 use crate::device::Zram;
@@ -274,7 +274,7 @@ impl Zram {
             ));
         }
         let _cfg = self.lock_config();
-        let pages = limit.div_ceil(PAGE_SIZE as u64);
+        let pages = limit.div_ceil(self.page_size() as u64);
         self.limit_pages.store(pages, Relaxed);
         Ok(())
     }

@@ -53,6 +53,7 @@ fn options(args: &super::Args) -> anyhow::Result<Options> {
         kernel: !args.no_kernel,
         floor: args.floor,
         kernel_model: args.kernel,
+        page_size: args.page_size,
         ..Options::default()
     };
     for a in &opts.algorithms {
