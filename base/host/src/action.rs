@@ -29,6 +29,7 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
+use zmem_kernel::attr;
 use zmem_kernel::Errno;
 
 use crate::knob::{self, knob_equal, read_knob};
@@ -207,7 +208,7 @@ impl Action {
         match self {
             Action::Write { path, value } => match zram_reset_id(path) {
                 Some(id) => {
-                    crate::teardown::retry_busy(sys, id, "reset", || sys.write(path, value))
+                    crate::teardown::retry_busy(sys, id, attr::RESET, || sys.write(path, value))
                         .map_err(errno)
                 }
                 None => sys.write(path, value).map_err(errno),

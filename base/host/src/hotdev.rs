@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use zmem_kernel::attr;
 use zmem_kernel::MmStat;
 
 const CONTROL: &str = "/sys/class/zram-control";
@@ -132,10 +133,10 @@ impl HotDevice {
     /// Create a device with `algo` and `disksize` bytes, initialised.
     pub fn with_config(algo: &str, disksize: u64) -> Result<Self, KernelZramUnavailable> {
         let d = Self::create()?;
-        d.write_attr("comp_algorithm", algo).map_err(|e| {
+        d.write_attr(attr::COMP_ALGORITHM, algo).map_err(|e| {
             KernelZramUnavailable(format!("kernel zram has no algorithm {algo}: {e}"))
         })?;
-        d.write_attr("disksize", &disksize.to_string())
+        d.write_attr(attr::DISKSIZE, &disksize.to_string())
             .map_err(|e| KernelZramUnavailable(format!("setting disksize failed: {e}")))?;
         Ok(d)
     }
@@ -174,7 +175,7 @@ impl HotDevice {
 
     /// mm_stat, parsed.
     pub fn mm_stat(&self) -> io::Result<MmStat> {
-        let s = self.read_attr("mm_stat")?;
+        let s = self.read_attr(attr::MM_STAT)?;
         MmStat::parse(&s)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad mm_stat {s:?}")))
     }
@@ -182,7 +183,7 @@ impl HotDevice {
     /// Which algorithms the kernel offers (names from comp_algorithm).
     pub fn algorithms(&self) -> io::Result<Vec<String>> {
         Ok(self
-            .read_attr("comp_algorithm")?
+            .read_attr(attr::COMP_ALGORITHM)?
             .split_whitespace()
             .map(|a| a.trim_matches(|c| c == '[' || c == ']').to_string())
             .collect())

@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-use crate::attrs::{Kernels, ZramAttr, ZRAM_ATTRS};
+use crate::attrs::{attr, Kernels, Syntax, ZramAttr, ZRAM_ATTRS};
 use crate::version::{KernelSpan, KernelVersion};
 
 /// How zsmalloc picks a size class's pages per zspage (`zs_create_pool`).
@@ -63,18 +63,6 @@ const fn v(major: u16, minor: u16) -> KernelVersion {
 /// `ZS_MAX_ZSPAGE_ORDER` 2 and `get_pages_per_zspage`). Debian's 6.12 config
 /// has CONFIG_ZSMALLOC_CHAIN_SIZE=8, the Kconfig default.
 const CONFIGURABLE_CHAIN: KernelVersion = v(6, 3);
-/// `incompressible` writeback, with recompression's INCOMPRESSIBLE flag
-/// (6.2; Debian's 6.1 zram.ko has no such mode word, its 6.12 has).
-const INCOMPRESSIBLE_WRITEBACK: KernelVersion = v(6, 2);
-/// `writeback` as `key=value` tokens: `type=`, `page_indexes=` (history: 6.16;
-/// Debian's 7.3 zram.ko has both keys, its 6.12 neither).
-const KEYED_WRITEBACK: KernelVersion = v(6, 16);
-/// `writeback_batch_size` and the batched pass (6.19).
-const BATCHED_WRITEBACK: KernelVersion = v(6, 19);
-/// `deflate.winbits` in `algorithm_params` (history: 6.16; in Debian's 7.3
-/// zram.ko, not in its 6.12).
-const DEFLATE_WINBITS: KernelVersion = v(6, 16);
-
 impl KernelModel {
     /// The oldest version zmem models (Debian 12's 6.1).
     pub const OLDEST: KernelVersion = v(6, 1);
@@ -167,6 +155,12 @@ impl KernelModel {
             .filter(|a| a.in_kernel_sysfs() && self.has_attr(a))
     }
 
+    /// Whether this kernel's zram takes `syntax` (its attribute exists and
+    /// the change is in this version; [`ZRAM_ATTRS`]' `changes`).
+    pub fn takes(&self, syntax: Syntax) -> bool {
+        self.since(syntax.since())
+    }
+
     /// zsmalloc's longest zspage chain: 4 pages before 6.3
     /// (`ZS_MAX_PAGES_PER_ZSPAGE`), then CONFIG_ZSMALLOC_CHAIN_SIZE (8).
     pub fn zspage_chain_size(&self) -> usize {
@@ -189,36 +183,36 @@ impl KernelModel {
     /// The writeback pass keeps `writeback_batch_size` requests in flight
     /// (6.19); before, it writes one page at a time.
     pub fn batched_writeback(&self) -> bool {
-        self.since(BATCHED_WRITEBACK)
+        self.has(attr::WRITEBACK_BATCH_SIZE)
     }
 
     /// `compressed_writeback` exists (7.0).
     pub fn compressed_writeback(&self) -> bool {
-        self.has("compressed_writeback")
+        self.has(attr::COMPRESSED_WRITEBACK)
     }
 
     /// `writeback` takes the `incompressible` mode (6.2).
     pub fn incompressible_writeback(&self) -> bool {
-        self.since(INCOMPRESSIBLE_WRITEBACK)
+        self.takes(Syntax::IncompressibleWriteback)
     }
 
     /// `writeback` takes `key=value` tokens (`type=`, `page_indexes=`); before
     /// 6.16 it takes one mode word or `page_index=N`.
     pub fn keyed_writeback(&self) -> bool {
-        self.since(KEYED_WRITEBACK)
+        self.takes(Syntax::KeyedWriteback)
     }
 
     /// Recompression's attributes exist (`recomp_algorithm`, `recompress`;
     /// 6.2, with CONFIG_ZRAM_MULTI_COMP).
     pub fn recompression(&self) -> bool {
-        self.has("recompress")
+        self.has(attr::RECOMPRESS)
     }
 
     /// The keys `algorithm_params` acts on (none before the attribute, 6.12).
     pub fn algorithm_params_keys(&self) -> &'static [&'static str] {
-        if !self.has("algorithm_params") {
+        if !self.has(attr::ALGORITHM_PARAMS) {
             &[]
-        } else if self.since(DEFLATE_WINBITS) {
+        } else if self.takes(Syntax::DeflateWinbits) {
             &["priority", "algo", "level", "dict", "deflate.winbits"]
         } else {
             &["priority", "algo", "level", "dict"]

@@ -34,7 +34,7 @@ const ZPOOL: &str = "zsmalloc";
 const WORKER: &str = "paced:4";
 /// Where `bench zswap`'s kernel rows put their swap file (as trial's and tune's --swap-dir).
 const SWAP_DIR: &str = "/var/tmp";
-const WB_TYPE: &str = "idle";
+const WB_TYPE: &str = zmem_kernel::page_type::IDLE;
 
 /// `zmem bench`: a mode, or the main job with its flags (and the old mode flags).
 #[derive(clap::Args, Debug)]

@@ -87,7 +87,7 @@ impl Params {
         if self.dict.is_some() {
             return Err(CodecError::invalid_param(
                 algo,
-                format!("{algo} takes no dictionary (dict= is accepted by lz4, lz4hc and zstd)"),
+                format!("{algo} takes no dictionary (`zmem codecs` lists the algorithms that take dict=)"),
             ));
         }
         Ok(())

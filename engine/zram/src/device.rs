@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use zmem_codec::{Backend, Params};
+use zmem_kernel::attr;
 use zmem_zpool::{Handle, Zpool};
 
 use crate::fastpath::{FastMode, FastPath};
@@ -21,7 +22,7 @@ use crate::stats::Stats;
 use crate::streams::{self, Backends, Comp, DEFAULT_ALGORITHM, MAX_COMPS, PRIMARY};
 use crate::table::SlotTable;
 use crate::writeback::{Backing, BackingFault, WbLimit};
-use zmem_kernel::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno, ZramAttr};
 use zmem_kernel::{IoStat, KernelModel, MmStat};
 
 /// Configuration that takes effect at the next `disksize` (and is cleared by `reset`).
@@ -178,7 +179,7 @@ impl std::fmt::Debug for Zram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Zram")
             .field("name", &self.name)
-            .field("disksize", &self.disksize())
+            .field(attr::DISKSIZE, &self.disksize())
             .finish()
     }
 }
@@ -709,7 +710,9 @@ impl ZramBuilder {
             return Err(AttrError::new(
                 Errno::EINVAL,
                 format!(
-                    "compressed_writeback needs kernel 7.0 or later; this device behaves as {}",
+                    "{} needs kernel {}; this device behaves as {}",
+                    attr::COMPRESSED_WRITEBACK,
+                    ZramAttr::of(attr::COMPRESSED_WRITEBACK).kernels,
                     dev.kernel
                 ),
             ));

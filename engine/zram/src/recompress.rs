@@ -29,6 +29,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 
 use zmem_codec::{max_compressed, CodecError, PAGE_SIZE};
+use zmem_kernel::page_type;
 use zmem_zpool::ZpoolError;
 
 use crate::device::{Meta, Zram};
@@ -176,7 +177,7 @@ impl RecompressParams {
             };
             match key.as_str() {
                 "type" => match val.as_str() {
-                    "idle" => (p.idle, p.huge) = (true, false),
+                    page_type::IDLE => (p.idle, p.huge) = (true, false),
                     "huge" => (p.idle, p.huge) = (false, true),
                     "huge_idle" => (p.idle, p.huge) = (true, true),
                     // The kernel compares with strcmp and ignores other values.

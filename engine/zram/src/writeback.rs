@@ -29,6 +29,8 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
+use zmem_kernel::page_type;
+
 pub use crate::backing::{Backing, BackingFault, BdOp};
 use crate::device::{Meta, Zram};
 use crate::pp::PpCtl;
@@ -157,7 +159,7 @@ impl WritebackParams {
 /// `parse_mode`: exact words; anything else EINVAL.
 fn parse_mode(val: &str) -> Result<u32, AttrError> {
     match val {
-        "idle" => Ok(mode::IDLE_WRITEBACK),
+        page_type::IDLE => Ok(mode::IDLE_WRITEBACK),
         "huge" => Ok(mode::HUGE_WRITEBACK),
         "huge_idle" => Ok(mode::IDLE_WRITEBACK | mode::HUGE_WRITEBACK),
         "incompressible" => Ok(mode::INCOMPRESSIBLE_WRITEBACK),
@@ -178,7 +180,7 @@ fn parse_before_6_16(
 ) -> Result<WritebackParams, AttrError> {
     let p = WritebackParams::new();
     let word = |w: &str| zmem_kernel::sysfs_streq(buf, w);
-    if word("idle") {
+    if word(page_type::IDLE) {
         return Ok(p.idle());
     }
     if word("huge") {

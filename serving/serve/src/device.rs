@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use zmem_device::BlockDevice;
 use zmem_host::backing::Claimed;
+use zmem_kernel::attr;
 use zmem_kernel::Errno;
 use zmem_policy::{Maintained, Policy};
 use zmem_zram::Zram;
@@ -136,10 +137,10 @@ fn build_zram(
         .kernel(s.kernel.unwrap_or_default())
         .build()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    attr(&dev, "allocator", &s.allocator, "--allocator")?;
-    attr(&dev, "comp_algorithm", &s.algo, "--algo")?;
+    attr(&dev, attr::ALLOCATOR, &s.allocator, "--allocator")?;
+    attr(&dev, attr::COMP_ALGORITHM, &s.algo, "--algo")?;
     if let Some(p) = &s.params {
-        attr(&dev, "algorithm_params", p, "--params")?;
+        attr(&dev, attr::ALGORITHM_PARAMS, p, "--params")?;
     }
     if s.recomp.len() > 3 {
         bail!("--recomp: at most 3 recompression algorithms (priorities 1..3)");
@@ -147,29 +148,29 @@ fn build_zram(
     for (i, alg) in s.recomp.iter().enumerate() {
         attr(
             &dev,
-            "recomp_algorithm",
+            attr::RECOMP_ALGORITHM,
             &format!("algo={alg} priority={}", i + 1),
             "--recomp",
         )?;
     }
     if let Some(m) = &s.mem_limit {
-        attr(&dev, "mem_limit", &m.to_string(), "--mem-limit")?;
+        attr(&dev, attr::MEM_LIMIT, &m.to_string(), "--mem-limit")?;
     }
     if let Some(b) = backing.map(|c| &c.path) {
         attr(
             &dev,
-            "backing_dev",
+            attr::BACKING_DEV,
             &b.display().to_string(),
             "--backing-dev",
         )?;
     }
     if let Some(f) = &s.fast {
-        attr(&dev, "fast_algorithm", &format!("algo={f}"), "--fast")?;
+        attr(&dev, attr::FAST_ALGORITHM, &format!("algo={f}"), "--fast")?;
     }
-    attr(&dev, "disksize", &s.size.to_string(), "--size")?;
+    attr(&dev, attr::DISKSIZE, &s.size.to_string(), "--size")?;
     if s.fast.is_some() {
         let when = fast_when(&s.fast_when)?;
-        attr(&dev, "fast_path", &when, "--fast-when")?;
+        attr(&dev, attr::FAST_PATH, &when, "--fast-when")?;
         if when.starts_with("mode=pressure") && s.mem_limit.is_none() && !when.contains("rate=") {
             eprintln!("zmem serve: --fast-when {}: without --mem-limit or a rate, the fast path stays off", s.fast_when);
         }

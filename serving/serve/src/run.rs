@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
+use zmem_kernel::attr;
 use zmem_nbd::{Control, CtlServer, Limits, Listen, Listener, Options, Server, SocketPerms};
 
 use crate::device::{build, within_cgroup, Device, EngineSpec};
@@ -182,7 +183,7 @@ fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option
 /// The last words: why serving stopped and the device's final statistics
 /// (zram's mm_stat; zswap's pool size and stored pages).
 fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
-    let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
+    let final_stats: Vec<String> = [attr::MM_STAT, "pool_total_size", "stored_pages"]
         .iter()
         .filter_map(|n| {
             dev.attr_read(n)

@@ -3,7 +3,7 @@
 //! Writes into a fixture tree follow the kernel's rules for the attributes
 //! that have them (`comp_algorithm` selects one of the offered names,
 //! `disksize` initialises, `reset` refuses while swapped on or mounted,
-//! `backing_dev` and the algorithms refuse after initialisation,
+//! the attributes `ZRAM_ATTRS` marks `init_only` refuse after initialisation,
 //! `hot_add`/`hot_remove` create and remove device directories), and commands
 //! (`mount`, `umount`, `mkfs.*`) and swap calls (`mkswap`, `swapon`,
 //! `swapoff`, logged as the command line that does the same) are not run but
@@ -25,7 +25,9 @@ use std::path::Path;
 
 use super::{Sys, FIXTURE_LOG};
 use zmem_kernel::proc::{parse_swaps, unescape_mount};
-use zmem_kernel::{memparse, parse_comp_algorithm, Errno, MmStat};
+use zmem_kernel::{
+    attr, memparse, parse_comp_algorithm, zram_attr, Errno, Feature, KernelModel, MmStat, ZramAttr,
+};
 
 /// Appends to the tree's log: never through a link the tree's owner put
 /// there, nor through a directory another user could change.
@@ -141,24 +143,32 @@ pub(crate) fn hot_add(sys: &Sys) -> io::Result<u32> {
         }
         return Ok(id);
     }
-    let mm_stat = MmStat::default().render();
-    for (name, v) in [
-        ("comp_algorithm", "[lzo-rle] lzo lz4 \n"),
-        ("disksize", "0\n"),
-        ("initstate", "0\n"),
-        ("mm_stat", mm_stat.as_str()),
-        ("io_stat", "       0        0 0        0\n"),
-        ("debug_stat", "version: 1\n0        0\n"),
-        ("mem_limit", ""),
-        ("mem_used_max", ""),
-        ("reset", ""),
-        ("idle", ""),
-        ("compact", ""),
-        ("algorithm_params", ""),
-    ] {
-        write_nofollow(dir.join(name), v)?;
+    for a in fixture_attrs() {
+        write_nofollow(dir.join(a.name), initial(a.name))?;
     }
     Ok(id)
+}
+
+/// The files of a new fixture device: the newest modelled kernel's sysfs
+/// attributes that every build has (no CONFIG_ZRAM_WRITEBACK or
+/// CONFIG_ZRAM_MULTI_COMP ones: a test adds those to its template).
+fn fixture_attrs() -> Vec<&'static ZramAttr> {
+    KernelModel::newest()
+        .sysfs_attrs()
+        .filter(|a| a.feature == Feature::Core)
+        .collect()
+}
+
+/// What a fresh device's attribute reads (write-only ones are empty files).
+fn initial(name: &str) -> String {
+    match name {
+        attr::COMP_ALGORITHM => "[lzo-rle] lzo lz4 \n".into(),
+        attr::DISKSIZE | attr::INITSTATE => "0\n".into(),
+        attr::MM_STAT => MmStat::default().render(),
+        attr::IO_STAT => "       0        0 0        0\n".into(),
+        attr::DEBUG_STAT => "version: 1\n0        0\n".into(),
+        _ => String::new(),
+    }
 }
 
 /// `Sys::hot_remove` on a fixture tree: ENODEV if absent, EBUSY if in use.
@@ -199,47 +209,44 @@ impl Device<'_> {
     }
     fn initialised(&self) -> bool {
         self.sys
-            .read(&self.attr("initstate"))
+            .read(&self.attr(attr::INITSTATE))
             .map(|s| s.trim() == "1")
             .unwrap_or(false)
     }
     fn offered(&self) -> io::Result<Vec<String>> {
-        Ok(parse_comp_algorithm(&self.sys.read(&self.attr("comp_algorithm"))?).0)
+        Ok(parse_comp_algorithm(&self.sys.read(&self.attr(attr::COMP_ALGORITHM))?).0)
     }
 
     /// One attribute store, with the kernel's rules where the attribute has them.
-    fn store(&self, attr: &str, p: &Path, value: &str, value_t: &str) -> io::Result<()> {
-        let init_only = matches!(
-            attr,
-            "comp_algorithm" | "recomp_algorithm" | "backing_dev" | "disksize"
-        );
+    fn store(&self, name: &str, p: &Path, value: &str, value_t: &str) -> io::Result<()> {
+        let init_only = zram_attr(name).is_some_and(|a| a.init_only);
         if init_only && self.initialised() {
             return Err(ebusy());
         }
-        match attr {
-            "comp_algorithm" => {
+        match name {
+            attr::COMP_ALGORITHM => {
                 let names = self.offered()?;
                 if !names.iter().any(|n| n == value_t) {
                     return Err(einval());
                 }
                 write_nofollow(p, select_line(&names, value_t))
             }
-            "recomp_algorithm" => self.store_recomp_algorithm(p, value_t),
-            "backing_dev" => write_nofollow(p, format!("{value_t}\n")),
+            attr::RECOMP_ALGORITHM => self.store_recomp_algorithm(p, value_t),
+            attr::BACKING_DEV => write_nofollow(p, format!("{value_t}\n")),
             // Write-only in the kernel: nothing to read back.
-            "algorithm_params" if value_t.split_whitespace().any(|t| !t.contains('=')) => {
+            attr::ALGORITHM_PARAMS if value_t.split_whitespace().any(|t| !t.contains('=')) => {
                 Err(einval())
             }
-            "algorithm_params" | "mem_used_max" => Ok(()),
-            "disksize" => {
+            attr::ALGORITHM_PARAMS | attr::MEM_USED_MAX => Ok(()),
+            attr::DISKSIZE => {
                 let (n, used) = memparse(value_t);
                 if used == 0 || n == 0 {
                     return Err(einval());
                 }
                 write_nofollow(p, format!("{}\n", n.div_ceil(4096) * 4096))?;
-                self.put("initstate", "1\n")
+                self.put(attr::INITSTATE, "1\n")
             }
-            "mem_limit" => {
+            attr::MEM_LIMIT => {
                 let (n, used) = memparse(value_t);
                 if used == 0 {
                     return Err(einval());
@@ -247,10 +254,14 @@ impl Device<'_> {
                 // Write-only: the limit reads back through mm_stat.
                 self.set_mm_stat(|m| m.mem_limit = n.div_ceil(4096) * 4096)
             }
-            "reset" => self.reset(value_t),
+            attr::RESET => self.reset(value_t),
             // Write-only triggers; the fixture log records them.
-            "idle" | "writeback" | "recompress" | "compact" if !self.initialised() => Err(einval()),
-            "idle" | "writeback" | "recompress" | "compact" => Ok(()),
+            attr::IDLE | attr::WRITEBACK | attr::RECOMPRESS | attr::COMPACT
+                if !self.initialised() =>
+            {
+                Err(einval())
+            }
+            attr::IDLE | attr::WRITEBACK | attr::RECOMPRESS | attr::COMPACT => Ok(()),
             _ => write_nofollow(p, value),
         }
     }
@@ -273,7 +284,7 @@ impl Device<'_> {
         }
         let cur = self
             .sys
-            .read(&self.attr("recomp_algorithm"))
+            .read(&self.attr(attr::RECOMP_ALGORITHM))
             .unwrap_or_default();
         let mut lines: Vec<(u32, String)> = cur
             .lines()
@@ -307,33 +318,33 @@ impl Device<'_> {
         if self.sys.device_in_use(&format!("/dev/{}", self.dev))? {
             return Err(ebusy());
         }
-        self.put("disksize", "0\n")?;
-        self.put("initstate", "0\n")?;
+        self.put(attr::DISKSIZE, "0\n")?;
+        self.put(attr::INITSTATE, "0\n")?;
         let names = self.offered()?;
         let default = self
             .sys
             .read_opt("/sys/class/zram-control/default_comp")?
             .unwrap_or_else(|| names.first().cloned().unwrap_or_default());
-        self.put("comp_algorithm", &select_line(&names, default.trim()))?;
-        if self.sys.exists(&self.attr("recomp_algorithm")) {
-            self.put("recomp_algorithm", "")?;
+        self.put(attr::COMP_ALGORITHM, &select_line(&names, default.trim()))?;
+        if self.sys.exists(&self.attr(attr::RECOMP_ALGORITHM)) {
+            self.put(attr::RECOMP_ALGORITHM, "")?;
         }
-        if self.sys.exists(&self.attr("backing_dev")) {
-            self.put("backing_dev", "none\n")?;
+        if self.sys.exists(&self.attr(attr::BACKING_DEV)) {
+            self.put(attr::BACKING_DEV, "none\n")?;
         }
-        self.put("mm_stat", &MmStat::default().render())
+        self.put(attr::MM_STAT, &MmStat::default().render())
     }
 
     /// Change mm_stat's fields (a device without mm_stat is left alone).
     fn set_mm_stat(&self, f: impl FnOnce(&mut MmStat)) -> io::Result<()> {
-        let Some(cur) = self.sys.read_opt(&self.attr("mm_stat"))? else {
+        let Some(cur) = self.sys.read_opt(&self.attr(attr::MM_STAT))? else {
             return Ok(());
         };
         let Some(mut m) = MmStat::parse(&cur) else {
             return Ok(());
         };
         f(&mut m);
-        self.put("mm_stat", &m.render())
+        self.put(attr::MM_STAT, &m.render())
     }
 }
 

@@ -168,7 +168,8 @@ pub fn run(corpus: &Corpus, primary: &str, fast: &str, passes: usize) -> Result<
     let before = measure(&fdev)?;
     let primary_alone = measure(&pdev)?;
     let t = Instant::now();
-    fdev.attr_write("idle", "all").context("idle all")?;
+    fdev.attr_write(zmem_kernel::attr::IDLE, "all")
+        .context("idle all")?;
     let rep = fdev
         .recompress(&RecompressParams::new().idle().from(fast))
         .with_context(|| format!("recompress type=idle from={fast}"))?;

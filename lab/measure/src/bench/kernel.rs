@@ -83,7 +83,7 @@ pub fn write_corpus_chunks(d: &HotDevice, corpus: &Corpus) -> Result<(Vec<f64>, 
     }
     f.sync_all().map_err(|e| format!("fsync: {e}"))?;
     let m = d
-        .read_attr("mm_stat")
+        .read_attr(zmem_kernel::attr::MM_STAT)
         .map_err(|e| format!("mm_stat: {e}"))?;
     let m = MmStat::parse(&m).ok_or_else(|| format!("cannot parse mm_stat {m:?}"))?;
     Ok((elapsed, m))
@@ -97,14 +97,17 @@ pub(crate) fn configured_device(
     opts: &Options,
 ) -> Result<HotDevice, String> {
     let d = HotDevice::create_journaled().map_err(|e| e.to_string())?;
-    d.write_attr("comp_algorithm", algo)
+    d.write_attr(zmem_kernel::attr::COMP_ALGORITHM, algo)
         .map_err(|e| format!("kernel zram has no algorithm {algo}: {e}"))?;
     if let Some(l) = opts.params.level {
-        d.write_attr("algorithm_params", &format!("level={l}"))
+        d.write_attr(zmem_kernel::attr::ALGORITHM_PARAMS, &format!("level={l}"))
             .map_err(|e| format!("kernel refused level={l}: {e}"))?;
     }
-    d.write_attr("disksize", &((pages * PAGE_SIZE) as u64).to_string())
-        .map_err(|e| format!("setting disksize failed: {e}"))?;
+    d.write_attr(
+        zmem_kernel::attr::DISKSIZE,
+        &((pages * PAGE_SIZE) as u64).to_string(),
+    )
+    .map_err(|e| format!("setting disksize failed: {e}"))?;
     Ok(d)
 }
 

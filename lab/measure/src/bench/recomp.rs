@@ -98,7 +98,8 @@ pub(crate) fn write_corpus(dev: &Zram, corpus: &Corpus) -> Result<Duration> {
 
 /// Compact, then take the mm_stat figures.
 pub(crate) fn measure(dev: &Zram) -> Result<Measure> {
-    dev.attr_write("compact", "1").context("compact")?;
+    dev.attr_write(zmem_kernel::attr::COMPACT, "1")
+        .context(zmem_kernel::attr::COMPACT)?;
     Ok(Measure::of(&dev.mm_stat()))
 }
 
@@ -130,7 +131,8 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
     let write_primary = write_corpus(&dev, corpus)?;
     let before = measure(&dev)?;
     let t = Instant::now();
-    dev.attr_write("idle", "all").context("idle all")?;
+    dev.attr_write(zmem_kernel::attr::IDLE, "all")
+        .context("idle all")?;
     let idle = t.elapsed();
     let t = Instant::now();
     let rep = dev

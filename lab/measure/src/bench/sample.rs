@@ -126,7 +126,7 @@ impl Dev {
             Dev::Kernel(f, d) => {
                 f.sync_all().map_err(|e| format!("fsync: {e}"))?;
                 let m = d
-                    .read_attr("mm_stat")
+                    .read_attr(zmem_kernel::attr::MM_STAT)
                     .map_err(|e| format!("mm_stat: {e}"))?;
                 zmem_kernel::MmStat::parse(&m).ok_or_else(|| format!("cannot parse mm_stat {m:?}"))
             }

@@ -61,7 +61,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             algo: zmem_codec::backend::lz4::INFO.name.into(),
-            wb_type: "idle".into(),
+            wb_type: zmem_kernel::page_type::IDLE.into(),
             compressed: false,
             backing_dev: None,
             kernel: false,
@@ -137,7 +137,7 @@ fn create_backing(path: &Path, pages: usize) -> Result<()> {
 fn params(wb_type: &str) -> Result<WritebackParams> {
     let p = WritebackParams::new();
     Ok(match wb_type {
-        "idle" => p.idle(),
+        zmem_kernel::page_type::IDLE => p.idle(),
         "huge" => p.huge(),
         "huge_idle" => p.huge_idle(),
         "incompressible" => p.incompressible(),
@@ -246,13 +246,14 @@ fn engine(
             )
         })?;
     if let Some(b) = opts.batch_size {
-        dev.attr_write("writeback_batch_size", &b.to_string())
-            .context("writeback_batch_size")?;
+        dev.attr_write(zmem_kernel::attr::WRITEBACK_BATCH_SIZE, &b.to_string())
+            .context(zmem_kernel::attr::WRITEBACK_BATCH_SIZE)?;
     }
     let write = write_corpus(&dev, corpus)?;
     let before = measure(&dev)?;
     let t = Instant::now();
-    dev.attr_write("idle", "all").context("idle all")?;
+    dev.attr_write(zmem_kernel::attr::IDLE, "all")
+        .context("idle all")?;
     let idle = t.elapsed();
     let t = Instant::now();
     let rep = dev

@@ -100,9 +100,8 @@ pub struct KernelRows {
 fn wb_attrs() -> impl Iterator<Item = &'static str> {
     ZRAM_ATTRS
         .iter()
-        .filter(|a| a.renamed.is_none())
+        .filter(|a| a.renamed.is_none() && a.feature == zmem_kernel::Feature::Writeback)
         .map(|a| a.name)
-        .filter(|n| *n == "backing_dev" || *n == "bd_stat" || n.contains("writeback"))
 }
 
 /// Which mm_stat/bd_stat fields must be equal, and why the others may differ.
@@ -187,7 +186,7 @@ impl Side for Kernel {
 enum Op {
     /// An attribute write; `Some(why)`: a kernel may lack it (refuse the
     /// write), and why; the engine then skips it too.
-    Store(&'static str, String, Option<&'static str>),
+    Store(&'static str, String, Option<String>),
     /// Read the pages i with i % 8 == r (`Some(r)`), or every page (`None`),
     /// and compare them with the corpus.
     Read(Option<usize>),
@@ -195,13 +194,13 @@ enum Op {
 }
 
 fn state(s: &dyn Side, result: &str, mismatches: u64) -> Result<State, String> {
-    s.store("compact", "1")
+    s.store(zmem_kernel::attr::COMPACT, "1")
         .map_err(|e| format!("compact: {e}"))?;
-    let mm = s.show("mm_stat")?;
+    let mm = s.show(zmem_kernel::attr::MM_STAT)?;
     let mm = MmStat::parse(&mm).ok_or_else(|| format!("bad mm_stat {mm:?}"))?;
-    let bd = s.show("bd_stat")?;
+    let bd = s.show(zmem_kernel::attr::BD_STAT)?;
     let bd = BdStat::parse(&bd).ok_or_else(|| format!("bad bd_stat {bd:?}"))?;
-    let limit = s.show("writeback_limit")?;
+    let limit = s.show(zmem_kernel::attr::WRITEBACK_LIMIT)?;
     Ok(State {
         result: result.into(),
         orig_data_size: mm.orig_data_size,
@@ -267,7 +266,7 @@ pub(crate) fn differences(k: &State, e: &State) -> Vec<String> {
             e.huge_pages_since.to_string(),
         ),
         (
-            "writeback_limit",
+            zmem_kernel::attr::WRITEBACK_LIMIT,
             k.writeback_limit.to_string(),
             e.writeback_limit.to_string(),
         ),
@@ -371,18 +370,25 @@ fn run_steps(
         rows.push(r.clone());
         Ok(r)
     };
-    go("idle all".into(), vec![store("idle", "all")])?;
+    go(
+        "idle all".into(),
+        vec![store(zmem_kernel::attr::IDLE, "all")],
+    )?;
     go("read pages i%8=0".into(), vec![Op::Read(Some(0))])?;
     go(
         "writeback huge_idle".into(),
-        vec![store("writeback", "huge_idle")],
+        vec![store(zmem_kernel::attr::WRITEBACK, "huge_idle")],
     )?;
     let r = go(
         "writeback incompressible".into(),
         vec![Op::Store(
-            "writeback",
-            "incompressible".into(),
-            Some("no `incompressible` writeback mode in this kernel (6.2+; 6.1 answers EIO)"),
+            zmem_kernel::attr::WRITEBACK,
+            zmem_kernel::page_type::INCOMPRESSIBLE.into(),
+            Some(format!(
+                "no `{}` writeback mode in this kernel ({}+; older ones answer EIO)",
+                zmem_kernel::page_type::INCOMPRESSIBLE,
+                zmem_kernel::Syntax::IncompressibleWriteback.since()
+            )),
         )],
     )?;
     let huge = r
@@ -393,14 +399,14 @@ fn run_steps(
     go(
         format!("writeback_limit {limit}, writeback huge"),
         vec![
-            store("writeback_limit_enable", "1"),
-            store("writeback_limit", limit.to_string()),
-            store("writeback", "huge"),
+            store(zmem_kernel::attr::WRITEBACK_LIMIT_ENABLE, "1"),
+            store(zmem_kernel::attr::WRITEBACK_LIMIT, limit.to_string()),
+            store(zmem_kernel::attr::WRITEBACK, "huge"),
         ],
     )?;
     go(
         "writeback_limit_enable 0".into(),
-        vec![store("writeback_limit_enable", "0")],
+        vec![store(zmem_kernel::attr::WRITEBACK_LIMIT_ENABLE, "0")],
     )?;
     go(
         format!("wait {}s, read pages i%8=1, idle {age}", age + 1),
@@ -408,19 +414,25 @@ fn run_steps(
             Op::Sleep(age + 1),
             Op::Read(Some(1)),
             Op::Store(
-                "idle",
+                zmem_kernel::attr::IDLE,
                 age.to_string(),
-                Some("no idle with an age: the kernel is built without CONFIG_ZRAM_TRACK_ENTRY_ACTIME (CONFIG_ZRAM_MEMORY_TRACKING before 6.9)"),
+                Some("no idle with an age: the kernel is built without CONFIG_ZRAM_TRACK_ENTRY_ACTIME (CONFIG_ZRAM_MEMORY_TRACKING before 6.9)".into()),
             ),
         ],
     )?;
-    go("writeback idle".into(), vec![store("writeback", "idle")])?;
+    go(
+        "writeback idle".into(),
+        vec![store(
+            zmem_kernel::attr::WRITEBACK,
+            zmem_kernel::page_type::IDLE,
+        )],
+    )?;
     go(format!("read back all {n} pages"), vec![Op::Read(None)])?;
     Ok(())
 }
 
 fn mm(s: &dyn Side) -> MmStat {
-    s.show("mm_stat")
+    s.show(zmem_kernel::attr::MM_STAT)
         .ok()
         .and_then(|m| MmStat::parse(&m))
         .unwrap_or_default()
@@ -439,7 +451,7 @@ fn kernel_device(
         HotDevice::create_journaled().map_err(|e| Box::new(KernelRows::skip(e.to_string())))?;
     let has = |a: &str| dev.sys_path().join(a).exists();
     rows.attrs = wb_attrs().filter(|a| has(a)).map(str::to_string).collect();
-    if !has("backing_dev") {
+    if !has(zmem_kernel::attr::BACKING_DEV) {
         return Err(Box::new(KernelRows::skip(format!(
             "the running kernel ({}) has no zram writeback: no backing_dev attribute (built without CONFIG_ZRAM_WRITEBACK)",
             rows.kernel
@@ -457,27 +469,41 @@ fn kernel_device(
     let set = |rows: &KernelRows, a: &str, v: &str| {
         dev.write_attr(a, v).map_err(|e| failed(rows, a, v, e))
     };
-    set(rows, "comp_algorithm", &opts.algo)?;
+    set(rows, zmem_kernel::attr::COMP_ALGORITHM, &opts.algo)?;
     if opts.compressed {
-        if !has("compressed_writeback") {
+        if !has(zmem_kernel::attr::COMPRESSED_WRITEBACK) {
             return Err(Box::new(KernelRows::skip(format!(
-                "--wb-compressed: the running kernel ({}) has no compressed_writeback (7.0+)",
-                rows.kernel
+                "--wb-compressed: the running kernel ({}) has no {}",
+                rows.kernel,
+                zmem_kernel::ZramAttr::of(zmem_kernel::attr::COMPRESSED_WRITEBACK).with_kernels()
             ))));
         }
-        set(rows, "compressed_writeback", "1")?;
+        set(rows, zmem_kernel::attr::COMPRESSED_WRITEBACK, "1")?;
     }
     if let Some(b) = opts.batch_size {
-        if has("writeback_batch_size") {
-            set(rows, "writeback_batch_size", &b.to_string())?;
+        if has(zmem_kernel::attr::WRITEBACK_BATCH_SIZE) {
+            set(
+                rows,
+                zmem_kernel::attr::WRITEBACK_BATCH_SIZE,
+                &b.to_string(),
+            )?;
         } else {
             rows.notes.push(format!(
-                "--wb-batch-size {b}: the kernel has no writeback_batch_size (6.19+); the engine's is set"
+                "--wb-batch-size {b}: the kernel has no {}; the engine's is set",
+                zmem_kernel::ZramAttr::of(zmem_kernel::attr::WRITEBACK_BATCH_SIZE).with_kernels()
             ));
         }
     }
-    set(rows, "backing_dev", &backing.display().to_string())?;
-    set(rows, "disksize", &((pages * PAGE_SIZE) as u64).to_string())?;
+    set(
+        rows,
+        zmem_kernel::attr::BACKING_DEV,
+        &backing.display().to_string(),
+    )?;
+    set(
+        rows,
+        zmem_kernel::attr::DISKSIZE,
+        &((pages * PAGE_SIZE) as u64).to_string(),
+    )?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -502,7 +528,7 @@ fn engine_device(pages: usize, file: &Path, opts: &KernelOptions) -> Result<Engi
         .build()
         .map_err(|e| format!("engine device: {e}"))?;
     if let Some(b) = opts.batch_size {
-        dev.attr_write("writeback_batch_size", &b.to_string())
+        dev.attr_write(zmem_kernel::attr::WRITEBACK_BATCH_SIZE, &b.to_string())
             .map_err(|e| format!("engine: writeback_batch_size {b}: {e}"))?;
     }
     Ok(Engine(dev))
@@ -537,8 +563,8 @@ pub fn compare(
         Err(x) => return rows.fail(x),
     };
     for (a, side) in [
-        ("writeback_batch_size", "kernel"),
-        ("writeback_batch_size", "engine"),
+        (zmem_kernel::attr::WRITEBACK_BATCH_SIZE, "kernel"),
+        (zmem_kernel::attr::WRITEBACK_BATCH_SIZE, "engine"),
     ] {
         let s: &dyn Side = if side == "kernel" { &k } else { &e };
         if let Ok(v) = s.show(a) {

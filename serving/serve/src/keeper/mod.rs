@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use zmem_kernel::attr;
 use zmem_zram::Store;
 
 use wire::Msg;
@@ -32,7 +33,7 @@ pub(crate) fn fingerprint(e: &crate::EngineSpec) -> Vec<(&'static str, &'static 
     let page = 4096u64;
     vec![
         (
-            "disksize",
+            attr::DISKSIZE,
             "--size",
             (e.size.div_ceil(page) * page).to_string(),
         ),
@@ -40,7 +41,7 @@ pub(crate) fn fingerprint(e: &crate::EngineSpec) -> Vec<(&'static str, &'static 
         ("params", "--params", e.params.clone().unwrap_or_default()),
         ("recomp", "--recomp", e.recomp.join(",")),
         ("fast", "--fast", e.fast.clone().unwrap_or_default()),
-        ("allocator", "--allocator", e.allocator.clone()),
+        (attr::ALLOCATOR, "--allocator", e.allocator.clone()),
         (
             "kernel",
             "--kernel",
