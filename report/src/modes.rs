@@ -160,6 +160,10 @@ pub fn writeback_text(r: &WritebackResult) -> String {
     if !r.backing_check.is_empty() {
         s.push_str(&format!("backing device: {}\n", r.backing_check));
     }
+    s.push_str(&format!(
+        "engine devices: as kernel {}'s zram ({})\n",
+        r.engine_kernel, r.engine_kernel_why
+    ));
     s.push_str(&writeback_kernel_text(&r.kernel));
     s
 }
@@ -269,7 +273,16 @@ mod tests {
                 },
             )
             .unwrap();
-            assert!(writeback_text(&r).contains("written back"));
+            let text = writeback_text(&r);
+            assert!(text.contains("written back"), "{text}");
+            // Without kernel rows and --kernel, the newest kernel zmem models.
+            assert!(
+                text.contains(&format!(
+                    "engine devices: as kernel {}'s zram (the newest",
+                    r.engine_kernel
+                )),
+                "{text}"
+            );
         }
     }
 }

@@ -6,9 +6,9 @@
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_kernel::{KernelModel, MmStat};
-use zmem_zram::Zram;
 
 use super::random_read::ReadResult;
+use crate::engine::EngineKernel;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -36,8 +36,16 @@ pub struct Options {
     pub floor: bool,
     /// The kernel version whose zram the engine rows behave as; `None`: the
     /// running kernel's when kernel rows are measured (so both sides are the
-    /// same version), else the newest zmem models ([`super::device::engine_model`]).
+    /// same version), else the newest zmem models ([`EngineKernel::pick`]).
     pub kernel_model: Option<KernelModel>,
+}
+
+impl Options {
+    /// The kernel the engine devices behave as: `kernel_model` (set by
+    /// [`super::device::run`]), else the newest.
+    pub(crate) fn engine(&self) -> EngineKernel {
+        EngineKernel::choose(self.kernel_model, false)
+    }
 }
 
 /// Bytes the write phase writes at least when `write_passes` is 0.
@@ -202,8 +210,13 @@ impl Row {
 
 /// The `huge_class_size` an engine device with `algo` uses: objects this
 /// large or larger are stored as whole pages.
-pub(crate) fn huge_class_size(algo: &str, params: &Params) -> Result<usize, String> {
-    let dev = Zram::builder()
+pub(crate) fn huge_class_size(
+    engine: &EngineKernel,
+    algo: &str,
+    params: &Params,
+) -> Result<usize, String> {
+    let dev = engine
+        .zram()
         .algorithm(algo, params.clone())
         .disksize(PAGE_SIZE as u64)
         .build()

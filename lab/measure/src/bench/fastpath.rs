@@ -25,6 +25,8 @@ use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::{RecompressParams, Zram};
 
+use crate::engine::EngineKernel;
+
 use super::recomp::{measure, verify, Measure};
 
 /// Write latency of one path.
@@ -119,13 +121,16 @@ fn write_pass(
     tp: &mut Vec<u64>,
 ) -> Result<(Zram, Zram)> {
     let disksize = (corpus.page_count() * PAGE_SIZE) as u64;
-    let fdev = Zram::builder()
+    let engine = EngineKernel::newest();
+    let fdev = engine
+        .zram()
         .algorithm(primary, Params::default())
         .fast_algorithm(fast)
         .disksize(disksize)
         .build()
         .with_context(|| format!("device with {primary} and the fast algorithm {fast}"))?;
-    let pdev = Zram::builder()
+    let pdev = engine
+        .zram()
         .algorithm(primary, Params::default())
         .disksize(disksize)
         .build()

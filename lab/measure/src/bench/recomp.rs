@@ -20,6 +20,8 @@ use zmem_device::BlockDevice;
 use zmem_kernel::MmStat;
 use zmem_zram::{RecompressParams, Zram};
 
+use crate::engine::EngineKernel;
+
 /// The numbers of one `--recomp` run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RecompResult {
@@ -121,7 +123,9 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
         bail!("corpus {} has no pages", corpus.name);
     }
     let disksize = (n * PAGE_SIZE) as u64;
-    let dev = Zram::builder()
+    let engine = EngineKernel::newest();
+    let dev = engine
+        .zram()
         .algorithm(primary, Params::default())
         .secondary(1, secondary, Params::default())
         .disksize(disksize)
@@ -144,7 +148,8 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
     }
     drop(dev);
 
-    let alone_dev = Zram::builder()
+    let alone_dev = engine
+        .zram()
         .algorithm(secondary, Params::default())
         .disksize(disksize)
         .build()

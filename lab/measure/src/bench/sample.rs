@@ -24,6 +24,8 @@ use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 
+use crate::engine::EngineKernel;
+
 use crate::bench::device_rows::{self, Target};
 use crate::bench::kernel;
 use crate::bench::random_read::{self, read_phase, request_indexes};
@@ -65,7 +67,8 @@ fn chunk_mibps(secs: &[f64]) -> f64 {
 
 /// The verdict's engine device: `algo`, just large enough for `pages`.
 fn engine_device(algo: &str, pages: usize) -> Result<Zram, String> {
-    Zram::builder()
+    EngineKernel::newest()
+        .zram()
         .name("zram-verdict")
         .algorithm(algo, Default::default())
         .disksize((pages * PAGE_SIZE) as u64)

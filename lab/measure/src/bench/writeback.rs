@@ -29,12 +29,13 @@ use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_host::backing::{self as backing_check, Claimed};
-use zmem_kernel::BdStat;
-use zmem_zram::{WritebackParams, Zram};
+use zmem_kernel::{BdStat, KernelModel};
+use zmem_zram::WritebackParams;
 
 use super::recomp::{measure, verify, write_corpus, Measure};
 use super::writeback_kernel::{compare, KernelOptions, TempBacking};
 pub use super::writeback_kernel::{relative, KernelRows, State as KernelState, StepRow, COMPARED};
+use crate::engine::EngineKernel;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -55,6 +56,10 @@ pub struct Options {
     pub batch_size: Option<u32>,
     /// The idle age of the kernel rows' `idle AGE` step, seconds.
     pub age_s: u64,
+    /// The kernel version whose zram the engine devices behave as; `None`:
+    /// the running kernel's when kernel rows are asked for, else the newest
+    /// ([`EngineKernel::pick`]).
+    pub kernel_model: Option<KernelModel>,
 }
 
 impl Default for Options {
@@ -68,6 +73,7 @@ impl Default for Options {
             force: false,
             batch_size: None,
             age_s: 2,
+            kernel_model: None,
         }
     }
 }
@@ -81,6 +87,9 @@ pub struct WritebackResult {
     pub wb_type: String,
     pub writeback_compressed: bool,
     pub backing_dev: String,
+    /// The kernel version whose zram the engine devices behave as, and why that one.
+    pub engine_kernel: String,
+    pub engine_kernel_why: String,
     /// After writing (and compaction).
     pub before: Measure,
     /// After `idle all` + `writeback` + compaction.
@@ -153,6 +162,7 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         bail!("corpus {} has no pages", corpus.name);
     }
     let wb = params(&opts.wb_type)?;
+    let engine_kernel = EngineKernel::choose(opts.kernel_model, opts.kernel);
     let mut claim: Option<Claimed> = match &opts.backing_dev {
         Some(p) if p.symlink_metadata().is_ok() => {
             Some(backing_check::claim(p, opts.force).map_err(anyhow::Error::msg)?)
@@ -163,7 +173,7 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         Some(c) => (c.path.clone(), Cleanup(None)),
         None => backing_file(opts, n)?,
     };
-    let mut r = engine(corpus, opts, &wb, &path)?;
+    let mut r = engine(corpus, opts, &engine_kernel, &wb, &path)?;
     drop(cleanup);
     r.backing_check = claim.as_ref().map(Claimed::describe).unwrap_or_default();
     if let Some(c) = claim.as_mut() {
@@ -172,7 +182,7 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         c.flush().context("flushing the backing device")?;
     }
     r.kernel = if opts.kernel {
-        kernel_rows(corpus, opts, claim.as_mut())?
+        kernel_rows(corpus, opts, &engine_kernel, claim.as_mut())?
     } else {
         KernelRows::skip("not asked for (--no-kernel)")
     };
@@ -205,13 +215,19 @@ fn backing_file(opts: &Options, n: usize) -> Result<(PathBuf, Cleanup)> {
 
 /// The kernel rows: the claimed block device handed to a kernel device (the
 /// claim released while it has it), the engine's backing a temporary file.
-fn kernel_rows(corpus: &Corpus, opts: &Options, claim: Option<&mut Claimed>) -> Result<KernelRows> {
+fn kernel_rows(
+    corpus: &Corpus,
+    opts: &Options,
+    engine: &EngineKernel,
+    claim: Option<&mut Claimed>,
+) -> Result<KernelRows> {
     let tmp = TempBacking::new(corpus.page_count()).context("engine backing file")?;
     let kopts = KernelOptions {
         algo: opts.algo.clone(),
         compressed: opts.compressed,
         batch_size: opts.batch_size,
         age_s: opts.age_s,
+        engine: engine.clone(),
     };
     Ok(match claim.filter(|c| c.block) {
         Some(c) => {
@@ -228,11 +244,13 @@ fn kernel_rows(corpus: &Corpus, opts: &Options, claim: Option<&mut Claimed>) -> 
 fn engine(
     corpus: &Corpus,
     opts: &Options,
+    engine: &EngineKernel,
     wb: &WritebackParams,
     path: &Path,
 ) -> Result<WritebackResult> {
     let n = corpus.page_count();
-    let dev = Zram::builder()
+    let dev = engine
+        .zram()
         .algorithm(opts.algo.as_str(), Params::default())
         .backing_dev(path)
         .compressed_writeback(opts.compressed)
@@ -277,6 +295,8 @@ fn engine(
             .backing_dev()
             .map(|b| b.path().to_string())
             .unwrap_or_default(),
+        engine_kernel: engine.model.to_string(),
+        engine_kernel_why: engine.why.clone(),
         before,
         after,
         candidates: rep.candidates,

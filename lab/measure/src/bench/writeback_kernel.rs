@@ -36,6 +36,7 @@ use zmem_kernel::{BdStat, Errno, MmStat, ZRAM_ATTRS};
 use zmem_zram::Zram;
 
 use super::random_read::aligned_buffer;
+use crate::engine::EngineKernel;
 
 /// How the kernel rows run.
 #[derive(Debug, Clone)]
@@ -46,6 +47,9 @@ pub struct KernelOptions {
     pub batch_size: Option<u32>,
     /// The idle age of step 8, seconds.
     pub age_s: u64,
+    /// The kernel whose zram the engine device behaves as (the running one's,
+    /// unless `--kernel` named another).
+    pub engine: EngineKernel,
 }
 
 /// One device's figures after a step (mm_stat after `compact`, bd_stat in
@@ -494,7 +498,9 @@ fn kernel_device(
 
 /// The engine device, its backing a new file of `pages + 1` pages.
 fn engine_device(pages: usize, file: &Path, opts: &KernelOptions) -> Result<Engine, String> {
-    let dev = Zram::builder()
+    let dev = opts
+        .engine
+        .zram()
         .algorithm(opts.algo.as_str(), Params::default())
         .backing_dev(file)
         .compressed_writeback(opts.compressed)
@@ -712,6 +718,7 @@ mod tests {
             compressed: false,
             batch_size: Some(4),
             age_s: 1,
+            engine: EngineKernel::newest(),
         };
         let (fa, fb) = (TempBacking::new(c.page_count()).unwrap(), {
             let p = std::env::temp_dir().join(format!("zmem-bench-wbk2-{}", std::process::id()));
@@ -742,5 +749,50 @@ mod tests {
             "{last:?}"
         );
         assert_eq!(last.read_mismatches, 0);
+    }
+
+    /// Pages whose compressed size lies between two models' huge_class_size:
+    /// random bytes up to the middle, then zeros.
+    fn between_huge_classes(low: usize, high: usize, pages: usize) -> Corpus {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut data = vec![0u8; pages * PAGE_SIZE];
+        for page in data.chunks_mut(PAGE_SIZE) {
+            for b in &mut page[..(low + high) / 2] {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+        }
+        Corpus::from_bytes("between", "test", data).unwrap()
+    }
+
+    /// The engine device beside the kernel's is the model's zram: under 6.1
+    /// (zsmalloc's 4-page zspages, a lower huge_class_size) pages that 7.3
+    /// stores compressed are huge, as on Debian's 6.1 (huge_pages 9 vs 1
+    /// when the engine ignored the running kernel's model).
+    #[test]
+    fn the_engine_device_is_the_running_kernels_zram() {
+        let model = |v: &str| zmem_kernel::KernelModel::parse(v).unwrap();
+        let opts = |v: &str| KernelOptions {
+            algo: "lz4".into(),
+            compressed: false,
+            batch_size: None,
+            age_s: 1,
+            engine: EngineKernel::pick(None, true, Ok(model(v).version())),
+        };
+        let file = TempBacking::new(8).unwrap();
+        let (old, new) = (
+            engine_device(8, &file.0, &opts("6.1")).unwrap(),
+            engine_device(8, &file.0, &opts("7.3")).unwrap(),
+        );
+        assert_eq!(old.0.kernel(), model("6.1"));
+        let (low, high) = (old.0.huge_class_size(), new.0.huge_class_size());
+        assert!(low < high, "6.1's huge_class_size {low}, 7.3's {high}");
+        let c = between_huge_classes(low, high, 8);
+        for (dev, huge) in [(&old, 8), (&new, 0)] {
+            super::super::recomp::write_corpus(&dev.0, &c).unwrap();
+            assert_eq!(mm(dev).huge_pages, huge, "as {}", dev.0.kernel());
+        }
     }
 }
