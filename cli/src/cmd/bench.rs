@@ -5,7 +5,7 @@
 //! a note naming the subcommand. Each mode's measurement lives in `zmem_measure`; a
 //! subcommand's flags become the [`Args`] its body reads.
 //!
-//! A new mode is its measurement in `lab/measure/src/bench/` (its file, its `mod` line and re-export) and,
+//! A new mode is its measurement in `lab/measure/src/modes/` (its file, its `mod` line and re-export) and,
 //! here, its flags struct, a [`Mode`] variant and the body it runs.
 
 use std::path::PathBuf;

@@ -398,7 +398,7 @@ mod tests {
             ..Options::default()
         };
         for algo in ["lz4", "lzo-rle", "zstd"] {
-            let rows = crate::bench::floor::run_floor(&c, algo, &opts);
+            let rows = crate::modes::floor::run_floor(&c, algo, &opts);
             assert_eq!(rows.len(), 4, "{algo}: {:?}", rows[0].reason);
             let engine = run_engine(&c, algo, &opts, &mut |_| {});
             for (f, e) in rows.iter().zip(&engine) {
