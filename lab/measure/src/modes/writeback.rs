@@ -35,7 +35,64 @@ use zmem_zram::WritebackParams;
 use super::recomp::{measure, verify, write_corpus, Measure};
 use super::writeback_kernel::{compare, KernelOptions, TempBacking};
 pub use super::writeback_kernel::{relative, KernelRows, State as KernelState, StepRow, COMPARED};
+use super::BenchMode;
 use crate::engine::EngineKernel;
+
+/// Writeback: idle pages written back to a backing file; memory and ratio before and
+/// after, bd_stat, every page read back and compared; kernel rows where the running
+/// kernel's zram has backing_dev (with --backing-dev /dev/X)
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
+    pub corpus: Vec<PathBuf>,
+    /// The algorithm the corpus is written with
+    #[arg(long, value_name = "ALGO", default_value = zmem_codec::backend::lz4::INFO.name)]
+    pub algo: String,
+    /// The pages written back (idle, huge, huge_idle, incompressible, all)
+    #[arg(long, value_name = "TYPE", default_value = "idle")]
+    pub wb_type: String,
+    /// Write the compressed objects (compressed_writeback=1)
+    #[arg(long)]
+    pub wb_compressed: bool,
+    /// Backing file or block device (an existing one is used as is and kept; a new file is
+    /// created and removed) [default: a temporary file]. A block device is also the kernel
+    /// rows' backing_dev; it is refused while mounted or swapped on, and when it holds a
+    /// filesystem, swap area or data (unless --force)
+    #[arg(long, value_name = "FILE|/dev/X")]
+    pub backing_dev: Option<PathBuf>,
+    /// Use a --backing-dev block device that holds a signature or data (overwritten)
+    #[arg(long)]
+    pub force: bool,
+    /// writeback_batch_size on the engine's devices and, where it has it (6.19+), the kernel's
+    #[arg(long, value_name = "N")]
+    pub wb_batch_size: Option<u32>,
+    /// Skip the kernel rows
+    #[arg(long)]
+    pub no_kernel: bool,
+    /// The engine devices behave as this kernel version's zram (6.1 to 7.3) [default: the
+    /// running kernel's with kernel rows, else the newest modeled]
+    #[arg(long, value_name = "VERSION", value_parser = KernelModel::parse)]
+    pub kernel: Option<KernelModel>,
+}
+
+impl BenchMode for Args {
+    type Output = Vec<WritebackResult>;
+    fn run(&self) -> Result<Self::Output> {
+        let opts = Options {
+            algo: self.algo.clone(),
+            wb_type: self.wb_type.clone(),
+            compressed: self.wb_compressed,
+            backing_dev: self.backing_dev.clone(),
+            kernel: !self.no_kernel,
+            force: self.force,
+            batch_size: self.wb_batch_size,
+            kernel_model: self.kernel,
+            ..Default::default()
+        };
+        let default = || Ok(zmem_corpus::default_corpus());
+        super::per_corpus(&self.corpus, default, |c| run(c, &opts))
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
