@@ -187,6 +187,9 @@ pub fn writeback_text(r: &WritebackResult) -> String {
         "engine devices: as kernel {}'s zram ({})\n",
         r.engine_kernel, r.engine_kernel_why
     ));
+    for n in &r.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
     s.push_str(&writeback_kernel_text(&r.kernel));
     s
 }

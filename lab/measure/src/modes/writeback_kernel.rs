@@ -476,7 +476,7 @@ fn kernel_device(
             set(rows, "writeback_batch_size", &b.to_string())?;
         } else {
             rows.notes.push(format!(
-                "--wb-batch-size {b}: the kernel has no writeback_batch_size (6.19+); the engine's is set"
+                "--wb-batch-size {b}: the kernel has no writeback_batch_size (6.19+)"
             ));
         }
     }
@@ -496,8 +496,26 @@ fn kernel_device(
     Ok(Kernel { dev, file })
 }
 
-/// The engine device, its backing a new file of `pages + 1` pages.
-fn engine_device(pages: usize, file: &Path, opts: &KernelOptions) -> Result<Engine, String> {
+/// Sets `writeback_batch_size` on an engine device where its kernel's zram has it; one
+/// without it (before the batched pass) writes a page at a time, and the note says so.
+pub(crate) fn engine_batch_size(dev: &Zram, b: Option<u32>) -> Result<Option<String>, String> {
+    let Some(b) = b else { return Ok(None) };
+    match dev.attr_write("writeback_batch_size", &b.to_string()) {
+        Ok(_) => Ok(None),
+        Err(e) if e.errno == Errno::ENOENT => {
+            Ok(Some(format!("--wb-batch-size {b}: engine: {}", e.message)))
+        }
+        Err(e) => Err(format!("engine: writeback_batch_size {b}: {e}")),
+    }
+}
+
+/// The engine device, its backing a new file of `pages + 1` pages, and a note when its
+/// kernel has no `writeback_batch_size`.
+fn engine_device(
+    pages: usize,
+    file: &Path,
+    opts: &KernelOptions,
+) -> Result<(Engine, Option<String>), String> {
     let dev = opts
         .engine
         .zram()
@@ -507,11 +525,8 @@ fn engine_device(pages: usize, file: &Path, opts: &KernelOptions) -> Result<Engi
         .disksize((pages * PAGE_SIZE) as u64)
         .build()
         .map_err(|e| format!("engine device: {e}"))?;
-    if let Some(b) = opts.batch_size {
-        dev.attr_write("writeback_batch_size", &b.to_string())
-            .map_err(|e| format!("engine: writeback_batch_size {b}: {e}"))?;
-    }
-    Ok(Engine(dev))
+    let note = engine_batch_size(&dev, opts.batch_size)?;
+    Ok((Engine(dev), note))
 }
 
 /// The comparison: SKIP rows with the reason when the kernel cannot run it
@@ -539,7 +554,10 @@ pub fn compare(
         }
     };
     let e = match engine_device(n, engine_file, opts) {
-        Ok(e) => e,
+        Ok((e, note)) => {
+            rows.notes.extend(note);
+            e
+        }
         Err(x) => return rows.fail(x),
     };
     for (a, side) in [
@@ -726,8 +744,8 @@ mod tests {
             std::fs::write(&p, vec![0u8; (c.page_count() + 1) * PAGE_SIZE]).unwrap();
             TempBacking(p)
         });
-        let a = engine_device(c.page_count(), &fa.0, &opts).unwrap();
-        let b = engine_device(c.page_count(), &fb.0, &opts).unwrap();
+        let a = engine_device(c.page_count(), &fa.0, &opts).unwrap().0;
+        let b = engine_device(c.page_count(), &fb.0, &opts).unwrap().0;
         super::super::recomp::write_corpus(&a.0, &c).unwrap();
         super::super::recomp::write_corpus(&b.0, &c).unwrap();
         let mut rows = Vec::new();
@@ -783,8 +801,8 @@ mod tests {
         };
         let file = TempBacking::new(8).unwrap();
         let (old, new) = (
-            engine_device(8, &file.0, &opts("6.1")).unwrap(),
-            engine_device(8, &file.0, &opts("7.3")).unwrap(),
+            engine_device(8, &file.0, &opts("6.1")).unwrap().0,
+            engine_device(8, &file.0, &opts("7.3")).unwrap().0,
         );
         assert_eq!(old.0.kernel(), model("6.1"));
         let (low, high) = (old.0.huge_class_size(), new.0.huge_class_size());
