@@ -113,7 +113,8 @@ fn wb_attrs() -> impl Iterator<Item = &'static str> {
 pub const COMPARED: &str = "equal: result, bd_count, bd_reads, bd_writes, orig_data_size, same_pages, \
 huge_pages, huge_pages_since, writeback_limit, pages read back; compr_data_size within 0.1 % \
 (a kernel's compressor may emit a few bytes more or less for some pages, docs/vm.md); \
-mem_used_total shown, not compared (the engine models 6.18's zsmalloc; `zmem bench device` checks it)";
+mem_used_total shown, not compared (allocator history; the engine models the running kernel's zsmalloc, \
+`zmem bench device` checks it)";
 
 impl KernelRows {
     pub fn skip(reason: impl Into<String>) -> Self {
