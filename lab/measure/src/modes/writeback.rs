@@ -71,7 +71,8 @@ pub struct Args {
     #[arg(long)]
     pub no_kernel: bool,
     /// The engine devices behave as this kernel version's zram (6.1 to 7.3) [default: the
-    /// running kernel's with kernel rows, else the newest modeled]
+    /// running kernel's when kernel rows run (root, zram, --backing-dev /dev/X), else the
+    /// newest modeled]
     #[arg(long, value_name = "VERSION", value_parser = KernelModel::parse)]
     pub kernel: Option<KernelModel>,
 }
@@ -115,8 +116,8 @@ pub struct Options {
     /// The idle age of the kernel rows' `idle AGE` step, seconds.
     pub age_s: u64,
     /// The kernel version whose zram the engine devices behave as; `None`:
-    /// the running kernel's when kernel rows are asked for, else the newest
-    /// ([`EngineKernel::pick`]).
+    /// the running kernel's when the kernel rows can run (root, kernel zram, a
+    /// block device as `backing_dev`), else the newest ([`EngineKernel::pick`]).
     pub kernel_model: Option<KernelModel>,
 }
 
@@ -222,13 +223,18 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         bail!("corpus {} has no pages", corpus.name);
     }
     let wb = params(&opts.wb_type)?;
-    let engine_kernel = EngineKernel::choose(opts.kernel_model, opts.kernel);
     let mut claim: Option<Claimed> = match &opts.backing_dev {
         Some(p) if p.symlink_metadata().is_ok() => {
             Some(backing_check::claim(p, opts.force).map_err(anyhow::Error::msg)?)
         }
         _ => None,
     };
+    // The engine behaves as the running kernel's zram when the kernel rows can run here
+    // (root, kernel zram, a block device): both sides are then the same kernel.
+    let beside = opts.kernel
+        && claim.as_ref().is_some_and(|c| c.block)
+        && super::kernel::unavailable_reason().is_none();
+    let engine_kernel = EngineKernel::choose(opts.kernel_model, beside);
     let (path, cleanup) = match &claim {
         Some(c) => (c.path.clone(), Cleanup(None)),
         None => backing_file(opts, n)?,
