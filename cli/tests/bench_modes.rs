@@ -53,6 +53,7 @@ const MODES: [(&str, &[&str]); 10] = [
             "requests",
             "no-kernel",
             "kernel",
+            "page-size",
         ],
     ),
     (
@@ -65,6 +66,7 @@ const MODES: [(&str, &[&str]); 10] = [
             "requests",
             "no-kernel",
             "kernel",
+            "page-size",
         ],
     ),
     (

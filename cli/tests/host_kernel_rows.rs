@@ -81,7 +81,12 @@ fn a_bench_killed_while_its_kernel_device_exists_is_recovered() {
         child.wait().unwrap();
         reader.join().unwrap();
         assert!(hit, "@{n}: the bench never paused");
-        assert_ne!(zram_devices(), before, "@{n}: a device was left");
+        // The devices this bench added (other work may add and remove its own meanwhile).
+        let added: Vec<String> = zram_devices()
+            .into_iter()
+            .filter(|d| !before.contains(d))
+            .collect();
+        assert!(!added.is_empty(), "@{n}: the killed bench left no device");
         assert!(Path::new("/run/zmem-trial").is_dir());
         let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
             .args(["trial", "--recover"])
@@ -93,6 +98,8 @@ fn a_bench_killed_while_its_kernel_device_exists_is_recovered() {
             "@{n}: {stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(zram_devices(), before, "@{n}");
+        let now = zram_devices();
+        let left: Vec<&String> = added.iter().filter(|d| now.contains(d)).collect();
+        assert!(left.is_empty(), "@{n}: {left:?} not removed by --recover");
     }
 }

@@ -44,7 +44,9 @@ mod teardown;
 mod undo;
 
 pub use action::Action;
-pub use cgroup::{detect as memory_hierarchy, Cgroup, CgroupVersion, MemoryHierarchy};
+pub use cgroup::{
+    detect as memory_hierarchy, own_memory_limit, Cgroup, CgroupVersion, MemoryHierarchy,
+};
 pub use cgroup_psi::{
     parse_pressure, system_pressure, Pressure, PsiFile, PsiLine, PsiScope, SYSTEM_MEMORY_PRESSURE,
 };

@@ -37,12 +37,21 @@ pub enum ModelError {
     Unparsable(String),
     #[error("zmem does not model kernel {0}: it models {oldest} to {newest}", oldest = KernelModel::OLDEST, newest = KernelModel::NEWEST)]
     Unmodeled(KernelVersion),
+    #[error("zmem does not model a {0}-byte page: it models 4 KiB, 16 KiB and 64 KiB pages (PAGE_SHIFT 12, 14, 16)")]
+    PageSize(usize),
 }
+
+/// The page sizes zmem models, by `PAGE_SHIFT`: 4 KiB (x86-64, most arm64),
+/// 16 KiB (arm64 `CONFIG_ARM64_16K_PAGES`: Debian's arm64-16k, Raspberry Pi 5,
+/// Asahi, Android) and 64 KiB (ppc64el `CONFIG_PPC_64K_PAGES`, RHEL's aarch64).
+pub const PAGE_SHIFTS: [u32; 3] = [12, 14, 16];
 
 /// The zram of one kernel version, as the engine serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelModel {
     version: KernelVersion,
+    /// `PAGE_SHIFT`: one of [`PAGE_SHIFTS`] (12 by default).
+    page_shift: u32,
 }
 
 const fn v(major: u16, minor: u16) -> KernelVersion {
@@ -78,14 +87,41 @@ impl KernelModel {
         if version < Self::OLDEST || version > Self::NEWEST {
             return Err(ModelError::Unmodeled(version));
         }
-        Ok(KernelModel { version })
+        Ok(KernelModel {
+            version,
+            page_shift: 12,
+        })
     }
 
     /// The newest version modeled (the engine's default).
     pub const fn newest() -> KernelModel {
         KernelModel {
             version: Self::NEWEST,
+            page_shift: 12,
         }
+    }
+
+    /// This model on a kernel with `bytes`-byte pages (4096, 16384 or
+    /// 65536: [`PAGE_SHIFTS`]); other sizes are refused.
+    pub fn with_page_size(self, bytes: usize) -> Result<KernelModel, ModelError> {
+        let shift = PAGE_SHIFTS
+            .into_iter()
+            .find(|&s| 1usize << s == bytes)
+            .ok_or(ModelError::PageSize(bytes))?;
+        Ok(KernelModel {
+            page_shift: shift,
+            ..self
+        })
+    }
+
+    /// `PAGE_SIZE`: the bytes of one page, which zram stores per slot.
+    pub const fn page_size(&self) -> usize {
+        1 << self.page_shift
+    }
+
+    /// `PAGE_SHIFT`.
+    pub const fn page_shift(&self) -> u32 {
+        self.page_shift
     }
 
     /// A version as a user types it (`6.18`) or as `uname -r` prints it
@@ -504,6 +540,19 @@ mod tests {
             "pool_limit_hit pool_total_size reject_alloc_fail reject_compress_fail reject_compress_poor \
              reject_kmemcache_fail reject_reclaim_fail stored_pages written_back_pages"
         );
+    }
+
+    #[test]
+    fn page_sizes_are_4k_16k_and_64k() {
+        let m = KernelModel::default();
+        assert_eq!((m.page_size(), m.page_shift()), (4096, 12));
+        let m = m.with_page_size(16384).unwrap();
+        assert_eq!((m.page_size(), m.page_shift()), (16384, 14));
+        assert_eq!(m.with_page_size(65536).unwrap().page_shift(), 16);
+        assert_eq!(m.version(), KernelModel::NEWEST, "the version stays");
+        let e = m.with_page_size(8192).unwrap_err();
+        assert_eq!(e, ModelError::PageSize(8192));
+        assert!(e.to_string().contains("16 KiB"), "{e}");
     }
 
     #[test]

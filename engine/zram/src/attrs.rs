@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, LazyLock};
 
-use zmem_codec::{Params, PAGE_SIZE};
+use zmem_codec::Params;
 
 use crate::device::Zram;
 use crate::streams::{MAX_COMPS, PRIMARY};
@@ -269,7 +269,7 @@ impl Zram {
             ));
         }
         let _cfg = self.lock_config();
-        let pages = limit.div_ceil(PAGE_SIZE as u64);
+        let pages = limit.div_ceil(self.page_size() as u64);
         self.limit_pages.store(pages, Relaxed);
         Ok(())
     }

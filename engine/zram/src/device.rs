@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use zmem_codec::{Backend, Params, PAGE_SIZE};
+use zmem_codec::{Backend, Params};
 use zmem_zpool::{Handle, Zpool};
 
 use crate::fastpath::{FastMode, FastPath};
@@ -71,6 +71,8 @@ pub struct Meta {
     pub wb_compressed: bool,
     /// A recoverable device's zspage memfd (its table's is the table's).
     pub(crate) shared: Option<crate::recover::Shared>,
+    /// `PAGE_SIZE` of the kernel modelled: the bytes of every slot's page.
+    pub page: usize,
 }
 
 impl Meta {
@@ -229,6 +231,12 @@ impl Zram {
         self.kernel
     }
 
+    /// `PAGE_SIZE` of the kernel modelled: what one slot stores, the unit of
+    /// disksize, mem_limit and mm_stat's page counts.
+    pub fn page_size(&self) -> usize {
+        self.kernel.page_size()
+    }
+
     /// The algorithms this device offers.
     pub fn backends(&self) -> &Backends {
         &self.backends
@@ -276,17 +284,18 @@ impl Zram {
                 "cannot change disksize for an initialized device",
             ));
         }
+        let page = self.page_size();
         let disksize = disksize
-            .checked_add(PAGE_SIZE as u64 - 1)
-            .map(|d| d & !(PAGE_SIZE as u64 - 1))
+            .checked_add(page as u64 - 1)
+            .map(|d| d & !(page as u64 - 1))
             .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
-        let nr_pages = usize::try_from(disksize / PAGE_SIZE as u64)
+        let nr_pages = usize::try_from(disksize / page as u64)
             .ok()
             .filter(|&n| n <= (1usize << 40))
             .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
         let (table, pool, shared) = self.new_store(&cfg, disksize, nr_pages)?;
         let huge_class_size = pool.huge_class_size();
-        crate::recompress::note_huge_class_size(huge_class_size);
+        crate::recompress::note_huge_class_size(huge_class_size, page);
         let comp = |name: &str, params: &Params| {
             let backend = self.backends.find(name).ok_or_else(|| {
                 AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'"))
@@ -294,6 +303,7 @@ impl Zram {
             // The stream writes as this kernel's zram does.
             let params = Params {
                 kernel: Some(self.kernel.version()),
+                page_size: Some(page),
                 ..params.clone()
             };
             streams::create(backend, &params)
@@ -326,6 +336,7 @@ impl Zram {
             backing: self.backing_dev(),
             wb_compressed: self.wb_compressed.load(Ordering::Relaxed),
             shared,
+            page,
         });
         for mut g in self.state.write() {
             *g = Some(meta.clone());
@@ -444,10 +455,10 @@ impl Zram {
             Some(m) => {
                 let ps = m.pool.stats();
                 m.stats
-                    .mm_stat(m.pool.total_pages(), ps.pages_compacted, limit)
+                    .mm_stat(m.pool.total_pages(), ps.pages_compacted, limit, m.page)
             }
             None => MmStat {
-                mem_limit: limit * PAGE_SIZE as u64,
+                mem_limit: limit * self.page_size() as u64,
                 ..MmStat::default()
             },
         }
@@ -667,7 +678,7 @@ impl ZramBuilder {
                 allocator: self.allocator.clone(),
                 ..Config::default()
             }),
-            limit_pages: AtomicU64::new(self.mem_limit.div_ceil(PAGE_SIZE as u64)),
+            limit_pages: AtomicU64::new(self.mem_limit.div_ceil(self.kernel.page_size() as u64)),
             fast_path: FastPath::default(),
             state: InitLock::new(),
             openers: AtomicUsize::new(0),

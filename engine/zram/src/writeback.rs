@@ -29,8 +29,6 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
-use zmem_codec::PAGE_SIZE;
-
 pub use crate::backing::{Backing, BackingFault, BdOp};
 use crate::device::{Meta, Zram};
 use crate::pp::PpCtl;
@@ -328,7 +326,7 @@ impl Meta {
         let mut res = Ok(());
         self.pool
             .read(h, &mut |src: &[u8]| {
-                if src.len() < size || size > PAGE_SIZE {
+                if src.len() < size || size > self.page {
                     res = Err(format!(
                         "object is {} bytes, the slot says {size}",
                         src.len()
@@ -403,7 +401,7 @@ impl Meta {
                     }
                 },
             };
-            let mut page = spare.pop().unwrap_or_else(|| vec![0u8; PAGE_SIZE]);
+            let mut page = spare.pop().unwrap_or_else(|| vec![0u8; self.page]);
             let g = self.table[index].lock();
             // Accessed or freed since the scan (the block is kept for the next slot).
             let read = if g.test(Flag::PpSlot) {
@@ -421,7 +419,7 @@ impl Meta {
             {
                 let mut l = lock_limit(limit);
                 if l.enable && l.remaining > 0 {
-                    l.remaining -= (PAGE_SIZE / 4096) as u64;
+                    l.remaining -= (self.page / 4096) as u64;
                 }
             }
             inflight.push(WbReq {
@@ -469,7 +467,7 @@ impl Meta {
                 {
                     let mut l = lock_limit(limit);
                     if l.enable {
-                        l.remaining += (PAGE_SIZE / 4096) as u64;
+                        l.remaining += (self.page / 4096) as u64;
                     }
                 }
                 self.free_block_bdev(r.blk);
@@ -537,7 +535,7 @@ impl Meta {
                 .read_block(blk, dst)
                 .map_err(|e| format!("reading block {blk} of {}: {e}", b.path()));
         }
-        let mut block = vec![0u8; PAGE_SIZE];
+        let mut block = vec![0u8; self.page];
         b.read_block(blk, &mut block)
             .map_err(|e| format!("reading block {blk} of {}: {e}", b.path()))?;
         if g.test(Flag::Huge) {
@@ -545,7 +543,7 @@ impl Meta {
             return Ok(());
         }
         let size = g.size();
-        if size == 0 || size > PAGE_SIZE {
+        if size == 0 || size > self.page {
             return Err(format!(
                 "written-back object of block {blk} has size {size}"
             ));
@@ -586,7 +584,7 @@ impl Zram {
                 "cannot open backing device '': empty path",
             ));
         }
-        let b = Backing::open(path, self.backing_fault.clone())?;
+        let b = Backing::open(path, self.backing_fault.clone(), self.page_size())?;
         *self.backing.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(b));
         Ok(())
     }
@@ -718,7 +716,7 @@ impl Zram {
             ));
         }
         let p = parse(m.nr_pages() as u64)?;
-        let mut ctl = PpCtl::new();
+        let mut ctl = PpCtl::for_page(m.page);
         for s in &p.scans {
             m.scan_for_writeback(s, &mut ctl);
         }

@@ -266,6 +266,7 @@ pub(crate) fn create_pool(name: &str, kernel: &KernelModel) -> Result<Box<dyn Zp
             ChainRule::LeastWaste => zmem_zpool::ChainRule::LeastWaste,
             ChainRule::MostUsedPercent => zmem_zpool::ChainRule::MostUsedPercent,
         },
+        ..zmem_zpool::PoolOptions::default()
     };
     zmem_zpool::create(name, opts).map_err(|e| AttrError::new(Errno::EINVAL, format!("zpool: {e}")))
 }

@@ -54,6 +54,42 @@ impl EngineSpec {
     }
 }
 
+/// Under a memory cgroup whose limit is below `--size`, a pool without `--mem-limit` grows until
+/// the OOM killer ends the server, and the device with it, without a word. The pool is bounded
+/// instead, at three quarters of the limit (the rest for the slot table, buffers and the
+/// process), so a write past it answers ENOSPC as it does with `--mem-limit`; the line says so.
+/// `limit` is the tightest cgroup limit on this process and the cgroup that sets it.
+pub(crate) fn within_cgroup(
+    s: &EngineSpec,
+    limit: Option<(String, u64)>,
+) -> (EngineSpec, Option<String>) {
+    let mut e = s.clone();
+    let Some((cgroup, max)) = limit else {
+        return (e, None);
+    };
+    let bound = max / 4 * 3 / 4096 * 4096;
+    match s.mem_limit {
+        None if s.size > bound => {
+            e.mem_limit = Some(bound);
+            let line = format!(
+                "zmem serve: the memory cgroup {cgroup} limits this process to {max} bytes, below --size {}, \
+                 and no --mem-limit was given: the pool is bounded at mem_limit {bound} (a write past it gets \
+                 ENOSPC instead of an OOM kill of the server); --mem-limit sets another bound",
+                s.size
+            );
+            (e, Some(line))
+        }
+        Some(m) if m > max => {
+            let line = format!(
+                "zmem serve: --mem-limit {m} is above the memory cgroup {cgroup}'s limit {max}: the kernel may \
+                 OOM-kill the server before the pool reaches it; a --mem-limit of at most {bound} is safe"
+            );
+            (e, Some(line))
+        }
+        _ => (e, None),
+    }
+}
+
 /// The served device: zswap's block view, or a zram device (with its
 /// maintenance worker under `--maint`, which then answers `maint` too).
 pub(crate) struct Device {
@@ -248,6 +284,42 @@ pub(crate) fn build(s: &EngineSpec, name: &str, recoverable: bool) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::fast_when;
+    use super::*;
+
+    fn spec(size: u64, mem_limit: Option<u64>) -> EngineSpec {
+        EngineSpec {
+            mode: "zram".into(),
+            size,
+            algo: "lz4".into(),
+            params: None,
+            recomp: Vec::new(),
+            allocator: "zsmalloc".into(),
+            mem_limit,
+            backing_dev: None,
+            force: false,
+            fast: None,
+            fast_when: "off".into(),
+            maint: None,
+            kernel: None,
+        }
+    }
+
+    #[test]
+    fn a_cgroup_below_size_bounds_the_pool_and_says_so() {
+        let cg = Some(("/sys/fs/cgroup/memory/box".to_string(), 64 << 20));
+        let (e, line) = within_cgroup(&spec(256 << 20, None), cg.clone());
+        assert_eq!(e.mem_limit, Some(48 << 20));
+        assert!(line.unwrap().contains("no --mem-limit was given"));
+        let (e, line) = within_cgroup(&spec(256 << 20, Some(32 << 20)), cg.clone());
+        assert_eq!((e.mem_limit, line), (Some(32 << 20), None));
+        let (e, line) = within_cgroup(&spec(256 << 20, Some(128 << 20)), cg.clone());
+        assert_eq!(e.mem_limit, Some(128 << 20));
+        assert!(line.unwrap().contains("may OOM-kill"));
+        let (e, line) = within_cgroup(&spec(16 << 20, None), cg);
+        assert_eq!((e.mem_limit, line), (None, None));
+        let (e, line) = within_cgroup(&spec(256 << 20, None), None);
+        assert_eq!((e.mem_limit, line), (None, None));
+    }
 
     #[test]
     fn fast_when_syntax() {

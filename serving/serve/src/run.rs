@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
 use zmem_nbd::{Control, CtlServer, Limits, Listen, Listener, Options, Server, SocketPerms};
 
-use crate::device::{build, Device, EngineSpec};
+use crate::device::{build, within_cgroup, Device, EngineSpec};
 use crate::keeper::{self, Link};
 use crate::safety::{make_safe, SwapUse};
 
@@ -214,14 +214,19 @@ pub(crate) fn serve_device(
     s: &Spec,
     transport: impl FnOnce(&Serving) -> anyhow::Result<zmem_nbd::FailureCounts>,
 ) -> anyhow::Result<()> {
-    let safety = make_safe(s.swap, s.engine.mem_limit).map_err(anyhow::Error::msg)?;
+    let limit = zmem_host::own_memory_limit(&zmem_host::Sys::real());
+    let (engine, cgroup_line) = within_cgroup(&s.engine, limit);
+    if let Some(line) = cgroup_line {
+        eprintln!("{line}");
+    }
+    let safety = make_safe(s.swap, engine.mem_limit).map_err(anyhow::Error::msg)?;
     let (link, old) = keeper_for(s)?;
     let Device {
         zram,
         dev,
         maintained,
         claim: _claim,
-    } = build(&s.engine, &format!("serve:{}", s.export), link.is_some())?;
+    } = build(&engine, &format!("serve:{}", s.export), link.is_some())?;
     let _open = zram.as_ref().map(|z| z.open());
     let stopping = Arc::new(AtomicBool::new(false));
     let _kept = match (&link, zram.as_deref()) {

@@ -35,6 +35,11 @@ pub(super) struct Args {
     /// kernel's when kernel rows are measured, else the newest modeled]
     #[arg(long, value_name = "VERSION", value_parser = crate::args::kernel)]
     kernel: Option<zmem_kernel::KernelModel>,
+    /// The page size of the kernel the engine rows model: 4K, 16K (arm64 16 KiB kernels:
+    /// Raspberry Pi 5, Asahi, Android) or 64K (ppc64el, RHEL aarch64). The corpus is cut into
+    /// such pages; kernel rows need a running kernel with that page size (docs/page-size.md)
+    #[arg(long, value_name = "SIZE", value_parser = crate::args::page_size)]
+    page_size: Option<usize>,
 }
 
 /// The device table plus `codec` rows, the floor under any engine: the codec alone on the
@@ -90,6 +95,7 @@ fn options(args: &Args, floor: bool) -> anyhow::Result<Options> {
         kernel: !args.no_kernel,
         floor,
         kernel_model: args.kernel,
+        page_size: args.page_size,
         ..Options::default()
     };
     for a in &opts.algorithms {

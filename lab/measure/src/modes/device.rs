@@ -11,13 +11,14 @@ use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
+use zmem_kernel::KernelModel;
 use zmem_zram::Zram;
 
 use crate::engine::{running_kernel, EngineKernel};
 
 use super::device_rows::huge_class_size;
 pub use super::device_rows::{Options, Row, Target, MAX_AUTO_WRITE_PASSES, WRITE_BYTES_MIN};
-use super::random_read::{read_phase, request_indexes};
+use super::random_read::{read_phase_at, request_indexes};
 
 /// Progress events, for a progress bar.
 #[derive(Debug, Clone)]
@@ -60,9 +61,14 @@ pub fn measure_overhead(
         return None;
     }
     let backend = zmem_codec::find(algo).ok()?;
+    let page = corpus.page_size();
+    let params = &Params {
+        page_size: Some(page),
+        ..params.clone()
+    };
     let mut stream = backend.new_stream(params).ok()?;
-    let mut comp = vec![0u8; zmem_codec::MAX_COMPRESSED];
-    let mut out = vec![0u8; PAGE_SIZE];
+    let mut comp = vec![0u8; zmem_codec::max_compressed(page)];
+    let mut out = vec![0u8; page];
     // The codec does the same work as the engine: pages at or above
     // huge_class_size are stored raw by zram and never decompressed.
     let huge = huge_class_size(engine, algo, params).ok()?;
@@ -70,7 +76,7 @@ pub fn measure_overhead(
     for _ in 0..3 {
         let t = Instant::now();
         for p in &pages {
-            let n = stream.compress(p, &mut comp).unwrap_or(PAGE_SIZE);
+            let n = stream.compress(p, &mut comp).unwrap_or(page);
             if n < huge {
                 stream.decompress(&comp[..n], &mut out).ok()?;
             }
@@ -79,10 +85,9 @@ pub fn measure_overhead(
     }
     let mut best_engine = f64::MAX;
     for _ in 0..3 {
-        let dev = engine
-            .zram()
+        let dev = Zram::for_kernel(engine.model.with_page_size(page).ok()?)
             .algorithm(algo, params.clone())
-            .disksize((pages.len() * PAGE_SIZE) as u64)
+            .disksize((pages.len() * page) as u64)
             .build()
             .ok()?;
         let t = Instant::now();
@@ -94,7 +99,7 @@ pub fn measure_overhead(
         }
         best_engine = best_engine.min(t.elapsed().as_secs_f64());
     }
-    let mib = (pages.len() * PAGE_SIZE) as f64 / (1 << 20) as f64;
+    let mib = (pages.len() * page) as f64 / (1 << 20) as f64;
     let (codec_mibps, engine_mibps) = (mib / best_codec, mib / best_engine);
     Some(Overhead {
         algo: algo.to_string(),
@@ -139,7 +144,7 @@ fn write_passes(corpus: &Corpus, algo: &str, opts: &Options) -> Result<(Zram, f6
             .zram()
             .name("zram-bench")
             .algorithm(algo, opts.params.clone())
-            .disksize((pages * PAGE_SIZE) as u64)
+            .disksize((pages * corpus.page_size()) as u64)
             .build()
             .map_err(|e| e.message)
     };
@@ -158,13 +163,13 @@ fn write_passes(corpus: &Corpus, algo: &str, opts: &Options) -> Result<(Zram, f6
         }
         write_s += t.elapsed().as_secs_f64();
     }
-    let write_mibps = (passes * pages * PAGE_SIZE) as f64 / write_s / (1 << 20) as f64;
+    let write_mibps = (passes * pages * corpus.page_size()) as f64 / write_s / (1 << 20) as f64;
     Ok((dev, write_mibps))
 }
 
 /// Check that every page reads back as written.
 fn verify_pages(dev: &Zram, corpus: &Corpus) -> Result<(), String> {
-    let mut b = vec![0u8; PAGE_SIZE];
+    let mut b = vec![0u8; corpus.page_size()];
     for (i, p) in corpus.pages().enumerate() {
         if dev.read_page(i, &mut b).is_err() || b != p {
             return Err(format!("page {i} did not read back as written"));
@@ -207,9 +212,10 @@ pub fn run_engine(
         progress(&format!("reads pc={pc}"));
         let plan = request_indexes(pages, pc, opts.requests, threads, opts.seed);
         let n = 1usize << pc;
-        let r = read_phase(pc, &plan, |buf, index| {
-            let len = (n.min(pages - index)) * PAGE_SIZE;
-            dev.read_at((index * PAGE_SIZE) as u64, &mut buf[..len])
+        let page = corpus.page_size();
+        let r = read_phase_at(page, pc, &plan, |buf, index| {
+            let len = (n.min(pages - index)) * page;
+            dev.read_at((index * page) as u64, &mut buf[..len])
                 .map_err(|e| e.to_string())
         });
         match r {
@@ -234,26 +240,99 @@ pub fn run_engine(
     rows
 }
 
+/// Why the running kernel's zram cannot stand beside an engine modelling
+/// `page`-byte pages: its own page differs (one slot holds one page, so the
+/// figures would not compare). `None` when the pages agree.
+pub fn page_size_refusal(page: usize) -> Option<String> {
+    // SAFETY: sysconf has no preconditions.
+    let host = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        v if v > 0 => v as usize,
+        _ => PAGE_SIZE,
+    };
+    (host != page).then(|| {
+        format!(
+            "the running kernel has {host}-byte pages and the engine models {page}-byte pages \
+             (--page-size): kernel rows only on a kernel with {page}-byte pages"
+        )
+    })
+}
+
+/// The model at `page`-byte pages and the corpus cut into such pages.
+fn with_page(
+    model: KernelModel,
+    corpus: &Corpus,
+    page: usize,
+) -> Result<(KernelModel, Corpus), String> {
+    let model = model.with_page_size(page).map_err(|e| e.to_string())?;
+    let corpus = if corpus.page_size() == page {
+        corpus.clone()
+    } else {
+        corpus
+            .clone()
+            .with_page_size(page)
+            .map_err(|e| e.to_string())?
+    };
+    Ok((model, corpus))
+}
+
+/// A run refused as a whole (a page size zmem does not model): one
+/// unavailable row per algorithm, with the reason.
+fn refused(algos: &[String], corpus: &Corpus, opts: &Options, why: String) -> Report {
+    let rows = algos
+        .iter()
+        .map(|a| {
+            Row::unavailable(
+                Target::Engine,
+                a,
+                &corpus.name,
+                opts.threads.max(1),
+                why.clone(),
+            )
+        })
+        .collect();
+    Report {
+        rows,
+        engine_kernel: String::new(),
+        engine_kernel_why: why.clone(),
+        overhead: Vec::new(),
+        kernel_missing: Some(why),
+    }
+}
+
 /// The whole run: for each algorithm, the engine rows, then (where the kernel
 /// has the algorithm) the kernel rows. The engine behaves as the zram of
 /// [`EngineKernel::pick`]'s version (the running kernel's beside kernel rows).
 pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
     let algos = algorithms(opts);
-    let kernel_missing = if opts.kernel {
-        super::kernel::unavailable_reason()
-    } else {
+    let page = opts.page_size.unwrap_or(PAGE_SIZE);
+    let kernel_missing = if !opts.kernel {
         Some("kernel rows not requested".to_string())
+    } else {
+        page_size_refusal(page).or_else(super::kernel::unavailable_reason)
     };
     let running = running_kernel();
     let engine = EngineKernel::pick(opts.kernel_model, kernel_missing.is_none(), running.clone());
-    let model = engine.model;
+    let (model, corpus) = match with_page(engine.model, corpus, page) {
+        Ok(m) => m,
+        Err(e) => return refused(&algos, corpus, opts, e),
+    };
+    let corpus = &corpus;
+    let engine = EngineKernel {
+        model,
+        why: engine.why,
+    };
     let opts = &Options {
         kernel_model: Some(model),
+        params: Params {
+            page_size: Some(page),
+            ..opts.params.clone()
+        },
         ..opts.clone()
     };
     let tag = |mut rows: Vec<Row>, version: Option<String>| {
         for r in &mut rows {
             r.kernel.clone_from(&version);
+            r.page_size = Some(page);
         }
         rows
     };
@@ -292,7 +371,18 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
                 what: format!("{algo} codec floor"),
             });
             done += 1;
-            rows.extend(super::floor::run_floor(corpus, algo, opts));
+            if page == PAGE_SIZE {
+                rows.extend(super::floor::run_floor(corpus, algo, opts));
+            } else {
+                let why = "the codec floor (--floor) is measured at 4 KiB pages only".to_string();
+                rows.push(Row::unavailable(
+                    Target::Codec,
+                    algo,
+                    &corpus.name,
+                    opts.threads.max(1),
+                    why,
+                ));
+            }
         }
         if kernel_algos.contains(algo) {
             let mut step = |what: &str| {
@@ -317,7 +407,11 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
     });
     Report {
         rows,
-        engine_kernel: model.to_string(),
+        engine_kernel: if page == PAGE_SIZE {
+            model.to_string()
+        } else {
+            format!("{model} ({} KiB pages)", page / 1024)
+        },
         engine_kernel_why: engine.why,
         overhead,
         kernel_missing,

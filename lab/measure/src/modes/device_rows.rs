@@ -7,6 +7,8 @@ use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_kernel::{KernelModel, MmStat};
 
+use zmem_zram::Zram;
+
 use super::random_read::ReadResult;
 use crate::engine::EngineKernel;
 
@@ -38,6 +40,10 @@ pub struct Options {
     /// running kernel's when kernel rows are measured (so both sides are the
     /// same version), else the newest zmem models ([`EngineKernel::pick`]).
     pub kernel_model: Option<KernelModel>,
+    /// The page size of the kernel the engine models (4096, 16384 or 65536;
+    /// `None`: 4096): the corpus is cut into such pages, one per slot, and
+    /// kernel rows are measured only when the running kernel has that page.
+    pub page_size: Option<usize>,
 }
 
 impl Options {
@@ -79,6 +85,7 @@ impl Default for Options {
             write_passes: 0,
             floor: false,
             kernel_model: None,
+            page_size: None,
         }
     }
 }
@@ -116,6 +123,9 @@ pub struct Row {
     /// The kernel version of the row's zram: the version an engine row
     /// behaves as, the running kernel's for a kernel row; none for codec rows.
     pub kernel: Option<String>,
+    /// The page size of the row's zram (bytes per slot: 4096, or 16384 and
+    /// 65536 under `--page-size`); none for codec rows.
+    pub page_size: Option<usize>,
     /// Why there are no numbers (algorithm unavailable, device error).
     pub reason: Option<String>,
     pub orig_data_size: Option<u64>,
@@ -152,6 +162,7 @@ impl Row {
             page_cluster: None,
             threads,
             kernel: None,
+            page_size: None,
             reason: Some(reason),
             orig_data_size: None,
             compr_data_size: None,
@@ -187,6 +198,7 @@ impl Row {
             page_cluster: Some(read.page_cluster),
             threads,
             kernel: None,
+            page_size: None,
             reason: None,
             orig_data_size: Some(m.orig_data_size),
             compr_data_size: Some(m.compr_data_size),
@@ -215,10 +227,14 @@ pub(crate) fn huge_class_size(
     algo: &str,
     params: &Params,
 ) -> Result<usize, String> {
-    let dev = engine
-        .zram()
+    let page = params.page();
+    let kernel = engine
+        .model
+        .with_page_size(page)
+        .map_err(|e| e.to_string())?;
+    let dev = Zram::for_kernel(kernel)
         .algorithm(algo, params.clone())
-        .disksize(PAGE_SIZE as u64)
+        .disksize(page as u64)
         .build()
         .map_err(|e| e.message)?;
     Ok(dev.huge_class_size())

@@ -75,7 +75,20 @@ pub(crate) fn read_phase<F>(
 where
     F: Fn(&mut [u8], usize) -> Result<(), String> + Sync,
 {
-    let bytes = PAGE_SIZE << page_cluster;
+    read_phase_at(PAGE_SIZE, page_cluster, plan, read)
+}
+
+/// [`read_phase`] over pages of `page_size` bytes (a 16 or 64 KiB kernel's).
+pub(crate) fn read_phase_at<F>(
+    page_size: usize,
+    page_cluster: u32,
+    plan: &[Vec<usize>],
+    read: F,
+) -> Result<ReadResult, String>
+where
+    F: Fn(&mut [u8], usize) -> Result<(), String> + Sync,
+{
+    let bytes = page_size << page_cluster;
     let failed = AtomicU64::new(0);
     let mut cpu_ns = Some(0u64);
     let start = Instant::now();

@@ -7,11 +7,15 @@
 //! distribution of the noise, only that rounds are independent, which the
 //! interleaving (every candidate once per round, in a rotated order) is
 //! there to make plausible.
+//!
+//! The one copy: trial's `--metric` decision, tune's comparison and the
+//! verdict's rounds all use it. It lives in trial, the lowest crate of the
+//! three (trial must not depend on the engine, the verdict does).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A median with its confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
     pub median: f64,
     pub ci_low: f64,
