@@ -54,7 +54,7 @@ fn a_bench_killed_while_its_kernel_device_exists_is_recovered() {
     for n in [1, 2, 3] {
         let before = zram_devices();
         let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
-            .args(["bench", c.to_str().unwrap(), "--algo", "lz4"])
+            .args(["bench", "device", c.to_str().unwrap(), "--algo", "lz4"])
             .args(["--requests", "50", "--format", "json"])
             .env("ZMEM_TEST_PAUSE_AT", n.to_string())
             .stdout(Stdio::null())

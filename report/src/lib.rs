@@ -19,7 +19,7 @@ pub use codecs::{codec_cells, CODECS_COLUMNS};
 pub use corpora::corpus_lines;
 pub use device::{device_cells, device_notes, DEVICE_COLUMNS};
 pub use html::{pareto, render as html_report};
-// The one-measurement modes' text (`MODE_text`), one function each in modes.rs.
+// The measurement modes' text (`MODE_text`, and `Text` rendering each registered mode).
 pub use modes::*;
 pub use ranking::ranking_text;
 pub use recommendation::{error_json, pretty, recommendation_json, recommendation_text};

@@ -215,6 +215,13 @@ impl Zram {
         ZramBuilder::new()
     }
 
+    /// A builder for a device that behaves as kernel `model`'s zram: the one way
+    /// every tool that models a kernel (`zmem bench`'s modes, `zmem serve`) builds
+    /// its engine device, so none forgets the model.
+    pub fn for_kernel(model: KernelModel) -> ZramBuilder {
+        ZramBuilder::new().kernel(model)
+    }
+
     /// The device name (e.g. `zram0`).
     pub fn name(&self) -> &str {
         &self.name

@@ -276,6 +276,12 @@ impl Zswap {
         ZswapBuilder::default()
     }
 
+    /// A builder for a zswap that behaves as kernel `model`'s: the one way every
+    /// tool that models a kernel builds its engine zswap.
+    pub fn for_kernel(model: KernelModel) -> ZswapBuilder {
+        ZswapBuilder::default().kernel(model)
+    }
+
     /// The kernel version whose zswap this engine behaves as.
     pub fn kernel(&self) -> KernelModel {
         self.kernel

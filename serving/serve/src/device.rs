@@ -47,6 +47,14 @@ pub struct EngineSpec {
     pub kernel: Option<zmem_kernel::KernelModel>,
 }
 
+impl EngineSpec {
+    /// The kernel version the engine behaves as: `--kernel`'s, else the newest
+    /// modeled (a served device is compared with no running kernel).
+    fn model(&self) -> zmem_kernel::KernelModel {
+        self.kernel.unwrap_or_else(zmem_kernel::KernelModel::newest)
+    }
+}
+
 /// Under a memory cgroup whose limit is below `--size`, a pool without `--mem-limit` grows until
 /// the OOM killer ends the server, and the device with it, without a word. The pool is bounded
 /// instead, at three quarters of the limit (the rest for the slot table, buffers and the
@@ -131,10 +139,9 @@ fn build_zram(
     backing: Option<&Claimed>,
     recoverable: bool,
 ) -> anyhow::Result<Zram> {
-    let dev = Zram::builder()
+    let dev = Zram::for_kernel(s.model())
         .name(name.to_string())
         .recoverable(recoverable)
-        .kernel(s.kernel.unwrap_or_default())
         .build()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     attr(&dev, attr::ALLOCATOR, &s.allocator, "--allocator")?;
@@ -215,7 +222,7 @@ fn build_zswap(
     if !s.recomp.is_empty() || s.params.is_some() || s.fast.is_some() || s.maint.is_some() {
         bail!("--recomp/--params/--fast/--maint: zram options, not available with --mode zswap");
     }
-    let mut b = zmem_zswap::Zswap::builder()
+    let mut b = zmem_zswap::Zswap::for_kernel(s.model())
         .compressor(s.algo.clone())
         .zpool(s.allocator.clone());
     if let Some(m) = &s.mem_limit {

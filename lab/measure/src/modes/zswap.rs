@@ -24,13 +24,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::engine::EngineKernel;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_kernel::KernelModel;
-use zmem_zram::Zram;
 use zmem_zswap::{Backing, ShrinkWorker, Source, Zswap};
 
 use super::device_rows::Target;
@@ -83,7 +83,7 @@ pub struct Options {
     pub dir: PathBuf,
     /// The kernel version whose zswap (and zram) the engine rows behave as;
     /// `None`: the running kernel's when kernel rows are measured, else the
-    /// newest modeled ([`super::device::engine_model`]).
+    /// newest modeled ([`EngineKernel::pick`]).
     pub kernel_model: Option<KernelModel>,
 }
 
@@ -341,7 +341,7 @@ pub fn run_with_kernel(
     k: &KernelOptions,
 ) -> Result<(Vec<Row>, Option<String>)> {
     let sys = zmem_host::Sys::real();
-    let running = super::device::running_kernel();
+    let running = crate::engine::running_kernel();
     let running_model = running.clone().ok().and_then(|v| KernelModel::new(v).ok());
     let why = zswap_kernel::unavailable(
         &sys,
@@ -350,7 +350,7 @@ pub fn run_with_kernel(
         &opts.algorithm,
         k.force,
     );
-    let (model, _) = super::device::engine_model(opts.kernel_model, why.is_none(), running);
+    let model = EngineKernel::pick(opts.kernel_model, why.is_none(), running).model;
     let opts = &Options {
         kernel_model: Some(model),
         ..opts.clone()
@@ -452,8 +452,8 @@ fn run_zswap(corpus: &Corpus, opts: &Options, limit: PoolLimit, seq: &[usize]) -
     let pages = corpus.page_count();
     let path = backing_path(&opts.dir, "zswap");
     let backing = Backing::create(&path, pages as u64)?;
-    let builder = Zswap::builder()
-        .kernel(opts.kernel_model.unwrap_or_default())
+    let builder = EngineKernel::choose(opts.kernel_model, false)
+        .zswap()
         .compressor(opts.algorithm.clone())
         .zpool(opts.zpool.clone())
         .accept_threshold_percent(opts.accept_threshold_percent)
@@ -536,9 +536,8 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
     let pages = corpus.page_count();
     let path = backing_path(&opts.dir, "zram");
     let backing = Backing::create(&path, pages as u64)?;
-    let kernel = opts.kernel_model.unwrap_or_default();
-    let dev = Zram::builder()
-        .kernel(kernel)
+    let dev = EngineKernel::choose(opts.kernel_model, false)
+        .zram()
         .disksize((pages * PAGE_SIZE) as u64)
         .algorithm(opts.algorithm.clone(), Params::default())
         .mem_limit(budget)
@@ -594,7 +593,7 @@ fn run_zram(corpus: &Corpus, opts: &Options, budget: u64, seq: &[usize]) -> Resu
         Ok(t.finish(Row {
             engine: "zram".into(),
             target: Target::Engine,
-            kernel: kernel.to_string(),
+            kernel: dev.kernel().to_string(),
             algo: opts.algorithm.clone(),
             allocator: "zsmalloc".into(),
             corpus: corpus.name.clone(),

@@ -143,10 +143,10 @@ fn write_passes(
 
 /// The codec's per-thread streams and the `huge_class_size` the engine
 /// device uses with it.
-fn codec(algo: &str, params: &Params) -> Result<(StreamPool, usize), String> {
+fn codec(opts: &Options, algo: &str, params: &Params) -> Result<(StreamPool, usize), String> {
     let backend = zmem_codec::find(algo).map_err(|e| e.to_string())?;
     let streams = StreamPool::new(backend, params.clone()).map_err(|e| e.to_string())?;
-    Ok((streams, huge_class_size(algo, params)?))
+    Ok((streams, huge_class_size(&opts.engine(), algo, params)?))
 }
 
 /// The `codec` rows for one algorithm: one per page-cluster value, or one
@@ -162,7 +162,7 @@ pub fn run_floor(corpus: &Corpus, algo: &str, opts: &Options) -> Vec<Row> {
             reason,
         )]
     };
-    let (streams, huge) = match codec(algo, &opts.params) {
+    let (streams, huge) = match codec(opts, algo, &opts.params) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
@@ -223,7 +223,7 @@ mod tests {
                 assert_eq!(f.target, Target::Codec);
                 assert_eq!(f.reason, None);
             }
-            let (streams, huge) = codec(algo, &Params::default()).unwrap();
+            let (streams, huge) = codec(&Options::default(), algo, &Params::default()).unwrap();
             let (store, _) = write_passes(&c, &streams, huge, &opts()).unwrap();
             let mut out = vec![0u8; PAGE_SIZE];
             for (i, p) in c.pages().enumerate() {

@@ -512,7 +512,7 @@ fn worker_main(plan: &Plan<'_>, procs: &Path, fd: RawFd) -> ! {
     }
     let r = std::fs::write(procs, "0")
         .with_context(|| format!("joining the cgroup ({})", procs.display()))
-        .and_then(|()| crate::bench::zswap_worker::run(plan.corpus, plan.seq));
+        .and_then(|()| crate::modes::zswap_worker::run(plan.corpus, plan.seq));
     // SAFETY: fd is the pipe's write end, owned by the child from here on.
     let mut pipe = unsafe { File::from_raw_fd(fd) };
     let code = match r.and_then(|m| Ok(serde_json::to_vec(&m)?)) {
@@ -531,7 +531,7 @@ fn worker_main(plan: &Plan<'_>, procs: &Path, fd: RawFd) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::zswap_counters::Snapshot;
+    use crate::modes::zswap_counters::Snapshot;
 
     #[test]
     fn kernel_limit_is_the_smallest_percent_that_holds_the_budget() {

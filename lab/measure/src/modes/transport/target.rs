@@ -125,9 +125,8 @@ impl Target {
     pub fn open(spec: &Spec, b: &Build, conns: usize) -> Result<Target, String> {
         let bytes = (b.pages * PAGE_SIZE) as u64;
         match spec {
-            Spec::Engine => Zram::builder()
+            Spec::Engine => Zram::for_kernel(b.kernel_model)
                 .name("zram-transport")
-                .kernel(b.kernel_model)
                 .algorithm(b.algo, b.params.clone())
                 .disksize(bytes)
                 .build()

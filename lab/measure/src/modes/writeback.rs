@@ -29,12 +29,72 @@ use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_host::backing::{self as backing_check, Claimed};
-use zmem_kernel::BdStat;
-use zmem_zram::{WritebackParams, Zram};
+use zmem_kernel::{BdStat, KernelModel};
+use zmem_zram::WritebackParams;
 
 use super::recomp::{measure, verify, write_corpus, Measure};
-use super::writeback_kernel::{compare, KernelOptions, TempBacking};
+use super::writeback_kernel::{compare, engine_batch_size, KernelOptions, TempBacking};
 pub use super::writeback_kernel::{relative, KernelRows, State as KernelState, StepRow, COMPARED};
+use super::BenchMode;
+use crate::engine::EngineKernel;
+
+/// Writeback: idle pages written back to a backing file; memory and ratio before and
+/// after, bd_stat, every page read back and compared; kernel rows where the running
+/// kernel's zram has backing_dev (with --backing-dev /dev/X)
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
+    pub corpus: Vec<PathBuf>,
+    /// The algorithm the corpus is written with
+    #[arg(long, value_name = "ALGO", default_value = zmem_codec::backend::lz4::INFO.name)]
+    pub algo: String,
+    /// The pages written back (idle, huge, huge_idle, incompressible, all)
+    #[arg(long, value_name = "TYPE", default_value = zmem_kernel::page_type::IDLE)]
+    pub wb_type: String,
+    /// Write the compressed objects (compressed_writeback=1)
+    #[arg(long)]
+    pub wb_compressed: bool,
+    /// Backing file or block device (an existing one is used as is and kept; a new file is
+    /// created and removed) [default: a temporary file]. A block device is also the kernel
+    /// rows' backing_dev; it is refused while mounted or swapped on, and when it holds a
+    /// filesystem, swap area or data (unless --force)
+    #[arg(long, value_name = "FILE|/dev/X")]
+    pub backing_dev: Option<PathBuf>,
+    /// Use a --backing-dev block device that holds a signature or data (overwritten)
+    #[arg(long)]
+    pub force: bool,
+    /// writeback_batch_size on the engine's devices and the kernel's, where their kernel has
+    /// it (6.19+; without it a pass writes one page at a time, and a note says so)
+    #[arg(long, value_name = "N")]
+    pub wb_batch_size: Option<u32>,
+    /// Skip the kernel rows
+    #[arg(long)]
+    pub no_kernel: bool,
+    /// The engine devices behave as this kernel version's zram (6.1 to 7.3) [default: the
+    /// running kernel's when kernel rows run (root, zram, --backing-dev /dev/X), else the
+    /// newest modeled]
+    #[arg(long, value_name = "VERSION", value_parser = KernelModel::parse)]
+    pub kernel: Option<KernelModel>,
+}
+
+impl BenchMode for Args {
+    type Output = Vec<WritebackResult>;
+    fn run(&self) -> Result<Self::Output> {
+        let opts = Options {
+            algo: self.algo.clone(),
+            wb_type: self.wb_type.clone(),
+            compressed: self.wb_compressed,
+            backing_dev: self.backing_dev.clone(),
+            kernel: !self.no_kernel,
+            force: self.force,
+            batch_size: self.wb_batch_size,
+            kernel_model: self.kernel,
+            ..Default::default()
+        };
+        let default = || Ok(zmem_corpus::default_corpus());
+        super::per_corpus(&self.corpus, default, |c| run(c, &opts))
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -55,6 +115,10 @@ pub struct Options {
     pub batch_size: Option<u32>,
     /// The idle age of the kernel rows' `idle AGE` step, seconds.
     pub age_s: u64,
+    /// The kernel version whose zram the engine devices behave as; `None`:
+    /// the running kernel's when the kernel rows can run (root, kernel zram, a
+    /// block device as `backing_dev`), else the newest ([`EngineKernel::pick`]).
+    pub kernel_model: Option<KernelModel>,
 }
 
 impl Default for Options {
@@ -68,6 +132,7 @@ impl Default for Options {
             force: false,
             batch_size: None,
             age_s: 2,
+            kernel_model: None,
         }
     }
 }
@@ -81,6 +146,9 @@ pub struct WritebackResult {
     pub wb_type: String,
     pub writeback_compressed: bool,
     pub backing_dev: String,
+    /// The kernel version whose zram the engine devices behave as, and why that one.
+    pub engine_kernel: String,
+    pub engine_kernel_why: String,
     /// After writing (and compaction).
     pub before: Measure,
     /// After `idle all` + `writeback` + compaction.
@@ -102,6 +170,8 @@ pub struct WritebackResult {
     pub verified: bool,
     /// The block device check (empty for a file).
     pub backing_check: String,
+    /// What was not set as asked (a kernel without `writeback_batch_size`).
+    pub notes: Vec<String>,
     /// The kernel rows (SKIP with the reason when not run).
     pub kernel: KernelRows,
 }
@@ -159,11 +229,17 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         }
         _ => None,
     };
+    // The engine behaves as the running kernel's zram when the kernel rows can run here
+    // (root, kernel zram, a block device): both sides are then the same kernel.
+    let beside = opts.kernel
+        && claim.as_ref().is_some_and(|c| c.block)
+        && super::kernel::unavailable_reason().is_none();
+    let engine_kernel = EngineKernel::choose(opts.kernel_model, beside);
     let (path, cleanup) = match &claim {
         Some(c) => (c.path.clone(), Cleanup(None)),
         None => backing_file(opts, n)?,
     };
-    let mut r = engine(corpus, opts, &wb, &path)?;
+    let mut r = engine(corpus, opts, &engine_kernel, &wb, &path)?;
     drop(cleanup);
     r.backing_check = claim.as_ref().map(Claimed::describe).unwrap_or_default();
     if let Some(c) = claim.as_mut() {
@@ -172,7 +248,7 @@ pub fn run(corpus: &Corpus, opts: &Options) -> Result<WritebackResult> {
         c.flush().context("flushing the backing device")?;
     }
     r.kernel = if opts.kernel {
-        kernel_rows(corpus, opts, claim.as_mut())?
+        kernel_rows(corpus, opts, &engine_kernel, claim.as_mut())?
     } else {
         KernelRows::skip("not asked for (--no-kernel)")
     };
@@ -205,13 +281,19 @@ fn backing_file(opts: &Options, n: usize) -> Result<(PathBuf, Cleanup)> {
 
 /// The kernel rows: the claimed block device handed to a kernel device (the
 /// claim released while it has it), the engine's backing a temporary file.
-fn kernel_rows(corpus: &Corpus, opts: &Options, claim: Option<&mut Claimed>) -> Result<KernelRows> {
+fn kernel_rows(
+    corpus: &Corpus,
+    opts: &Options,
+    engine: &EngineKernel,
+    claim: Option<&mut Claimed>,
+) -> Result<KernelRows> {
     let tmp = TempBacking::new(corpus.page_count()).context("engine backing file")?;
     let kopts = KernelOptions {
         algo: opts.algo.clone(),
         compressed: opts.compressed,
         batch_size: opts.batch_size,
         age_s: opts.age_s,
+        engine: engine.clone(),
     };
     Ok(match claim.filter(|c| c.block) {
         Some(c) => {
@@ -228,11 +310,13 @@ fn kernel_rows(corpus: &Corpus, opts: &Options, claim: Option<&mut Claimed>) -> 
 fn engine(
     corpus: &Corpus,
     opts: &Options,
+    engine: &EngineKernel,
     wb: &WritebackParams,
     path: &Path,
 ) -> Result<WritebackResult> {
     let n = corpus.page_count();
-    let dev = Zram::builder()
+    let dev = engine
+        .zram()
         .algorithm(opts.algo.as_str(), Params::default())
         .backing_dev(path)
         .compressed_writeback(opts.compressed)
@@ -245,10 +329,10 @@ fn engine(
                 path.display()
             )
         })?;
-    if let Some(b) = opts.batch_size {
-        dev.attr_write(zmem_kernel::attr::WRITEBACK_BATCH_SIZE, &b.to_string())
-            .context(zmem_kernel::attr::WRITEBACK_BATCH_SIZE)?;
-    }
+    let notes = engine_batch_size(&dev, opts.batch_size)
+        .map_err(anyhow::Error::msg)?
+        .into_iter()
+        .collect();
     let write = write_corpus(&dev, corpus)?;
     let before = measure(&dev)?;
     let t = Instant::now();
@@ -278,6 +362,8 @@ fn engine(
             .backing_dev()
             .map(|b| b.path().to_string())
             .unwrap_or_default(),
+        engine_kernel: engine.model.to_string(),
+        engine_kernel_why: engine.why.clone(),
         before,
         after,
         candidates: rep.candidates,
@@ -291,6 +377,7 @@ fn engine(
         verify_s: verify.as_secs_f64(),
         verified,
         backing_check: String::new(),
+        notes,
         kernel: KernelRows::default(),
     })
 }
@@ -328,6 +415,31 @@ mod tests {
                 "temporary backing file removed"
             );
         }
+    }
+
+    /// `--wb-batch-size` on an engine behaving as a kernel without the attribute (6.1, as
+    /// the VM lab's `--wb-batch-size 4` run on Debian's 6.1): the pass runs page by page and
+    /// a note names what is missing; 7.3's engine takes it.
+    #[test]
+    fn a_batch_size_the_model_lacks_is_a_note() {
+        let c = zmem_corpus::default_corpus();
+        let run_as = |v: &str| {
+            run(
+                &c,
+                &Options {
+                    batch_size: Some(4),
+                    kernel_model: KernelModel::parse(v).ok(),
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        };
+        let (old, new) = (run_as("6.1"), run_as("7.3"));
+        assert_eq!(old.engine_kernel, "6.1");
+        assert!(old.verified && old.written > 0, "{old:?}");
+        assert_eq!(old.notes.len(), 1, "{:?}", old.notes);
+        assert!(old.notes[0].contains("writeback_batch_size"), "{:?}", old.notes);
+        assert!(new.notes.is_empty(), "{:?}", new.notes);
     }
 
     #[test]

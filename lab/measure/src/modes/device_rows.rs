@@ -6,9 +6,11 @@
 use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_kernel::{KernelModel, MmStat};
+
 use zmem_zram::Zram;
 
 use super::random_read::ReadResult;
+use crate::engine::EngineKernel;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -36,12 +38,20 @@ pub struct Options {
     pub floor: bool,
     /// The kernel version whose zram the engine rows behave as; `None`: the
     /// running kernel's when kernel rows are measured (so both sides are the
-    /// same version), else the newest zmem models ([`super::device::engine_model`]).
+    /// same version), else the newest zmem models ([`EngineKernel::pick`]).
     pub kernel_model: Option<KernelModel>,
     /// The page size of the kernel the engine models (4096, 16384 or 65536;
     /// `None`: 4096): the corpus is cut into such pages, one per slot, and
     /// kernel rows are measured only when the running kernel has that page.
     pub page_size: Option<usize>,
+}
+
+impl Options {
+    /// The kernel the engine devices behave as: `kernel_model` (set by
+    /// [`super::device::run`]), else the newest.
+    pub(crate) fn engine(&self) -> EngineKernel {
+        EngineKernel::choose(self.kernel_model, false)
+    }
 }
 
 /// Bytes the write phase writes at least when `write_passes` is 0.
@@ -212,13 +222,17 @@ impl Row {
 
 /// The `huge_class_size` an engine device with `algo` uses: objects this
 /// large or larger are stored as whole pages.
-pub(crate) fn huge_class_size(algo: &str, params: &Params) -> Result<usize, String> {
+pub(crate) fn huge_class_size(
+    engine: &EngineKernel,
+    algo: &str,
+    params: &Params,
+) -> Result<usize, String> {
     let page = params.page();
-    let kernel = KernelModel::default()
+    let kernel = engine
+        .model
         .with_page_size(page)
         .map_err(|e| e.to_string())?;
-    let dev = Zram::builder()
-        .kernel(kernel)
+    let dev = Zram::for_kernel(kernel)
         .algorithm(algo, params.clone())
         .disksize(page as u64)
         .build()

@@ -36,6 +36,7 @@ use zmem_kernel::{BdStat, Errno, MmStat, ZRAM_ATTRS};
 use zmem_zram::Zram;
 
 use super::random_read::aligned_buffer;
+use crate::engine::EngineKernel;
 
 /// How the kernel rows run.
 #[derive(Debug, Clone)]
@@ -46,6 +47,9 @@ pub struct KernelOptions {
     pub batch_size: Option<u32>,
     /// The idle age of step 8, seconds.
     pub age_s: u64,
+    /// The kernel whose zram the engine device behaves as (the running one's,
+    /// unless `--kernel` named another).
+    pub engine: EngineKernel,
 }
 
 /// One device's figures after a step (mm_stat after `compact`, bd_stat in
@@ -108,7 +112,8 @@ fn wb_attrs() -> impl Iterator<Item = &'static str> {
 pub const COMPARED: &str = "equal: result, bd_count, bd_reads, bd_writes, orig_data_size, same_pages, \
 huge_pages, huge_pages_since, writeback_limit, pages read back; compr_data_size within 0.1 % \
 (a kernel's compressor may emit a few bytes more or less for some pages, docs/vm.md); \
-mem_used_total shown, not compared (the engine models 6.18's zsmalloc; `zmem bench device` checks it)";
+mem_used_total shown, not compared (allocator history; the engine models the running kernel's zsmalloc, \
+`zmem bench device` checks it)";
 
 impl KernelRows {
     pub fn skip(reason: impl Into<String>) -> Self {
@@ -489,7 +494,7 @@ fn kernel_device(
             )?;
         } else {
             rows.notes.push(format!(
-                "--wb-batch-size {b}: the kernel has no {}; the engine's is set",
+                "--wb-batch-size {b}: the kernel has no {}",
                 zmem_kernel::ZramAttr::of(zmem_kernel::attr::WRITEBACK_BATCH_SIZE).with_kernels()
             ));
         }
@@ -518,20 +523,37 @@ fn kernel_device(
     Ok(Kernel { dev, file })
 }
 
-/// The engine device, its backing a new file of `pages + 1` pages.
-fn engine_device(pages: usize, file: &Path, opts: &KernelOptions) -> Result<Engine, String> {
-    let dev = Zram::builder()
+/// Sets `writeback_batch_size` on an engine device where its kernel's zram has it; one
+/// without it (before the batched pass) writes a page at a time, and the note says so.
+pub(crate) fn engine_batch_size(dev: &Zram, b: Option<u32>) -> Result<Option<String>, String> {
+    let Some(b) = b else { return Ok(None) };
+    match dev.attr_write(zmem_kernel::attr::WRITEBACK_BATCH_SIZE, &b.to_string()) {
+        Ok(_) => Ok(None),
+        Err(e) if e.errno == Errno::ENOENT => {
+            Ok(Some(format!("--wb-batch-size {b}: engine: {}", e.message)))
+        }
+        Err(e) => Err(format!("engine: writeback_batch_size {b}: {e}")),
+    }
+}
+
+/// The engine device, its backing a new file of `pages + 1` pages, and a note when its
+/// kernel has no `writeback_batch_size`.
+fn engine_device(
+    pages: usize,
+    file: &Path,
+    opts: &KernelOptions,
+) -> Result<(Engine, Option<String>), String> {
+    let dev = opts
+        .engine
+        .zram()
         .algorithm(opts.algo.as_str(), Params::default())
         .backing_dev(file)
         .compressed_writeback(opts.compressed)
         .disksize((pages * PAGE_SIZE) as u64)
         .build()
         .map_err(|e| format!("engine device: {e}"))?;
-    if let Some(b) = opts.batch_size {
-        dev.attr_write(zmem_kernel::attr::WRITEBACK_BATCH_SIZE, &b.to_string())
-            .map_err(|e| format!("engine: writeback_batch_size {b}: {e}"))?;
-    }
-    Ok(Engine(dev))
+    let note = engine_batch_size(&dev, opts.batch_size)?;
+    Ok((Engine(dev), note))
 }
 
 /// The comparison: SKIP rows with the reason when the kernel cannot run it
@@ -559,7 +581,10 @@ pub fn compare(
         }
     };
     let e = match engine_device(n, engine_file, opts) {
-        Ok(e) => e,
+        Ok((e, note)) => {
+            rows.notes.extend(note);
+            e
+        }
         Err(x) => return rows.fail(x),
     };
     for (a, side) in [
@@ -738,6 +763,7 @@ mod tests {
             compressed: false,
             batch_size: Some(4),
             age_s: 1,
+            engine: EngineKernel::newest(),
         };
         let (fa, fb) = (TempBacking::new(c.page_count()).unwrap(), {
             let p = std::env::temp_dir().join(format!("zmem-bench-wbk2-{}", std::process::id()));
@@ -745,8 +771,8 @@ mod tests {
             std::fs::write(&p, vec![0u8; (c.page_count() + 1) * PAGE_SIZE]).unwrap();
             TempBacking(p)
         });
-        let a = engine_device(c.page_count(), &fa.0, &opts).unwrap();
-        let b = engine_device(c.page_count(), &fb.0, &opts).unwrap();
+        let a = engine_device(c.page_count(), &fa.0, &opts).unwrap().0;
+        let b = engine_device(c.page_count(), &fb.0, &opts).unwrap().0;
         super::super::recomp::write_corpus(&a.0, &c).unwrap();
         super::super::recomp::write_corpus(&b.0, &c).unwrap();
         let mut rows = Vec::new();
@@ -768,5 +794,50 @@ mod tests {
             "{last:?}"
         );
         assert_eq!(last.read_mismatches, 0);
+    }
+
+    /// Pages whose compressed size lies between two models' huge_class_size:
+    /// random bytes up to the middle, then zeros.
+    fn between_huge_classes(low: usize, high: usize, pages: usize) -> Corpus {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut data = vec![0u8; pages * PAGE_SIZE];
+        for page in data.chunks_mut(PAGE_SIZE) {
+            for b in &mut page[..(low + high) / 2] {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+        }
+        Corpus::from_bytes("between", "test", data).unwrap()
+    }
+
+    /// The engine device beside the kernel's is the model's zram: under 6.1
+    /// (zsmalloc's 4-page zspages, a lower huge_class_size) pages that 7.3
+    /// stores compressed are huge, as on Debian's 6.1 (huge_pages 9 vs 1
+    /// when the engine ignored the running kernel's model).
+    #[test]
+    fn the_engine_device_is_the_running_kernels_zram() {
+        let model = |v: &str| zmem_kernel::KernelModel::parse(v).unwrap();
+        let opts = |v: &str| KernelOptions {
+            algo: "lz4".into(),
+            compressed: false,
+            batch_size: None,
+            age_s: 1,
+            engine: EngineKernel::pick(None, true, Ok(model(v).version())),
+        };
+        let file = TempBacking::new(8).unwrap();
+        let (old, new) = (
+            engine_device(8, &file.0, &opts("6.1")).unwrap().0,
+            engine_device(8, &file.0, &opts("7.3")).unwrap().0,
+        );
+        assert_eq!(old.0.kernel(), model("6.1"));
+        let (low, high) = (old.0.huge_class_size(), new.0.huge_class_size());
+        assert!(low < high, "6.1's huge_class_size {low}, 7.3's {high}");
+        let c = between_huge_classes(low, high, 8);
+        for (dev, huge) in [(&old, 8), (&new, 0)] {
+            super::super::recomp::write_corpus(&dev.0, &c).unwrap();
+            assert_eq!(mm(dev).huge_pages, huge, "as {}", dev.0.kernel());
+        }
     }
 }

@@ -10,6 +10,7 @@
 //! The effective ratio is `orig_data_size / mem_used_total` (what the pages
 //! would take uncompressed over the allocator pages they do take).
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -19,6 +20,32 @@ use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_kernel::MmStat;
 use zmem_zram::{RecompressParams, Zram};
+
+use super::BenchMode;
+use crate::engine::EngineKernel;
+
+/// Recompression: the corpus written with the primary, all marked idle and recompressed
+/// with ALGO; ratio and memory before and after, against ALGO alone
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The recompression algorithm
+    #[arg(value_name = "ALGO")]
+    pub with: String,
+    /// Corpus files of raw 4 KiB pages; without any, a heap-like corpus
+    pub corpus: Vec<PathBuf>,
+    /// The primary algorithm the corpus is written with
+    #[arg(long, value_name = "ALGO", default_value = zmem_codec::backend::lz4::INFO.name)]
+    pub primary: String,
+}
+
+impl BenchMode for Args {
+    type Output = Vec<RecompResult>;
+    fn run(&self) -> Result<Self::Output> {
+        super::per_corpus(&self.corpus, || heap_corpus(8), |c| {
+            run(c, &self.primary, &self.with)
+        })
+    }
+}
 
 /// The numbers of one `--recomp` run.
 #[derive(Debug, Clone, Serialize)]
@@ -122,7 +149,9 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
         bail!("corpus {} has no pages", corpus.name);
     }
     let disksize = (n * PAGE_SIZE) as u64;
-    let dev = Zram::builder()
+    let engine = EngineKernel::newest();
+    let dev = engine
+        .zram()
         .algorithm(primary, Params::default())
         .secondary(1, secondary, Params::default())
         .disksize(disksize)
@@ -146,7 +175,8 @@ pub fn run(corpus: &Corpus, primary: &str, secondary: &str) -> Result<RecompResu
     }
     drop(dev);
 
-    let alone_dev = Zram::builder()
+    let alone_dev = engine
+        .zram()
         .algorithm(secondary, Params::default())
         .disksize(disksize)
         .build()

@@ -11,8 +11,10 @@ use serde::Serialize;
 use zmem_codec::{Params, PAGE_SIZE};
 use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
-use zmem_kernel::{KernelModel, KernelVersion};
+use zmem_kernel::KernelModel;
 use zmem_zram::Zram;
+
+use crate::engine::{running_kernel, EngineKernel};
 
 use super::device_rows::huge_class_size;
 pub use super::device_rows::{Options, Row, Target, MAX_AUTO_WRITE_PASSES, WRITE_BYTES_MIN};
@@ -45,7 +47,12 @@ pub struct Overhead {
 
 /// Measure [`Overhead`] for one algorithm; None when it is unavailable or
 /// the corpus has no page that reaches the codec.
-pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<Overhead> {
+pub fn measure_overhead(
+    corpus: &Corpus,
+    engine: &EngineKernel,
+    algo: &str,
+    params: &Params,
+) -> Option<Overhead> {
     let pages: Vec<&[u8]> = corpus
         .pages()
         .filter(|p| zmem_codec::same_filled(p).is_none())
@@ -64,7 +71,7 @@ pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<
     let mut out = vec![0u8; page];
     // The codec does the same work as the engine: pages at or above
     // huge_class_size are stored raw by zram and never decompressed.
-    let huge = huge_class_size(algo, params).ok()?;
+    let huge = huge_class_size(engine, algo, params).ok()?;
     let mut best_codec = f64::MAX;
     for _ in 0..3 {
         let t = Instant::now();
@@ -78,8 +85,7 @@ pub fn measure_overhead(corpus: &Corpus, algo: &str, params: &Params) -> Option<
     }
     let mut best_engine = f64::MAX;
     for _ in 0..3 {
-        let dev = Zram::builder()
-            .kernel(KernelModel::default().with_page_size(page).ok()?)
+        let dev = Zram::for_kernel(engine.model.with_page_size(page).ok()?)
             .algorithm(algo, params.clone())
             .disksize((pages.len() * page) as u64)
             .build()
@@ -132,10 +138,11 @@ pub fn algorithms(opts: &Options) -> Vec<String> {
 /// why there are no rows.
 fn write_passes(corpus: &Corpus, algo: &str, opts: &Options) -> Result<(Zram, f64), String> {
     let pages = corpus.page_count();
+    let engine = opts.engine();
     let build = || {
-        Zram::builder()
+        engine
+            .zram()
             .name("zram-bench")
-            .kernel(opts.kernel_model.unwrap_or_default())
             .algorithm(algo, opts.params.clone())
             .disksize((pages * corpus.page_size()) as u64)
             .build()
@@ -233,35 +240,6 @@ pub fn run_engine(
     rows
 }
 
-/// The running kernel's version, from /proc/sys/kernel/osrelease.
-pub fn running_kernel() -> Result<KernelVersion, String> {
-    let path = "/proc/sys/kernel/osrelease";
-    let rel = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    KernelVersion::parse(&rel).ok_or_else(|| format!("cannot parse the kernel release {rel:?}"))
-}
-
-/// The kernel version the engine rows behave as, and why: the one asked
-/// for; else, when kernel rows are measured, the running kernel's (a version
-/// zmem does not model falls back to the newest, said so); else the newest.
-pub fn engine_model(
-    asked: Option<KernelModel>,
-    kernel_rows: bool,
-    running: Result<KernelVersion, String>,
-) -> (KernelModel, String) {
-    if let Some(m) = asked {
-        return (m, "--kernel".into());
-    }
-    let newest = KernelModel::newest();
-    if !kernel_rows {
-        return (newest, "the newest modeled; no kernel rows".into());
-    }
-    match running.map(KernelModel::new) {
-        Ok(Ok(m)) => (m, "the running kernel's".into()),
-        Ok(Err(e)) => (newest, format!("the newest modeled; {e}")),
-        Err(e) => (newest, format!("the newest modeled; {e}")),
-    }
-}
-
 /// Why the running kernel's zram cannot stand beside an engine modelling
 /// `page`-byte pages: its own page differs (one slot holds one page, so the
 /// figures would not compare). `None` when the pages agree.
@@ -323,7 +301,7 @@ fn refused(algos: &[String], corpus: &Corpus, opts: &Options, why: String) -> Re
 
 /// The whole run: for each algorithm, the engine rows, then (where the kernel
 /// has the algorithm) the kernel rows. The engine behaves as the zram of
-/// [`engine_model`]'s version.
+/// [`EngineKernel::pick`]'s version (the running kernel's beside kernel rows).
 pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) -> Report {
     let algos = algorithms(opts);
     let page = opts.page_size.unwrap_or(PAGE_SIZE);
@@ -333,12 +311,16 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
         page_size_refusal(page).or_else(super::kernel::unavailable_reason)
     };
     let running = running_kernel();
-    let (model, why) = engine_model(opts.kernel_model, kernel_missing.is_none(), running.clone());
-    let (model, corpus) = match with_page(model, corpus, page) {
+    let engine = EngineKernel::pick(opts.kernel_model, kernel_missing.is_none(), running.clone());
+    let (model, corpus) = match with_page(engine.model, corpus, page) {
         Ok(m) => m,
         Err(e) => return refused(&algos, corpus, opts, e),
     };
     let corpus = &corpus;
+    let engine = EngineKernel {
+        model,
+        why: engine.why,
+    };
     let opts = &Options {
         kernel_model: Some(model),
         params: Params {
@@ -379,7 +361,7 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
             Some(model.to_string()),
         );
         if engine_rows.iter().any(|r| r.reason.is_none()) {
-            overhead.extend(measure_overhead(corpus, algo, &opts.params));
+            overhead.extend(measure_overhead(corpus, &engine, algo, &opts.params));
         }
         rows.extend(engine_rows);
         if opts.floor {
@@ -430,7 +412,7 @@ pub fn run(corpus: &Corpus, opts: &Options, progress: &mut dyn FnMut(Progress)) 
         } else {
             format!("{model} ({} KiB pages)", page / 1024)
         },
-        engine_kernel_why: why,
+        engine_kernel_why: engine.why,
         overhead,
         kernel_missing,
     }
@@ -472,24 +454,6 @@ mod tests {
             .contains("unknown algorithm"));
     }
 
-    #[test]
-    fn engine_model_follows_the_running_kernel_when_it_is_measured() {
-        let v = |a, b| KernelVersion::new(a, b);
-        let m = |a, b| KernelModel::new(v(a, b)).unwrap();
-        let (got, why) = engine_model(Some(m(6, 12)), true, Ok(v(6, 1)));
-        assert_eq!((got, why.as_str()), (m(6, 12), "--kernel"));
-        assert_eq!(engine_model(None, true, Ok(v(6, 1))).0, m(6, 1));
-        assert_eq!(
-            engine_model(None, false, Ok(v(6, 1))).0,
-            KernelModel::newest()
-        );
-        let (got, why) = engine_model(None, true, Ok(v(5, 10)));
-        assert_eq!(got, KernelModel::newest());
-        assert!(why.contains("does not model kernel 5.10"), "{why}");
-        let (got, why) = engine_model(None, true, Err("cannot read".into()));
-        assert!(got == KernelModel::newest() && why.contains("cannot read"));
-    }
-
     /// Engine rows carry the version they behave as; 6.1's zsmalloc stores
     /// the same objects in a different amount of memory.
     #[test]
@@ -501,7 +465,7 @@ mod tests {
             write_passes: 1,
             page_clusters: vec![0],
             algorithms: vec!["lzo".into()],
-            kernel_model: Some(KernelModel::parse(k).unwrap()),
+            kernel_model: Some(zmem_kernel::KernelModel::parse(k).unwrap()),
             ..Options::default()
         };
         let old = run(&c, &opts("6.1"), &mut |_| {});
@@ -528,7 +492,7 @@ mod tests {
             ..Options::default()
         };
         for algo in ["lz4", "lzo-rle", "zstd"] {
-            let rows = crate::bench::floor::run_floor(&c, algo, &opts);
+            let rows = crate::modes::floor::run_floor(&c, algo, &opts);
             assert_eq!(rows.len(), 4, "{algo}: {:?}", rows[0].reason);
             let engine = run_engine(&c, algo, &opts, &mut |_| {});
             for (f, e) in rows.iter().zip(&engine) {

@@ -16,6 +16,7 @@
 //! The effective ratio is `orig_data_size / mem_used_total`, as in
 //! `zmem bench recomp`.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -25,7 +26,36 @@ use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::{RecompressParams, Zram};
 
-use super::recomp::{measure, verify, Measure};
+use crate::engine::EngineKernel;
+
+use super::recomp::{heap_corpus, measure, verify, Measure};
+use super::BenchMode;
+
+/// Fast path: writes with the fast ALGO beside the primary (mean, p50, p99), then the
+/// fast-path slots recompressed back to the primary
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The fast algorithm
+    #[arg(value_name = "ALGO")]
+    pub fast: String,
+    /// Corpus files of raw 4 KiB pages; without any, a heap-like corpus
+    pub corpus: Vec<PathBuf>,
+    /// The primary algorithm the fast-path slots are recompressed back to
+    #[arg(long, value_name = "ALGO", default_value = zmem_codec::backend::lz4::INFO.name)]
+    pub primary: String,
+    /// Write passes into fresh devices (latencies pooled over all passes)
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub passes: usize,
+}
+
+impl BenchMode for Args {
+    type Output = Vec<FastpathResult>;
+    fn run(&self) -> Result<Self::Output> {
+        super::per_corpus(&self.corpus, || heap_corpus(8), |c| {
+            run(c, &self.primary, &self.fast, self.passes)
+        })
+    }
+}
 
 /// Write latency of one path.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -119,13 +149,16 @@ fn write_pass(
     tp: &mut Vec<u64>,
 ) -> Result<(Zram, Zram)> {
     let disksize = (corpus.page_count() * PAGE_SIZE) as u64;
-    let fdev = Zram::builder()
+    let engine = EngineKernel::newest();
+    let fdev = engine
+        .zram()
         .algorithm(primary, Params::default())
         .fast_algorithm(fast)
         .disksize(disksize)
         .build()
         .with_context(|| format!("device with {primary} and the fast algorithm {fast}"))?;
-    let pdev = Zram::builder()
+    let pdev = engine
+        .zram()
         .algorithm(primary, Params::default())
         .disksize(disksize)
         .build()

@@ -2,7 +2,7 @@
 //! device (the swap-out side, timed in 1 MiB chunks) and random 4 KiB reads
 //! from it at page-cluster 0 (the swap-in side, each read timed), through the
 //! engine or through a hot-added kernel zram device with O_DIRECT, as `zmem
-//! bench` measures them (`crate::bench::kernel`).
+//! bench` measures them (`crate::modes::kernel`).
 //!
 //! Both sides use medians, not means: the median read and the median 1 MiB
 //! write chunk. A busy machine preempts a measurement now and then; a mean
@@ -24,9 +24,11 @@ use zmem_corpus::Corpus;
 use zmem_device::BlockDevice;
 use zmem_zram::Zram;
 
-use crate::bench::device_rows::{self, Target};
-use crate::bench::kernel;
-use crate::bench::random_read::{self, read_phase, request_indexes};
+use crate::engine::EngineKernel;
+
+use crate::modes::device_rows::{self, Target};
+use crate::modes::kernel;
+use crate::modes::random_read::{self, read_phase, request_indexes};
 
 /// What one round measured for one candidate.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -65,7 +67,8 @@ fn chunk_mibps(secs: &[f64]) -> f64 {
 
 /// The verdict's engine device: `algo`, just large enough for `pages`.
 fn engine_device(algo: &str, pages: usize) -> Result<Zram, String> {
-    Zram::builder()
+    EngineKernel::newest()
+        .zram()
         .name("zram-verdict")
         .algorithm(algo, Default::default())
         .disksize((pages * PAGE_SIZE) as u64)
@@ -240,7 +243,7 @@ pub fn page_clusters(
     target: Target,
     requests: usize,
     seed: u64,
-) -> Result<Vec<crate::bench::random_read::ReadResult>, String> {
+) -> Result<Vec<crate::modes::random_read::ReadResult>, String> {
     let pages = corpus.page_count();
     let phase = |read: &ReadFn, pc: u32| {
         let plan = request_indexes(pages, pc, requests, 1, seed);
