@@ -133,7 +133,7 @@ pub(crate) fn hot_add(sys: &Sys) -> io::Result<u32> {
     }
     log(sys, &format!("hot_add zram{id}"))?;
     let dir = sys.path(&format!("/sys/block/zram{id}"));
-    sys.check_in_tree(&dir.join("disksize"))?;
+    sys.check_in_tree(&dir.join(attr::DISKSIZE))?;
     fs::create_dir_all(&dir)?;
     let template = sys.path("/sys/class/zram-control/template");
     if template.is_dir() {
