@@ -20,6 +20,17 @@ pub fn kernel(s: &str) -> Result<zmem_kernel::KernelModel, String> {
     zmem_kernel::KernelModel::parse(s).map_err(|e| e.to_string())
 }
 
+/// For clap's `value_parser`: a kernel's page size (`4K`, `16K`, `64K`, or
+/// bytes), one zmem models.
+pub fn page_size(s: &str) -> Result<usize, String> {
+    let n = zmem_conf::parse_size(s).map_err(|e| e.to_string())?;
+    let n = usize::try_from(n).map_err(|_| format!("page size {n} is too large"))?;
+    zmem_kernel::KernelModel::default()
+        .with_page_size(n)
+        .map(|m| m.page_size())
+        .map_err(|e| e.to_string())
+}
+
 /// For clap's `value_parser`: a duration flag (`30s`, `5min`, …).
 pub fn duration(s: &str) -> Result<std::time::Duration, String> {
     zmem_conf::parse_duration(s).map_err(|e| e.to_string())

@@ -35,9 +35,8 @@ enum Command {
     /// With no subcommand: up to 64 MiB of this machine's memory (every process as root, your own
     /// processes otherwise) plus synthetic pages, every algorithm this kernel offers in
     /// interleaved rounds until the decision is settled or --budget is spent, and the verdict
-    /// with a new private config file to apply (docs/lab.md); the options below are its own. Each subcommand has its own flags (`zmem
-    /// bench MODE --help`). The mode flags of before (`zmem bench --codecs …`, `zmem bench
-    /// CORPUS`) still work in this release and print a note naming the subcommand.
+    /// with a new private config file to apply (docs/lab.md); the options below are its own. Each
+    /// subcommand has its own flags (`zmem bench MODE --help`).
     Bench(Box<cmd::bench::Bench>),
     /// List every compression algorithm with its parameters and defaults
     Codecs(cmd::codecs::Args),

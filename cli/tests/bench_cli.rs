@@ -5,10 +5,17 @@ mod bench_common;
 use bench_common::{text, write_corpus, zmem};
 use zmem_files::testutil::ScratchDir;
 
-/// `zmem bench CORPUS ARGS…`, which must succeed: its standard output.
+/// `zmem bench MODE CORPUS ARGS…` (MODE: device, or floor when ARGS has `--floor`), which
+/// must succeed: its standard output.
 fn bench_ok(corpus: &std::path::Path, args: &[&str]) -> Vec<u8> {
-    let mut all = vec!["bench", corpus.to_str().unwrap()];
-    all.extend_from_slice(args);
+    let mode = if args.contains(&"--floor") {
+        "floor"
+    } else {
+        "device"
+    };
+    let args: Vec<&str> = args.iter().copied().filter(|a| *a != "--floor").collect();
+    let mut all = vec!["bench", mode, corpus.to_str().unwrap()];
+    all.extend_from_slice(&args);
     let o = zmem(&all);
     assert!(o.status.success(), "{all:?}: {}", text(&o.stderr));
     o.stdout
@@ -148,7 +155,7 @@ fn floor_rows_sit_beside_the_engine_rows() {
         assert!(f["lat_mean_ns"].as_f64().unwrap() > 0.0);
     }
     // Only device mode has the floor: with another mode it is an error, not ignored.
-    let o = zmem(&["bench", "--codecs", "--floor", c.to_str().unwrap()]);
+    let o = zmem(&["bench", "codecs", "--floor", c.to_str().unwrap()]);
     assert!(
         !o.status.success() && text(&o.stderr).contains("--floor"),
         "{}",
@@ -209,7 +216,7 @@ fn bad_algorithm_and_bad_corpus_are_errors() {
         "{}",
         text(&o.stderr)
     );
-    let o = zmem(&["bench", "/nonexistent/zmem-corpus", "--no-kernel"]);
+    let o = zmem(&["bench", "device", "/nonexistent/zmem-corpus", "--no-kernel"]);
     assert!(!o.status.success());
     assert!(
         text(&o.stderr).contains("/nonexistent/zmem-corpus"),
@@ -224,9 +231,9 @@ fn fastpath_mode_table_and_json() {
     let c = write_corpus(&dir, "fastpath");
     let o = zmem(&[
         "bench",
-        "--fastpath",
+        "fastpath",
         "lz4m",
-        "--algo",
+        "--primary",
         "lz4",
         c.to_str().unwrap(),
         "--passes",
@@ -262,7 +269,7 @@ fn fastpath_mode_table_and_json() {
         assert_eq!(r[m]["orig_data_size"], 48 * 4096, "{m}");
     }
     assert!(r["after"]["compr_data_size"].as_u64() <= r["before"]["compr_data_size"].as_u64());
-    let o = zmem(&["bench", "--fastpath", "wkdm", c.to_str().unwrap()]);
+    let o = zmem(&["bench", "fastpath", "wkdm", c.to_str().unwrap()]);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
     let out = text(&o.stdout);
     for want in [
@@ -274,7 +281,7 @@ fn fastpath_mode_table_and_json() {
     ] {
         assert!(out.contains(want), "{want}: {out}");
     }
-    let o = zmem(&["bench", "--fastpath", "nope", c.to_str().unwrap()]);
+    let o = zmem(&["bench", "fastpath", "nope", c.to_str().unwrap()]);
     assert!(
         !o.status.success() && text(&o.stderr).contains("nope"),
         "{}",

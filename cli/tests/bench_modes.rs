@@ -1,13 +1,11 @@
-//! `zmem bench`'s modes as subcommands: each lists only its own flags, refuses the others,
-//! and gives what the old flag spelling gives; the old spelling prints a one-line note naming
-//! the subcommand.
+//! `zmem bench`'s modes as subcommands: each lists only its own flags (and the common
+//! `--format`), refuses the others; the mode flags of before the subcommands are errors.
 
 mod bench_common;
 
 use std::collections::BTreeSet;
 
 use bench_common::{text, write_corpus, zmem};
-use serde_json::Value;
 use zmem_files::testutil::ScratchDir;
 
 /// The `--long` flags a help text lists as options.
@@ -55,6 +53,7 @@ const MODES: [(&str, &[&str]); 10] = [
             "requests",
             "no-kernel",
             "kernel",
+            "page-size",
         ],
     ),
     (
@@ -67,6 +66,7 @@ const MODES: [(&str, &[&str]); 10] = [
             "requests",
             "no-kernel",
             "kernel",
+            "page-size",
         ],
     ),
     (
@@ -104,6 +104,7 @@ const MODES: [(&str, &[&str]); 10] = [
             "force",
             "no-kernel",
             "wb-batch-size",
+            "kernel",
         ],
     ),
     (
@@ -170,6 +171,7 @@ fn bench_help_describes_the_subcommands_and_the_main_job() {
         "recover",
         "requests",
         "no-kernel",
+        "weights",
         "ram",
         "fs-read",
     ]
@@ -205,160 +207,7 @@ fn a_subcommand_refuses_other_modes_flags() {
     }
 }
 
-/// The JSON output without what differs from run to run: times, speeds, temporary paths.
-fn steady(v: Value) -> Value {
-    match v {
-        Value::Array(a) => Value::Array(a.into_iter().map(steady).collect()),
-        Value::Object(o) => Value::Object(
-            o.into_iter()
-                .filter(|(k, _)| {
-                    !(k.ends_with("_ns")
-                        || k.ends_with("_s")
-                        || k.ends_with("mbps")
-                        || k.ends_with("mibps")
-                        || k == "iops"
-                        || k == "latency_ratio"
-                        || k == "backing_dev")
-                })
-                .map(|(k, v)| (k, steady(v)))
-                .collect(),
-        ),
-        v => v,
-    }
-}
-
-/// `zmem bench ARGS… --format json`: the steady part of its output, and its stderr.
-fn json_of(args: &[&str]) -> (Value, String) {
-    let args = [&["bench"][..], args, &["--format", "json"]].concat();
-    let o = zmem(&args);
-    assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    (steady(v), text(&o.stderr))
-}
-
-/// The old spelling and the new one give the same rows; only the old one prints the note,
-/// one line naming the subcommand.
-#[test]
-fn old_spellings_note_the_subcommand_and_give_the_same_output() {
-    let dir = ScratchDir::new("bench-modes");
-    let c = write_corpus(&dir, "pages.bin");
-    let c = c.to_str().unwrap();
-    let pairs: [(&[&str], &[&str], &str); 8] = [
-        (
-            &["--codecs", "--algo", "lz4,zstd", "--min-time-ms", "0", c],
-            &["codecs", "--algo", "lz4,zstd", "--min-time-ms", "0", c],
-            "zmem bench codecs",
-        ),
-        (
-            &[c, "--no-kernel", "--algo", "lz4", "--requests", "50"],
-            &[
-                "device",
-                c,
-                "--no-kernel",
-                "--algo",
-                "lz4",
-                "--requests",
-                "50",
-            ],
-            "zmem bench device CORPUS",
-        ),
-        (
-            &[
-                "--floor",
-                c,
-                "--no-kernel",
-                "--algo",
-                "lz4",
-                "--requests",
-                "50",
-            ],
-            &[
-                "floor",
-                c,
-                "--no-kernel",
-                "--algo",
-                "lz4",
-                "--requests",
-                "50",
-            ],
-            "zmem bench floor CORPUS",
-        ),
-        (
-            &["--recomp", "zstd", "--algo", "lz4", c],
-            &["recomp", "zstd", "--primary", "lz4", c],
-            "zmem bench recomp ALGO",
-        ),
-        (
-            &["--fastpath", "lz4", "--algo", "zstd", "--passes", "1", c],
-            &["fastpath", "lz4", "--primary", "zstd", "--passes", "1", c],
-            "zmem bench fastpath ALGO",
-        ),
-        (
-            &["--writeback", "--wb-type", "huge", c],
-            &["writeback", "--wb-type", "huge", c],
-            "zmem bench writeback",
-        ),
-        (
-            &[
-                "--zswap",
-                "--no-kernel",
-                "--algo",
-                "lz4",
-                "--accesses",
-                "200",
-                c,
-            ],
-            &[
-                "zswap",
-                "--no-kernel",
-                "--algo",
-                "lz4",
-                "--accesses",
-                "200",
-                c,
-            ],
-            "zmem bench zswap",
-        ),
-        (
-            &[
-                "--codecs",
-                "--algo",
-                "lz4",
-                "--level",
-                "3",
-                "--min-time-ms",
-                "0",
-                c,
-            ],
-            &[
-                "codecs",
-                "--algo",
-                "lz4",
-                "--level",
-                "3",
-                "--min-time-ms",
-                "0",
-                c,
-            ],
-            "zmem bench codecs",
-        ),
-    ];
-    for (old, new, subcommand) in pairs {
-        let (old_out, old_err) = json_of(old);
-        let (new_out, new_err) = json_of(new);
-        assert_eq!(old_out, new_out, "{old:?} vs {new:?}");
-        let notes: Vec<&str> = old_err.lines().filter(|l| l.contains("note:")).collect();
-        assert_eq!(notes.len(), 1, "{old:?}: {old_err}");
-        assert!(
-            notes[0].contains(&format!("is now `{subcommand}`")),
-            "{old:?}: {}",
-            notes[0]
-        );
-        assert!(!new_err.contains("note:"), "{new:?}: {new_err}");
-    }
-}
-
-/// The main job's own flags carry no note (it fails here before measuring anything).
+/// The main job's own flags work without a subcommand (it fails here before measuring anything).
 #[test]
 fn the_main_job_has_no_note() {
     let o = zmem(&["bench", "--algo", "lz5", "--no-kernel"]);
@@ -367,48 +216,28 @@ fn the_main_job_has_no_note() {
     assert!(e.contains("lz5") && !e.contains("note:"), "{e}");
 }
 
-/// The modes whose figures are all timings (the verdict, the full table): the old spelling
-/// and the new one refuse a bad algorithm with the same error, and only the old one notes the
-/// subcommand.
+/// The mode flags and the bare corpus of before the subcommands are errors (exit 2, the
+/// flag named), never a mode run under another spelling.
 #[test]
-fn timed_modes_old_and_new_refuse_alike() {
-    for (old, new, subcommand) in [
-        (
-            &["bench", "--verdict", "--algo", "lz5", "--no-kernel"][..],
-            &["bench", "verdict", "--algo", "lz5", "--no-kernel"][..],
-            "zmem bench verdict",
-        ),
-        (
-            &["bench", "--full", "--algo", "lz5"],
-            &["bench", "full", "--algo", "lz5"],
-            "zmem bench full",
-        ),
-        (
-            &["bench", "--weights", "speed=1"],
-            &["bench", "full", "--weights", "speed=1"],
-            "zmem bench full",
-        ),
+fn the_old_mode_flags_are_errors() {
+    let dir = ScratchDir::new("bench-modes");
+    let c = write_corpus(&dir, "pages.bin");
+    let c = c.to_str().unwrap();
+    for (args, named) in [
+        (&["bench", "--codecs"][..], "--codecs"),
+        (&["bench", "--zswap", "--no-kernel"], "--zswap"),
+        (&["bench", "--writeback"], "--writeback"),
+        (&["bench", "--recomp", "zstd"], "--recomp"),
+        (&["bench", "--fastpath", "lz4m"], "--fastpath"),
+        (&["bench", "--full"], "--full"),
+        (&["bench", "--verdict"], "--verdict"),
+        (&["bench", "--floor"], "--floor"),
+        (&["bench", "--threads", "2"], "--threads"),
+        (&["bench", c], c),
     ] {
-        let (o, n) = (zmem(old), zmem(new));
-        assert!(
-            !o.status.success() && !n.status.success(),
-            "{old:?} / {new:?}"
-        );
-        let (oe, ne) = (text(&o.stderr), text(&n.stderr));
-        let error = |e: &str| {
-            e.lines()
-                .filter(|l| !l.contains("note:"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        assert_eq!(error(&oe), error(&ne), "{old:?} vs {new:?}");
-        assert!(
-            oe.lines()
-                .next()
-                .unwrap_or("")
-                .contains(&format!("is now `{subcommand}`")),
-            "{oe}"
-        );
-        assert!(!ne.contains("note:"), "{ne}");
+        let o = zmem(args);
+        let e = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(named) && !e.contains("note:"), "{args:?}: {e}");
     }
 }

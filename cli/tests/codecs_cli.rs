@@ -1,4 +1,4 @@
-//! `zmem codecs` and `zmem bench --codecs`, driving the built binary.
+//! `zmem codecs` and `zmem bench codecs`, driving the built binary.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -109,7 +109,7 @@ fn bench_codecs_json_has_one_row_per_algorithm_with_the_fields() {
     let corpus = write_corpus(&dir, "good.bin");
     let o = zmem(&[
         "bench",
-        "--codecs",
+        "codecs",
         "--format",
         "json",
         "--min-time-ms",
@@ -178,7 +178,7 @@ fn bench_codecs_table_and_csv() {
     let c = corpus.to_str().unwrap();
     let o = zmem(&[
         "bench",
-        "--codecs",
+        "codecs",
         "--algo",
         "lz4,zstd",
         "--min-time-ms",
@@ -203,7 +203,7 @@ fn bench_codecs_table_and_csv() {
 
     let o = zmem(&[
         "bench",
-        "--codecs",
+        "codecs",
         "--format",
         "csv",
         "--algo",
@@ -241,7 +241,7 @@ fn bench_codecs_bad_corpus_names_the_file() {
     let dir = ScratchDir::new("codecs-cli");
     let odd = dir.join("odd.bin");
     std::fs::write(&odd, vec![7u8; 4096 + 100]).unwrap();
-    let o = zmem(&["bench", "--codecs", odd.to_str().unwrap()]);
+    let o = zmem(&["bench", "codecs", odd.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
@@ -250,7 +250,7 @@ fn bench_codecs_bad_corpus_names_the_file() {
     );
 
     let missing = dir.join("missing.bin");
-    let o = zmem(&["bench", "--codecs", missing.to_str().unwrap()]);
+    let o = zmem(&["bench", "codecs", missing.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
@@ -261,7 +261,7 @@ fn bench_codecs_bad_corpus_names_the_file() {
 
 #[test]
 fn bench_codecs_unknown_algorithm_or_param_lists_valid_ones() {
-    let o = zmem(&["bench", "--codecs", "--algo", "lz4,snappy"]);
+    let o = zmem(&["bench", "codecs", "--algo", "lz4,snappy"]);
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(e.contains("snappy"), "{e}");
@@ -273,7 +273,7 @@ fn bench_codecs_unknown_algorithm_or_param_lists_valid_ones() {
     let corpus = write_corpus(&dir, "level.bin");
     let o = zmem(&[
         "bench",
-        "--codecs",
+        "codecs",
         "--format",
         "json",
         "--algo",
@@ -294,7 +294,7 @@ fn bench_codecs_unknown_algorithm_or_param_lists_valid_ones() {
 fn bench_codecs_default_corpus_when_none_given() {
     let o = zmem(&[
         "bench",
-        "--codecs",
+        "codecs",
         "--format",
         "json",
         "--algo",

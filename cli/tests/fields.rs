@@ -55,10 +55,17 @@ fn every_json_field_and_csv_column_is_in_the_glossary() {
     zmem(&["corpus", "gen", "text", "--size", "512K", "-o", cs]);
     let out = d.join("v");
     let modes: Vec<Vec<&str>> = vec![
-        vec!["--codecs", "--algo", "lz4", "--min-time-ms", "5"],
-        vec!["--algo", "lz4", "--no-kernel", "--requests", "100"],
+        vec!["codecs", "--algo", "lz4", "--min-time-ms", "5"],
         vec![
-            "--full",
+            "device",
+            "--algo",
+            "lz4",
+            "--no-kernel",
+            "--requests",
+            "100",
+        ],
+        vec![
+            "full",
             "--algo",
             "lz4",
             "--no-kernel",
@@ -69,17 +76,10 @@ fn every_json_field_and_csv_column_is_in_the_glossary() {
             "--min-time-ms",
             "5",
         ],
-        vec![
-            "--zswap",
-            "--no-kernel",
-            "--accesses",
-            "300",
-            "--algo",
-            "lz4",
-        ],
-        vec!["--recomp", "zstd"],
-        vec!["--fastpath", "lz4m", "--passes", "1"],
-        vec!["--writeback"],
+        vec!["zswap", "--no-kernel", "--accesses", "300", "--algo", "lz4"],
+        vec!["recomp", "zstd"],
+        vec!["fastpath", "lz4m", "--passes", "1"],
+        vec!["writeback"],
         vec![
             "transport",
             "--target",
@@ -90,7 +90,7 @@ fn every_json_field_and_csv_column_is_in_the_glossary() {
             "100",
         ],
         vec![
-            "--verdict",
+            "verdict",
             "--algo",
             "lz4,wkdm",
             "--no-kernel",
@@ -116,11 +116,7 @@ fn every_json_field_and_csv_column_is_in_the_glossary() {
         for x in k.difference(&g) {
             missing.insert(format!("{x} ({})", m[0]));
         }
-        if m[0] == "--recomp"
-            || m[0] == "--fastpath"
-            || m[0] == "--writeback"
-            || m[0] == "--verdict"
-        {
+        if ["recomp", "fastpath", "writeback", "verdict"].contains(&m[0]) {
             continue; // one result per corpus, no CSV table
         }
         args.pop();

@@ -45,7 +45,7 @@ fn mkfifo(p: &Path) {
 /// The corpus commands, with `{}` for the corpus path.
 const CORPUS_COMMANDS: &[&[&str]] = &[
     &["corpus", "info", "{}"],
-    &["bench", "--codecs", "--algo", "lz4", "{}"],
+    &["bench", "codecs", "--algo", "lz4", "{}"],
     &[
         "recommend",
         "--no-kernel",

@@ -1,4 +1,4 @@
-//! `zmem capture` of a real running program, then `zmem bench --full` on that
+//! `zmem capture` of a real running program, then `zmem bench full` on that
 //! corpus: the complete table, the best-for lines and the recommendation.
 
 use std::io::{BufRead, BufReader, Write};
@@ -95,7 +95,7 @@ fn capture_python_then_full_bench_table_best_for_and_recommendation() {
     let report = dir.join("py.html");
     let o = zmem(&[
         "bench",
-        "--full",
+        "full",
         out.to_str().unwrap(),
         "--algo",
         "lz4,lzo,zstd",

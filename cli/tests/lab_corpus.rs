@@ -172,7 +172,7 @@ fn dict_train_writes_a_zstd_dictionary() {
     // The bench uses it for the zstd+dict rows.
     let o = zmem(&[
         "bench",
-        "--full",
+        "full",
         c.to_str().unwrap(),
         "--algo",
         "zstd",

@@ -21,7 +21,7 @@ fn bad_weights_show_the_expected_form() {
         "ratio=-1",
     ] {
         for cmd in [
-            &["bench", "--weights", w][..],
+            &["bench", "full", "--weights", w][..],
             &["recommend", "--weights", w][..],
         ] {
             let o = zmem(cmd);
@@ -45,10 +45,10 @@ fn bad_pid_bad_ram_bad_corpus_and_json_csv_outputs() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("PID 0"));
     let o = zmem(&["recommend", "--ram", "lots"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("bad size"));
-    let o = zmem(&["bench", "--full", "/nonexistent/pages"]);
+    let o = zmem(&["bench", "full", "/nonexistent/pages"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/pages"));
-    let o = zmem(&["bench", "--full", "--algo", "lz5"]);
+    let o = zmem(&["bench", "full", "--algo", "lz5"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("lz5"));
 }
 

@@ -53,6 +53,7 @@ fn report_renders_in_headless_chromium() {
     let html = dir.join("report.html");
     let o = zmem(&[
         "bench",
+        "full",
         c.to_str().unwrap(),
         "--report",
         html.to_str().unwrap(),

@@ -255,3 +255,51 @@ fn a_missing_root_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// A disk swap already at 32767, the highest priority swapon(2) takes: the fix brings the disk
+/// swap down one and zram to the top, never `swapon -p 32768` (refused by the kernel).
+#[test]
+fn a_disk_swap_at_the_highest_priority_gets_a_fix_the_kernel_takes() {
+    let d = ScratchDir::new("doctor-prio-max");
+    zmem_files::testutil::copy_tree(&fixture("clean"), d.path());
+    put(
+        d.path(),
+        "/proc/swaps",
+        &format!("{SWAPS_HDR}/dev/zram0 partition\t4194300\t1048576\t100\n/dev/vda2 partition\t2097148\t0\t32767\n"),
+    );
+    let (code, out, err) = doctor(&["--root", d.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("swapoff /dev/vda2 && swapon -p 32766 /dev/vda2 && swapoff /dev/zram0 && swapon -p 32767 /dev/zram0"),
+        "{out}"
+    );
+    assert!(!out.contains("32768"), "{out}");
+}
+
+/// A swap file whose name is not UTF-8 or holds a newline (escaped by the kernel as \012):
+/// doctor reads the machine and prints the name escaped, on one line.
+#[test]
+fn a_swap_name_that_is_not_utf8_or_holds_a_newline_is_printed_escaped() {
+    let d = ScratchDir::new("doctor-swap-bytes");
+    zmem_files::testutil::copy_tree(&fixture("clean"), d.path());
+    let p = d.path().join("proc/swaps");
+    let mut text = SWAPS_HDR.as_bytes().to_vec();
+    text.extend_from_slice(b"/var/tmp/s\xffw\\012ap file\t2097148\t0\t200\n/dev/zram0 partition\t4194300\t1048576\t100\n");
+    fs::write(&p, text).unwrap();
+    let (code, out, err) = doctor(&["--root", d.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains(r"/var/tmp/s\xffw\012ap has 200"), "{out}");
+    let (ok, out, err) = {
+        let o = Command::new(env!("CARGO_BIN_EXE_zmem"))
+            .args(["status", "--root", d.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert!(ok, "{out}{err}");
+    assert!(!out.contains("\nap "), "{out}");
+}

@@ -254,6 +254,13 @@ fn every_field_is_in_the_glossary(v: &serde_json::Value) {
 
 /// Start a tune, wait until a trial's workload runs in its cgroup, SIGINT it.
 fn interrupt_a_trial() -> (Option<i32>, String) {
+    let (code, log, _) = signal_a_trial("INT");
+    (code, log)
+}
+
+/// Start a tune, wait until a trial's workload runs in its cgroup, send it
+/// `sig`: its exit code, its stderr and its pid.
+fn signal_a_trial(sig: &str) -> (Option<i32>, String, u32) {
     let parents = cgroup_parents();
     let mut cmd = zmem();
     cmd.args([
@@ -283,11 +290,34 @@ fn interrupt_a_trial() -> (Option<i32>, String) {
     }
     assert!(hit, "never saw a trial's workload in its cgroup");
     std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{sig}"), &child.id().to_string()])
         .status()
         .unwrap();
+    let pid = child.id();
     let status = child.wait().unwrap();
-    (status.code(), reader.join().unwrap())
+    (status.code(), reader.join().unwrap(), pid)
+}
+
+/// Hostile round 4, finding 13: SIGTERM and SIGHUP during tune's trials
+/// exited with 130 (SIGINT's) and left /run/zmem/trial.lock. Now 143 and 129,
+/// everything restored, the lock's file gone.
+#[test]
+fn sigterm_and_sighup_during_the_trials_exit_with_their_status_and_no_lock() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    skip_unless_ready!("sigterm_and_sighup_during_the_trials_exit_with_their_status_and_no_lock");
+    for (sig, want) in [("TERM", 143), ("HUP", 129)] {
+        let before = snapshot();
+        let (code, log, pid) = signal_a_trial(sig);
+        let after = snapshot();
+        assert_eq!(code, Some(want), "SIG{sig}: {log}");
+        assert_same(&before, &after);
+        let holder = std::fs::read_to_string("/run/zmem/trial.lock").unwrap_or_default();
+        assert_ne!(
+            holder.trim(),
+            pid.to_string(),
+            "SIG{sig} left the trial lock: {log}"
+        );
+    }
 }
 
 #[test]

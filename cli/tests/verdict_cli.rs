@@ -1,4 +1,4 @@
-//! The lab's verdict (`zmem bench` with no corpus, `zmem bench --verdict
+//! The lab's verdict (`zmem bench` with no corpus, `zmem bench verdict
 //! CORPUS`, `zmem recommend`): ranked with intervals, ties called, and one
 //! config file that `zmem apply` takes as is, sysctls included.
 
@@ -40,7 +40,7 @@ fn verdict_ranks_with_intervals_and_writes_one_config_apply_takes() {
     let out = d.join("out");
     let o = zmem(&[
         "bench",
-        "--verdict",
+        "verdict",
         &c,
         "--rounds",
         "3",
@@ -127,7 +127,7 @@ fn verdict_table_names_the_configuration_and_the_apply_command() {
     let c = corpus(d.path());
     let o = zmem(&[
         "bench",
-        "--verdict",
+        "verdict",
         &c,
         "--rounds",
         "2",

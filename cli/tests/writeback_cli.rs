@@ -1,4 +1,4 @@
-//! Writeback from the command line: `zmem bench --writeback` on a generated
+//! Writeback from the command line: `zmem bench writeback` on a generated
 //! corpus, and `zmem serve --backing-dev` driven by `zmem ctl`.
 
 mod serve_common;
@@ -34,7 +34,7 @@ fn bench_writeback_json_table_and_backing_file() {
     assert!(o.status.success(), "corpus gen: {}", text(&o.stderr));
     let o = zmem(&[
         "bench",
-        "--writeback",
+        "writeback",
         corpus.to_str().unwrap(),
         "--format",
         "json",
@@ -64,7 +64,7 @@ fn bench_writeback_json_table_and_backing_file() {
     let back = d.join("backing.img");
     let o = zmem(&[
         "bench",
-        "--writeback",
+        "writeback",
         corpus.to_str().unwrap(),
         "--wb-type",
         "all",
@@ -87,7 +87,7 @@ fn bench_writeback_json_table_and_backing_file() {
     // Bad input is refused with a message.
     let o = zmem(&[
         "bench",
-        "--writeback",
+        "writeback",
         corpus.to_str().unwrap(),
         "--wb-type",
         "warm",

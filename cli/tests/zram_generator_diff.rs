@@ -498,7 +498,7 @@ const SIZES: [&str; 26] = [
     "e * 100",
     "sqrt(ram)",
 ];
-const ALGOS: [&str; 18] = [
+const ALGOS: [&str; 19] = [
     "zstd",
     "lz4",
     "lzo-rle",
@@ -512,6 +512,7 @@ const ALGOS: [&str; 18] = [
     "zstd lz4 (type=idle)",
     "zstd(level=max)",
     "lz4(fast)",
+    "lz4(level=4,fast)",
     "zstd lz4 lzo deflate",
     "zstd lz4 lzo deflate lz4hc",
     "",

@@ -1,4 +1,4 @@
-//! `zmem bench --zswap` through the binary. The kernel test changes swap,
+//! `zmem bench zswap` through the binary. The kernel test changes swap,
 //! zswap parameters, vm.page-cluster, a cgroup and the debugfs mount (all
 //! restored): run it under the machine-wide lock,
 //! `flock /tmp/zmem-kernel.lock cargo test -p zmem --test zswap_cli`.
@@ -16,7 +16,7 @@ fn zmem(args: &[&str]) -> std::process::Output {
 fn bench_zswap_prints_both_engines_on_the_default_corpus() {
     let out = zmem(&[
         "bench",
-        "--zswap",
+        "zswap",
         "--no-kernel",
         "--accesses",
         "3000",
@@ -52,7 +52,7 @@ fn bench_zswap_prints_both_engines_on_the_default_corpus() {
 
     let out = zmem(&[
         "bench",
-        "--zswap",
+        "zswap",
         "--no-kernel",
         "--accesses",
         "500",
@@ -91,7 +91,7 @@ fn bench_zswap_bad_options_are_clear_errors() {
         (vec!["--algo", "lz5"], "lz5"),
         (vec!["--worker", "paced:0"], "--worker"),
     ] {
-        let mut a = vec!["bench", "--zswap"];
+        let mut a = vec!["bench", "zswap"];
         a.extend(args.iter().copied());
         let out = zmem(&a);
         assert!(!out.status.success(), "{a:?} should fail");
@@ -174,7 +174,7 @@ fn bench_zswap_kernel_rows_beside_the_engine() {
         return;
     }
     let before = kernel_state();
-    let out = zmem(&["bench", "--zswap", "--accesses", "1500", "--format", "json"]);
+    let out = zmem(&["bench", "zswap", "--accesses", "1500", "--format", "json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stderr: {stderr}");
     assert_eq!(kernel_state(), before, "everything restored");
@@ -241,7 +241,7 @@ fn bench_zswap_kernel_run_interrupted_restores_everything() {
     let before = kernel_state();
     // Enough accesses that the kernel run lasts seconds.
     let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
-        .args(["bench", "--zswap", "--accesses", "400000"])
+        .args(["bench", "zswap", "--accesses", "400000"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -1,11 +1,34 @@
-//! The one-measurement modes of `zmem bench` for people: `recomp`,
-//! `fastpath` and `writeback`, each result as text lines (JSON is the
-//! result serialised as it is).
+//! The measurement modes of `zmem bench` for people (`recomp`, `fastpath`,
+//! `writeback`: those `zmem_measure`'s `measured!` registers), each result as
+//! text lines, through [`Text`] (JSON is the result serialised as it is).
 
 use zmem_codec::PAGE_SIZE;
 use zmem_measure::fastpath::FastpathResult;
 use zmem_measure::recomp::{Measure, RecompResult};
 use zmem_measure::writeback::{relative, KernelRows, WritebackResult, COMPARED};
+use zmem_measure::Renders;
+
+/// The text of every measurement mode registered in `zmem_measure`'s
+/// `measured!` (one `Renders` impl each: the mode's renderer).
+pub struct Text;
+
+impl Renders<Vec<RecompResult>> for Text {
+    fn text(&self, out: &Vec<RecompResult>) -> String {
+        out.iter().map(recomp_text).collect()
+    }
+}
+
+impl Renders<Vec<FastpathResult>> for Text {
+    fn text(&self, out: &Vec<FastpathResult>) -> String {
+        out.iter().map(fastpath_text).collect()
+    }
+}
+
+impl Renders<Vec<WritebackResult>> for Text {
+    fn text(&self, out: &Vec<WritebackResult>) -> String {
+        out.iter().map(writeback_text).collect()
+    }
+}
 
 /// The result as text lines.
 pub fn recomp_text(r: &RecompResult) -> String {
@@ -160,6 +183,13 @@ pub fn writeback_text(r: &WritebackResult) -> String {
     if !r.backing_check.is_empty() {
         s.push_str(&format!("backing device: {}\n", r.backing_check));
     }
+    s.push_str(&format!(
+        "engine devices: as kernel {}'s zram ({})\n",
+        r.engine_kernel, r.engine_kernel_why
+    ));
+    for n in &r.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
     s.push_str(&writeback_kernel_text(&r.kernel));
     s
 }
@@ -269,7 +299,16 @@ mod tests {
                 },
             )
             .unwrap();
-            assert!(writeback_text(&r).contains("written back"));
+            let text = writeback_text(&r);
+            assert!(text.contains("written back"), "{text}");
+            // Without kernel rows and --kernel, the newest kernel zmem models.
+            assert!(
+                text.contains(&format!(
+                    "engine devices: as kernel {}'s zram (the newest",
+                    r.engine_kernel
+                )),
+                "{text}"
+            );
         }
     }
 }

@@ -181,6 +181,7 @@ mod tests {
             page_cluster: Some(pc),
             threads: 1,
             kernel: None,
+            page_size: None,
             reason: None,
             orig_data_size: Some(1000),
             compr_data_size: Some(400),

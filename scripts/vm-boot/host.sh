@@ -10,7 +10,14 @@
 #     plans nothing ("nothing to do"): the boot made what apply plans;
 #   - zmem doctor (when the binary has it) is clean, finds each planted
 #     problem (zswap on, a disk swap above zram, page-cluster 3), and is
-#     clean again after their fixes.
+#     clean again after their fixes;
+#   - once the boot is over (guest.sh purge, a transient unit): with both
+#     units enabled and running, a verdict of root's in /var/lib/zmem and a
+#     file of the user's beside it, `dpkg --remove zmem` stops the units and
+#     keeps the configuration, and `dpkg --purge zmem` leaves no zmem process,
+#     no unit, link or deb-systemd-helper state, no /etc/zmem, no policy state,
+#     only the user's file in /var/lib/zmem and persist's files for other
+#     programs (zram-generator.conf, sysctl.d).
 # The base root filesystem is made once (mmdebstrap, ~280 MB, cached in
 # $CACHE/rootfs-bookworm); each boot writes into an overlay of it, removed
 # afterwards.
@@ -136,12 +143,57 @@ boot_verdicts() {
     else
         boot_result doctor SKIP "this zmem has no doctor command"
     fi
+    purge_verdicts "$o/purge"
+}
+
+# `dpkg --purge zmem` after enabling both units (guest.sh, docs/ops.md "Installing").
+purge_verdicts() {
+    local p=$1 before left
+    [ -f "$p/dpkg.rc" ] || { boot_result purge FAIL "the guest did not get to the purge"; return; }
+    [ "$(cat "$p/dpkg.rc")" = 0 ] && boot_result purge PASS "$(grep -c . "$p/dpkg") lines from dpkg --purge zmem" ||
+        boot_result purge FAIL "exit $(cat "$p/dpkg.rc"): $(tail -2 "$p/dpkg" | tr '\n' ';')"
+    if [ "$(cat "$p/remove.rc")" != 0 ] || [ -s "$p/remove-procs" ]; then
+        boot_result remove FAIL "exit $(cat "$p/remove.rc"), running after: $(tr '\n' ';' <"$p/remove-procs")"
+    elif ! grep -qx zmem.conf "$p/remove-files" || ! grep -q '^verdict-' "$p/remove-files"; then
+        boot_result remove FAIL "the configuration did not stay: $(tr '\n' ' ' <"$p/remove-files")"
+    else
+        boot_result remove PASS "units stopped, nothing running; /etc/zmem/zmem.conf and the verdict kept"
+    fi
+    before=$(awk '{ print $3 }' "$p/before-procs" | sort | tr '\n' ' ')
+    if [ -s "$p/procs" ] || [ "$(cat "$p/procs.rc")" = 0 ]; then
+        boot_result purge-stops FAIL "still running: $(tr '\n' ';' <"$p/procs")"
+    elif [ "$(grep -c . "$p/before-procs")" -lt 2 ]; then
+        boot_result purge-stops FAIL "both units were not running before the purge: $(tr '\n' ';' <"$p/before-procs")"
+    else
+        boot_result purge-stops PASS "before: zmem ${before% }; after: nothing"
+    fi
+    if [ -s "$p/units" ] || grep -q 'zmem-' "$p/loaded"; then
+        boot_result purge-units FAIL "left: $(cat "$p/units" "$p/loaded" | tr '\n' ' ')"
+    elif ! grep -q 'wants/zmem-policy.service' "$p/before-units"; then
+        boot_result purge-units FAIL "zmem-policy.service was not enabled before the purge: $(tr '\n' ' ' <"$p/before-units")"
+    else
+        boot_result purge-units PASS "$(grep -c . "$p/before-units") unit files, links and states before, none after"
+    fi
+    # What must go: /etc/zmem (README, persist's zmem.conf), the verdict, the policy
+    # state, /usr/share/doc/zmem; what must stay: the user's file in /var/lib/zmem and
+    # the files persist wrote for other programs (zram-generator.conf, sysctl.d).
+    left=$(cat "$p/left")
+    local miss=
+    for f in zmem.conf verdict- policy.state; do grep -q "$f" "$p/before-files" || miss+=" $f"; done
+    if [ -n "$miss" ]; then
+        boot_result purge-files FAIL "missing before the purge:$miss ($(tr '\n' ' ' <"$p/before-files"))"
+    elif [ "$left" != "/var/lib/zmem: keep.backing " ] || grep -q '^/var/lib/dpkg' "$p/dpkg-info" ||
+        grep -q '^/usr/bin/zmem$' "$p/kept" || [ "$(grep -c '^/etc/' "$p/kept")" != 2 ]; then
+        boot_result purge-files FAIL "left: ${left:-nothing}; $(tr '\n' ' ' <"$p/kept")"
+    else
+        boot_result purge-files PASS "gone: /etc/zmem, the verdict, policy.state, /run/zmem; kept: /var/lib/zmem/keep.backing (not zmem's), zram-generator.conf, 90-zmem.conf"
+    fi
 }
 
 cmd_boot() {
     [ $# -ge 1 ] || die "boot: KERNEL missing (scripts/vm boot KERNEL --deb FILE)"
     case $1 in -h | --help) usage; return ;; esac
-    local ver deb= timeout=1500
+    local ver deb= timeout=3000
     ver=$(resolve "$1"); shift
     while [ $# -gt 0 ]; do
         case $1 in

@@ -79,9 +79,10 @@ impl InstanceLock {
             .create(true)
             .truncate(false)
             .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
             .map_err(io_err)?;
+        check_lock_file(&file).map_err(io_err)?;
         // SAFETY: flock on a descriptor this function owns; no memory is involved.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let e = io::Error::last_os_error();
@@ -108,6 +109,33 @@ impl InstanceLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// A lock file no other user could have made or can change: a regular file
+/// of this user's or root's, writable by no one else (its directory is
+/// checked before, `crate::shared_dir`). Another user's file there would let
+/// them hold the lock or name a holder.
+fn check_lock_file(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_file() || (m.uid() != me && m.uid() != 0) || m.mode() & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "not a lock file zmem trusts (uid {}, mode {:o}, {}); remove it",
+                m.uid(),
+                m.mode() & 0o7777,
+                if m.is_file() {
+                    "a regular file"
+                } else {
+                    "not a regular file"
+                }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Drop for InstanceLock {

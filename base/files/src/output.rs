@@ -39,6 +39,7 @@ use rustix::io::Errno;
 
 pub use batch::{check_output, write_outputs, OutputFile, Staging};
 use place::{create_in, err, euid, fill, is_symlink, named, open_dir, random_suffix};
+pub(crate) use place::{make_dirs, user_name};
 pub use place::{Readers, Replace};
 
 /// Overrides where [`StateDir::open`] puts the answers (same checks apply).
@@ -304,18 +305,6 @@ pub fn write_output_for(
         replace,
         readers,
     }])
-}
-
-/// Makes `dir` (mode 0755, and any missing parent) or checks the one there,
-/// for what zmem puts where other users may look but not write: sockets and
-/// locks in `/run/zmem`. A symbolic link, another user's directory or one
-/// others may write (not sticky) is refused naming why: whoever owns it
-/// could replace a socket root connects to, or swap the socket for a link
-/// before its mode is set.
-pub fn shared_dir(dir: &Path) -> io::Result<()> {
-    place::make_dirs(dir, 0o755)?;
-    let fd = open_dir(dir)?;
-    place::check_dir(&fd, dir)
 }
 
 #[cfg(test)]

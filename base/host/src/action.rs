@@ -13,7 +13,7 @@
 //! | `run ARG…` | a command (`mount`, `umount`, `mkfs.*`) |
 //! | `hot_add ID` | create zramID (`/sys/class/zram-control/hot_add`) |
 //! | `hot_remove ID` | remove zramID |
-//! | `zram ID` | reset and remove zramID, a device zmem hot-added, if it is still there |
+//! | `zram ID INODE` | reset and remove zramID, a device zmem hot-added, if it is still there and still the same device: its sysfs directory's inode, which the kernel numbers anew at every hot_add (fs/kernfs/dir.c allocates it cyclically), so a number reused by someone else is told apart; a line of an older zmem without the inode is replayed by number, and says so |
 //! | `mkswap PATH` | write a swap signature over the whole device or file |
 //! | `swapon PRIORITY OPTIONS PATH` | swapon(2) with a priority and `swapon -o` options |
 //! | `swapoff PATH` | swapoff(2), retried until the area is gone from `/proc/swaps` |
@@ -29,6 +29,7 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
+use zmem_kernel::attr;
 use zmem_kernel::Errno;
 
 use crate::knob::{self, knob_equal, read_knob};
@@ -47,8 +48,9 @@ pub enum Action {
     HotAdd(u32),
     /// Remove zramN through hot_remove.
     HotRemove(u32),
-    /// Reset and hot-remove zramN, a device zmem hot-added, if it still exists.
-    RemoveZram(u32),
+    /// Reset and hot-remove zramN, a device zmem hot-added, if it still
+    /// exists and is the same device (its [`zram_incarnation`], when known).
+    RemoveZram(u32, Option<u64>),
     /// Write a swap signature over the whole device or file at the path.
     Mkswap(String),
     /// Activate a swap area (`options` as `swapon -o` takes them; may be empty).
@@ -73,7 +75,7 @@ impl fmt::Display for Action {
             Action::Run(argv) => write!(f, "run {}", argv.join(" ")),
             Action::HotAdd(id) => write!(f, "hot_add zram{id}"),
             Action::HotRemove(id) => write!(f, "hot_remove zram{id}"),
-            Action::RemoveZram(id) => write!(f, "reset and hot_remove zram{id}"),
+            Action::RemoveZram(id, _) => write!(f, "reset and hot_remove zram{id}"),
             Action::Mkswap(_) | Action::Swapon { .. } | Action::Swapoff(_) => {
                 write!(f, "run {}", self.command_line().join(" "))
             }
@@ -139,7 +141,8 @@ impl Action {
             }
             Action::HotAdd(id) => format!("hot_add\t{id}"),
             Action::HotRemove(id) => format!("hot_remove\t{id}"),
-            Action::RemoveZram(id) => format!("zram\t{id}"),
+            Action::RemoveZram(id, None) => format!("zram\t{id}"),
+            Action::RemoveZram(id, Some(ino)) => format!("zram\t{id}\t{ino}"),
             Action::Mkswap(path) => format!("mkswap\t{}", field(path)?),
             Action::Swapon {
                 path,
@@ -169,7 +172,16 @@ impl Action {
             "run" => Action::Run(rest.split('\t').map(str::to_string).collect()),
             "hot_add" => Action::HotAdd(rest.parse().ok()?),
             "hot_remove" => Action::HotRemove(rest.parse().ok()?),
-            "zram" => Action::RemoveZram(rest.parse().ok()?),
+            "zram" => {
+                let (id, ino) = rest
+                    .split_once('\t')
+                    .map_or((rest, None), |(a, b)| (a, Some(b)));
+                let ino = match ino {
+                    Some(i) => Some(i.parse().ok()?),
+                    None => None,
+                };
+                Action::RemoveZram(id.parse().ok()?, ino)
+            }
             "mkswap" => Action::Mkswap(one()?),
             "swapon" => {
                 let mut f = rest.splitn(3, '\t');
@@ -196,7 +208,7 @@ impl Action {
         match self {
             Action::Write { path, value } => match zram_reset_id(path) {
                 Some(id) => {
-                    crate::teardown::retry_busy(sys, id, "reset", || sys.write(path, value))
+                    crate::teardown::retry_busy(sys, id, attr::RESET, || sys.write(path, value))
                         .map_err(errno)
                 }
                 None => sys.write(path, value).map_err(errno),
@@ -217,7 +229,10 @@ impl Action {
                 crate::teardown::retry_busy(sys, *id, "hot_remove", || sys.hot_remove(*id))
                     .map_err(errno)
             }
-            Action::RemoveZram(id) => {
+            Action::RemoveZram(id, ino) => {
+                if let Some(found) = other_device(sys, *id, *ino) {
+                    return Err(format!("{self}: {found}"));
+                }
                 knob::remove_zram(sys, *id).map_err(plain)?;
                 Ok(())
             }
@@ -244,7 +259,7 @@ impl Action {
         let zram_gone = |id: &u32| !sys.exists(&format!("/sys/block/zram{id}"));
         let skip = match self {
             Action::Write { path, .. } => zram_dir(path).is_some_and(|d| !sys.exists(&d)),
-            Action::HotRemove(id) | Action::RemoveZram(id) => zram_gone(id),
+            Action::HotRemove(id) | Action::RemoveZram(id, _) => zram_gone(id),
             Action::Swapoff(path) => !knob::is_active(sys, path),
             Action::Swapon { path, .. } => knob::is_active(sys, path),
             Action::Run(argv) => mount_state_matches(sys, argv),
@@ -258,6 +273,11 @@ impl Action {
         };
         if skip {
             return Ok(None);
+        }
+        if let Action::RemoveZram(id, ino) = self {
+            if let Some(found) = other_device(sys, *id, *ino) {
+                return Ok(Some(format!("left zram{id} alone: {found}")));
+            }
         }
         match self {
             // The old value goes back; a read-back check would fail on a
@@ -276,13 +296,39 @@ impl Action {
             Action::Restore { path, value } => format!("restored {path} = {value}"),
             Action::Swapoff(path) => format!("swapoff {path}"),
             Action::RemoveFile(path) => format!("removed {path}"),
-            Action::RemoveZram(id) => format!("reset and removed zram{id}"),
+            Action::RemoveZram(id, Some(_)) => format!("reset and removed zram{id}"),
+            Action::RemoveZram(id, None) => format!(
+                "reset and removed zram{id} (an older journal line, naming it by number only: not checked to be the device that run made)"
+            ),
             Action::RemoveCgroup(path) => {
                 format!("killed what was left in and removed cgroup {path}")
             }
             other => other.to_string(),
         }
     }
+}
+
+/// Which incarnation of zramN is there now: the inode of its sysfs
+/// directory, numbered anew by the kernel at every hot_add (kernfs allocates
+/// inode numbers cyclically, fs/kernfs/dir.c), so a device removed and its
+/// number taken again by someone else reads differently. `None`: no zramN.
+pub fn zram_incarnation(sys: &Sys, id: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(sys.path(&format!("/sys/block/zram{id}")))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// Why zramN, there now, is not the device a journal line recorded (`ino`),
+/// if it is not; `None` when it is, or the line recorded no identity.
+fn other_device(sys: &Sys, id: u32, ino: Option<u64>) -> Option<String> {
+    let want = ino?;
+    let now = zram_incarnation(sys, id)?;
+    (now != want).then(|| {
+        format!(
+            "not the device the journal recorded: it was removed and its number taken again (sysfs inode {now}, the journal's {want}); someone else's, never touched"
+        )
+    })
 }
 
 /// `/sys/block/zramN` of an attribute path of a zram device.
@@ -355,7 +401,8 @@ pub(crate) mod tests {
             Action::run(&["umount", "/var/tmp"]),
             Action::HotAdd(3),
             Action::HotRemove(3),
-            Action::RemoveZram(12),
+            Action::RemoveZram(12, None),
+            Action::RemoveZram(13, Some(20512)),
             Action::Mkswap("/dev/zram0".into()),
             Action::Swapon {
                 path: "/dev/zram0".into(),
@@ -429,5 +476,35 @@ pub(crate) mod tests {
         assert!(made_by_zmem("/sys/fs/cgroup/unified/zmem-bench-zswap.77"));
         assert!(!made_by_zmem("/var/tmp/precious.swap"));
         assert!(!made_by_zmem("/zmem-x/precious"));
+    }
+
+    /// Hostile finding 4: a zram device removed by hand and its number
+    /// taken again is not the device a journal line names; it is left.
+    #[test]
+    fn a_reused_zram_number_is_left_alone() {
+        let d = zmem_files::testutil::ScratchDir::new("action-zram-reused");
+        let sys = Sys::new(d.path());
+        std::fs::create_dir_all(d.join("sys/block/zram5")).unwrap();
+        let ours = zram_incarnation(&sys, 5).unwrap();
+        // Someone else's zram5 (a new directory: a new inode, as kernfs gives;
+        // the old one kept elsewhere so its inode number is not reused).
+        std::fs::rename(d.join("sys/block/zram5"), d.join("old-zram5")).unwrap();
+        std::fs::create_dir_all(d.join("sys/block/zram5")).unwrap();
+        assert_ne!(zram_incarnation(&sys, 5), Some(ours));
+        let line = Action::RemoveZram(5, Some(ours)).to_line().unwrap();
+        let a = Action::parse(&line).unwrap();
+        let said = a.replay(&sys).unwrap().unwrap();
+        assert!(
+            said.contains("left zram5 alone") && said.contains("taken again"),
+            "{said}"
+        );
+        assert!(
+            d.join("sys/block/zram5").exists(),
+            "the other device was touched"
+        );
+        // A line of an older zmem (number only) is replayed as before, and says so.
+        let old = Action::parse("zram\t5").unwrap();
+        assert_eq!(old, Action::RemoveZram(5, None));
+        assert!(old.done().contains("by number only"));
     }
 }

@@ -70,6 +70,54 @@ fn join(dir: &str, name: &str) -> String {
     )
 }
 
+/// The tightest memory limit on this process: its own memory cgroup's and every ancestor's
+/// (`memory.max` on cgroup v2, `memory.limit_in_bytes` on v1), with the cgroup that sets it;
+/// `None` when nothing limits it (`max`, v1's page-rounded LONG_MAX) or no hierarchy is mounted.
+pub fn own_memory_limit(sys: &Sys) -> Option<(String, u64)> {
+    let info = sys.read("/proc/self/mountinfo").ok()?;
+    let own = sys.read("/proc/self/cgroup").ok()?;
+    let mounts = parse_mountinfo(&info);
+    let v2 = mounts.iter().find(|m| {
+        m.2 == "cgroup2"
+            && controllers(sys, &join(&m.1, "cgroup.controllers"))
+                .iter()
+                .any(|c| c == "memory")
+    });
+    let (dir, file) = if let Some(m) = v2 {
+        let rel = own_cgroup(&own, None)?;
+        (
+            join(&m.1, rel.strip_prefix(m.0.as_str()).unwrap_or(&rel)),
+            "memory.max",
+        )
+    } else {
+        let m = mounts
+            .iter()
+            .find(|m| m.2 == "cgroup" && m.3.split(',').any(|o| o == "memory"))?;
+        let rel = own_cgroup(&own, Some("memory"))?;
+        let dir = join(&m.1, rel.strip_prefix(m.0.as_str()).unwrap_or(&rel));
+        (dir, "memory.limit_in_bytes")
+    };
+    let mut best: Option<(String, u64)> = None;
+    let mut at = dir.trim_end_matches('/').to_string();
+    loop {
+        let limit = sys
+            .read(&join(&at, file))
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&v| v < 1 << 62);
+        if let Some(v) = limit {
+            if best.as_ref().is_none_or(|b| v < b.1) {
+                best = Some((at.clone(), v));
+            }
+        }
+        match at.rsplit_once('/') {
+            Some((up, _)) if !up.is_empty() && sys.exists(&join(up, file)) => at = up.to_string(),
+            _ => break,
+        }
+    }
+    best
+}
+
 /// Find where to create memory-limited cgroups, or say exactly why we cannot.
 ///
 /// * v2 (preferred when it has the memory controller): new cgroups go directly
@@ -314,6 +362,51 @@ mod tests {
 35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
 ";
+
+    /// A hybrid machine (this one: v1 memory, a cgroup2 without controllers): the tightest of
+    /// this process's memory cgroup and its ancestors.
+    #[test]
+    fn own_memory_limit_is_the_tightest_on_the_path() {
+        let d = zmem_files::testutil::ScratchDir::new("own-memory-limit");
+        let put = |abs: &str, text: &str| {
+            let p = d.path().join(abs.trim_start_matches('/'));
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, text).unwrap();
+        };
+        put("/proc/self/mountinfo", MOUNTINFO);
+        put("/proc/self/cgroup", "5:memory:/a/b\n2:cpu:/\n0::/x\n");
+        put("/sys/fs/cgroup/unified/cgroup.controllers", "");
+        put(
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        );
+        put(
+            "/sys/fs/cgroup/memory/a/memory.limit_in_bytes",
+            "201326592\n",
+        );
+        put(
+            "/sys/fs/cgroup/memory/a/b/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        );
+        let sys = Sys::new(d.path());
+        assert_eq!(
+            own_memory_limit(&sys),
+            Some(("/sys/fs/cgroup/memory/a".to_string(), 192 << 20))
+        );
+        put(
+            "/sys/fs/cgroup/memory/a/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        );
+        assert_eq!(own_memory_limit(&sys), None);
+        // cgroup v2 with the memory controller: memory.max, `max` is no limit.
+        put("/sys/fs/cgroup/unified/cgroup.controllers", "cpu memory\n");
+        put("/sys/fs/cgroup/unified/memory.max", "max\n");
+        put("/sys/fs/cgroup/unified/x/memory.max", "67108864\n");
+        assert_eq!(
+            own_memory_limit(&sys),
+            Some(("/sys/fs/cgroup/unified/x".to_string(), 64 << 20))
+        );
+    }
 
     #[test]
     fn parses_mountinfo_and_own_cgroup() {

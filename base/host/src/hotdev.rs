@@ -4,7 +4,7 @@
 //! devices: `/sys/class/zram-control/hot_add`, and on drop (also on panic or
 //! error) `reset` and `hot_remove`. It never touches a device it did not create.
 //! [`HotDevice::create_journaled`] also keeps a crash journal for the device
-//! (`/run/zmem-trial/PID.zramN.journal`, one `zram N` line), so `zmem trial
+//! (`/run/zmem-trial/PID.zramN.journal`, one `zram N INODE` line), so `zmem trial
 //! --recover` removes it when zmem is killed while it exists (the kernel rows
 //! of `zmem bench` and `zmem verdict`).
 
@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use zmem_kernel::attr;
 use zmem_kernel::MmStat;
 
 const CONTROL: &str = "/sys/class/zram-control";
@@ -44,6 +45,8 @@ pub struct HotDevice {
     dev: PathBuf,
     /// The device's own crash journal, removed with the device.
     journal: Option<PathBuf>,
+    /// Which zramN this is (`crate::zram_incarnation`, read right after hot_add).
+    incarnation: Option<u64>,
 }
 
 impl HotDevice {
@@ -80,6 +83,7 @@ impl HotDevice {
             sys: PathBuf::from(format!("/sys/block/zram{id}")),
             dev: PathBuf::from(format!("/dev/zram{id}")),
             journal: None,
+            incarnation: crate::zram_incarnation(&crate::Sys::real(), id),
         };
         // udev may create the node a little later.
         for _ in 0..200 {
@@ -116,7 +120,9 @@ impl HotDevice {
             std::process::id(),
             d.id
         ));
-        let line = crate::Action::RemoveZram(d.id).to_line().expect("one line");
+        let line = crate::Action::RemoveZram(d.id, d.incarnation)
+            .to_line()
+            .expect("one line");
         crate::journal::write_file(&path, "", &[line]).map_err(|e| {
             KernelZramUnavailable(format!("writing the journal {}: {e}", path.display()))
         })?;
@@ -127,12 +133,18 @@ impl HotDevice {
     /// Create a device with `algo` and `disksize` bytes, initialised.
     pub fn with_config(algo: &str, disksize: u64) -> Result<Self, KernelZramUnavailable> {
         let d = Self::create()?;
-        d.write_attr("comp_algorithm", algo).map_err(|e| {
+        d.write_attr(attr::COMP_ALGORITHM, algo).map_err(|e| {
             KernelZramUnavailable(format!("kernel zram has no algorithm {algo}: {e}"))
         })?;
-        d.write_attr("disksize", &disksize.to_string())
+        d.write_attr(attr::DISKSIZE, &disksize.to_string())
             .map_err(|e| KernelZramUnavailable(format!("setting disksize failed: {e}")))?;
         Ok(d)
+    }
+
+    /// Which zramN this is: its sysfs directory's inode when it was made
+    /// (what a journal records beside the number).
+    pub fn incarnation(&self) -> Option<u64> {
+        self.incarnation
     }
 
     /// Device number N of /dev/zramN.
@@ -163,7 +175,7 @@ impl HotDevice {
 
     /// mm_stat, parsed.
     pub fn mm_stat(&self) -> io::Result<MmStat> {
-        let s = self.read_attr("mm_stat")?;
+        let s = self.read_attr(attr::MM_STAT)?;
         MmStat::parse(&s)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("bad mm_stat {s:?}")))
     }
@@ -171,7 +183,7 @@ impl HotDevice {
     /// Which algorithms the kernel offers (names from comp_algorithm).
     pub fn algorithms(&self) -> io::Result<Vec<String>> {
         Ok(self
-            .read_attr("comp_algorithm")?
+            .read_attr(attr::COMP_ALGORITHM)?
             .split_whitespace()
             .map(|a| a.trim_matches(|c| c == '[' || c == ']').to_string())
             .collect())

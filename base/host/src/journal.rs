@@ -43,8 +43,9 @@ impl Journal {
     /// Start the journal of `pid` in `dir` (a kernel path in the root).
     pub fn create_in(sys: &Sys, dir: &str, pid: u32) -> io::Result<Self> {
         let dir = sys.path(dir);
-        fs::create_dir_all(&dir)
-            .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
+        sys.check_in_tree(&dir)?;
+        // 0700, whatever the umask; an existing one no other user may change.
+        zmem_files::private_dir(&dir)?;
         let path = dir.join(format!("{pid}.journal"));
         if fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
             // An earlier trial that had this pid died with actions pending: never overwrite them.
@@ -70,13 +71,7 @@ impl Journal {
     }
 
     fn save(&self) -> io::Result<()> {
-        let tmp = self.path.with_extension("journal.tmp");
-        let mut f = fs::File::create(&tmp)?;
-        for l in &self.lines {
-            writeln!(f, "{l}")?;
-        }
-        f.sync_all()?;
-        fs::rename(&tmp, &self.path)
+        write_file(&self.path, "", &self.lines)
     }
 
     /// Record an action (a line as documented above).
@@ -251,9 +246,47 @@ fn alive_zmem(sys: &Sys, pid: u32) -> bool {
     !matches!(state, Some("Z" | "X"))
 }
 
-/// The pending lines of a journal file, oldest first (comments left out).
+/// The most a journal or saved undo list may hold (a few lines each step).
+const JOURNAL_MAX: u64 = 4 << 20;
+
+/// The text of a journal or saved undo list about to be replayed as root,
+/// only when no other user could have written it: a regular file (never
+/// through a link, never a FIFO) of the caller's or root's, writable by no
+/// one else, in directories no other user can change
+/// (`zmem_files::trusted_file`), the file opened the one checked, at most
+/// 4 MiB. A refusal names the file and why; nothing in it is run.
+pub fn read_trusted(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let refused = |e: io::Error| io::Error::new(e.kind(), format!("refusing to replay it: {e}"));
+    let seen = zmem_files::trusted_file(path, zmem_files::Kind::File).map_err(refused)?;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let now = f.metadata()?;
+    if (now.dev(), now.ino()) != (seen.dev(), seen.ino()) {
+        return Err(io::Error::other(format!(
+            "{}: replaced while it was checked; refusing to replay it",
+            path.display()
+        )));
+    }
+    let mut text = String::new();
+    f.take(JOURNAL_MAX + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > JOURNAL_MAX {
+        return Err(io::Error::other(format!(
+            "{}: larger than {JOURNAL_MAX} bytes; refusing to replay it",
+            path.display()
+        )));
+    }
+    Ok(text)
+}
+
+/// The pending lines of a journal file, oldest first (comments left out),
+/// read as [`read_trusted`] reads it.
 pub fn read_pending(path: &Path) -> io::Result<Vec<String>> {
-    Ok(pending_lines(&fs::read_to_string(path)?))
+    Ok(pending_lines(&read_trusted(path)?))
 }
 
 /// The action lines of a journal's text, oldest first.
@@ -265,19 +298,36 @@ pub fn pending_lines(text: &str) -> Vec<String> {
 }
 
 /// Write a journal file whole (atomically, fsynced): `header` comment lines,
-/// then the action lines, oldest first.
+/// then the action lines, oldest first. The file is mode 0600 whatever the
+/// umask, written to a new temporary file beside it (`O_EXCL|O_NOFOLLOW`)
+/// and renamed over it; a missing directory is made 0700.
 pub fn write_file(path: &Path, header: &str, lines: &[String]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.exists()) {
+        zmem_files::private_dir(dir)?;
     }
-    let tmp = path.with_extension("tmp");
-    let mut f = fs::File::create(&tmp)?;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    // A temporary file a killed writer left: ours to replace (never followed).
+    let _ = fs::remove_file(&tmp);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", tmp.display())))?;
+    f.set_permissions(fs::Permissions::from_mode(0o600))?;
+    let mut text = String::new();
     for h in header.lines() {
-        writeln!(f, "# {h}")?;
+        text.push_str(&format!("# {h}\n"));
     }
     for l in lines {
-        writeln!(f, "{l}")?;
+        text.push_str(l);
+        text.push('\n');
     }
+    f.write_all(text.as_bytes())?;
     f.sync_all()?;
     fs::rename(&tmp, path)
 }

@@ -43,8 +43,10 @@ mod sysfs_device;
 mod teardown;
 mod undo;
 
-pub use action::Action;
-pub use cgroup::{detect as memory_hierarchy, Cgroup, CgroupVersion, MemoryHierarchy};
+pub use action::{zram_incarnation, Action};
+pub use cgroup::{
+    detect as memory_hierarchy, own_memory_limit, Cgroup, CgroupVersion, MemoryHierarchy,
+};
 pub use cgroup_psi::{
     parse_pressure, system_pressure, Pressure, PsiFile, PsiLine, PsiScope, SYSTEM_MEMORY_PRESSURE,
 };
@@ -52,11 +54,12 @@ pub use crypto::{zswap_compressor_available, zswap_compressors};
 pub use hotdev::{HotDevice, KernelZramUnavailable};
 pub use journal::{
     discard as discard_journal, orphans_in as orphan_journals, pending_lines as journal_lines,
-    test_pause_step, write_file as write_journal, Journal, JOURNAL_DIR,
+    read_trusted as read_journal, test_pause_step, write_file as write_journal, Journal,
+    JOURNAL_DIR,
 };
 pub use knob::{active_swaps, cgroup_pids, read_knob, PAGE_CLUSTER, SWAPPINESS, ZSWAP_PARAMS};
 pub use signal::SignalWatch;
-pub use swap::{create_swap_file, swapoff, swapon, DISK_PRIORITY, ZRAM_PRIORITY};
+pub use swap::{create_swap_file, swapoff, swapon, verify_swap_file, DISK_PRIORITY, ZRAM_PRIORITY};
 pub use swap_dir::{swap_dir_refusal, swapless_filesystem};
 pub use swap_safety::{
     has_capability, io_flusher, lock_all_on_fault, memlock_limit, set_io_flusher, CAP_IPC_LOCK,

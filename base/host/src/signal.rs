@@ -87,6 +87,16 @@ impl SignalWatch {
         self.flag.load(Ordering::SeqCst)
     }
 
+    /// The status a run stopped by the signal exits with once it has undone
+    /// everything: 128 + the signal, as its default action would report it
+    /// (SIGTERM 143, SIGHUP 129, SIGINT 130); 130 when none is known.
+    pub fn exit_status(&self) -> i32 {
+        match self.last.load(Ordering::SeqCst) as i32 {
+            0 => 128 + SIGINT,
+            sig => 128 + sig,
+        }
+    }
+
     /// The flag itself (to share with a loop that polls it).
     pub fn flag(&self) -> &AtomicBool {
         &self.flag

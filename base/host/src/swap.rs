@@ -66,15 +66,26 @@ fn write_signature(f: &mut File, bytes: u64) -> io::Result<()> {
     f.sync_all()
 }
 
-/// Create a new swap file of `bytes` bytes (mode 0600, fully allocated, no
-/// holes) with a swap signature. Fails if the file exists.
-pub fn create_swap_file(path: &Path, bytes: u64) -> io::Result<()> {
+/// Which file a swap file is: (device, inode), from the descriptor that
+/// created it.
+pub type FileId = (u64, u64);
+
+/// Create a new swap file of `bytes` bytes (mode 0600 whatever the umask,
+/// fully allocated, no holes) with a swap signature: `O_CREAT|O_EXCL|
+/// O_NOFOLLOW`, so a file or link put there first is an error and left
+/// alone. Its identity, for [`verify_swap_file`] right before swapon.
+pub fn create_swap_file(path: &Path, bytes: u64) -> io::Result<FileId> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let bytes = bytes / page_size() * page_size();
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    let m = f.metadata()?;
+    let id = (m.dev(), m.ino());
     let fd = f.as_raw_fd();
     // SAFETY: fd is an open, writable file descriptor owned by `f`.
     let r = unsafe { libc::fallocate(fd, 0, 0, bytes as libc::off_t) };
@@ -98,7 +109,40 @@ pub fn create_swap_file(path: &Path, bytes: u64) -> io::Result<()> {
             left -= n as u64;
         }
     }
-    write_signature(&mut f, bytes)
+    write_signature(&mut f, bytes)?;
+    Ok(id)
+}
+
+/// Right before swapon: the file at `path` is still the one
+/// [`create_swap_file`] made (`id`), opened without following a link and
+/// compared by descriptor (`fstat`) and by path (`lstat`), a regular file of
+/// this user's, mode 0600. Anything else is refused naming what is there.
+pub fn verify_swap_file(path: &Path, id: FileId) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |why: String| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{}: {why}; not swapping on it", path.display()),
+        )
+    };
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| refuse(format!("cannot open the swap file zmem made ({e})")))?;
+    let (fd, at) = (f.metadata()?, std::fs::symlink_metadata(path)?);
+    let me = rustix::process::geteuid().as_raw();
+    if (fd.dev(), fd.ino()) != id || (at.dev(), at.ino()) != id {
+        return Err(refuse("not the file zmem created (replaced)".into()));
+    }
+    if !fd.is_file() || fd.uid() != me || fd.mode() & 0o7777 != 0o600 {
+        return Err(refuse(format!(
+            "not a mode 600 regular file of yours (uid {}, mode {:o})",
+            fd.uid(),
+            fd.mode() & 0o7777
+        )));
+    }
+    Ok(())
 }
 
 /// Write a swap signature over the whole of a block device or file (its
@@ -223,16 +267,46 @@ mod tests {
         let dir = std::env::temp_dir();
         let p = dir.join(format!("zmem-trial-swapfile-test.{}", std::process::id()));
         let _ = fs::remove_file(&p);
-        create_swap_file(&p, 1 << 20).unwrap();
+        let id = create_swap_file(&p, 1 << 20).unwrap();
+        verify_swap_file(&p, id).unwrap();
         let data = fs::read(&p).unwrap();
         assert_eq!(data.len(), 1 << 20);
         let ps = page_size() as usize;
         assert_eq!(&data[ps - 10..ps], b"SWAPSPACE2");
+        let made = fs::metadata(&p).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&made.permissions()) & 0o777,
+            0o600
+        );
         // create_new: a second create must not clobber an existing file.
         assert_eq!(
             create_swap_file(&p, 1 << 20).unwrap_err().kind(),
             io::ErrorKind::AlreadyExists
         );
         fs::remove_file(&p).unwrap();
+    }
+
+    /// Hostile finding 5: a file put in the swap file's place (renamed
+    /// over it, or a link) is never swapped on.
+    #[test]
+    fn a_swap_file_replaced_before_swapon_is_refused() {
+        let d = zmem_files::testutil::ScratchDir::new("swap-replaced");
+        let p = d.join("zmem-trial.x.swap");
+        let id = create_swap_file(&p, 1 << 20).unwrap();
+        let theirs = d.join("theirs");
+        fs::write(&theirs, vec![0u8; 1 << 20]).unwrap();
+        fs::set_permissions(&theirs, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        fs::rename(&theirs, &p).unwrap();
+        let e = verify_swap_file(&p, id).unwrap_err().to_string();
+        assert!(e.contains("not the file zmem created"), "{e}");
+        fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink(d.join("elsewhere"), &p).unwrap();
+        assert!(verify_swap_file(&p, id).is_err());
+        // A link or file already there: create refuses it and leaves it.
+        assert_eq!(
+            create_swap_file(&p, 1 << 20).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        assert!(fs::symlink_metadata(&p).unwrap().file_type().is_symlink());
     }
 }

@@ -1,5 +1,6 @@
 //! Whether a directory can hold the swap file zmem creates, asked before a
-//! trial, a tune or `zmem bench zswap` changes anything: swapon(2) refuses a
+//! trial, a tune or `zmem bench zswap` changes anything: no other user may
+//! change it or a directory above it (`zmem_files::trusted_dir`), and swapon(2) refuses a
 //! file on a filesystem without a swap_activate/bmap path (mm/swapfile.c
 //! `setup_swap_extents`) with EINVAL, which is what a VM's 9p or a tmpfs /tmp
 //! gives. The filesystem is known by statfs's `f_type` (include/uapi/linux/magic.h).
@@ -55,6 +56,13 @@ pub fn swap_dir_refusal(dir: &Path, bytes: u64, spare: u64, flag: &str) -> Optio
     let d = dir.display();
     if !dir.is_dir() {
         return Some(format!("swap file directory {d} does not exist ({flag})"));
+    }
+    // Whoever can change the directory (or one above it) could swap the
+    // file zmem swaps on for theirs, and keep the one zmem made.
+    if let Err(e) = zmem_files::trusted_dir(dir) {
+        return Some(format!(
+            "{e} ({flag}): another user could replace the swap file zmem creates there before it is swapped on; use a directory of yours or root's, such as /var/tmp"
+        ));
     }
     if let Some(fs) = swapless_filesystem(dir) {
         return Some(format!(

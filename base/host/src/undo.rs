@@ -106,7 +106,7 @@ impl Guard {
     /// Record a zram device zmem hot-added: undone by resetting and removing it.
     pub fn push_zram(&mut self, dev: HotDevice) {
         self.push_entry(Entry {
-            action: Action::RemoveZram(dev.id()),
+            action: Action::RemoveZram(dev.id(), dev.incarnation()),
             device: Some(dev),
         });
     }
@@ -544,6 +544,53 @@ mod tests {
         assert_eq!(r.errors.len(), 2, "{:?}", r.errors);
         assert!(victim.exists());
         assert_eq!(orphans(&h).len(), 1, "journal kept for a human to look at");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    /// Hostile finding 2: a journal another user could have written (a
+    /// file or directory writable by others) is refused, naming why, and
+    /// nothing in it runs; journals zmem writes are 0600 in a 0700 directory.
+    #[test]
+    fn a_journal_others_could_write_is_never_replayed() {
+        use std::os::unix::fs::PermissionsExt;
+        let (root, h) = fake("planted");
+        let mode = |p: &std::path::Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        {
+            let j = Journal::create_for_pid(&h, DEAD).unwrap();
+            assert_eq!(mode(j.path()), 0o600);
+            assert_eq!(mode(&h.path(JOURNAL_DIR)), 0o700);
+            std::mem::forget(j);
+        }
+        let planted = h.path(JOURNAL_DIR).join(format!("{DEAD}.journal"));
+        fs::write(&planted, format!("restore\t{SWAPPINESS}\t1\n")).unwrap();
+        let chmod = |p: &std::path::Path, m: u32| {
+            fs::set_permissions(p, fs::Permissions::from_mode(m)).unwrap()
+        };
+        chmod(&planted, 0o666);
+        let r = recover(&h);
+        assert!(r.done.is_empty(), "{:?}", r.done);
+        assert!(
+            r.errors[0].contains("refusing to replay it") && r.errors[0].contains("mode 666"),
+            "{:?}",
+            r.errors
+        );
+        chmod(&planted, 0o600);
+        chmod(&h.path(JOURNAL_DIR), 0o777);
+        let r = recover(&h);
+        assert!(
+            r.done.is_empty() && r.errors[0].contains("lets other users replace"),
+            "{:?}",
+            r.errors
+        );
+        assert_eq!(read_knob(&h, SWAPPINESS).unwrap(), "60", "nothing ran");
+        chmod(&h.path(JOURNAL_DIR), 0o700);
+        let r = recover(&h);
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(
+            read_knob(&h, SWAPPINESS).unwrap(),
+            "1",
+            "a trusted journal is replayed"
+        );
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -29,10 +29,13 @@ pub mod testutil;
 mod version;
 pub mod zswap;
 
-pub use attrs::{zram_attr, Kernels, Mode, ZramAttr, BLOCK_ATTRS, ZRAM_ATTRS};
+pub use attrs::{
+    attr, page_type, zram_attr, Change, Feature, Kernels, Mode, Syntax, ZramAttr, BLOCK_ATTRS,
+    ZRAM_ATTRS,
+};
 pub use errno::Errno;
 pub use error::AttrError;
-pub use model::{ChainRule, KernelModel, ModelError, SameFilled, ZSWAP_STATS};
+pub use model::{ChainRule, KernelModel, ModelError, SameFilled, PAGE_SHIFTS, ZSWAP_STATS};
 pub use parse::{
     kstrtobool, kstrtoint, kstrtoll, kstrtou16, kstrtoul, kstrtoull, memparse, next_args,
     sysfs_streq,

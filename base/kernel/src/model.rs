@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-use crate::attrs::{Kernels, ZramAttr, ZRAM_ATTRS};
+use crate::attrs::{attr, Kernels, Syntax, ZramAttr, ZRAM_ATTRS};
 use crate::version::{KernelSpan, KernelVersion};
 
 /// How zsmalloc picks a size class's pages per zspage (`zs_create_pool`).
@@ -37,12 +37,21 @@ pub enum ModelError {
     Unparsable(String),
     #[error("zmem does not model kernel {0}: it models {oldest} to {newest}", oldest = KernelModel::OLDEST, newest = KernelModel::NEWEST)]
     Unmodeled(KernelVersion),
+    #[error("zmem does not model a {0}-byte page: it models 4 KiB, 16 KiB and 64 KiB pages (PAGE_SHIFT 12, 14, 16)")]
+    PageSize(usize),
 }
+
+/// The page sizes zmem models, by `PAGE_SHIFT`: 4 KiB (x86-64, most arm64),
+/// 16 KiB (arm64 `CONFIG_ARM64_16K_PAGES`: Debian's arm64-16k, Raspberry Pi 5,
+/// Asahi, Android) and 64 KiB (ppc64el `CONFIG_PPC_64K_PAGES`, RHEL's aarch64).
+pub const PAGE_SHIFTS: [u32; 3] = [12, 14, 16];
 
 /// The zram of one kernel version, as the engine serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelModel {
     version: KernelVersion,
+    /// `PAGE_SHIFT`: one of [`PAGE_SHIFTS`] (12 by default).
+    page_shift: u32,
 }
 
 const fn v(major: u16, minor: u16) -> KernelVersion {
@@ -54,28 +63,6 @@ const fn v(major: u16, minor: u16) -> KernelVersion {
 /// `ZS_MAX_ZSPAGE_ORDER` 2 and `get_pages_per_zspage`). Debian's 6.12 config
 /// has CONFIG_ZSMALLOC_CHAIN_SIZE=8, the Kconfig default.
 const CONFIGURABLE_CHAIN: KernelVersion = v(6, 3);
-/// `incompressible` writeback, with recompression's INCOMPRESSIBLE flag
-/// (6.2; Debian's 6.1 zram.ko has no such mode word, its 6.12 has).
-const INCOMPRESSIBLE_WRITEBACK: KernelVersion = v(6, 2);
-/// `writeback` as `key=value` tokens: `type=`, `page_indexes=` (history: 6.16;
-/// Debian's 7.3 zram.ko has both keys, its 6.12 neither).
-const KEYED_WRITEBACK: KernelVersion = v(6, 16);
-/// `writeback_batch_size` and the batched pass (6.19).
-const BATCHED_WRITEBACK: KernelVersion = v(6, 19);
-/// `deflate.winbits` in `algorithm_params` (history: 6.16; in Debian's 7.3
-/// zram.ko, not in its 6.12).
-const DEFLATE_WINBITS: KernelVersion = v(6, 16);
-/// `recompress` with one priority per pass (`priority=` must be 1..3, no
-/// range; INCOMPRESSIBLE when no algorithm is configured above it; an unknown
-/// `type=` is EINVAL), and access times in whole seconds (`ac_time` a u32 of
-/// boot-time seconds: `idle` takes a u32 age, an age of the uptime or more
-/// changes nothing, `block_state` prints `.000000`). Checked in 7.3's
-/// drivers/block/zram/zram_drv.c (Debian's linux-source-7.3, and a kernel
-/// built from it in the VM lab: engine/zram/tests/kernel_recompress.rs);
-/// 6.18's is the range rule. The versions between are not checked and keep
-/// 6.18's rules.
-const ONE_PRIORITY_RECOMPRESS: KernelVersion = v(7, 3);
-
 impl KernelModel {
     /// The oldest version zmem models (Debian 12's 6.1).
     pub const OLDEST: KernelVersion = v(6, 1);
@@ -88,14 +75,41 @@ impl KernelModel {
         if version < Self::OLDEST || version > Self::NEWEST {
             return Err(ModelError::Unmodeled(version));
         }
-        Ok(KernelModel { version })
+        Ok(KernelModel {
+            version,
+            page_shift: 12,
+        })
     }
 
     /// The newest version modeled (the engine's default).
     pub const fn newest() -> KernelModel {
         KernelModel {
             version: Self::NEWEST,
+            page_shift: 12,
         }
+    }
+
+    /// This model on a kernel with `bytes`-byte pages (4096, 16384 or
+    /// 65536: [`PAGE_SHIFTS`]); other sizes are refused.
+    pub fn with_page_size(self, bytes: usize) -> Result<KernelModel, ModelError> {
+        let shift = PAGE_SHIFTS
+            .into_iter()
+            .find(|&s| 1usize << s == bytes)
+            .ok_or(ModelError::PageSize(bytes))?;
+        Ok(KernelModel {
+            page_shift: shift,
+            ..self
+        })
+    }
+
+    /// `PAGE_SIZE`: the bytes of one page, which zram stores per slot.
+    pub const fn page_size(&self) -> usize {
+        1 << self.page_shift
+    }
+
+    /// `PAGE_SHIFT`.
+    pub const fn page_shift(&self) -> u32 {
+        self.page_shift
     }
 
     /// A version as a user types it (`6.18`) or as `uname -r` prints it
@@ -141,6 +155,12 @@ impl KernelModel {
             .filter(|a| a.in_kernel_sysfs() && self.has_attr(a))
     }
 
+    /// Whether this kernel's zram takes `syntax` (its attribute exists and
+    /// the change is in this version; [`ZRAM_ATTRS`]' `changes`).
+    pub fn takes(&self, syntax: Syntax) -> bool {
+        self.since(syntax.since())
+    }
+
     /// zsmalloc's longest zspage chain: 4 pages before 6.3
     /// (`ZS_MAX_PAGES_PER_ZSPAGE`), then CONFIG_ZSMALLOC_CHAIN_SIZE (8).
     pub fn zspage_chain_size(&self) -> usize {
@@ -163,58 +183,66 @@ impl KernelModel {
     /// The writeback pass keeps `writeback_batch_size` requests in flight
     /// (6.19); before, it writes one page at a time.
     pub fn batched_writeback(&self) -> bool {
-        self.since(BATCHED_WRITEBACK)
+        self.has(attr::WRITEBACK_BATCH_SIZE)
     }
 
     /// `compressed_writeback` exists (7.0).
     pub fn compressed_writeback(&self) -> bool {
-        self.has("compressed_writeback")
+        self.has(attr::COMPRESSED_WRITEBACK)
+    }
+
+    /// `recompress` tries exactly one priority per pass (7.3,
+    /// [`Syntax::RecompressOnePriority`]); before, every configured priority
+    /// of a range, and INCOMPRESSIBLE after the last one.
+    pub fn one_priority_recompress(&self) -> bool {
+        self.takes(Syntax::RecompressOnePriority)
+    }
+
+    /// `algorithm_params` refuses `algo=` with a `priority=` of another
+    /// algorithm (7.3, [`Syntax::ParamsAlgoMatchesPriority`]).
+    pub fn params_algo_matches_priority(&self) -> bool {
+        self.takes(Syntax::ParamsAlgoMatchesPriority)
+    }
+
+    /// Access times are whole seconds of boot time (7.3,
+    /// [`Syntax::IdleAgeSeconds`]): `idle` takes a u32 age and ignores one
+    /// of the uptime or more; before, nanoseconds.
+    pub fn seconds_ac_time(&self) -> bool {
+        self.takes(Syntax::IdleAgeSeconds)
     }
 
     /// Writeback's completion keeps the slot's object size, algorithm
     /// priority, HUGE and INCOMPRESSIBLE flags and access time (7.0, with
     /// `compressed_writeback`: "keeps ZRAM_HUGE flag for deferred
     /// decompression path", zram_drv.c; checked on 7.3: block_state shows
-    /// `wh..rn`-style flags on written-back slots); before, it frees the slot
-    /// (`zram_free_page`) and sets WB alone.
+    /// `.wh..n` and `.w..r.` on written-back slots); before, it frees the
+    /// slot (`zram_free_page`) and sets WB alone.
     pub fn writeback_keeps_slot(&self) -> bool {
         self.compressed_writeback()
     }
 
     /// `writeback` takes the `incompressible` mode (6.2).
     pub fn incompressible_writeback(&self) -> bool {
-        self.since(INCOMPRESSIBLE_WRITEBACK)
+        self.takes(Syntax::IncompressibleWriteback)
     }
 
     /// `writeback` takes `key=value` tokens (`type=`, `page_indexes=`); before
     /// 6.16 it takes one mode word or `page_index=N`.
     pub fn keyed_writeback(&self) -> bool {
-        self.since(KEYED_WRITEBACK)
+        self.takes(Syntax::KeyedWriteback)
     }
 
     /// Recompression's attributes exist (`recomp_algorithm`, `recompress`;
     /// 6.2, with CONFIG_ZRAM_MULTI_COMP).
     pub fn recompression(&self) -> bool {
-        self.has("recompress")
-    }
-
-    /// `recompress` tries exactly one priority per pass (7.3); before, every
-    /// configured priority of a range, and INCOMPRESSIBLE after the last one.
-    pub fn one_priority_recompress(&self) -> bool {
-        self.since(ONE_PRIORITY_RECOMPRESS)
-    }
-
-    /// Access times are whole seconds of boot time (7.3; `idle` takes a u32
-    /// age and ignores one of the uptime or more); before, nanoseconds.
-    pub fn seconds_ac_time(&self) -> bool {
-        self.since(ONE_PRIORITY_RECOMPRESS)
+        self.has(attr::RECOMPRESS)
     }
 
     /// The keys `algorithm_params` acts on (none before the attribute, 6.12).
     pub fn algorithm_params_keys(&self) -> &'static [&'static str] {
-        if !self.has("algorithm_params") {
+        if !self.has(attr::ALGORITHM_PARAMS) {
             &[]
-        } else if self.since(DEFLATE_WINBITS) {
+        } else if self.takes(Syntax::DeflateWinbits) {
             &["priority", "algo", "level", "dict", "deflate.winbits"]
         } else {
             &["priority", "algo", "level", "dict"]
@@ -536,6 +564,19 @@ mod tests {
             "pool_limit_hit pool_total_size reject_alloc_fail reject_compress_fail reject_compress_poor \
              reject_kmemcache_fail reject_reclaim_fail stored_pages written_back_pages"
         );
+    }
+
+    #[test]
+    fn page_sizes_are_4k_16k_and_64k() {
+        let m = KernelModel::default();
+        assert_eq!((m.page_size(), m.page_shift()), (4096, 12));
+        let m = m.with_page_size(16384).unwrap();
+        assert_eq!((m.page_size(), m.page_shift()), (16384, 14));
+        assert_eq!(m.with_page_size(65536).unwrap().page_shift(), 16);
+        assert_eq!(m.version(), KernelModel::NEWEST, "the version stays");
+        let e = m.with_page_size(8192).unwrap_err();
+        assert_eq!(e, ModelError::PageSize(8192));
+        assert!(e.to_string().contains("16 KiB"), "{e}");
     }
 
     #[test]

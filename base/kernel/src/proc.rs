@@ -113,9 +113,16 @@ pub fn unescape_mount(s: &str) -> String {
         let octal = |d: &[u8]| {
             (b'0'..=b'3').contains(&d[0]) && d[1..].iter().all(|c| (b'0'..=b'7').contains(c))
         };
+        let value = |d: &[u8]| (d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0');
         match b.get(i + 1..i + 4).filter(|d| b[i] == b'\\' && octal(d)) {
+            // A control character (a newline in a file name) stays escaped: printed raw it
+            // would forge a line of zmem's output.
+            Some(d) if value(d) < 0x20 || value(d) == 0x7f => {
+                out.extend_from_slice(&b[i..i + 4]);
+                i += 4;
+            }
             Some(d) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                out.push(value(d));
                 i += 4;
             }
             None => {
@@ -127,9 +134,44 @@ pub fn unescape_mount(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A /proc file's bytes as text, every byte that is not part of valid UTF-8 written as `\xNN`
+/// (a swap file's name is bytes to the kernel; zmem prints it, compares it, never fails on it).
+pub fn escape_invalid_utf8(mut b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    loop {
+        match std::str::from_utf8(b) {
+            Ok(s) => {
+                out.push_str(s);
+                return out;
+            }
+            Err(e) => {
+                let (good, rest) = b.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                let bad = e.error_len().unwrap_or(rest.len());
+                for byte in &rest[..bad] {
+                    out.push_str(&format!("\\x{byte:02x}"));
+                }
+                b = &rest[bad..];
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swap_names_that_are_not_utf8_or_hold_a_newline_are_kept_escaped() {
+        let text = escape_invalid_utf8(
+            b"Filename Type Size Used Priority\n/var/tmp/a\\012b\xff\xfe\\040c file 1024 0 -2\n",
+        );
+        let s = parse_swaps(&text);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].device, r"/var/tmp/a\012b\xff\xfe c");
+        assert!(!s[0].device.contains('\n'));
+        assert_eq!(escape_invalid_utf8("zram é".as_bytes()), "zram é");
+    }
 
     #[test]
     fn swaps_parse() {
@@ -158,7 +200,11 @@ mod tests {
         );
         let m = parse_mounts("/dev/zram1 /mnt/a\\040b ext4 rw 0 0\n");
         assert_eq!(m, [("/dev/zram1".into(), "/mnt/a b".into(), "ext4".into())]);
-        assert_eq!(unescape_mount(r"/a\011b\012c\134d\040"), "/a\tb\nc\\d ");
+        assert_eq!(
+            unescape_mount(r"/a\011b\012c\134d\040"),
+            r"/a\011b\012c\d ",
+            "control characters stay escaped, the rest is unescaped"
+        );
         assert_eq!(
             unescape_mount(r"\777 \04 \"),
             r"\777 \04 \",

@@ -53,6 +53,43 @@ pub fn builtin_command(kind: Builtin, size: u64) -> anyhow::Result<(Vec<String>,
     ))
 }
 
+/// `--service`, `--ready`, `--ready-timeout`, `--fill`, `--load`: a server in the
+/// memory-limited cgroup and its load outside it (trial and tune).
+#[derive(clap::Args, Debug)]
+pub struct ServiceArgs {
+    /// A server to run in the memory-limited cgroup (one shell command line), with --load; it is
+    /// stopped after each run, with everything it started
+    #[arg(long, value_name = "CMD", requires_all = ["load", "ready"], conflicts_with_all = ["builtin", "command"])]
+    pub service: Option<String>,
+    /// When --service is ready: tcp:PORT (127.0.0.1:PORT accepts), unix:PATH (the socket accepts)
+    /// or line:REGEX (a line of its standard output matches)
+    #[arg(long, value_name = "HOW", requires = "service", value_parser = |s: &str| s.parse::<trial::Ready>())]
+    pub ready: Option<trial::Ready>,
+    /// How long --service may take to be ready
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::args::duration)]
+    pub ready_timeout: std::time::Duration,
+    /// Run once --service is ready, before --load, outside the cgroup (one shell command line)
+    #[arg(long, value_name = "CMD", requires = "service")]
+    pub fill: Option<String>,
+    /// The load generator, outside the cgroup (one shell command line); its output is read for
+    /// metrics (redis-benchmark --csv, pgbench, fio json, sysbench) and its wall time is the run's
+    #[arg(long, value_name = "CMD", requires = "service")]
+    pub load: Option<String>,
+}
+
+impl ServiceArgs {
+    /// The service with its load, when `--service` was given (clap requires the rest).
+    pub fn spec(&self) -> Option<trial::ServiceSpec> {
+        Some(trial::ServiceSpec {
+            service: self.service.clone()?,
+            ready: self.ready.clone()?,
+            ready_timeout: self.ready_timeout,
+            fill: self.fill.clone(),
+            load: self.load.clone()?,
+        })
+    }
+}
+
 /// Arguments of `zmem trial`.
 #[derive(clap::Args, Debug)]
 #[command(
@@ -73,9 +110,21 @@ pub struct Args {
     /// Rotate the run order by one place every round (drift of the machine spreads over every configuration)
     #[arg(long)]
     pub interleave: bool,
-    /// Rounds (every configuration runs once per round)
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
+    /// Rounds (every configuration runs once per round) [default: 3, or 6 with --metric: the
+    /// fewest whose interval can decide]
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Judge the configurations by this figure of the workload's (written to $ZMEM_METRICS as
+    /// `NAME VALUE [UNIT]`, or read from redis-benchmark --csv, pgbench, fio json or sysbench
+    /// output) or of the trial's (wall_s, user_s, sys_s, major_faults): NAME[:lower|:higher][:MARGIN],
+    /// MARGIN a share (5%, the default) of the leader's median or an amount in its unit;
+    /// repeat the flag, the first decides [default: wall_s]
+    #[arg(long = "metric", value_name = "NAME", value_parser = |s: &str| s.parse::<trial::MetricSpec>())]
+    pub metrics: Vec<trial::MetricSpec>,
+    /// Stop running a configuration once the deciding metric shows it clearly behind the leader
+    /// (or a run of it failed), at the verdict's looks: after rounds 6, 8, 11, 15, …
+    #[arg(long)]
+    pub stop_behind: bool,
     /// Configuration the ratio column compares to [default: disk if given, else the first]
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
@@ -92,6 +141,8 @@ pub struct Args {
     /// Run even though active swap or enabled zswap would distort the results
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub service: ServiceArgs,
     /// Run a built-in workload instead of COMMAND
     #[arg(long, value_enum, conflicts_with = "command")]
     pub builtin: Option<Builtin>,
@@ -177,7 +228,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(r) = &args.report {
         super::lab_run::check_report(r, args.overwrite)?; // refused before the trial, not after
     }
+    let service = args.service.spec();
     let (command, workload, builtin_size) = match (args.builtin, args.command.is_empty()) {
+        (None, true) if service.is_some() => {
+            let s = service.as_ref().expect("matched");
+            (
+                Vec::new(),
+                format!("{} (load: {})", s.service, s.load),
+                None,
+            )
+        }
         (Some(kind), true) => {
             let size = args.size.unwrap_or(memory / 2 * 3);
             let (cmd, name) = builtin_command(kind, size)?;
@@ -201,11 +261,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(s) => (2 * memory).max(s),
         None => 4 * memory,
     });
+    let repeat = args.repeat.unwrap_or(if args.metrics.is_empty() {
+        3
+    } else {
+        trial::rounds_for(1.0 - trial::look_error(1)) as u32
+    });
     let spec = TrialSpec {
         memory_limit: memory,
         configs: args.configs,
         interleave: args.interleave,
-        repeat: args.repeat,
+        repeat,
         baseline: args.baseline,
         command,
         workload,
@@ -214,13 +279,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         swap_size,
         swappiness: args.swappiness,
         page_cluster: args.page_cluster,
+        metrics: args.metrics,
+        service,
+        stop_behind: args.stop_behind,
     };
     let signals = SignalWatch::install().context("installing signal handlers")?;
     let result = trial::run(&spec, &signals, &mut |line| eprintln!("zmem trial: {line}"));
+    let status = signals.exit_status();
     drop(signals);
     let html = |r: &trial::TrialReport| -> anyhow::Result<()> {
         if let Some(path) = &args.report {
-            super::lab_run::write_report(path, &trial::report::render_html(r), args.overwrite)?;
+            super::lab_run::write_report(path, &zmem_report::trial_html(r), args.overwrite)?;
             eprintln!("zmem trial: report written to {}", path.display());
         }
         Ok(())
@@ -234,7 +303,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             html(&report)?;
             print_report(&report, args.format)?;
             eprintln!("zmem: {}", TrialError::Interrupted(report));
-            std::process::exit(130);
+            // Exiting here skips main's release: the trial lock goes first.
+            zmem_files::release_process_locks();
+            std::process::exit(status);
         }
         Err(e) => Err(e.into()),
     }
@@ -242,8 +313,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 fn print_report(report: &trial::TrialReport, format: Format) -> anyhow::Result<()> {
     match format {
-        Format::Table => print!("{}", trial::report::render_table(report)),
-        Format::Csv => print!("{}", trial::report::render_csv(report)),
+        Format::Table => print!("{}", zmem_report::trial_table(report)),
+        Format::Csv => print!("{}", zmem_report::trial_csv(report)),
         Format::Json => println!("{}", serde_json::to_string_pretty(report)?),
     }
     Ok(())

@@ -28,6 +28,12 @@ pub struct Args {
     /// Memory limit the trials run the workload under (e.g. 128M)
     #[arg(long, value_name = "SIZE", value_parser = crate::args::size, required_unless_present = "recover")]
     pub memory: Option<u64>,
+    /// Rank and pick by this figure of the workload's (written to $ZMEM_METRICS, or read from
+    /// redis-benchmark --csv, pgbench, fio json or sysbench output), as `zmem trial --metric`
+    /// takes it: NAME[:lower|:higher][:MARGIN] [default: wall_s]; the model does not predict it,
+    /// the trials' measurements decide
+    #[arg(long, value_name = "NAME", value_parser = |s: &str| s.parse::<zmem_trial::MetricSpec>())]
+    pub metric: Option<zmem_trial::MetricSpec>,
     /// Runs per candidate (interleaved rounds); 6, the default, is the fewest that let the
     /// comparison decide (fewer: undecided, the pick not proven)
     #[arg(long, default_value_t = 6)]
@@ -77,6 +83,8 @@ pub struct Args {
     /// Undo what a tune or trial killed with SIGKILL left behind, and exit
     #[arg(long)]
     pub recover: bool,
+    #[command(flatten)]
+    pub service: super::trial::ServiceArgs,
     /// The workload to run (after `--`)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -84,6 +92,12 @@ pub struct Args {
 
 /// The workload: its command and short name.
 fn workload(a: &Args, memory: u64) -> Result<(Vec<String>, String)> {
+    if let Some(s) = a.service.spec() {
+        if a.corpus.is_some() {
+            bail!("--corpus replays pages as the workload; give it or --service, not both");
+        }
+        return Ok((Vec::new(), format!("{} (load: {})", s.service, s.load)));
+    }
     match (a.builtin, a.command.is_empty(), &a.corpus) {
         (Some(kind), true, _) => builtin_command(kind, a.size.unwrap_or(2 * memory)),
         (None, false, _) => {
@@ -139,16 +153,21 @@ pub fn run(a: Args) -> Result<()> {
         force: a.force,
         rounds: a.rounds,
         requests: a.requests,
+        metric: a.metric.clone(),
+        service: a.service.spec(),
     };
     let signals = SignalWatch::install().context("installing signal handlers")?;
     let result = zmem_tune::run(&spec, &signals, &mut |l| eprintln!("zmem tune: {l}"));
+    let status = signals.exit_status();
     drop(signals);
     let t = match result {
         Ok(t) => t,
         Err(e) => {
             if let Some(TrialError::Interrupted(_)) = e.downcast_ref::<TrialError>() {
                 eprintln!("zmem: tune interrupted; everything it set up was removed and restored");
-                std::process::exit(130);
+                // Exiting here skips main's release: the trial lock goes first.
+                zmem_files::release_process_locks();
+                std::process::exit(status);
             }
             return Err(e);
         }

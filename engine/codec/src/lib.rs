@@ -10,8 +10,8 @@
 //! * [`registry`] finds a backend by the kernel's name.
 //! * [`StreamPool`] hands out one stream per thread for a configured algorithm.
 //!
-//! Compression takes exactly one page (`PAGE_SIZE` bytes) and writes into a
-//! caller's buffer; a result that does not fit is [`CodecError::DstTooSmall`],
+//! Compression takes exactly one page (`PAGE_SIZE` bytes: 4 KiB, or the
+//! 16 or 64 KiB of [`Params::page_size`]) and writes into a caller's buffer; a result that does not fit is [`CodecError::DstTooSmall`],
 //! which callers treat as "store raw". Decompression must reproduce exactly
 //! `dst.len()` bytes; anything else is an error, never a panic.
 
@@ -30,12 +30,24 @@ pub use registry::{
 };
 pub use stream_pool::{PooledStream, StreamPool};
 
-/// The page size zram works in (4 KiB on the reference machine).
+/// The page size zram works in by default (4 KiB: x86-64 and most arm64).
 pub const PAGE_SIZE: usize = 4096;
 
-/// A destination buffer that fits any codec's worst case for one page
+/// The page sizes a stream compresses: those of the kernels zmem models
+/// (zmem_kernel's `PAGE_SHIFTS`: 4, 16 and 64 KiB).
+pub const PAGE_SIZES: [usize; 3] = {
+    let s = zmem_kernel::PAGE_SHIFTS;
+    [1 << s[0], 1 << s[1], 1 << s[2]]
+};
+
+/// A destination buffer that fits any codec's worst case for one 4 KiB page
 /// (the kernel's zcomp buffer is 2 x PAGE_SIZE).
 pub const MAX_COMPRESSED: usize = 2 * PAGE_SIZE;
+
+/// The zcomp buffer for a page of `page_size` bytes: 2 x PAGE_SIZE.
+pub const fn max_compressed(page_size: usize) -> usize {
+    2 * page_size
+}
 
 /// Description of one parameter a backend accepts (for `zmem codecs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +90,8 @@ pub trait Backend: Send + Sync + 'static {
 
 /// A reusable compression context (per CPU in the kernel, per thread here).
 pub trait Stream: Send {
-    /// Compress exactly one page (`src.len() == PAGE_SIZE`) into `dst`,
+    /// Compress exactly one page (`src.len()` is the page size the stream
+    /// was made for, [`Params::page_size`]) into `dst`,
     /// returning the compressed length. If the result does not fit in `dst`,
     /// return [`CodecError::DstTooSmall`].
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError>;

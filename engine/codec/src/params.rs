@@ -23,6 +23,11 @@ pub struct Params {
     /// defaults or library (e.g. zstd through the crypto API before 6.12).
     /// `None`: the newest kernel zmem models. Not an `algorithm_params` key.
     pub kernel: Option<KernelVersion>,
+    /// The kernel's `PAGE_SIZE`, the input of every compression (4096,
+    /// 16384 or 65536); `None`: 4096. zstd's parameters follow it
+    /// (`zstd_get_params(level, PAGE_SIZE)`); lz4m and wkdm take 4096 only.
+    /// Not an `algorithm_params` key.
+    pub page_size: Option<usize>,
 }
 
 impl Params {
@@ -67,6 +72,11 @@ impl Params {
         self.dict.as_deref().map(|v| v.as_slice())
     }
 
+    /// The page size streams compress ([`Params::page_size`], 4096 if unset).
+    pub fn page(&self) -> usize {
+        self.page_size.unwrap_or(crate::PAGE_SIZE)
+    }
+
     /// Whether no parameter is set (every backend default).
     pub fn is_default(&self) -> bool {
         self.level.is_none() && self.dict.is_none() && self.deflate_winbits.is_none()
@@ -77,7 +87,7 @@ impl Params {
         if self.dict.is_some() {
             return Err(CodecError::invalid_param(
                 algo,
-                format!("{algo} takes no dictionary (dict= is accepted by lz4, lz4hc and zstd)"),
+                format!("{algo} takes no dictionary (`zmem codecs` lists the algorithms that take dict=)"),
             ));
         }
         Ok(())

@@ -5,8 +5,9 @@
 //! * `zbud`: two buddies per page in 64-byte chunks.
 //! * `z3fold`: up to three objects per page, plus headless pages.
 //!
-//! Objects live in 4 KiB pages the allocator owns; a [`Handle`] maps to the
-//! object's bytes. A stale or foreign handle is an error, never access to
+//! Objects live in pages the allocator owns (4 KiB, or zsmalloc's 16 and
+//! 64 KiB pages of other kernels: [`PoolOptions::page_size`]); a [`Handle`]
+//! maps to the object's bytes. A stale or foreign handle is an error, never access to
 //! another object's bytes.
 
 use std::sync::Arc;
@@ -26,7 +27,8 @@ pub use zbud::ZbudPool;
 pub use zsmalloc::class::ChainRule;
 pub use zsmalloc::{class, map_shared, memfd, wait_background, RegionView, SharedRegion, ZsPool};
 
-/// Page size of the pools.
+/// Page size of the pools by default, and of the memory they take from the
+/// OS (a 16 or 64 KiB zsmalloc page is 4 or 16 of them).
 pub const PAGE_SIZE: usize = 4096;
 
 /// An opaque, non-zero reference to one allocated object.
@@ -129,6 +131,9 @@ pub struct PoolOptions {
     pub chain_size: usize,
     /// How zsmalloc chooses a class's pages per zspage (6.3+ by default).
     pub chain_rule: ChainRule,
+    /// The kernel's `PAGE_SIZE`: 4096, 16384 or 65536. zsmalloc cuts its
+    /// classes and zspages for it; zbud and z3fold take 4096 only.
+    pub page_size: usize,
 }
 
 impl Default for PoolOptions {
@@ -136,6 +141,22 @@ impl Default for PoolOptions {
         PoolOptions {
             chain_size: zsmalloc::class::DEFAULT_CHAIN_SIZE,
             chain_rule: ChainRule::LeastWaste,
+            page_size: PAGE_SIZE,
+        }
+    }
+}
+
+impl PoolOptions {
+    /// zsmalloc's arithmetic at [`page_size`](Self::page_size); a size
+    /// other than 4, 16 or 64 KiB is an [`ZpoolError::InvalidOption`].
+    pub fn geometry(&self) -> Result<class::Geometry, ZpoolError> {
+        match self.page_size {
+            4096 => Ok(class::Geometry { page_shift: 12 }),
+            16384 => Ok(class::Geometry { page_shift: 14 }),
+            65536 => Ok(class::Geometry { page_shift: 16 }),
+            n => Err(ZpoolError::InvalidOption(format!(
+                "page size {n}: zsmalloc is modelled at 4096, 16384 and 65536-byte pages"
+            ))),
         }
     }
 }
@@ -152,11 +173,14 @@ impl From<usize> for PoolOptions {
 /// Create an allocator by name (`zsmalloc`, `zbud`, `z3fold`).
 pub fn create(name: &str, opts: impl Into<PoolOptions>) -> Result<Box<dyn Zpool>, ZpoolError> {
     let opts = opts.into();
+    if name != "zsmalloc" && NAMES.contains(&name) && opts.page_size != PAGE_SIZE {
+        return Err(ZpoolError::InvalidOption(format!(
+            "{name} is modelled at 4 KiB pages only, not {} (zsmalloc takes 16 and 64 KiB pages)",
+            opts.page_size
+        )));
+    }
     match name {
-        "zsmalloc" => Ok(Box::new(ZsPool::with_rule(
-            opts.chain_size,
-            opts.chain_rule,
-        )?)),
+        "zsmalloc" => Ok(Box::new(ZsPool::with_options(opts)?)),
         "zbud" => Ok(Box::new(ZbudPool::new())),
         "z3fold" => Ok(Box::new(Z3foldPool::new())),
         other => Err(ZpoolError::UnknownAllocator(other.to_string())),

@@ -348,6 +348,7 @@ fn pre_6_3_rule_with_a_chain_of_4() {
         zmem_zpool::PoolOptions {
             chain_size: 4,
             chain_rule: ChainRule::MostUsedPercent,
+            ..zmem_zpool::PoolOptions::default()
         },
     )
     .unwrap();

@@ -6,7 +6,8 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, LazyLock};
 
-use zmem_codec::{Params, PAGE_SIZE};
+use zmem_codec::Params;
+use zmem_kernel::attr;
 
 use crate::device::Zram;
 use crate::streams::{MAX_COMPS, PRIMARY};
@@ -92,29 +93,33 @@ impl Zram {
     pub fn show(&self, name: &str) -> Result<String, AttrError> {
         self.check_version(name)?;
         match name {
-            "disksize" => Ok(format!("{}\n", self.disksize())),
-            "initstate" => Ok(format!("{}\n", self.is_initialized() as u32)),
-            "comp_algorithm" => {
+            attr::DISKSIZE => Ok(format!("{}\n", self.disksize())),
+            attr::INITSTATE => Ok(format!("{}\n", self.is_initialized() as u32)),
+            attr::COMP_ALGORITHM => {
                 let cfg = self.lock_config();
                 Ok(self
                     .backends()
                     .available_show(cfg.comp_algs[PRIMARY].as_deref()))
             }
-            "mm_stat" => Ok(self.mm_stat().render()),
-            "io_stat" => Ok(self.io_stat().render()),
-            "debug_stat" => Ok(render_debug_stat(self.miss_free())),
-            "allocator" => Ok(format!("{}\n", self.lock_config().allocator)),
-            "recomp_algorithm" => Ok(self.recomp_algorithm_show()),
-            "backing_dev" => Ok(self.backing_dev_show()),
-            "bd_stat" => Ok(self.bd_stat().render()),
-            "writeback_limit" => Ok(format!("{}\n", self.writeback_limit().remaining)),
-            "writeback_limit_enable" => Ok(format!("{}\n", self.writeback_limit().enable as u32)),
-            "writeback_batch_size" => Ok(format!("{}\n", self.wb_batch_size.load(Relaxed))),
-            "compressed_writeback" => Ok(format!("{}\n", self.wb_compressed.load(Relaxed) as u32)),
-            "fast_algorithm" => Ok(self.fast_algorithm_show()),
-            "fast_path" => Ok(self.fast_path_show()),
+            attr::MM_STAT => Ok(self.mm_stat().render()),
+            attr::IO_STAT => Ok(self.io_stat().render()),
+            attr::DEBUG_STAT => Ok(render_debug_stat(self.miss_free())),
+            attr::ALLOCATOR => Ok(format!("{}\n", self.lock_config().allocator)),
+            attr::RECOMP_ALGORITHM => Ok(self.recomp_algorithm_show()),
+            attr::BACKING_DEV => Ok(self.backing_dev_show()),
+            attr::BD_STAT => Ok(self.bd_stat().render()),
+            attr::WRITEBACK_LIMIT => Ok(format!("{}\n", self.writeback_limit().remaining)),
+            attr::WRITEBACK_LIMIT_ENABLE => {
+                Ok(format!("{}\n", self.writeback_limit().enable as u32))
+            }
+            attr::WRITEBACK_BATCH_SIZE => Ok(format!("{}\n", self.wb_batch_size.load(Relaxed))),
+            attr::COMPRESSED_WRITEBACK => {
+                Ok(format!("{}\n", self.wb_compressed.load(Relaxed) as u32))
+            }
+            attr::FAST_ALGORITHM => Ok(self.fast_algorithm_show()),
+            attr::FAST_PATH => Ok(self.fast_path_show()),
             // debugfs's file in the kernel, so not listed in READABLE.
-            "block_state" => Ok(self.block_state_show()),
+            attr::BLOCK_STATE => Ok(self.block_state_show()),
             n if WRITABLE.contains(&n) => Err(AttrError::new(
                 Errno::EACCES,
                 format!("attribute '{n}' is write-only"),
@@ -127,25 +132,25 @@ impl Zram {
     pub fn store(&self, name: &str, value: &str) -> Result<(), AttrError> {
         self.check_version(name)?;
         match name {
-            "disksize" => self.disksize_store(value),
-            "reset" => self.reset_store(value),
-            "comp_algorithm" => self.comp_algorithm_store(PRIMARY, value),
-            "algorithm_params" => self.algorithm_params_store(value),
-            "mem_limit" => self.mem_limit_store(value),
-            "mem_used_max" => self.mem_used_max_store(value),
-            "compact" => self.compact_store(),
-            "idle" => self.idle_store(value),
-            "allocator" => self.allocator_store(value),
-            "recomp_algorithm" => self.recomp_algorithm_store(value),
-            "recompress" => self.recompress_store(value),
-            "backing_dev" => self.backing_dev_store(value),
-            "writeback" => self.writeback_store(value),
-            "writeback_limit" => self.writeback_limit_store(value),
-            "writeback_limit_enable" => self.writeback_limit_enable_store(value),
-            "writeback_batch_size" => self.writeback_batch_size_store(value),
-            "compressed_writeback" => self.compressed_writeback_store(value),
-            "fast_algorithm" => self.fast_algorithm_store(value),
-            "fast_path" => self.fast_path_store(value),
+            attr::DISKSIZE => self.disksize_store(value),
+            attr::RESET => self.reset_store(value),
+            attr::COMP_ALGORITHM => self.comp_algorithm_store(PRIMARY, value),
+            attr::ALGORITHM_PARAMS => self.algorithm_params_store(value),
+            attr::MEM_LIMIT => self.mem_limit_store(value),
+            attr::MEM_USED_MAX => self.mem_used_max_store(value),
+            attr::COMPACT => self.compact_store(),
+            attr::IDLE => self.idle_store(value),
+            attr::ALLOCATOR => self.allocator_store(value),
+            attr::RECOMP_ALGORITHM => self.recomp_algorithm_store(value),
+            attr::RECOMPRESS => self.recompress_store(value),
+            attr::BACKING_DEV => self.backing_dev_store(value),
+            attr::WRITEBACK => self.writeback_store(value),
+            attr::WRITEBACK_LIMIT => self.writeback_limit_store(value),
+            attr::WRITEBACK_LIMIT_ENABLE => self.writeback_limit_enable_store(value),
+            attr::WRITEBACK_BATCH_SIZE => self.writeback_batch_size_store(value),
+            attr::COMPRESSED_WRITEBACK => self.compressed_writeback_store(value),
+            attr::FAST_ALGORITHM => self.fast_algorithm_store(value),
+            attr::FAST_PATH => self.fast_path_store(value),
             n if READABLE.contains(&n) => Err(AttrError::new(
                 Errno::EACCES,
                 format!("attribute '{n}' is read-only"),
@@ -223,7 +228,7 @@ impl Zram {
                 .ok_or_else(|| einval(format!("algorithm '{a}' is not configured on this device")))
         };
         match (algo, prio_param) {
-            (Some(a), Some(p)) if self.kernel.one_priority_recompress() => {
+            (Some(a), Some(p)) if self.kernel.params_algo_matches_priority() => {
                 let p = in_range(p)?;
                 if cfg.comp_algs[p].as_deref() != Some(a) {
                     return Err(einval(format!("priority {p}'s algorithm is not '{a}'")));
@@ -291,7 +296,7 @@ impl Zram {
             ));
         }
         let _cfg = self.lock_config();
-        let pages = limit.div_ceil(PAGE_SIZE as u64);
+        let pages = limit.div_ceil(self.page_size() as u64);
         self.limit_pages.store(pages, Relaxed);
         Ok(())
     }

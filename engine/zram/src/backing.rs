@@ -10,8 +10,6 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::sync::{Arc, Mutex};
 
-use zmem_codec::PAGE_SIZE;
-
 use zmem_kernel::{AttrError, Errno};
 
 /// Which backing-file operation a [`BackingFault`] hook is asked about.
@@ -67,7 +65,11 @@ impl Backing {
     /// check). A block device or (zmem extension) a regular file; anything
     /// else is ENOTBLK. Fewer than 2 pages is EINVAL (the kernel refuses 0;
     /// with block 0 reserved, 1 page would hold nothing either).
-    pub(crate) fn open(path: &str, fault: Option<BackingFault>) -> Result<Backing, AttrError> {
+    pub(crate) fn open(
+        path: &str,
+        fault: Option<BackingFault>,
+        page_size: usize,
+    ) -> Result<Backing, AttrError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -87,13 +89,13 @@ impl Backing {
                 .seek(SeekFrom::End(0))
                 .map_err(|e| open_err(path, e))?
         };
-        let nr_pages = bytes / PAGE_SIZE as u64;
+        let nr_pages = bytes / page_size as u64;
         if nr_pages < 2 {
             return Err(AttrError::new(
                 Errno::EINVAL,
                 format!(
                     "backing device '{path}' has {bytes} bytes; at least 2 pages ({}) are needed",
-                    2 * PAGE_SIZE
+                    2 * page_size
                 ),
             ));
         }
@@ -194,19 +196,20 @@ impl Backing {
     /// Write one page to block `blk`.
     pub(crate) fn write_block(&self, blk: u64, page: &[u8]) -> std::io::Result<()> {
         self.check(BdOp::Write, blk)?;
-        self.file.write_all_at(page, blk * PAGE_SIZE as u64)
+        self.file.write_all_at(page, blk * page.len() as u64)
     }
 
     /// Read block `blk` into one page.
     pub(crate) fn read_block(&self, blk: u64, page: &mut [u8]) -> std::io::Result<()> {
         self.check(BdOp::Read, blk)?;
-        self.file.read_exact_at(page, blk * PAGE_SIZE as u64)
+        self.file.read_exact_at(page, blk * page.len() as u64)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PAGE_SIZE;
 
     #[test]
     fn blocks_first_free_from_1() {
@@ -215,7 +218,7 @@ mod tests {
             .unwrap()
             .set_len(200 * PAGE_SIZE as u64)
             .unwrap();
-        let b = Backing::open(p.to_str().unwrap(), None).unwrap();
+        let b = Backing::open(p.to_str().unwrap(), None, PAGE_SIZE).unwrap();
         std::fs::remove_file(&p).unwrap();
         let got: Vec<u64> = std::iter::from_fn(|| b.alloc()).collect();
         assert_eq!(

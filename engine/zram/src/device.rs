@@ -11,7 +11,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use zmem_codec::{Backend, Params, PAGE_SIZE};
+use zmem_codec::{Backend, Params};
+use zmem_kernel::attr;
 use zmem_zpool::{Handle, Zpool};
 
 use crate::fastpath::{FastMode, FastPath};
@@ -21,7 +22,7 @@ use crate::stats::Stats;
 use crate::streams::{self, Backends, Comp, DEFAULT_ALGORITHM, MAX_COMPS, PRIMARY};
 use crate::table::SlotTable;
 use crate::writeback::{Backing, BackingFault, WbLimit};
-use zmem_kernel::{AttrError, Errno};
+use zmem_kernel::{AttrError, Errno, ZramAttr};
 use zmem_kernel::{IoStat, KernelModel, MmStat};
 
 /// Configuration that takes effect at the next `disksize` (and is cleared by `reset`).
@@ -75,6 +76,8 @@ pub struct Meta {
     pub wb_keeps_slot: bool,
     /// A recoverable device's zspage memfd (its table's is the table's).
     pub(crate) shared: Option<crate::recover::Shared>,
+    /// `PAGE_SIZE` of the kernel modelled: the bytes of every slot's page.
+    pub page: usize,
 }
 
 impl Meta {
@@ -180,7 +183,7 @@ impl std::fmt::Debug for Zram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Zram")
             .field("name", &self.name)
-            .field("disksize", &self.disksize())
+            .field(attr::DISKSIZE, &self.disksize())
             .finish()
     }
 }
@@ -216,6 +219,13 @@ impl Zram {
         ZramBuilder::new()
     }
 
+    /// A builder for a device that behaves as kernel `model`'s zram: the one way
+    /// every tool that models a kernel (`zmem bench`'s modes, `zmem serve`) builds
+    /// its engine device, so none forgets the model.
+    pub fn for_kernel(model: KernelModel) -> ZramBuilder {
+        ZramBuilder::new().kernel(model)
+    }
+
     /// The device name (e.g. `zram0`).
     pub fn name(&self) -> &str {
         &self.name
@@ -224,6 +234,12 @@ impl Zram {
     /// The kernel version whose zram this device behaves as.
     pub fn kernel(&self) -> KernelModel {
         self.kernel
+    }
+
+    /// `PAGE_SIZE` of the kernel modelled: what one slot stores, the unit of
+    /// disksize, mem_limit and mm_stat's page counts.
+    pub fn page_size(&self) -> usize {
+        self.kernel.page_size()
     }
 
     /// The algorithms this device offers.
@@ -273,17 +289,18 @@ impl Zram {
                 "cannot change disksize for an initialized device",
             ));
         }
+        let page = self.page_size();
         let disksize = disksize
-            .checked_add(PAGE_SIZE as u64 - 1)
-            .map(|d| d & !(PAGE_SIZE as u64 - 1))
+            .checked_add(page as u64 - 1)
+            .map(|d| d & !(page as u64 - 1))
             .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
-        let nr_pages = usize::try_from(disksize / PAGE_SIZE as u64)
+        let nr_pages = usize::try_from(disksize / page as u64)
             .ok()
             .filter(|&n| n <= (1usize << 40))
             .ok_or_else(|| AttrError::new(Errno::ENOMEM, "disksize too large for a slot table"))?;
         let (table, pool, shared) = self.new_store(&cfg, disksize, nr_pages)?;
         let huge_class_size = pool.huge_class_size();
-        crate::recompress::note_huge_class_size(huge_class_size);
+        crate::recompress::note_huge_class_size(huge_class_size, page);
         let comp = |name: &str, params: &Params| {
             let backend = self.backends.find(name).ok_or_else(|| {
                 AttrError::new(Errno::EINVAL, format!("unknown algorithm '{name}'"))
@@ -291,6 +308,7 @@ impl Zram {
             // The stream writes as this kernel's zram does.
             let params = Params {
                 kernel: Some(self.kernel.version()),
+                page_size: Some(page),
                 ..params.clone()
             };
             streams::create(backend, &params)
@@ -324,6 +342,7 @@ impl Zram {
             wb_compressed: self.wb_compressed.load(Ordering::Relaxed),
             wb_keeps_slot: self.kernel.writeback_keeps_slot(),
             shared,
+            page,
         });
         for mut g in self.state.write() {
             *g = Some(meta.clone());
@@ -442,10 +461,10 @@ impl Zram {
             Some(m) => {
                 let ps = m.pool.stats();
                 m.stats
-                    .mm_stat(m.pool.total_pages(), ps.pages_compacted, limit)
+                    .mm_stat(m.pool.total_pages(), ps.pages_compacted, limit, m.page)
             }
             None => MmStat {
-                mem_limit: limit * PAGE_SIZE as u64,
+                mem_limit: limit * self.page_size() as u64,
                 ..MmStat::default()
             },
         }
@@ -665,7 +684,7 @@ impl ZramBuilder {
                 allocator: self.allocator.clone(),
                 ..Config::default()
             }),
-            limit_pages: AtomicU64::new(self.mem_limit.div_ceil(PAGE_SIZE as u64)),
+            limit_pages: AtomicU64::new(self.mem_limit.div_ceil(self.kernel.page_size() as u64)),
             fast_path: FastPath::default(),
             state: InitLock::new(),
             openers: AtomicUsize::new(0),
@@ -703,7 +722,9 @@ impl ZramBuilder {
             return Err(AttrError::new(
                 Errno::EINVAL,
                 format!(
-                    "compressed_writeback needs kernel 7.0 or later; this device behaves as {}",
+                    "{} needs kernel {}; this device behaves as {}",
+                    attr::COMPRESSED_WRITEBACK,
+                    ZramAttr::of(attr::COMPRESSED_WRITEBACK).kernels,
                     dev.kernel
                 ),
             ));

@@ -2,8 +2,6 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use zmem_codec::PAGE_SIZE;
-
 use crate::device::Meta;
 
 impl Meta {
@@ -12,7 +10,7 @@ impl Meta {
     /// boundary), a trailing partial page is ignored; `notify_free++` per page.
     /// Returns the pages freed.
     pub(crate) fn discard(&self, offset: u64, len: u64) -> u64 {
-        let p = PAGE_SIZE as u64;
+        let p = self.page as u64;
         let mut index = (offset / p) as usize;
         let off = offset % p;
         let mut n = len;

@@ -4,8 +4,6 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use zmem_codec::PAGE_SIZE;
-
 use crate::device::{Meta, Zram};
 use zmem_device::{BlockDevice, IoError};
 use zmem_kernel::AttrError;
@@ -25,17 +23,18 @@ fn check(meta: Option<&Meta>, offset: u64, len: u64) -> Result<&Meta, IoError> {
 
 impl Meta {
     fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let p = PAGE_SIZE as u64;
+        let page = self.page;
+        let p = page as u64;
         let mut done = 0usize;
         while done < buf.len() {
             let pos = offset + done as u64;
             let index = (pos / p) as usize;
             let off = (pos % p) as usize;
-            let n = (PAGE_SIZE - off).min(buf.len() - done);
-            if n == PAGE_SIZE {
-                self.read_page(index, &mut buf[done..done + PAGE_SIZE])?;
+            let n = (page - off).min(buf.len() - done);
+            if n == page {
+                self.read_page(index, &mut buf[done..done + page])?;
             } else {
-                let mut bounce = [0u8; PAGE_SIZE];
+                let mut bounce = vec![0u8; page];
                 self.read_page(index, &mut bounce)?;
                 buf[done..done + n].copy_from_slice(&bounce[off..off + n]);
             }
@@ -45,23 +44,24 @@ impl Meta {
     }
 
     fn write_bytes(&self, offset: u64, data: &[u8], dev: &Zram) -> Result<(), IoError> {
-        let p = PAGE_SIZE as u64;
+        let page = self.page;
+        let p = page as u64;
         let mut done = 0usize;
         while done < data.len() {
             let pos = offset + done as u64;
             let index = (pos / p) as usize;
             let off = (pos % p) as usize;
-            let n = (PAGE_SIZE - off).min(data.len() - done);
-            if n == PAGE_SIZE {
+            let n = (page - off).min(data.len() - done);
+            if n == page {
                 let fast = dev.fast_path.use_fast(self, dev.limit_pages.load(Relaxed));
-                self.write_page(index, &data[done..done + PAGE_SIZE], &dev.limit_pages, fast)?;
+                self.write_page(index, &data[done..done + page], &dev.limit_pages, fast)?;
             } else {
                 // Partial I/O: read the whole page, modify, write it back.
-                let mut page = [0u8; PAGE_SIZE];
-                self.read_page(index, &mut page)?;
-                page[off..off + n].copy_from_slice(&data[done..done + n]);
+                let mut whole = vec![0u8; page];
+                self.read_page(index, &mut whole)?;
+                whole[off..off + n].copy_from_slice(&data[done..done + n]);
                 let fast = dev.fast_path.use_fast(self, dev.limit_pages.load(Relaxed));
-                self.write_page(index, &page, &dev.limit_pages, fast)?;
+                self.write_page(index, &whole, &dev.limit_pages, fast)?;
             }
             done += n;
         }
@@ -73,14 +73,11 @@ impl Zram {
     /// Read one page by index (the in-process fast path).
     pub fn read_page(&self, index: usize, dst: &mut [u8]) -> Result<(), IoError> {
         let g = self.meta();
-        let m = check(
-            g.as_deref(),
-            index as u64 * PAGE_SIZE as u64,
-            PAGE_SIZE as u64,
-        )?;
-        if dst.len() != PAGE_SIZE {
+        let p = self.page_size() as u64;
+        let m = check(g.as_deref(), index as u64 * p, p)?;
+        if dst.len() != m.page {
             return Err(IoError::Unaligned {
-                offset: index as u64 * PAGE_SIZE as u64,
+                offset: index as u64 * p,
                 len: dst.len() as u64,
             });
         }
@@ -115,14 +112,11 @@ impl Zram {
         fast: Option<bool>,
     ) -> Result<(), IoError> {
         let g = self.meta();
-        let m = check(
-            g.as_deref(),
-            index as u64 * PAGE_SIZE as u64,
-            PAGE_SIZE as u64,
-        )?;
-        if page.len() != PAGE_SIZE {
+        let p = self.page_size() as u64;
+        let m = check(g.as_deref(), index as u64 * p, p)?;
+        if page.len() != m.page {
             return Err(IoError::Unaligned {
-                offset: index as u64 * PAGE_SIZE as u64,
+                offset: index as u64 * p,
                 len: page.len() as u64,
             });
         }
@@ -180,11 +174,11 @@ impl BlockDevice for Zram {
     fn write_zeroes(&self, offset: u64, len: u64) -> Result<(), IoError> {
         let g = self.meta();
         let m = check(g.as_deref(), offset, len)?;
-        let p = PAGE_SIZE as u64;
+        let p = m.page as u64;
         let end = offset + len;
         let first_full = offset.div_ceil(p) * p;
         let last_full = end / p * p;
-        let zeros = [0u8; PAGE_SIZE];
+        let zeros = vec![0u8; m.page];
         let r = (|| {
             if first_full >= last_full {
                 // No whole page inside: zero the bytes in place.

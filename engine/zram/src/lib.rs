@@ -56,7 +56,9 @@ pub use attrs::WRITABLE;
 pub use device::{Config, OpenGuard, Zram, ZramBuilder};
 pub use fastpath::FastMode;
 pub use pool::PoolFactory;
-pub use recompress::{global_huge_class_size, RecompressParams, RecompressReport};
+pub use recompress::{
+    global_huge_class_size, huge_class_size_at, RecompressParams, RecompressReport,
+};
 pub use recover::{RecoverReport, Store};
 pub use slot::SlotInfo;
 pub use writeback::{BackingFault, BdOp, WbLimit, WritebackParams, WritebackReport};

@@ -32,7 +32,7 @@ pub fn create_for(name: &str, kernel: &KernelModel) -> Result<Box<dyn Zpool>, St
     let opts = options(kernel);
     let pool =
         zmem_zpool::create(n, opts).map_err(|e| format!("cannot create allocator '{n}': {e}"))?;
-    Ok(if pool.max_alloc() < PAGE_SIZE {
+    Ok(if pool.max_alloc() < kernel.page_size() {
         Box::new(HugeAside::new(pool))
     } else {
         pool
@@ -47,6 +47,7 @@ pub(crate) fn options(kernel: &KernelModel) -> PoolOptions {
             ChainRule::LeastWaste => zmem_zpool::ChainRule::LeastWaste,
             ChainRule::MostUsedPercent => zmem_zpool::ChainRule::MostUsedPercent,
         },
+        page_size: kernel.page_size(),
     }
 }
 

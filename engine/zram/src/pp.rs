@@ -3,10 +3,10 @@
 //! size so the largest objects — the ones that free the most allocator
 //! memory — are processed first.
 //!
-//! * bucket width [`PP_BUCKET_SIZE_RANGE`] = 64 bytes, [`NUM_PP_BUCKETS`] =
-//!   PAGE_SIZE/64 + 1 = 65 buckets, bucket id = object size / 64 (HUGE slots,
-//!   4096 bytes, land in bucket 64);
-//! * insertion at the head of a bucket, selection from bucket 64 down to 0
+//! * bucket width [`PP_BUCKET_SIZE_RANGE`] = 64 bytes, `NUM_PP_BUCKETS` =
+//!   PAGE_SIZE/64 + 1 buckets (65 at 4 KiB, 257 at 16 KiB, 1025 at 64 KiB),
+//!   bucket id = object size / 64 (HUGE slots, one page, land in the last);
+//! * insertion at the head of a bucket, selection from the last bucket down to 0
 //!   taking the head: largest first, LIFO within a bucket;
 //! * a placed slot carries PP_SLOT; any access or free clears it, so the
 //!   processor re-checks it under the slot lock and skips slots that changed;
@@ -23,8 +23,10 @@ use zmem_kernel::{AttrError, Errno};
 
 /// Width of one bucket in bytes.
 pub const PP_BUCKET_SIZE_RANGE: usize = 64;
-/// `NUM_PP_BUCKETS`.
-pub const NUM_PP_BUCKETS: usize = PAGE_SIZE / PP_BUCKET_SIZE_RANGE + 1;
+/// `NUM_PP_BUCKETS` = PAGE_SIZE / PP_BUCKET_SIZE_RANGE + 1.
+pub const fn num_pp_buckets(page_size: usize) -> usize {
+    page_size / PP_BUCKET_SIZE_RANGE + 1
+}
 
 /// The selected slots of one post-processing pass.
 #[derive(Debug)]
@@ -41,24 +43,30 @@ impl Default for PpCtl {
 }
 
 impl PpCtl {
-    /// `init_pp_ctl`: 65 empty buckets.
+    /// `init_pp_ctl` at 4 KiB pages: 65 empty buckets.
     pub fn new() -> Self {
+        PpCtl::for_page(PAGE_SIZE)
+    }
+
+    /// `init_pp_ctl` for pages of `page_size` bytes.
+    pub fn for_page(page_size: usize) -> Self {
         PpCtl {
-            buckets: vec![Vec::new(); NUM_PP_BUCKETS],
+            buckets: vec![Vec::new(); num_pp_buckets(page_size)],
             len: 0,
         }
     }
 
     /// Bucket id of an object size.
-    pub fn bucket_of(size: usize) -> usize {
-        (size / PP_BUCKET_SIZE_RANGE).min(NUM_PP_BUCKETS - 1)
+    pub fn bucket_of(&self, size: usize) -> usize {
+        (size / PP_BUCKET_SIZE_RANGE).min(self.buckets.len() - 1)
     }
 
     /// `place_pp_slot`: insert at the head of the slot's size bucket and set
     /// PP_SLOT (the slot is locked by the caller). Returns false when the
     /// bucket node could not be allocated (the scan then stops).
     pub fn place(&mut self, index: usize, g: &mut SlotGuard<'_>) -> bool {
-        let b = &mut self.buckets[Self::bucket_of(g.size())];
+        let id = self.bucket_of(g.size());
+        let b = &mut self.buckets[id];
         if b.try_reserve(1).is_err() {
             return false;
         }
@@ -159,8 +167,10 @@ mod tests {
             assert!(ctl.place(i, &mut g));
             assert!(g.test(Flag::PpSlot));
         }
-        assert_eq!(NUM_PP_BUCKETS, 65);
-        assert_eq!(PpCtl::bucket_of(4096), 64);
+        assert_eq!(num_pp_buckets(PAGE_SIZE), 65);
+        assert_eq!(ctl.bucket_of(4096), 64);
+        assert_eq!(PpCtl::for_page(16384).bucket_of(16384), 256);
+        assert_eq!(num_pp_buckets(65536), 1025);
         // 100 and 120 share bucket 1: slot 2 (inserted last) comes first.
         let order: Vec<usize> = std::iter::from_fn(|| ctl.select()).collect();
         assert_eq!(order, vec![1, 4, 2, 0, 3]);

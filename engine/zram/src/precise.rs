@@ -32,7 +32,7 @@
 //!   unlike the kernel's pass the slot keeps its access time, so pages that
 //!   came back from the fast path do not look idle for writeback at once.
 
-use zmem_codec::{CodecError, PAGE_SIZE};
+use zmem_codec::CodecError;
 
 use crate::device::Meta;
 use crate::pp::PpCtl;
@@ -84,7 +84,7 @@ impl Meta {
                 format!("from={from} and the target ({target_name}) are the same algorithm"),
             ));
         }
-        let mut ctl = PpCtl::new();
+        let mut ctl = PpCtl::for_page(self.page);
         self.scan_candidates(p, &mut ctl, |g| {
             g.test(Flag::Unmoved) || self.stored_by(g) != Some(from)
         });
@@ -129,7 +129,7 @@ impl Meta {
         let under_threshold = |n: usize| threshold == 0 || n < threshold as usize;
         if len >= self.huge_class_size {
             // Still huge with the target: the object is the raw page either way.
-            if g.test(Flag::Huge) && target == PRIMARY && under_threshold(PAGE_SIZE) {
+            if g.test(Flag::Huge) && target == PRIMARY && under_threshold(self.page) {
                 g.clear(Flag::Fast);
                 g.set_priority(PRIMARY as u8);
                 rep.recompressed += 1;

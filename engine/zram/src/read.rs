@@ -2,7 +2,7 @@
 //! device (`writeback.rs`).
 
 use crate::streams::Comp;
-use zmem_codec::{fill_page, CodecError, PAGE_SIZE};
+use zmem_codec::{fill_page, CodecError};
 use zmem_zpool::ObjHint;
 
 use crate::device::Meta;
@@ -24,7 +24,7 @@ impl Meta {
     /// same-filled/empty → fill, huge → raw copy, else decompress with the
     /// fast compressor (FAST) or the slot's priority.
     pub(crate) fn read_locked(&self, g: &SlotGuard<'_>, dst: &mut [u8]) -> Result<(), String> {
-        debug_assert_eq!(dst.len(), PAGE_SIZE);
+        debug_assert_eq!(dst.len(), self.page);
         if g.test(Flag::Wb) {
             return self.read_from_bdev(g, dst);
         }
@@ -41,7 +41,7 @@ impl Meta {
         if g.test(Flag::Huge) {
             self.pool
                 .read(h, &mut |src: &[u8]| {
-                    if src.len() == PAGE_SIZE {
+                    if src.len() == self.page {
                         dst.copy_from_slice(src);
                     } else {
                         res = Err(format!("huge object is {} bytes, not a page", src.len()));

@@ -28,7 +28,8 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 
-use zmem_codec::{CodecError, MAX_COMPRESSED, PAGE_SIZE};
+use zmem_codec::{max_compressed, CodecError, PAGE_SIZE};
+use zmem_kernel::page_type;
 use zmem_zpool::ZpoolError;
 
 use crate::device::{Meta, Zram};
@@ -45,18 +46,34 @@ pub const SECONDARY: usize = 1;
 /// of any device in the process, and 0 before. `recompress` compares its
 /// threshold with this global *before* checking that the device is
 /// initialised, so before any device was ever initialised every threshold
-/// (even 0) is refused.
-static HUGE_CLASS_SIZE: AtomicUsize = AtomicUsize::new(0);
+/// (even 0) is refused. One kernel has one page size; the engine keeps one
+/// global per page size it models (4, 16, 64 KiB), so devices of different
+/// page sizes in one process do not share it.
+static HUGE_CLASS_SIZE: [AtomicUsize; 3] = [const { AtomicUsize::new(0) }; 3];
+
+fn slot_of(page_size: usize) -> &'static AtomicUsize {
+    &HUGE_CLASS_SIZE[match page_size {
+        16384 => 1,
+        65536 => 2,
+        _ => 0,
+    }]
+}
 
 /// Record `huge_class_size` at a device's initialisation (first one wins,
 /// as the kernel computes it once).
-pub(crate) fn note_huge_class_size(n: usize) {
-    let _ = HUGE_CLASS_SIZE.compare_exchange(0, n, AcqRel, Relaxed);
+pub(crate) fn note_huge_class_size(n: usize, page_size: usize) {
+    let _ = slot_of(page_size).compare_exchange(0, n, AcqRel, Relaxed);
 }
 
-/// The global `huge_class_size` (0 until a device was initialised).
+/// The global `huge_class_size` of 4 KiB-page devices (0 until one was
+/// initialised).
 pub fn global_huge_class_size() -> usize {
-    HUGE_CLASS_SIZE.load(Relaxed)
+    huge_class_size_at(PAGE_SIZE)
+}
+
+/// The global `huge_class_size` of devices with `page_size`-byte pages.
+pub fn huge_class_size_at(page_size: usize) -> usize {
+    slot_of(page_size).load(Relaxed)
 }
 
 /// Parameters of one recompression pass, as the kernel's local variables of
@@ -176,7 +193,7 @@ impl RecompressParams {
             };
             match key.as_str() {
                 "type" => match val.as_str() {
-                    "idle" => (p.idle, p.huge) = (true, false),
+                    page_type::IDLE => (p.idle, p.huge) = (true, false),
                     "huge" => (p.idle, p.huge) = (false, true),
                     "huge_idle" => (p.idle, p.huge) = (true, true),
                     _ if one && !p.idle && !p.huge => {
@@ -290,7 +307,7 @@ impl Zram {
     /// Run one recompression pass (`recompress_store` after parsing), with
     /// the kernel's checks in the kernel's order.
     pub fn recompress(&self, p: &RecompressParams) -> Result<RecompressReport, AttrError> {
-        let hcs = global_huge_class_size();
+        let hcs = huge_class_size_at(self.page_size());
         if p.threshold as usize >= hcs {
             return Err(AttrError::new(
                 Errno::EINVAL,
@@ -462,8 +479,8 @@ impl Meta {
             candidates: ctl.len() as u64,
             ..Default::default()
         };
-        let mut page = vec![0u8; PAGE_SIZE];
-        let mut buf = vec![0u8; MAX_COMPRESSED];
+        let mut page = vec![0u8; self.page];
+        let mut buf = vec![0u8; max_compressed(self.page)];
         let mut budget = max_pages;
         let mut result = Ok(());
         while budget != 0 {
@@ -566,7 +583,7 @@ impl Meta {
         p: &RecompressParams,
         t: Targets,
     ) -> Result<RecompressReport, AttrError> {
-        let mut ctl = PpCtl::new();
+        let mut ctl = PpCtl::for_page(self.page);
         self.scan_for_recompress(p, t, &mut ctl);
         self.recompress_buckets(&mut ctl, p, t)
     }

@@ -25,7 +25,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering::Relaxed;
 
 use zmem_kernel::KernelModel;
-use zmem_zpool::{RegionView, SharedRegion, Zpool, ZsPool, PAGE_SIZE};
+use zmem_zpool::{RegionView, SharedRegion, Zpool, ZsPool};
 
 use crate::device::Meta;
 use crate::idle::now_ns;
@@ -98,7 +98,7 @@ pub(crate) fn shared_pool(
         base: region.base() as u64,
     };
     let o = crate::pool::options(kernel);
-    let pool = ZsPool::shared(o.chain_size, o.chain_rule, region).map_err(|e| e.to_string())?;
+    let pool = ZsPool::shared(o, region).map_err(|e| e.to_string())?;
     Ok((Box::new(pool), shared))
 }
 
@@ -163,7 +163,7 @@ impl Meta {
             return Err(format!(
                 "the saved store has {} slots ({} bytes), this device {}",
                 old.nr_pages,
-                old.nr_pages * PAGE_SIZE as u64,
+                old.nr_pages * self.page as u64,
                 self.disksize
             ));
         }
@@ -247,6 +247,7 @@ impl Meta {
 mod tests {
     use super::*;
     use crate::Zram;
+    use crate::PAGE_SIZE;
     use zmem_device::BlockDevice;
 
     const PAGES: u64 = 256;

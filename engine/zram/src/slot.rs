@@ -26,10 +26,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use zmem_codec::PAGE_SIZE;
-
-/// `ZRAM_FLAG_SHIFT = PAGE_SHIFT + 1`: bits below hold the object size.
-pub const FLAG_SHIFT: u32 = 13;
+/// `ZRAM_FLAG_SHIFT = PAGE_SHIFT + 1`: bits below hold the object size; 17,
+/// for the largest page modelled (64 KiB, PAGE_SHIFT 16), at every page size.
+pub const FLAG_SHIFT: u32 = 17;
 const SIZE_MASK: u64 = (1 << FLAG_SHIFT) - 1;
 
 /// Slot flags, by the kernel's names and order (bit = FLAG_SHIFT + ordinal).
@@ -257,7 +256,7 @@ impl SlotGuard<'_> {
     }
     #[inline]
     pub fn set_size(&mut self, size: usize) {
-        debug_assert!(size <= PAGE_SIZE);
+        debug_assert!(size <= 1 << (FLAG_SHIFT - 1));
         self.flags = (self.flags & !SIZE_MASK) | (size as u64 & SIZE_MASK);
     }
     #[inline]

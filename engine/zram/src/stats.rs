@@ -3,7 +3,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use zmem_codec::PAGE_SIZE;
 use zmem_kernel::{BdStat, IoStat, MmStat};
 
 /// Counters of an initialised device; all zeroed by `reset`.
@@ -38,9 +37,16 @@ impl Stats {
         }
     }
 
-    /// mm_stat given the pool figures (pages owned, pages compacted) and the limit.
-    pub fn mm_stat(&self, pool_pages: u64, pages_compacted: u64, limit_pages: u64) -> MmStat {
-        let p = PAGE_SIZE as u64;
+    /// mm_stat given the pool figures (pages owned, pages compacted), the
+    /// limit and the page size they count in.
+    pub fn mm_stat(
+        &self,
+        pool_pages: u64,
+        pages_compacted: u64,
+        limit_pages: u64,
+        page_size: usize,
+    ) -> MmStat {
+        let p = page_size as u64;
         MmStat {
             orig_data_size: self.pages_stored.load(Relaxed) * p,
             compr_data_size: self.compr_data_size.load(Relaxed),

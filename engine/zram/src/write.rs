@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use zmem_codec::{same_filled, CodecError, MAX_COMPRESSED, PAGE_SIZE};
+use zmem_codec::{max_compressed, same_filled, CodecError, MAX_COMPRESSED};
 use zmem_zpool::ZpoolError;
 
 use crate::device::Meta;
@@ -123,7 +123,7 @@ impl Meta {
         limit_pages: &AtomicU64,
         fast: bool,
     ) -> Result<(), IoError> {
-        debug_assert_eq!(page.len(), PAGE_SIZE);
+        debug_assert_eq!(page.len(), self.page);
         if let Some(word) = same_filled(page) {
             let mut g = self.table[index].lock();
             let old = self.release_slot(&mut g);
@@ -146,6 +146,10 @@ impl Meta {
         };
         COMP_BUF.with(|cell| {
             let mut buf = cell.borrow_mut();
+            if buf.len() < max_compressed(self.page) {
+                *buf = vec![0u8; max_compressed(self.page)].into_boxed_slice();
+            }
+            let buf = &mut buf[..max_compressed(self.page)];
             let comp_len = match comp.streams.compress(page, &mut buf[..]) {
                 Ok(n) => n,
                 // Does not fit even 2 pages: certainly incompressible.
@@ -179,7 +183,7 @@ impl Meta {
             let _ = self.pool.free(h);
             return Err(IoError::NoSpace(format!(
                 "mem_limit of {} bytes reached",
-                limit_pages.load(Relaxed) * PAGE_SIZE as u64
+                limit_pages.load(Relaxed) * self.page as u64
             )));
         }
         let hint = match self.pool.write(h, obj) {

@@ -29,7 +29,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
-use zmem_codec::PAGE_SIZE;
+use zmem_kernel::page_type;
 
 pub use crate::backing::{Backing, BackingFault, BdOp};
 use crate::device::{Meta, Zram};
@@ -159,7 +159,7 @@ impl WritebackParams {
 /// `parse_mode`: exact words; anything else EINVAL.
 fn parse_mode(val: &str) -> Result<u32, AttrError> {
     match val {
-        "idle" => Ok(mode::IDLE_WRITEBACK),
+        page_type::IDLE => Ok(mode::IDLE_WRITEBACK),
         "huge" => Ok(mode::HUGE_WRITEBACK),
         "huge_idle" => Ok(mode::IDLE_WRITEBACK | mode::HUGE_WRITEBACK),
         "incompressible" => Ok(mode::INCOMPRESSIBLE_WRITEBACK),
@@ -180,7 +180,7 @@ fn parse_before_6_16(
 ) -> Result<WritebackParams, AttrError> {
     let p = WritebackParams::new();
     let word = |w: &str| zmem_kernel::sysfs_streq(buf, w);
-    if word("idle") {
+    if word(page_type::IDLE) {
         return Ok(p.idle());
     }
     if word("huge") {
@@ -328,7 +328,7 @@ impl Meta {
         let mut res = Ok(());
         self.pool
             .read(h, &mut |src: &[u8]| {
-                if src.len() < size || size > PAGE_SIZE {
+                if src.len() < size || size > self.page {
                     res = Err(format!(
                         "object is {} bytes, the slot says {size}",
                         src.len()
@@ -403,7 +403,7 @@ impl Meta {
                     }
                 },
             };
-            let mut page = spare.pop().unwrap_or_else(|| vec![0u8; PAGE_SIZE]);
+            let mut page = spare.pop().unwrap_or_else(|| vec![0u8; self.page]);
             let g = self.table[index].lock();
             // Accessed or freed since the scan (the block is kept for the next slot).
             let read = if g.test(Flag::PpSlot) {
@@ -421,7 +421,7 @@ impl Meta {
             {
                 let mut l = lock_limit(limit);
                 if l.enable && l.remaining > 0 {
-                    l.remaining -= (PAGE_SIZE / 4096) as u64;
+                    l.remaining -= (self.page / 4096) as u64;
                 }
             }
             inflight.push(WbReq {
@@ -469,7 +469,7 @@ impl Meta {
                 {
                     let mut l = lock_limit(limit);
                     if l.enable {
-                        l.remaining += (PAGE_SIZE / 4096) as u64;
+                        l.remaining += (self.page / 4096) as u64;
                     }
                 }
                 self.free_block_bdev(r.blk);
@@ -547,7 +547,7 @@ impl Meta {
                 .read_block(blk, dst)
                 .map_err(|e| format!("reading block {blk} of {}: {e}", b.path()));
         }
-        let mut block = vec![0u8; PAGE_SIZE];
+        let mut block = vec![0u8; self.page];
         b.read_block(blk, &mut block)
             .map_err(|e| format!("reading block {blk} of {}: {e}", b.path()))?;
         if g.test(Flag::Huge) {
@@ -555,7 +555,7 @@ impl Meta {
             return Ok(());
         }
         let size = g.size();
-        if size == 0 || size > PAGE_SIZE {
+        if size == 0 || size > self.page {
             return Err(format!(
                 "written-back object of block {blk} has size {size}"
             ));
@@ -596,7 +596,7 @@ impl Zram {
                 "cannot open backing device '': empty path",
             ));
         }
-        let b = Backing::open(path, self.backing_fault.clone())?;
+        let b = Backing::open(path, self.backing_fault.clone(), self.page_size())?;
         *self.backing.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(b));
         Ok(())
     }
@@ -728,7 +728,7 @@ impl Zram {
             ));
         }
         let p = parse(m.nr_pages() as u64)?;
-        let mut ctl = PpCtl::new();
+        let mut ctl = PpCtl::for_page(m.page);
         for s in &p.scans {
             m.scan_for_writeback(s, &mut ctl);
         }

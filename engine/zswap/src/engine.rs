@@ -266,6 +266,7 @@ pub(crate) fn create_pool(name: &str, kernel: &KernelModel) -> Result<Box<dyn Zp
             ChainRule::LeastWaste => zmem_zpool::ChainRule::LeastWaste,
             ChainRule::MostUsedPercent => zmem_zpool::ChainRule::MostUsedPercent,
         },
+        ..zmem_zpool::PoolOptions::default()
     };
     zmem_zpool::create(name, opts).map_err(|e| AttrError::new(Errno::EINVAL, format!("zpool: {e}")))
 }
@@ -273,6 +274,12 @@ pub(crate) fn create_pool(name: &str, kernel: &KernelModel) -> Result<Box<dyn Zp
 impl Zswap {
     pub fn builder() -> ZswapBuilder {
         ZswapBuilder::default()
+    }
+
+    /// A builder for a zswap that behaves as kernel `model`'s: the one way every
+    /// tool that models a kernel builds its engine zswap.
+    pub fn for_kernel(model: KernelModel) -> ZswapBuilder {
+        ZswapBuilder::default().kernel(model)
     }
 
     /// The kernel version whose zswap this engine behaves as.

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use zmem_codec::PAGE_SIZE;
+use zmem_kernel::attr;
 
 use crate::sidecar::{self, Region, Sidecar, Skipped};
 use crate::user;
@@ -588,7 +589,7 @@ fn allocated_slots(name: &str) -> Option<Vec<u64>> {
 /// Dump the pages of a zram device (read-only; nothing is ever written to it).
 pub fn capture_device(dev: &Path, max_bytes: Option<u64>, out: &mut dyn Write) -> Result<Sidecar> {
     let (name, sys) = check_zram_device(dev)?;
-    let disksize: u64 = std::fs::read_to_string(sys.join("disksize"))
+    let disksize: u64 = std::fs::read_to_string(sys.join(attr::DISKSIZE))
         .context("reading disksize")?
         .trim()
         .parse()
@@ -599,7 +600,7 @@ pub fn capture_device(dev: &Path, max_bytes: Option<u64>, out: &mut dyn Write) -
             dev.display()
         );
     }
-    let mm_stat = std::fs::read_to_string(sys.join("mm_stat")).unwrap_or_default();
+    let mm_stat = std::fs::read_to_string(sys.join(attr::MM_STAT)).unwrap_or_default();
     let f = File::open(dev).with_context(|| format!("opening {} read-only", dev.display()))?;
     let mut sc = Sidecar {
         source: "device".into(),

@@ -23,6 +23,9 @@ pub struct Corpus {
     /// Where the pages came from (file path, or the built-in sections).
     pub source: String,
     data: Vec<u8>,
+    /// The page the corpus is cut into: 4096, or the 16/64 KiB page of
+    /// another kernel ([`Corpus::with_page_size`]).
+    page: usize,
 }
 
 impl Corpus {
@@ -38,6 +41,7 @@ impl Corpus {
             name,
             source: source.into(),
             data,
+            page: PAGE_SIZE,
         })
     }
 
@@ -69,22 +73,44 @@ impl Corpus {
             name: shown.clone(),
             source: shown,
             data,
+            page: PAGE_SIZE,
         })
+    }
+
+    /// The same bytes cut into pages of `page_size` bytes (4096, 16384 or
+    /// 65536: a kernel with 16 or 64 KiB pages stores 4 or 16 of the
+    /// corpus's 4 KiB pages per slot, as `dd` of the file into its zram
+    /// does). A last partial page is filled with zeros, as a short write
+    /// leaves it.
+    pub fn with_page_size(mut self, page_size: usize) -> Result<Self> {
+        if !zmem_codec::PAGE_SIZES.contains(&page_size) {
+            bail!("page size {page_size}: zmem models 4096, 16384 and 65536-byte pages");
+        }
+        let whole = self.data.len().next_multiple_of(page_size);
+        self.data.resize(whole, 0);
+        self.page = page_size;
+        Ok(self)
+    }
+
+    /// The page size the corpus is cut into (4096 unless
+    /// [`with_page_size`](Self::with_page_size)).
+    pub fn page_size(&self) -> usize {
+        self.page
     }
 
     /// Number of pages.
     pub fn page_count(&self) -> usize {
-        self.data.len() / PAGE_SIZE
+        self.data.len() / self.page
     }
 
     /// Page `i`.
     pub fn page(&self, i: usize) -> &[u8] {
-        &self.data[i * PAGE_SIZE..(i + 1) * PAGE_SIZE]
+        &self.data[i * self.page..(i + 1) * self.page]
     }
 
     /// Every page in order.
     pub fn pages(&self) -> std::slice::ChunksExact<'_, u8> {
-        self.data.chunks_exact(PAGE_SIZE)
+        self.data.chunks_exact(self.page)
     }
 
     /// The raw bytes (to write the corpus to a file).
@@ -380,6 +406,7 @@ pub fn from_sections(sections: &[Section]) -> Corpus {
         name: "default".into(),
         source,
         data,
+        page: PAGE_SIZE,
     }
 }
 

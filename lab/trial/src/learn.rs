@@ -42,10 +42,11 @@ pub fn anon_bytes(sys: &Sys, pids: &[i32]) -> u64 {
 /// removed, also when interrupted.
 pub fn learn(
     command: &[String],
+    service: Option<&crate::ServiceSpec>,
     signals: &SignalWatch,
     hook: &dyn Fn(&[i32], u64),
 ) -> Result<Learned, TrialError> {
-    if command.is_empty() {
+    if command.is_empty() && service.is_none() {
         return Err(TrialError::Invalid("no workload to run".into()));
     }
     let sys = Sys::real();
@@ -74,6 +75,7 @@ pub fn learn(
     };
     let run = crate::CgroupRun {
         command,
+        service,
         name: "learn",
         round: 0,
         tag: &format!("{}.learn", std::process::id()),

@@ -23,7 +23,9 @@
 //!  ├─► learn ──► measure (one unpressured run, watched)
 //!  ├─► measure                     (and zmem_host's Cgroup)
 //!  ├─► cgroup_settings ──► config  (the v2 settings of a run's cgroup)
-//!  ├─► report ──► measure
+//!  ├─► report ──► measure, judge
+//!  ├─► measure ──► metrics, readers (the workload's own figures)
+//!  ├─► judge ──► settle ──► stats   (`--metric`; the deciding statistics)
 //!  └─► config, workload            (leaves)
 //! ```
 //!
@@ -32,15 +34,29 @@
 //!   (statistics, table, CSV, serde structs), [`config`] (configuration
 //!   names), [`workload`] (the built-in `memalloc`), [`learn`] (one run
 //!   without pressure: time and anonymous footprint, with a hook on its
-//!   processes).
+//!   processes);
+//! * `metrics` (the `ZMEM_METRICS` protocol and its private file),
+//!   `readers` (redis-benchmark, pgbench, fio and sysbench output), `judge`
+//!   (the configurations judged by one metric: leader, behind, equivalent,
+//!   undecided, failed);
+//! * `stats` (medians with distribution-free intervals) and `settle`
+//!   (ahead / equivalent / undecided from paired differences, the error
+//!   each look may spend): the one copy of the deciding statistics, which
+//!   trial, tune and the verdict all use (the verdict re-exports them).
 
 mod as_conf;
 mod cgroup_settings;
 mod config;
+mod judge;
 mod learn;
 mod measure;
+mod metrics;
+mod readers;
 pub mod report;
+mod service;
+mod settle;
 mod setup;
+mod stats;
 pub mod workload;
 
 use std::cell::RefCell;
@@ -51,10 +67,25 @@ use std::rc::Rc;
 
 pub use cgroup_settings::CgroupSetting;
 pub use config::{SwapConfig, TrialConfig, DISK_PRIORITY};
+pub use judge::{
+    judge, judge_at, rounds_for, unit_of, value as metric_value, Judged, MarginSpec,
+    MetricDecision, MetricSpec, Standing, BUILTIN_METRICS, MARGIN_SHARE,
+};
 pub use learn::{learn, Learned};
-pub use measure::{Outcome, RunRecord};
+pub use measure::ServiceTimes;
+pub use measure::{Outcome, RunRecord, VmCounters, ZramStats, ZswapStats};
+pub use metrics::{
+    direction_of, Direction, Metric, MetricsFile, MAX_BYTES as METRICS_MAX_BYTES,
+    MAX_LINES as METRICS_MAX_LINES, METRICS_ENV,
+};
+pub use readers::{read_output, Reader, READERS};
 pub use report::{ConfigSummary, Stats, TrialReport};
-pub use zmem_host::{CgroupVersion, Guard, MemoryHierarchy, SignalWatch};
+pub use service::{Ready, ServiceSpec};
+pub use settle::{
+    look_error, look_index, next_look, separate, Call, Separation, FIRST_LOOK, TOTAL_ERROR,
+};
+pub use stats::{ci_rank, interval, interval_at, Interval};
+pub use zmem_host::{CgroupVersion, Guard, MemoryHierarchy, Pressure, PsiScope, SignalWatch};
 
 use zmem_conf::format_size;
 use zmem_host as host;
@@ -90,6 +121,17 @@ pub struct TrialSpec {
     pub swappiness: Option<u32>,
     /// Set vm.page-cluster for the trial.
     pub page_cluster: Option<u32>,
+    /// `--metric`: the figures that judge the configurations, the first
+    /// deciding (empty: wall time).
+    pub metrics: Vec<MetricSpec>,
+    /// `--service`: a server in the cgroup and its load outside it (then
+    /// `command` is empty).
+    pub service: Option<ServiceSpec>,
+    /// Stop running a configuration once the deciding metric (the first of
+    /// `metrics`, else wall time) shows it clearly behind the leader, or a
+    /// run of it failed, at the verdict's looks (round 6, 8, 11, …; each
+    /// look spends its share of the error). `zmem tune` sets it.
+    pub stop_behind: bool,
 }
 
 /// Why a trial did not run or did not finish.
@@ -144,10 +186,13 @@ fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
             format_size(spec.memory_limit)
         ));
     }
-    if spec.command.is_empty() {
-        return bad("no workload: give `--builtin memalloc` or `-- COMMAND [ARGS]`".into());
-    }
-    if find_program(&spec.command[0]).is_none() {
+    if spec.service.is_some() {
+        if !spec.command.is_empty() {
+            return bad("give either --service and --load or a COMMAND, not both".into());
+        }
+    } else if spec.command.is_empty() {
+        return bad("no workload: give `--builtin memalloc`, `-- COMMAND [ARGS]` or `--service CMD --load CMD`".into());
+    } else if find_program(&spec.command[0]).is_none() {
         return bad(format!(
             "workload {:?} not found (not a file, and not in PATH)",
             spec.command[0]
@@ -170,6 +215,12 @@ fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
     }
     if spec.swap_size < 1 << 20 {
         return bad("--swap-size must be at least 1M".into());
+    }
+    let mut names = HashSet::new();
+    for m in &spec.metrics {
+        if !names.insert(&m.name) {
+            return bad(format!("--metric {} is given twice", m.name));
+        }
     }
     Ok(())
 }
@@ -486,6 +537,7 @@ fn set_sysctls(
 #[derive(Default)]
 struct Rounds {
     runs: Vec<RunRecord>,
+    stopped: Vec<report::StoppedEarly>,
     cleanup_errors: Vec<String>,
     interrupted: bool,
 }
@@ -507,13 +559,21 @@ impl Trial<'_> {
         let pid = std::process::id();
         let mut n = 0u32;
         let k = spec.configs.len();
+        let mut look_at = FIRST_LOOK;
         for round in 1..=spec.repeat {
+            if spec.stop_behind && round as usize > look_at {
+                look_at = next_look(round as usize - 1);
+                self.stop_behind(round - 1, done, progress);
+            }
             let shift = if spec.interleave {
                 (round as usize - 1) % k
             } else {
                 0
             };
             for cfg in (0..k).map(|j| &spec.configs[(j + shift) % k]) {
+                if done.stopped.iter().any(|s| s.config == cfg.to_string()) {
+                    continue;
+                }
                 if self.signals.fired() {
                     done.interrupted = true;
                     return;
@@ -538,6 +598,52 @@ impl Trial<'_> {
                     return;
                 }
             }
+        }
+    }
+
+    /// A look after `rounds` rounds: the configurations clearly behind the
+    /// leader in the deciding metric, or with a failed run, run no more.
+    fn stop_behind(&self, rounds: u32, done: &mut Rounds, progress: &mut dyn FnMut(&str)) {
+        let m = self
+            .spec
+            .metrics
+            .first()
+            .cloned()
+            .unwrap_or_else(MetricSpec::wall);
+        let running: Vec<String> = self
+            .spec
+            .configs
+            .iter()
+            .map(|c| c.to_string())
+            .filter(|c| !done.stopped.iter().any(|s| &s.config == c))
+            .collect();
+        let d = judge_at(
+            &done.runs,
+            &running,
+            &m,
+            look_error(look_index(rounds as usize)),
+        );
+        let Some(leader) = d.leader.clone() else {
+            return;
+        };
+        for j in d
+            .judged
+            .iter()
+            .filter(|j| matches!(j.standing, Standing::Behind | Standing::Failed))
+        {
+            let why = match (j.standing, j.behind_leader) {
+                (Standing::Behind, Some(i)) => format!(
+                    "{leader} ahead in {} by {:.4} [{:.4}, {:.4}], beyond the margin {:.4}",
+                    m.name, i.median, i.ci_low, i.ci_high, d.margin
+                ),
+                _ => "a run failed: it cannot win".into(),
+            };
+            progress(&format!("after round {rounds}: {} stops: {why}", j.config));
+            done.stopped.push(report::StoppedEarly {
+                config: j.config.clone(),
+                after_round: rounds,
+                why,
+            });
         }
     }
 
@@ -601,6 +707,7 @@ impl Trial<'_> {
         };
         let run = CgroupRun {
             command: &self.spec.command,
+            service: self.spec.service.as_ref(),
             name,
             round,
             tag,
@@ -629,6 +736,8 @@ pub(crate) struct CgroupPlace<'a> {
 /// One workload run in a cgroup of its own.
 pub(crate) struct CgroupRun<'a> {
     pub(crate) command: &'a [String],
+    /// Instead of `command`: a service in the cgroup and its load outside.
+    pub(crate) service: Option<&'a ServiceSpec>,
     pub(crate) name: &'a str,
     pub(crate) round: u32,
     /// Unique part of the cgroup's name.
@@ -649,6 +758,13 @@ impl CgroupPlace<'_> {
     pub(crate) fn run(&self, r: &CgroupRun<'_>) -> (RunRecord, Option<String>) {
         let failed = |e: String| {
             RunRecord::not_run(r.name.into(), r.round, Outcome::SetupFailed { error: e })
+        };
+        let metrics_file = match metrics::MetricsFile::create(r.tag) {
+            Ok(f) => f,
+            Err(e) => {
+                let why = format!("cannot create the run's {}: {e}", metrics::METRICS_ENV);
+                return (failed(why), None);
+            }
         };
         let cg_name = format!("zmem-trial.{}", r.tag);
         let cg_line =
@@ -682,9 +798,15 @@ impl CgroupPlace<'_> {
             zswap: r.zswap,
             stop: r.stop,
             observe: r.observe,
+            metrics: Some(metrics_file.path()),
         };
-        let mut record = measure::run_workload(r.command, r.name, r.round, &env)
-            .unwrap_or_else(|e| failed(e.to_string()));
+        let measured = match r.service {
+            Some(s) => service::run_service(s, r.name, r.round, &env),
+            None => measure::run_workload(r.command, r.name, r.round, &env),
+        };
+        let mut record = measured.unwrap_or_else(|e| failed(e.to_string()));
+        record.add_metrics(metrics_file.read());
+        drop(metrics_file);
         record.cgroup_settings = cgroup_settings::read_back(&cg, r.settings);
         match cg.remove() {
             Ok(()) => {
@@ -714,6 +836,11 @@ fn build_report(
         None => default_baseline(&spec.configs),
     };
     let names: Vec<String> = spec.configs.iter().map(|c| c.to_string()).collect();
+    let mut judged = spec.metrics.iter().map(|m| judge(&done.runs, &names, m));
+    let decision = judged
+        .next()
+        .or_else(|| Some(judge(&done.runs, &names, &MetricSpec::wall())));
+    let other_decisions = judged.collect();
     TrialReport {
         kernel: sys
             .read("/proc/sys/kernel/osrelease")
@@ -735,6 +862,9 @@ fn build_report(
         configs: names,
         forced_over,
         interrupted: done.interrupted,
+        decision,
+        other_decisions,
+        stopped_early: done.stopped,
         runs: done.runs,
     }
 }
@@ -757,6 +887,9 @@ mod tests {
             swap_size: 128 << 20,
             swappiness: None,
             page_cluster: None,
+            metrics: vec![],
+            service: None,
+            stop_behind: false,
         }
     }
 
@@ -790,6 +923,15 @@ mod tests {
         let mut s = spec();
         s.memory_limit = 1 << 20;
         assert!(validate(&s).is_err());
+        let mut s = spec();
+        s.metrics = vec![
+            "get_max_ms".parse().unwrap(),
+            "get_max_ms:5".parse().unwrap(),
+        ];
+        assert!(validate(&s)
+            .unwrap_err()
+            .to_string()
+            .contains("given twice"));
         assert!(validate(&spec()).is_ok());
         assert_eq!(default_baseline(&spec().configs), "disk");
         assert_eq!(

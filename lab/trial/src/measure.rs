@@ -6,15 +6,21 @@
 //! /proc/meminfo), sampled while the workload runs because everything is freed
 //! when it exits; and the memory pressure (PSI) of the run: the cgroup's
 //! `memory.pressure` at its end on cgroup v2, else `/proc/pressure/memory`
-//! (system-wide) as its change over the run.
+//! (system-wide) as its change over the run. The workload's standard output
+//! is copied to zmem's standard error as it comes and its first
+//! [`STDOUT_KEEP`] bytes are offered to the load generators' readers
+//! ([`crate::readers`]); `ZMEM_METRICS` names the run's metrics file.
 
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
+use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zmem_host::Sys;
@@ -23,6 +29,11 @@ use zmem_kernel::proc;
 use zmem_host::{Cgroup, Pressure, PsiScope};
 
 use crate::cgroup_settings::CgroupSetting;
+use crate::metrics::{Metric, Parsed, METRICS_ENV};
+
+/// Bytes of the workload's standard output the readers see (the rest is
+/// still copied to zmem's standard error).
+pub const STDOUT_KEEP: usize = 4 << 20;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -38,6 +49,9 @@ pub enum Outcome {
     SetupFailed { error: String },
     /// Stopped by Ctrl-C/SIGTERM.
     Interrupted,
+    /// `--service`: it exited before it was ready or while the fill or the
+    /// load ran, was not ready in time, or the fill failed.
+    ServiceFailed { error: String },
 }
 
 impl Outcome {
@@ -54,6 +68,7 @@ impl Outcome {
             Outcome::OomKilled { .. } => "oom-killed".into(),
             Outcome::SetupFailed { error } => format!("setup failed: {error}"),
             Outcome::Interrupted => "interrupted".into(),
+            Outcome::ServiceFailed { error } => format!("service failed: {error}"),
         }
     }
 }
@@ -177,6 +192,26 @@ pub struct RunRecord {
     /// run (empty on cgroup v1, which has none of them).
     #[serde(default)]
     pub cgroup_settings: Vec<CgroupSetting>,
+    /// The workload's own figures: from `ZMEM_METRICS` and from the readers
+    /// of its output.
+    #[serde(default)]
+    pub metrics: Vec<Metric>,
+    /// What was wrong with them (bad lines, limits reached); the run still counts.
+    #[serde(default)]
+    pub metric_problems: Vec<String>,
+    /// With `--service`: how long it took to be ready and to fill (the wall
+    /// time is the load's; user, sys and faults are the service's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceTimes>,
+}
+
+/// The phases of a run with `--service`, s.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceTimes {
+    /// From the service's start until it was ready.
+    pub ready_s: f64,
+    /// The `--fill` command's wall time.
+    pub fill_s: Option<f64>,
 }
 
 impl RunRecord {
@@ -197,7 +232,20 @@ impl RunRecord {
             load1_start: None,
             memory_pressure: None,
             cgroup_settings: Vec::new(),
+            metrics: Vec::new(),
+            metric_problems: Vec::new(),
+            service: None,
         }
+    }
+
+    /// Add figures read after the run; one of the same name is replaced
+    /// (what the workload wrote to `ZMEM_METRICS` wins over a reader's).
+    pub fn add_metrics(&mut self, p: Parsed) {
+        for m in p.metrics {
+            self.metrics.retain(|x| x.name != m.name);
+            self.metrics.push(m);
+        }
+        self.metric_problems.extend(p.problems);
     }
 }
 
@@ -227,7 +275,7 @@ fn read_mm_stat(sys: &Sys, dir: &str) -> Option<[u64; 9]> {
 }
 
 /// Reads the compressed tier during a run and keeps its fullest state.
-struct Sampler<'a> {
+pub(crate) struct Sampler<'a> {
     sys: &'a Sys,
     zram_sys: Option<&'a str>,
     zswap: bool,
@@ -236,7 +284,7 @@ struct Sampler<'a> {
 }
 
 impl Sampler<'_> {
-    fn sample(&mut self) {
+    pub(crate) fn sample(&mut self) {
         if let Some(dir) = self.zram_sys {
             if let Some(m) = read_mm_stat(self.sys, dir) {
                 if self.zram_fullest.filter(|f| f[0] >= m[0]).is_none() {
@@ -273,17 +321,63 @@ pub struct RunEnv<'a> {
     pub stop: &'a AtomicBool,
     /// Called every 50 ms while the workload runs (e.g. to look at its processes).
     pub observe: Option<&'a dyn Fn(&Cgroup)>,
+    /// The run's metrics file, named to the workload as `ZMEM_METRICS`.
+    pub metrics: Option<&'a Path>,
 }
 
 /// A started workload; killed (whole process group) and reaped if dropped
 /// before it was waited for, e.g. on panic.
-struct Running {
-    pid: i32,
+pub(crate) struct Running {
+    pub(crate) pid: i32,
     reaped: bool,
 }
 
 impl Running {
-    fn kill(&self) {
+    /// Start `cmd` (named `name` in errors); its standard output, if piped, is captured.
+    pub(crate) fn spawn(cmd: &mut Command, name: &str) -> io::Result<(Running, Option<Captured>)> {
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("starting {name}: {e}")))?;
+        let captured = child.stdout.take().map(capture);
+        let running = Running {
+            pid: child.id() as i32,
+            reaped: false,
+        };
+        drop(child); // std's handle neither waits nor kills; `running` owns the process now.
+        Ok((running, captured))
+    }
+
+    /// It has exited (it may not be reaped yet: then it is a zombie, and
+    /// its process group id still taken).
+    pub(crate) fn exited(&self) -> bool {
+        if self.reaped {
+            return true;
+        }
+        // SAFETY: siginfo_t is plain old data, all-zero is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is valid and writable across the call; WNOWAIT leaves
+        // the child waitable.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info` (si_pid stays 0 while it runs).
+        r == 0 && unsafe { info.si_pid() } != 0
+    }
+
+    /// Send `sig` to its process group (nothing once reaped).
+    pub(crate) fn signal(&self, sig: i32) {
+        if !self.reaped {
+            // SAFETY: as in `kill`.
+            unsafe { libc::kill(-self.pid, sig) };
+        }
+    }
+
+    pub(crate) fn kill(&self) {
         if !self.reaped {
             // SAFETY: kill has no memory-safety preconditions; the negative pid
             // is the process group of our not-yet-reaped child (its leader is
@@ -293,7 +387,7 @@ impl Running {
     }
 
     /// wait4 on the child; `block` waits, else returns None while it runs.
-    fn wait(&mut self, block: bool) -> io::Result<Option<(i32, libc::rusage)>> {
+    pub(crate) fn wait(&mut self, block: bool) -> io::Result<Option<(i32, libc::rusage)>> {
         let mut status = 0;
         // SAFETY: rusage is plain old data, all-zero is a valid value.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -332,7 +426,7 @@ impl Drop for Running {
     }
 }
 
-fn pidfd_open(pid: i32) -> Option<i32> {
+pub(crate) fn pidfd_open(pid: i32) -> Option<i32> {
     // SAFETY: pidfd_open takes two integers and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd >= 0 {
@@ -343,7 +437,7 @@ fn pidfd_open(pid: i32) -> Option<i32> {
 }
 
 /// Wait up to `ms` for the pidfd to become readable (the process exited).
-fn poll_pidfd(fd: Option<i32>, ms: i32) {
+pub(crate) fn poll_pidfd(fd: Option<i32>, ms: i32) {
     match fd {
         Some(fd) => {
             let mut p = libc::pollfd {
@@ -363,19 +457,31 @@ fn tv(t: libc::timeval) -> f64 {
 }
 
 /// The workload's command: its own process group, stdin from /dev/null,
-/// stdout to our stderr, and joining `cgroup` before exec.
-fn workload_command(command: &[String], cgroup: &Cgroup) -> io::Result<Command> {
+/// stdout to a pipe ([`capture`]), `ZMEM_METRICS` set, and joining `cgroup`
+/// (if any) before exec.
+pub(crate) fn workload_command(
+    command: &[String],
+    cgroup: Option<&Cgroup>,
+    metrics: Option<&Path>,
+) -> io::Result<Command> {
     let Some((prog, args)) = command.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     };
+
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .process_group(0);
+    match metrics {
+        Some(p) => cmd.env(METRICS_ENV, p),
+        None => cmd.env_remove(METRICS_ENV),
+    };
+    let Some(cgroup) = cgroup else {
+        return Ok(cmd);
+    };
     let procs = CString::new(cgroup.procs_file().as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "cgroup path has a NUL byte"))?;
-    let mut cmd = Command::new(prog);
-    cmd.args(args).stdin(Stdio::null()).process_group(0);
-    // The workload's stdout goes to our stderr: our stdout is the report.
-    if let Ok(fd) = std::os::fd::AsFd::as_fd(&io::stderr()).try_clone_to_owned() {
-        cmd.stdout(Stdio::from(fd));
-    }
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe system calls (open, write, close) on memory prepared
     // before the fork; it joins the cgroup ("0" = the writing process) so that
@@ -400,7 +506,7 @@ fn workload_command(command: &[String], cgroup: &Cgroup) -> io::Result<Command> 
 
 /// How the run ended: stopped by us, OOM-killed (the cgroup's counter went
 /// up), or the wait status.
-fn outcome(interrupted: bool, kills: u64, status: i32) -> Outcome {
+pub(crate) fn outcome(interrupted: bool, kills: u64, status: i32) -> Outcome {
     if interrupted {
         Outcome::Interrupted
     } else if kills > 0 {
@@ -433,6 +539,48 @@ fn zswap_stats(
     }
 }
 
+/// What is read before a run, to be subtracted or compared after it.
+pub(crate) struct Before {
+    vm: HashMap<String, u64>,
+    pub(crate) oom: u64,
+    load1: Option<f64>,
+    // cgroup v1 has no memory.pressure: the system-wide file's change over the run.
+    psi: Option<zmem_host::PsiFile>,
+    debugfs: Option<HashMap<String, u64>>,
+}
+
+impl Before {
+    pub(crate) fn read(env: &RunEnv<'_>) -> io::Result<Before> {
+        Ok(Before {
+            vm: vmstat(env.sys)?,
+            oom: env.cgroup.oom_kills(),
+            load1: load1(env.sys),
+            psi: zmem_host::system_pressure(env.sys),
+            debugfs: env.zswap.then(|| read_zswap_debugfs(env.sys)).flatten(),
+        })
+    }
+}
+
+/// How a measured process ended, and what it printed.
+pub(crate) struct Ended {
+    pub(crate) interrupted: bool,
+    pub(crate) status: i32,
+    pub(crate) ru: libc::rusage,
+    pub(crate) wall: f64,
+    pub(crate) stdout: Option<Captured>,
+}
+
+/// The tier's sampler for a run in `env`.
+pub(crate) fn sampler<'a>(env: &RunEnv<'a>) -> Sampler<'a> {
+    Sampler {
+        sys: env.sys,
+        zram_sys: env.zram_sys,
+        zswap: env.zswap,
+        zram_fullest: None,
+        zswap_fullest: None,
+    }
+}
+
 /// Run `command` inside `env.cgroup` and measure it. Returns the record (with
 /// `Outcome::Interrupted` if the stop flag was raised).
 pub fn run_workload(
@@ -441,33 +589,11 @@ pub fn run_workload(
     round: u32,
     env: &RunEnv<'_>,
 ) -> io::Result<RunRecord> {
-    let mut cmd = workload_command(command, env.cgroup)?;
-    let vm_before = vmstat(env.sys)?;
-    let oom_before = env.cgroup.oom_kills();
-    let load1_start = load1(env.sys);
-    // cgroup v1 has no memory.pressure: the system-wide file's change over the run.
-    let psi_start = zmem_host::system_pressure(env.sys);
-    let debugfs_before = if env.zswap {
-        read_zswap_debugfs(env.sys)
-    } else {
-        None
-    };
-    let mut sampler = Sampler {
-        sys: env.sys,
-        zram_sys: env.zram_sys,
-        zswap: env.zswap,
-        zram_fullest: None,
-        zswap_fullest: None,
-    };
+    let mut cmd = workload_command(command, Some(env.cgroup), env.metrics)?;
+    let before = Before::read(env)?;
+    let mut sampler = sampler(env);
     let start = Instant::now();
-    let child = cmd
-        .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("starting {}: {e}", command[0])))?;
-    let mut running = Running {
-        pid: child.id() as i32,
-        reaped: false,
-    };
-    drop(child); // std's handle neither waits nor kills; `running` owns the process now.
+    let (mut running, stdout) = Running::spawn(&mut cmd, &command[0])?;
     let pidfd = pidfd_open(running.pid);
     let mut interrupted = false;
     let (status, ru) = loop {
@@ -484,14 +610,35 @@ pub fn run_workload(
         }
         poll_pidfd(pidfd, 50);
     };
-    let wall = start.elapsed().as_secs_f64();
+    close_pidfd(pidfd);
+    let ended = Ended {
+        interrupted,
+        status,
+        ru,
+        wall: start.elapsed().as_secs_f64(),
+        stdout,
+    };
+    let kills = env.cgroup.oom_kills().saturating_sub(before.oom);
+    let outcome = outcome(ended.interrupted, kills, ended.status);
+    finish((config, round, outcome), env, before, &sampler, ended)
+}
+
+pub(crate) fn close_pidfd(pidfd: Option<i32>) {
     if let Some(fd) = pidfd {
-        // SAFETY: fd came from pidfd_open above and is closed once.
+        // SAFETY: fd came from pidfd_open and is closed once.
         unsafe { libc::close(fd) };
     }
+}
+
+/// The record of a run that ended as `ended` says, with `outcome`.
+pub(crate) fn finish(
+    (config, round, outcome): (&str, u32, Outcome),
+    env: &RunEnv<'_>,
+    before: Before,
+    sampler: &Sampler<'_>,
+    ended: Ended,
+) -> io::Result<RunRecord> {
     let vm_after = vmstat(env.sys)?;
-    let kills = env.cgroup.oom_kills().saturating_sub(oom_before);
-    let outcome = outcome(interrupted, kills, status);
     let zram = env.zram_sys.and_then(|dir| {
         let end = read_mm_stat(env.sys, dir)?;
         Some(ZramStats {
@@ -501,23 +648,88 @@ pub fn run_workload(
     });
     let zswap = env
         .zswap
-        .then(|| zswap_stats(env.sys, &sampler, debugfs_before));
+        .then(|| zswap_stats(env.sys, sampler, before.debugfs));
+    // A process the workload left behind may hold the pipe open: wait a
+    // little, then read what came (the cgroup's removal kills it).
+    let (stdout, cut) = ended
+        .stdout
+        .map_or((String::new(), false), |c| c.text(Duration::from_secs(2)));
+    let mut metric_problems = Vec::new();
+    if cut {
+        metric_problems.push(format!(
+            "the workload's output is longer than {} MiB: its readers saw the first {} MiB",
+            STDOUT_KEEP >> 20,
+            STDOUT_KEEP >> 20
+        ));
+    }
+    let ru = ended.ru;
     Ok(RunRecord {
         config: config.to_string(),
         round,
         outcome,
-        wall_s: wall,
+        wall_s: ended.wall,
         user_s: tv(ru.ru_utime),
         sys_s: tv(ru.ru_stime),
         major_faults: ru.ru_majflt as u64,
-        vm: VmCounters::delta(&vm_before, &vm_after),
+        vm: VmCounters::delta(&before.vm, &vm_after),
         cgroup_peak_bytes: env.cgroup.peak(),
         zram,
         zswap,
-        load1_start,
-        memory_pressure: pressure(env, psi_start.as_ref()),
+        load1_start: before.load1,
+        memory_pressure: pressure(env, before.psi.as_ref()),
         cgroup_settings: Vec::new(),
+        metrics: crate::readers::read_output(&stdout),
+        metric_problems,
+        service: None,
     })
+}
+
+/// The workload's standard output as it is being copied to our standard
+/// error (our standard output is the report), the first [`STDOUT_KEEP`]
+/// bytes kept.
+pub(crate) struct Captured {
+    done: mpsc::Receiver<()>,
+    kept: Arc<Mutex<(Vec<u8>, bool)>>,
+}
+
+fn capture(mut out: ChildStdout) -> Captured {
+    let (tx, done) = mpsc::channel();
+    let kept = Arc::new(Mutex::new((Vec::new(), false)));
+    let k = Arc::clone(&kept);
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = match out.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            let _ = io::stderr().write_all(&buf[..n]);
+            let mut k = k.lock().unwrap_or_else(|p| p.into_inner());
+            let room = STDOUT_KEEP.saturating_sub(k.0.len());
+            k.1 |= n > room;
+            k.0.extend_from_slice(&buf[..n.min(room)]);
+        }
+        let _ = tx.send(());
+    });
+    Captured { done, kept }
+}
+
+impl Captured {
+    /// What came so far (for a readiness line).
+    pub(crate) fn peek(&self) -> String {
+        let k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&k.0).into_owned()
+    }
+
+    /// What was kept, once the pipe closed or `wait` passed; and whether
+    /// there was more.
+    fn text(self, wait: Duration) -> (String, bool) {
+        let _ = self.done.recv_timeout(wait);
+        let k = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        (String::from_utf8_lossy(&k.0).into_owned(), k.1)
+    }
 }
 
 /// The run's memory pressure: its cgroup's (v2), else the system's change

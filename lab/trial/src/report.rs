@@ -1,11 +1,14 @@
 //! The trial's results: every run, a summary per configuration (median, min
 //! and max over the runs that exited 0, plus the ratio of median wall time to
-//! the baseline's), and the table and CSV renderings. Everything serialises
-//! with serde so the lab's report can chart it.
+//! the baseline's), the notes under the table, and the helpers tune's page
+//! still uses (the table, CSV and page are zmem-report's `trial_*`).
+//! Everything serialises with serde so the lab's report can chart it.
 
 use std::fmt::Write as _;
 
 use super::measure::RunRecord;
+use crate::judge::MetricDecision;
+use crate::stats::{interval, Interval};
 use zmem_host::CgroupVersion;
 
 /// Median, minimum and maximum of a set of measurements.
@@ -68,6 +71,60 @@ pub struct ConfigSummary {
     /// Original bytes / compressed bytes at the compressed tier's fullest
     /// (zram: orig_data_size / compr_data_size; zswap: Zswapped / Zswap).
     pub compression_ratio: Option<Stats>,
+    /// The workload's own figures over its runs that exited 0, in the order
+    /// they were first reported.
+    #[serde(default)]
+    pub metrics: Vec<MetricSummary>,
+}
+
+/// One of the workload's figures over a configuration's runs that exited 0.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MetricSummary {
+    pub name: String,
+    pub unit: Option<String>,
+    /// `ZMEM_METRICS` or the reader it came from.
+    pub source: String,
+    /// Runs that exited 0 and reported it.
+    pub runs: u32,
+    /// Median with its distribution-free interval (the verdict's).
+    pub interval: Interval,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Every metric name the runs reported, in first-seen order.
+pub fn metric_names(runs: &[RunRecord]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for m in runs.iter().flat_map(|r| &r.metrics) {
+        if !names.contains(&m.name) {
+            names.push(m.name.clone());
+        }
+    }
+    names
+}
+
+fn metric_summaries(names: &[String], ok: &[&RunRecord]) -> Vec<MetricSummary> {
+    names
+        .iter()
+        .filter_map(|n| {
+            let found: Vec<&crate::Metric> = ok
+                .iter()
+                .filter_map(|r| r.metrics.iter().find(|m| &m.name == n))
+                .collect();
+            let first = found.first()?;
+            let v: Vec<f64> = found.iter().map(|m| m.value).collect();
+            let st = Stats::of(&v)?;
+            Some(MetricSummary {
+                name: n.clone(),
+                unit: first.unit.clone(),
+                source: first.source.clone(),
+                runs: v.len() as u32,
+                interval: interval(&v),
+                min: st.min,
+                max: st.max,
+            })
+        })
+        .collect()
 }
 
 /// Everything a trial produced.
@@ -99,6 +156,24 @@ pub struct TrialReport {
     pub interrupted: bool,
     pub runs: Vec<RunRecord>,
     pub summaries: Vec<ConfigSummary>,
+    /// The configurations judged by the first `--metric` (wall time without one).
+    #[serde(default)]
+    pub decision: Option<MetricDecision>,
+    /// The same for every further `--metric`.
+    #[serde(default)]
+    pub other_decisions: Vec<MetricDecision>,
+    /// Configurations that ran no more once clearly behind (`zmem tune`).
+    #[serde(default)]
+    pub stopped_early: Vec<StoppedEarly>,
+}
+
+/// A configuration that ran no more rounds: clearly behind, or a run failed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoppedEarly {
+    pub config: String,
+    /// The look's round.
+    pub after_round: u32,
+    pub why: String,
 }
 
 fn ratio(orig: u64, compr: u64) -> Option<f64> {
@@ -107,6 +182,7 @@ fn ratio(orig: u64, compr: u64) -> Option<f64> {
 
 /// Summarise `runs` per configuration, in `configs` order.
 pub fn summarise(configs: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<ConfigSummary> {
+    let names = metric_names(runs);
     let mut out: Vec<ConfigSummary> = configs
         .iter()
         .map(|c| {
@@ -153,6 +229,7 @@ pub fn summarise(configs: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<
                         None
                     }
                 }),
+                metrics: metric_summaries(&names, &ok),
             }
         })
         .collect();
@@ -165,141 +242,6 @@ pub fn summarise(configs: &[String], baseline: &str, runs: &[RunRecord]) -> Vec<
         for s in &mut out {
             s.wall_vs_baseline = s.wall_s.map(|w| w.median / b);
         }
-    }
-    out
-}
-
-const HEADERS: [&str; 19] = [
-    "config",
-    "ok",
-    "wall s",
-    "min",
-    "max",
-    "vs base",
-    "user s",
-    "sys s",
-    "maj faults",
-    "pswpin",
-    "pswpout",
-    "zswpin",
-    "zswpout",
-    "zswpwb",
-    "psi some s",
-    "psi full s",
-    "peak MiB",
-    "comp ratio",
-    "notes",
-];
-
-fn cells(s: &ConfigSummary, baseline: &str) -> Vec<String> {
-    let f2 = |v: Option<Stats>, pick: fn(&Stats) -> f64| {
-        v.map(|x| format!("{:.2}", pick(&x)))
-            .unwrap_or_else(|| "-".into())
-    };
-    let int = |v: Option<Stats>| {
-        v.map(|x| format!("{:.0}", x.median))
-            .unwrap_or_else(|| "-".into())
-    };
-    let mut notes = s.failures.join(", ");
-    if s.config == baseline {
-        if !notes.is_empty() {
-            notes.push_str(", ");
-        }
-        notes.push_str("baseline");
-    }
-    vec![
-        s.config.clone(),
-        format!("{}/{}", s.ok, s.runs),
-        f2(s.wall_s, |x| x.median),
-        f2(s.wall_s, |x| x.min),
-        f2(s.wall_s, |x| x.max),
-        s.wall_vs_baseline
-            .map(|r| format!("{r:.2}x"))
-            .unwrap_or_else(|| "-".into()),
-        f2(s.user_s, |x| x.median),
-        f2(s.sys_s, |x| x.median),
-        int(s.major_faults),
-        int(s.pswpin),
-        int(s.pswpout),
-        int(s.zswpin),
-        int(s.zswpout),
-        int(s.zswpwb),
-        f2(s.psi_some_total_s, |x| x.median),
-        f2(s.psi_full_total_s, |x| x.median),
-        s.cgroup_peak_bytes
-            .map(|x| format!("{:.0}", x.median / (1u64 << 20) as f64))
-            .unwrap_or_else(|| "-".into()),
-        s.compression_ratio
-            .map(|x| format!("{:.2}", x.median))
-            .unwrap_or_else(|| "-".into()),
-        notes,
-    ]
-}
-
-/// The table for people: one row per configuration; times are medians with
-/// min and max over the runs that exited 0, counters are medians.
-pub fn render_table(r: &TrialReport) -> String {
-    let mut rows = vec![HEADERS.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
-    for s in &r.summaries {
-        rows.push(cells(s, &r.baseline));
-    }
-    let n = HEADERS.len();
-    let widths: Vec<usize> = (0..n)
-        .map(|i| {
-            rows.iter()
-                .map(|row| row[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "workload: {}   memory limit: {} MiB (cgroup {})   rounds: {}   baseline: {}",
-        r.workload,
-        r.memory_limit >> 20,
-        match r.cgroup {
-            CgroupVersion::V1 => "v1",
-            CgroupVersion::V2 => "v2",
-        },
-        r.repeat,
-        r.baseline
-    );
-    for row in &rows {
-        let mut line = String::new();
-        for (i, c) in row.iter().enumerate() {
-            let pad = widths[i] - c.chars().count();
-            if i == 0 || i == n - 1 {
-                line.push_str(c);
-                if i != n - 1 {
-                    line.push_str(&" ".repeat(pad));
-                }
-            } else {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(c);
-            }
-            if i != n - 1 {
-                line.push_str("  ");
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    if r.interrupted {
-        out.push_str("(interrupted: only the runs that completed are shown)\n");
-    }
-    let loads: Vec<f64> = r.runs.iter().filter_map(|x| x.load1_start).collect();
-    if let Some(l) = Stats::of(&loads) {
-        let _ = writeln!(
-            out,
-            "load average at run start: median {:.1} (min {:.1}, max {:.1}) on {} CPUs; times are noisy when it exceeds the CPU count",
-            l.median, l.min, l.max, r.cpus
-        );
-    }
-    out.push_str(&pressure_note(r));
-    out.push_str(&settings_note(r));
-    for f in &r.forced_over {
-        let _ = writeln!(out, "(--force: {f})");
     }
     out
 }
@@ -348,61 +290,6 @@ pub fn csv_field(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// CSV with a header row: one row per configuration, median/min/max columns
-/// for every measurement.
-pub fn render_csv(r: &TrialReport) -> String {
-    let stat_cols = [
-        "wall_s",
-        "user_s",
-        "sys_s",
-        "major_faults",
-        "pswpin",
-        "pswpout",
-        "zswpin",
-        "zswpout",
-        "zswpwb",
-        "cgroup_peak_bytes",
-        "psi_some_total_s",
-        "psi_full_total_s",
-        "compression_ratio",
-    ];
-    let mut out = String::from("config,runs,ok,wall_vs_baseline");
-    for c in stat_cols {
-        let _ = write!(out, ",{c}_median,{c}_min,{c}_max");
-    }
-    out.push_str(",failures\n");
-    for s in &r.summaries {
-        let _ = write!(out, "{},{},{},", csv_field(&s.config), s.runs, s.ok);
-        if let Some(v) = s.wall_vs_baseline {
-            let _ = write!(out, "{v:.4}");
-        }
-        for st in [
-            s.wall_s,
-            s.user_s,
-            s.sys_s,
-            s.major_faults,
-            s.pswpin,
-            s.pswpout,
-            s.zswpin,
-            s.zswpout,
-            s.zswpwb,
-            s.cgroup_peak_bytes,
-            s.psi_some_total_s,
-            s.psi_full_total_s,
-            s.compression_ratio,
-        ] {
-            match st {
-                Some(x) => {
-                    let _ = write!(out, ",{},{},{}", x.median, x.min, x.max);
-                }
-                None => out.push_str(",,,"),
-            }
-        }
-        let _ = writeln!(out, ",{}", csv_field(&s.failures.join("; ")));
-    }
-    out
 }
 
 pub fn esc(s: &str) -> String {
@@ -476,73 +363,6 @@ pub fn svg_bars(title: &str, unit: &str, rows: &[(String, Option<Stats>, String)
         }
     }
     o.push_str("</svg>");
-    o
-}
-
-/// A self-contained HTML page (no scripts, no network): median wall time per
-/// configuration with min–max whiskers, pages swapped out, major faults, and
-/// the table.
-pub fn render_html(r: &TrialReport) -> String {
-    let note = |s: &ConfigSummary| {
-        if s.failures.is_empty() {
-            "no data".to_string()
-        } else {
-            s.failures.join(", ")
-        }
-    };
-    let rows =
-        |f: &dyn Fn(&ConfigSummary) -> Option<Stats>| -> Vec<(String, Option<Stats>, String)> {
-            r.summaries
-                .iter()
-                .map(|s| (s.config.clone(), f(s), note(s)))
-                .collect()
-        };
-    let swapped_out = |s: &ConfigSummary| {
-        let add = |a: Option<Stats>, b: Option<Stats>| match (a, b) {
-            (Some(a), Some(b)) => Some(Stats {
-                median: a.median + b.median,
-                min: a.min + b.min,
-                max: a.max + b.max,
-            }),
-            (a, None) => a,
-            (None, b) => b,
-        };
-        add(s.pswpout, s.zswpout)
-    };
-    let mut o = String::from(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>zmem trial</title>",
-    );
-    o.push_str(
-        "<style>body{font-family:sans-serif;margin:2em}pre{font-size:12px}</style></head><body>",
-    );
-    let _ = write!(
-        o,
-        "<h1>zmem trial: {}</h1><p>memory limit {} MiB, {} round(s), baseline {}, kernel {}, {} CPUs</p>",
-        esc(&r.workload),
-        r.memory_limit >> 20,
-        r.repeat,
-        esc(&r.baseline),
-        esc(&r.kernel),
-        r.cpus
-    );
-    o.push_str(&svg_bars(
-        "Wall time, median with min–max",
-        "s",
-        &rows(&|s| s.wall_s),
-    ));
-    o.push_str("<br>");
-    o.push_str(&svg_bars(
-        "Pages swapped out (pswpout + zswpout), median",
-        "pages",
-        &rows(&swapped_out),
-    ));
-    o.push_str("<br>");
-    o.push_str(&svg_bars(
-        "Major faults, median",
-        "faults",
-        &rows(&|s| s.major_faults),
-    ));
-    let _ = writeln!(o, "<pre>{}</pre></body></html>", esc(&render_table(r)));
     o
 }
 
@@ -688,74 +508,10 @@ mod tests {
             forced_over: vec![],
             interrupted: false,
             runs,
+            decision: None,
+            other_decisions: vec![],
+            stopped_early: vec![],
         }
-    }
-
-    #[test]
-    fn table_has_a_row_per_config() {
-        let t = render_table(&report());
-        let lines: Vec<&str> = t.lines().collect();
-        assert!(lines[0].contains("memalloc 384M") && lines[0].contains("256 MiB"));
-        assert!(lines[1].starts_with("config"));
-        assert!(
-            lines[2].starts_with("none")
-                && lines[2].contains("0/3")
-                && lines[2].contains("3× oom-killed")
-        );
-        assert!(
-            lines[3].starts_with("disk") && lines[3].contains("6.60") && lines[3].contains("1.00x")
-        );
-        assert!(
-            lines[4].starts_with("zram:lz4")
-                && lines[4].contains("0.29x")
-                && lines[4].contains("2.50")
-        );
-        assert!(lines[5].starts_with("psi: not recorded"), "{t}");
-        assert!(lines[6].contains("none exist on cgroup v1"), "{t}");
-        assert_eq!(lines.len(), 7);
-    }
-
-    fn pressure(scope: zmem_host::PsiScope, some: f64) -> zmem_host::Pressure {
-        zmem_host::Pressure {
-            psi_scope: scope,
-            psi_some_avg10: 1.0,
-            psi_some_avg60: 0.5,
-            psi_some_avg300: 0.1,
-            psi_some_total_s: some,
-            psi_full_avg10: Some(0.5),
-            psi_full_avg60: Some(0.2),
-            psi_full_avg300: Some(0.05),
-            psi_full_total_s: Some(some / 2.0),
-        }
-    }
-
-    #[test]
-    fn pressure_is_a_median_column_and_says_where_it_comes_from() {
-        let mut r = report();
-        let t = render_table(&r);
-        assert!(t.contains("psi: not recorded"), "{t}");
-        assert!(t.contains("none exist on cgroup v1"), "{t}");
-        for (i, x) in r.runs.iter_mut().enumerate() {
-            x.memory_pressure = Some(pressure(zmem_host::PsiScope::System, i as f64));
-        }
-        let (configs, _) = sample();
-        r.summaries = summarise(&configs, "disk", &r.runs);
-        // disk runs are the 2nd, 5th and 8th: 1, 4, 7 s → median 4.
-        let disk = &r.summaries[1];
-        assert_eq!(disk.psi_some_total_s.unwrap().median, 4.0);
-        assert_eq!(disk.psi_full_total_s.unwrap().median, 2.0);
-        // Failed runs do not count: none has no statistics.
-        assert_eq!(r.summaries[0].psi_some_total_s, None);
-        let t = render_table(&r);
-        let disk_row = t.lines().find(|l| l.starts_with("disk")).unwrap();
-        assert!(
-            disk_row.contains("4.00") && disk_row.contains("2.00"),
-            "{t}"
-        );
-        assert!(
-            t.contains("system-wide (cgroup v1 has no memory.pressure)"),
-            "{t}"
-        );
     }
 
     #[test]
@@ -768,35 +524,12 @@ mod tests {
             v[1].value = Some("0".into());
             x.cgroup_settings = v;
         }
-        let t = render_table(&r);
+        let t = settings_note(&r);
         assert!(
             t.contains("cgroup v2, disk: memory.swap.max=max (swap bounded by its areas only), memory.zswap.max=0 (zswap stays out of this configuration)"),
             "{t}"
         );
         assert!(!t.contains("cgroup v1"), "{t}");
-    }
-
-    #[test]
-    fn csv_is_rectangular() {
-        let c = render_csv(&report());
-        let rows: Vec<Vec<&str>> = c.lines().map(|l| l.split(',').collect()).collect();
-        assert_eq!(rows.len(), 4);
-        assert!(rows.iter().all(|r| r.len() == rows[0].len()), "{c}");
-        assert_eq!(rows[2][0], "disk");
-        assert_eq!(rows[2][4], "6.6");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-    }
-
-    #[test]
-    fn html_page_has_charts_and_escapes() {
-        let mut r = report();
-        r.workload = "sh -c 'a<b'".into();
-        let h = render_html(&r);
-        assert!(h.starts_with("<!DOCTYPE html>") && h.trim_end().ends_with("</html>"));
-        assert_eq!(h.matches("<svg").count(), 3);
-        assert!(h.contains("a&lt;b") && !h.contains("a<b"));
-        assert!(h.contains(">zram:lz4<") && h.contains("3× oom-killed"));
-        assert!(!h.contains("<script"));
     }
 
     #[test]

@@ -96,7 +96,9 @@ fn setup_disk(p: &SetupParams<'_>, guard: &mut Guard, out: &mut Prepared) -> Res
     if r.as_ref().err().map(|e| e.kind()) != Some(io::ErrorKind::AlreadyExists) {
         guard.push(Action::RemoveFile(abs.clone()));
     }
-    r.map_err(|e| format!("creating swap file {abs}: {e}"))?;
+    let id = r.map_err(|e| format!("creating swap file {abs}: {e}"))?;
+    // Still the file made above: never a file another user put in its place.
+    zmem_host::verify_swap_file(&p.sys.path(&abs), id).map_err(|e| e.to_string())?;
     swap_on(p.sys, &abs, DISK_PRIORITY, guard)?;
     out.areas.push(path);
     Ok(())

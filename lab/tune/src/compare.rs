@@ -1,22 +1,22 @@
 //! Steps 3 and 4: what the trials measured, ranked, and the decision.
 //!
-//! A candidate's wall time is the median over its runs with the verdict's
-//! distribution-free interval (`zmem_verdict::interval`).
+//! The candidates are judged by one metric — wall time by default, or what
+//! `zmem tune --metric` names — with trial's judgement
+//! ([`zmem_trial::judge`]), the same code `zmem trial --metric` uses:
 //!
-//! * A candidate with a failed run (OOM kill, crash, setup failure) cannot
-//!   win: a configuration that sometimes kills the workload is not
-//!   deployable, however fast its other runs were. It ranks after every
-//!   candidate whose runs all finished ([`Standing::Failed`]).
-//! * The fastest candidate whose every run finished leads. Every other
-//!   complete candidate is compared with it round by round (both ran in the
-//!   same round, so the machine's drift cancels) with the verdict's
-//!   three-way call ([`zmem_verdict::separate`]) on the paired differences
-//!   (candidate − leader, s) against ±[`MARGIN_SHARE`] of the leader's
-//!   median wall time: *behind* (the leader is faster by more than the
-//!   margin), *equivalent* (within ±margin) or *undecided*. Tune looks once,
-//!   after all its runs, so the interval needs the coverage of the verdict's
-//!   first look (`1 − look_error(1)`, 95 %); fewer runs than reach it leave
-//!   every comparison undecided.
+//! * A candidate with a failed run (OOM kill, crash, setup failure) or a run
+//!   that did not report the metric cannot win: a configuration that
+//!   sometimes kills the workload is not deployable, however good its other
+//!   runs were. It ranks after every candidate whose runs all finished
+//!   ([`Standing::Failed`]).
+//! * The best median of the others leads. Every other complete candidate is
+//!   compared with it round by round (both ran in the same round, so the
+//!   machine's drift cancels) with the verdict's three-way call on the paired
+//!   differences against ±[`MARGIN_SHARE`] of the leader's median:
+//!   *behind*, *equivalent* or *undecided*. Tune looks once, after all its
+//!   runs, so the interval needs the coverage of the verdict's first look
+//!   (`1 − look_error(1)`, 95 %); fewer runs than reach it leave every
+//!   comparison undecided.
 //! * The pick, among the leader and the candidates not separated from it
 //!   (equivalent or undecided), is the higher effective ratio the lab
 //!   measured on the workload's pages (the same pages give the same figure
@@ -26,48 +26,9 @@
 //!   configuration held the workload under that limit.
 
 use serde::Serialize;
-use zmem_trial::{RunRecord, TrialReport};
-use zmem_verdict::{interval, interval_at, look_error, separate, Call, Interval};
+use zmem_trial::{interval, judge, metric_value, Interval, MetricSpec, RunRecord, TrialReport};
 
-/// The margin: a difference in wall time a user would feel, as a share of
-/// the leader's median wall time (5 %).
-pub const MARGIN_SHARE: f64 = 0.05;
-
-/// Where a candidate stands against the leader.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Standing {
-    /// The fastest candidate whose every run finished.
-    Leader,
-    /// Its difference with the leader lies within ±margin, beyond noise.
-    Equivalent,
-    /// The runs cannot tell: its difference's interval straddles the margin.
-    Undecided,
-    /// The leader is faster by more than the margin, beyond noise.
-    Behind,
-    /// A run failed (OOM kill, crash, setup failure): it cannot win.
-    Failed,
-}
-
-impl Standing {
-    pub fn word(self) -> &'static str {
-        match self {
-            Standing::Leader => "leader",
-            Standing::Equivalent => "equivalent",
-            Standing::Undecided => "undecided",
-            Standing::Behind => "behind",
-            Standing::Failed => "failed",
-        }
-    }
-
-    /// Not separated from the leader (the leader included): may be picked.
-    pub fn contends(self) -> bool {
-        matches!(
-            self,
-            Standing::Leader | Standing::Equivalent | Standing::Undecided
-        )
-    }
-}
+pub use zmem_trial::{Standing, MARGIN_SHARE};
 
 /// A trialed candidate as the comparison takes it: its name as the trial
 /// reports it and the tie-break's ratio (the lab's effective ratio on the
@@ -89,6 +50,9 @@ pub struct Measured {
     pub failures: Vec<String>,
     /// Wall time over the runs that exited 0: median and interval, s.
     pub wall_s: Option<Interval>,
+    /// The deciding metric over the runs that exited 0 and reported it
+    /// (the wall time's again without `--metric`).
+    pub metric: Option<Interval>,
     pub user_s: Option<f64>,
     pub sys_s: Option<f64>,
     pub major_faults: Option<f64>,
@@ -106,8 +70,9 @@ pub struct Measured {
     pub compression_ratio: Option<f64>,
     /// The tie-break: the lab's effective ratio on the workload's pages.
     pub tie_break_ratio: f64,
-    /// This candidate's wall time minus the leader's, paired by round, s:
-    /// median and the interval the call used.
+    /// The leader's advantage over this candidate in the deciding metric,
+    /// paired by round (for wall time: this candidate's minus the leader's,
+    /// s): median and the interval the call used.
     pub behind_leader: Option<Interval>,
     pub standing: Standing,
     /// 1 is best; the candidates not separated from the leader share rank 1.
@@ -139,7 +104,11 @@ impl Measured {
 /// What the comparison decided, when some candidate finished all its runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Decision {
-    /// The fastest candidate whose every run finished.
+    /// The metric that decided (`wall_s` by default), its unit and direction.
+    pub metric: String,
+    pub unit: Option<String>,
+    pub direction: zmem_trial::Direction,
+    /// The best candidate in it whose every run finished.
     pub leader: String,
     /// The pick among the leader and the candidates not separated from it.
     pub winner: String,
@@ -147,9 +116,10 @@ pub struct Decision {
     pub equivalent: Vec<String>,
     /// Candidates the runs could not separate from the leader.
     pub undecided: Vec<String>,
-    /// No candidate was left undecided: the pick is as fast as any, within the margin.
+    /// No candidate was left undecided: the pick is as good as any, within the margin.
     pub proven: bool,
-    /// The margin, s: `MARGIN_SHARE` of the leader's median wall time.
+    /// The margin in the metric's unit (s for wall time): `MARGIN_SHARE`
+    /// of the leader's median.
     pub margin_s: f64,
     /// The coverage a call needs (`1 − look_error(1)`).
     pub coverage_needed: f64,
@@ -161,6 +131,13 @@ pub struct Decision {
     /// When undecided: `--repeat` that could decide (the fewest runs whose
     /// interval reaches the coverage needed, else twice the runs made).
     pub suggest_repeat: Option<usize>,
+}
+
+impl Decision {
+    /// Decided by wall time (the model predicts it), not by a figure of the workload's.
+    pub fn by_wall(&self) -> bool {
+        self.metric == "wall_s"
+    }
 }
 
 /// The measured side of the comparison.
@@ -178,29 +155,30 @@ impl Outcome {
     }
 }
 
-fn walls_by_round(runs: &[RunRecord], config: &str) -> Vec<(u32, f64)> {
+fn values(runs: &[RunRecord], config: &str, metric: &str) -> Vec<f64> {
     runs.iter()
         .filter(|r| r.config == config && r.outcome.ok())
-        .map(|r| (r.round, r.wall_s))
+        .filter_map(|r| metric_value(r, metric))
         .collect()
 }
 
-fn measured_of(report: &TrialReport, e: &Entrant) -> Measured {
+fn measured_of(report: &TrialReport, e: &Entrant, metric: &str) -> Measured {
     let s = report.summaries.iter().find(|s| s.config == e.config);
     let med = |f: fn(&zmem_trial::ConfigSummary) -> Option<zmem_trial::Stats>| {
         s.and_then(f).map(|x| x.median)
     };
-    let walls: Vec<f64> = walls_by_round(&report.runs, &e.config)
-        .into_iter()
-        .map(|w| w.1)
-        .collect();
+    let iv = |name: &str| {
+        let v = values(&report.runs, &e.config, name);
+        (!v.is_empty()).then(|| interval(&v))
+    };
     let (runs, ok) = s.map_or((0, 0), |s| (s.runs, s.ok));
     Measured {
         config: e.config.clone(),
         runs,
         ok,
         failures: s.map(|s| s.failures.clone()).unwrap_or_default(),
-        wall_s: (!walls.is_empty()).then(|| interval(&walls)),
+        wall_s: iv("wall_s"),
+        metric: iv(metric),
         user_s: med(|s| s.user_s),
         sys_s: med(|s| s.sys_s),
         major_faults: med(|s| s.major_faults),
@@ -215,143 +193,65 @@ fn measured_of(report: &TrialReport, e: &Entrant) -> Measured {
         compression_ratio: med(|s| s.compression_ratio),
         tie_break_ratio: e.ratio,
         behind_leader: None,
-        standing: if runs > 0 && ok == runs {
-            Standing::Undecided
-        } else {
-            Standing::Failed
-        },
+        standing: Standing::Failed,
         rank: 0,
     }
 }
 
-/// Sort key: complete candidates first, then those with some finished runs,
-/// then the rest; within each, the median wall time.
-fn order_key(m: &Measured) -> (u8, f64) {
-    let class = if m.complete() {
-        0
-    } else if m.ok > 0 {
-        1
-    } else {
-        2
-    };
-    (class, m.median_wall().unwrap_or(f64::INFINITY))
-}
-
-/// The paired per-round differences `other − leader`, s.
-fn paired(runs: &[RunRecord], leader: &str, other: &str) -> Vec<f64> {
-    let l = walls_by_round(runs, leader);
-    walls_by_round(runs, other)
-        .into_iter()
-        .filter_map(|(round, w)| Some(w - l.iter().find(|x| x.0 == round)?.1))
-        .collect()
-}
-
-/// The fewest paired rounds whose distribution-free interval reaches `level`.
-pub fn rounds_for(level: f64) -> usize {
-    (2..1000)
-        .find(|&n| interval_at(&vec![0.0; n], level).is_some())
-        .unwrap_or(1000)
-}
-
-/// Rank the trialed candidates (`entrants`, in candidate order) and decide.
-pub fn compare(report: &TrialReport, entrants: &[Entrant]) -> Outcome {
-    let mut m: Vec<Measured> = entrants.iter().map(|e| measured_of(report, e)).collect();
-    m.sort_by(|a, b| {
-        let (ka, kb) = (order_key(a), order_key(b));
-        ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
+/// Rank the trialed candidates (`entrants`, in candidate order) by `metric` and decide.
+pub fn compare(report: &TrialReport, entrants: &[Entrant], metric: &MetricSpec) -> Outcome {
+    let configs: Vec<String> = entrants.iter().map(|e| e.config.clone()).collect();
+    let d = judge(&report.runs, &configs, metric);
+    // The judgement's order: those that may win first, then by median.
+    let m: Vec<Measured> = d
+        .judged
+        .iter()
+        .filter_map(|j| {
+            let e = entrants.iter().find(|e| e.config == j.config)?;
+            let mut x = measured_of(report, e, &metric.name);
+            x.standing = j.standing;
+            x.behind_leader = j.behind_leader;
+            Some(x)
+        })
+        .collect();
+    let decision = d.leader.as_ref().map(|leader| Decision {
+        metric: d.metric.clone(),
+        unit: d.unit.clone(),
+        direction: d.direction,
+        leader: leader.clone(),
+        winner: pick(&m, entrants, leader),
+        equivalent: d.equivalent.clone(),
+        proven: d.settled,
+        undecided: d.undecided.clone(),
+        margin_s: d.margin,
+        coverage_needed: d.coverage_needed,
+        coverage: d.coverage,
+        rounds: d.rounds,
+        suggest_repeat: d.suggest_repeat,
     });
-    let Some(leader) = m.first().filter(|l| l.complete()).cloned() else {
-        return Outcome {
-            measured: rank_in_order(m),
-            decision: None,
-        };
-    };
-    let margin = MARGIN_SHARE * leader.median_wall().unwrap_or(0.0);
-    let error = look_error(1);
-    let mut coverage = 1.0f64;
-    for x in m.iter_mut() {
-        if x.config == leader.config {
-            x.standing = Standing::Leader;
-            continue;
-        }
-        let d = paired(&report.runs, &leader.config, &x.config);
-        if d.is_empty() {
-            continue;
-        }
-        let s = separate(&d, margin, error);
-        x.behind_leader = Some(s.diff);
-        if x.standing == Standing::Failed {
-            continue;
-        }
-        coverage = coverage.min(s.coverage);
-        x.standing = match s.call {
-            Call::Ahead => Standing::Behind,
-            Call::Equivalent => Standing::Equivalent,
-            Call::Undecided => Standing::Undecided,
-        };
-    }
-    let decision = decide(&m, entrants, &leader, margin, coverage);
     Outcome {
         measured: rank_in_order(m),
-        decision: Some(decision),
+        decision,
     }
 }
 
 /// The pick among the contenders: the higher tie-break ratio, then the
 /// earlier in candidate order.
-fn decide(
-    m: &[Measured],
-    entrants: &[Entrant],
-    leader: &Measured,
-    margin: f64,
-    coverage: f64,
-) -> Decision {
+fn pick(m: &[Measured], entrants: &[Entrant], leader: &str) -> String {
     let order = |c: &str| {
         entrants
             .iter()
             .position(|e| e.config == c)
             .unwrap_or(usize::MAX)
     };
-    let named = |s: Standing| -> Vec<String> {
-        let mut v: Vec<&Measured> = m.iter().filter(|x| x.standing == s).collect();
-        v.sort_by_key(|x| order(&x.config));
-        v.into_iter().map(|x| x.config.clone()).collect()
-    };
-    let winner = m
-        .iter()
+    m.iter()
         .filter(|x| x.standing.contends())
         .max_by(|a, b| {
             a.tie_break_ratio
                 .total_cmp(&b.tie_break_ratio)
                 .then(order(&b.config).cmp(&order(&a.config)))
         })
-        .map_or(leader.config.clone(), |x| x.config.clone());
-    let undecided = named(Standing::Undecided);
-    let rounds = leader.runs as usize;
-    let needed = 1.0 - look_error(1);
-    let suggest_repeat = (!undecided.is_empty()).then(|| {
-        let fewest = rounds_for(needed);
-        if rounds < fewest {
-            fewest
-        } else {
-            2 * rounds
-        }
-    });
-    let compared = m
-        .iter()
-        .any(|x| x.standing != Standing::Leader && x.complete());
-    Decision {
-        leader: leader.config.clone(),
-        winner,
-        equivalent: named(Standing::Equivalent),
-        proven: undecided.is_empty(),
-        undecided,
-        margin_s: margin,
-        coverage_needed: needed,
-        coverage: compared.then_some(coverage),
-        rounds,
-        suggest_repeat,
-    }
+        .map_or(leader.to_string(), |x| x.config.clone())
 }
 
 /// Ranks in the sorted order: the contenders share 1, the rest follow by position.
@@ -405,6 +305,8 @@ pub fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
 pub(crate) mod tests {
     use super::*;
     use zmem_trial::report::summarise;
+    use zmem_trial::{look_error, rounds_for};
+
     use zmem_trial::Outcome as RunOutcome;
 
     pub(crate) fn run(config: &str, round: u32, wall: f64, ok: bool) -> RunRecord {
@@ -438,6 +340,9 @@ pub(crate) mod tests {
             configs: names.clone(),
             forced_over: vec![],
             interrupted: false,
+            decision: None,
+            other_decisions: vec![],
+            stopped_early: vec![],
             summaries: summarise(&names, "disk", &runs),
             runs,
         }
@@ -488,7 +393,7 @@ pub(crate) mod tests {
             ("disk", 1.0),
             ("zswap:lzo", 3.0),
         ]);
-        let o = compare(&report(runs, &names), &e);
+        let o = compare(&report(runs, &names), &e, &zmem_trial::MetricSpec::wall());
         let order: Vec<&str> = o.measured.iter().map(|m| m.config.as_str()).collect();
         // It ranks after every complete candidate, whatever its speed.
         assert_eq!(order[3], "zswap:lzo");
@@ -519,6 +424,7 @@ pub(crate) mod tests {
         let o = compare(
             &report(runs, &names),
             &entrants(&[("zram:lz4", 2.0), ("disk", 1.0)]),
+            &zmem_trial::MetricSpec::wall(),
         );
         assert!(o.decision.is_none());
         assert_eq!(o.winner(), None);
@@ -527,7 +433,11 @@ pub(crate) mod tests {
         assert_eq!(o.measured[1].rank, 2);
         // Nothing finished at all.
         let runs = vec![run("none", 1, 1.0, false)];
-        let o = compare(&report(runs, &["none"]), &entrants(&[("none", 1.0)]));
+        let o = compare(
+            &report(runs, &["none"]),
+            &entrants(&[("none", 1.0)]),
+            &zmem_trial::MetricSpec::wall(),
+        );
         assert!(o.decision.is_none());
     }
 
@@ -545,7 +455,7 @@ pub(crate) mod tests {
         );
         let r = report(runs, &names);
         let e = entrants(&[("zram:lz4", 2.0), ("zram:lzo", 2.0), ("disk", 1.0)]);
-        let o = compare(&r, &e);
+        let o = compare(&r, &e, &zmem_trial::MetricSpec::wall());
         let d = o.decision.as_ref().unwrap();
         assert_eq!(d.leader, "zram:lz4");
         assert_eq!(d.undecided, ["zram:lzo", "disk"]);
@@ -554,10 +464,16 @@ pub(crate) mod tests {
         // Equal ratios: candidate order decides, not the wall times.
         assert_eq!(d.winner, "zram:lz4");
         let swapped = entrants(&[("zram:lzo", 2.0), ("zram:lz4", 2.0), ("disk", 1.0)]);
-        assert_eq!(compare(&r, &swapped).winner(), Some("zram:lzo"));
+        assert_eq!(
+            compare(&r, &swapped, &zmem_trial::MetricSpec::wall()).winner(),
+            Some("zram:lzo")
+        );
         // The higher ratio wins over candidate order.
         let e = entrants(&[("zram:lz4", 2.0), ("zram:lzo", 2.2), ("disk", 1.0)]);
-        assert_eq!(compare(&r, &e).winner(), Some("zram:lzo"));
+        assert_eq!(
+            compare(&r, &e, &zmem_trial::MetricSpec::wall()).winner(),
+            Some("zram:lzo")
+        );
         // Six runs are the fewest that reach 95 %.
         assert_eq!(d.suggest_repeat, Some(6));
         assert_eq!(rounds_for(1.0 - look_error(1)), 6);
@@ -578,6 +494,7 @@ pub(crate) mod tests {
             let o = compare(
                 &report(runs, &names),
                 &entrants(&[("zram:lz4", 2.0), ("zram:lzo", 2.2)]),
+                &zmem_trial::MetricSpec::wall(),
             );
             let s = standing(&o, "zram:lzo");
             assert_ne!(s, Standing::Equivalent, "noise {noise}");
@@ -586,6 +503,46 @@ pub(crate) mod tests {
                 assert_eq!(o.winner(), Some("zram:lz4"));
             }
         }
+    }
+
+    /// With `--metric get_max_ms`: disk has the best wall time, but zram's
+    /// worst request is several times better, so zram leads and is picked,
+    /// settled; the decision says by what.
+    #[test]
+    fn a_metric_ranks_and_picks() {
+        let names = ["disk", "zram:lz4"];
+        let mut runs = rounds(&[("disk", 2.0, &[]), ("zram:lz4", 2.5, &[])], 6);
+        for r in &mut runs {
+            let v = if r.config == "disk" { 100.0 } else { 9.0 } + r.round as f64 % 3.0;
+            r.metrics.push(zmem_trial::Metric {
+                name: "get_max_ms".into(),
+                value: v,
+                unit: Some("ms".into()),
+                source: "ZMEM_METRICS".into(),
+            });
+        }
+        let r = report(runs, &names);
+        let e = entrants(&[("disk", 1.0), ("zram:lz4", 2.0)]);
+        assert_eq!(
+            compare(&r, &e, &MetricSpec::wall())
+                .decision
+                .unwrap()
+                .leader,
+            "disk"
+        );
+        let o = compare(&r, &e, &"get_max_ms".parse().unwrap());
+        let d = o.decision.as_ref().unwrap();
+        assert_eq!(
+            (d.leader.as_str(), d.winner.as_str()),
+            ("zram:lz4", "zram:lz4")
+        );
+        assert!(d.proven && !d.by_wall());
+        assert_eq!(
+            (d.metric.as_str(), d.unit.as_deref()),
+            ("get_max_ms", Some("ms"))
+        );
+        assert_eq!(o.measured[1].standing, Standing::Behind);
+        assert!(o.measured[0].metric.unwrap().median < 12.0);
     }
 
     #[test]

@@ -81,8 +81,30 @@ pub(crate) fn measured<'a>(t: &'a Tune, config: &str) -> Option<&'a Measured> {
     t.measured.iter().find(|m| m.config == config)
 }
 
+/// The median of the deciding metric (the wall time without `--metric`).
 fn median(m: Option<&Measured>) -> Option<f64> {
-    m?.median_wall()
+    Some(m?.metric?.median)
+}
+
+/// A value of the deciding metric with its unit (s for wall time).
+fn val(d: &Decision, x: f64) -> String {
+    if d.by_wall() {
+        return format!("{x:.2} s");
+    }
+    let unit = d
+        .unit
+        .as_deref()
+        .map(|u| format!(" {u}"))
+        .unwrap_or_default();
+    let a = x.abs();
+    let p = if a >= 100.0 {
+        1
+    } else if a >= 1.0 || a == 0.0 {
+        2
+    } else {
+        3
+    };
+    format!("{x:.p$}{unit}")
 }
 
 /// Bytes as MiB with one decimal, as the table shows them.
@@ -158,6 +180,12 @@ pub fn no_fit(
 
 /// The first sentence: did the prediction hold.
 fn verdict_sentence(chosen: &[Candidate], measured: &[Measured], d: &Decision) -> String {
+    if !d.by_wall() {
+        return format!(
+            "Ranked by {} as the trials measured it: the model predicts swap traffic and swap time (and so the wall time), not {} (a request's tail or a client's rate), so it cannot predict it; the predictions only chose which candidates to trial.",
+            d.metric, d.metric
+        );
+    }
     let lead = median(find(measured, &d.leader));
     let Some((m, held)) = best_and_held(chosen, measured) else {
         return String::new();
@@ -192,9 +220,10 @@ fn verdict_sentence(chosen: &[Candidate], measured: &[Measured], d: &Decision) -
 fn decision_sentences(measured: &[Measured], d: &Decision, out: &mut Vec<String>) {
     let lead = median(find(measured, &d.leader)).unwrap_or(f64::NAN);
     let margin = format!(
-        "±{:.2} s ({:.0} % of the leader's {lead:.2} s median)",
-        d.margin_s,
+        "±{} ({:.0} % of the leader's {} median)",
+        val(d, d.margin_s),
         compare::MARGIN_SHARE * 100.0,
+        val(d, lead),
     );
     let ratio = |c: &str| find(measured, c).map_or(1.0, |m| m.tie_break_ratio);
     let rule = format!(
@@ -219,8 +248,13 @@ fn decision_sentences(measured: &[Measured], d: &Decision, out: &mut Vec<String>
         .map(|m| m.config.clone())
         .collect();
     if !behind.is_empty() {
+        let worse = if d.by_wall() {
+            "ran slower than".to_string()
+        } else {
+            format!("did worse in {} than", d.metric)
+        };
         out.push(format!(
-            "{} ran slower than the leader {} by more than {margin}, {beyond}.",
+            "{} {worse} the leader {} by more than {margin}, {beyond}.",
             list(&behind),
             d.leader
         ));
@@ -353,8 +387,9 @@ pub fn findings(t: &Tune) -> Vec<String> {
         ));
     }
     let disk = t.measured.iter().find(|m| m.config == "disk");
-    if let (Some(w), Some(d)) = (&t.winner, median(disk)) {
-        if let Some(wm) = median(measured(t, w)).filter(|_| w != "disk") {
+    let wall = |m: Option<&Measured>| m?.median_wall();
+    if let (Some(w), Some(d)) = (&t.winner, wall(disk)) {
+        if let Some(wm) = wall(measured(t, w)).filter(|_| w != "disk") {
             out.push(format!(
                 "{w} ran {:.1}× as fast as disk swap alone ({wm:.2} s against {d:.2} s).",
                 d / wm
@@ -395,7 +430,11 @@ mod tests {
     fn outcome(spec: &[(&str, f64, &[u32])], n: u32) -> Outcome {
         let names = ["zram:lz4", "zram:lzo", "disk"];
         let e = entrants(&[("zram:lz4", 2.0), ("zram:lzo", 2.1), ("disk", 1.0)]);
-        compare(&report(rounds(spec, n), &names), &e)
+        compare(
+            &report(rounds(spec, n), &names),
+            &e,
+            &zmem_trial::MetricSpec::wall(),
+        )
     }
 
     fn said(o: &Outcome) -> (Option<Held>, String, Vec<String>) {
@@ -527,7 +566,11 @@ mod tests {
         let mut runs = rounds(&[("zram:lz4", 2.0, &[2]), ("disk", 9.0, &[1, 2, 3])], 3);
         runs[0].cgroup_peak_bytes = Some(64 << 20);
         let r = report(runs, &names);
-        let o = compare(&r, &entrants(&[("zram:lz4", 2.0), ("disk", 1.0)]));
+        let o = compare(
+            &r,
+            &entrants(&[("zram:lz4", 2.0), ("disk", 1.0)]),
+            &zmem_trial::MetricSpec::wall(),
+        );
         assert_eq!(prediction_held(&chosen(), &o), None);
         let c = chosen();
         let n = no_fit(
@@ -564,7 +607,11 @@ mod tests {
         // With a pick, nothing to say.
         let ok = vec![run("disk", 1, 1.0, true)];
         let r = report(ok, &["disk"]);
-        let o = compare(&r, &entrants(&[("disk", 1.0)]));
+        let o = compare(
+            &r,
+            &entrants(&[("disk", 1.0)]),
+            &zmem_trial::MetricSpec::wall(),
+        );
         assert_eq!(no_fit("w", 1, &learn(None, 1), &c, &o, &r), None);
     }
 

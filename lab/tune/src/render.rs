@@ -43,6 +43,7 @@ pub fn render_table(t: &Tune) -> String {
         t.learn.pages, t.learn.corpus, t.ranking.rounds, t.repeat
     );
     o.push_str(&columns(&main_rows(t)));
+    o.push_str(&metric_lines(t));
     o.push_str(match t.trial.cgroup {
         zmem_trial::CgroupVersion::V2 => "the model charges zswap's pool to the cgroup (cgroup v2: memory.current includes it, memory.zswap.current shows it); zram's memory is charged on neither\n",
         zmem_trial::CgroupVersion::V1 => "the model charges neither zswap's pool nor zram's memory to the cgroup (cgroup v1: the kernel charges zswap's pool to cgroup v2 cgroups only)\n",
@@ -62,6 +63,38 @@ pub fn render_table(t: &Tune) -> String {
     let _ = writeln!(o);
     for f in &t.findings {
         let _ = writeln!(o, "{f}");
+    }
+    o
+}
+
+/// With `--metric`: the deciding figure per candidate, and that the model
+/// does not predict it.
+fn metric_lines(t: &Tune) -> String {
+    let Some(d) = t.decision.as_ref().filter(|d| !d.by_wall()) else {
+        return String::new();
+    };
+    let unit = d
+        .unit
+        .as_deref()
+        .map(|u| format!(" {u}"))
+        .unwrap_or_default();
+    let mut o = format!(
+        "ranked and picked by {} ({} is better, margin ±{:.3}{unit}), as measured: the model predicts swap traffic and time, not a request's tail or a client's rate\n",
+        d.metric,
+        d.direction.word(),
+        d.margin_s
+    );
+    for m in &t.measured {
+        let v = m.metric.map_or("-".into(), |i| {
+            format!("{:.3} [{:.3}, {:.3}]{unit}", i.median, i.ci_low, i.ci_high)
+        });
+        let diff = m.behind_leader.map_or(String::new(), |i| {
+            format!(
+                ", leader better by {:+.3} [{:+.3}, {:+.3}]",
+                i.median, i.ci_low, i.ci_high
+            )
+        });
+        let _ = writeln!(o, "  {}: {v}{diff} ({})", m.config, m.standing.word());
     }
     o
 }
@@ -94,7 +127,7 @@ fn main_rows(t: &Tune) -> Vec<Vec<String>> {
         "pred wall s",
         "wall s",
         "ci",
-        "vs leader s",
+        "vs leader",
         "maj faults",
         "psi some s",
         "psi full s",
@@ -102,6 +135,18 @@ fn main_rows(t: &Tune) -> Vec<Vec<String>> {
         "notes",
     ];
     let mut rows: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    // The leader's advantage, in the deciding metric's unit.
+    rows[0][7] = match t.decision.as_ref() {
+        Some(d) if !d.by_wall() => format!(
+            "leader better in {}{}",
+            d.metric,
+            d.unit
+                .as_deref()
+                .map(|u| format!(" ({u})"))
+                .unwrap_or_default()
+        ),
+        _ => "vs leader s".into(),
+    };
     for m in &t.measured {
         let Some(c) = t
             .candidates
@@ -266,7 +311,8 @@ pub fn to_json(t: &Tune, config_file: Option<&std::path::Path>) -> Value {
         "decision": t.decision.as_ref().map(|d| {
             let mut v = json!(d);
             v["rule"] = json!(format!(
-                "the leader is the fastest candidate whose every run finished; a candidate with a failed run cannot win; the others are behind, equivalent or undecided against the leader at a margin of {:.0} % of its median wall time, on an interval of at least {:.0} % coverage; among the leader and the equivalent and undecided ones the pick is the higher effective ratio the lab measured on the workload's pages, then the candidate order; proven when none is undecided",
+                "the leader is the best median in {} of the candidates whose every run finished and reported it; a candidate with a failed or silent run cannot win; the others are behind, equivalent or undecided against the leader at a margin of {:.0} % of its median, on an interval of at least {:.0} % coverage; among the leader and the equivalent and undecided ones the pick is the higher effective ratio the lab measured on the workload's pages, then the candidate order; proven when none is undecided",
+                d.metric,
                 crate::compare::MARGIN_SHARE * 100.0,
                 d.coverage_needed * 100.0
             ));

@@ -47,6 +47,20 @@ pub struct TuneSpec {
     pub rounds: usize,
     /// The lab's random 4 KiB reads per candidate per round.
     pub requests: usize,
+    /// `--metric`: rank and pick by this figure (wall time without it).
+    pub metric: Option<zmem_trial::MetricSpec>,
+    /// `--service`: a server in the cgroup and its load outside it (then
+    /// `command` is empty): learned, captured and trialed as one workload.
+    pub service: Option<zmem_trial::ServiceSpec>,
+}
+
+impl TuneSpec {
+    /// The metric that ranks and picks.
+    pub fn metric(&self) -> zmem_trial::MetricSpec {
+        self.metric
+            .clone()
+            .unwrap_or_else(zmem_trial::MetricSpec::wall)
+    }
 }
 
 fn validate(s: &TuneSpec) -> Result<()> {
@@ -56,9 +70,9 @@ fn validate(s: &TuneSpec) -> Result<()> {
     if s.repeat == 0 || s.candidates == 0 || s.rounds == 0 {
         bail!("--repeat, --candidates and --rounds must be at least 1");
     }
-    if s.command.is_empty() {
+    if s.command.is_empty() && s.service.is_none() {
         bail!(
-            "no workload: give --builtin {}, --corpus FILE or `-- COMMAND [ARGS]`",
+            "no workload: give --builtin {}, --corpus FILE, `-- COMMAND [ARGS]` or --service CMD --load CMD",
             trial::workload::names()
         );
     }
@@ -80,6 +94,9 @@ fn preflight(s: &TuneSpec, sys: &Sys) -> Result<()> {
         swap_size: s.swap_size.unwrap_or(2 * s.memory_limit),
         swappiness: None,
         page_cluster: None,
+        metrics: Vec::new(),
+        service: s.service.clone(),
+        stop_behind: false,
     };
     trial::preflight(&probe, sys)?;
     Ok(())
@@ -129,7 +146,7 @@ fn learn(s: &TuneSpec, signals: &SignalWatch) -> Result<(Learned, Captures)> {
         }
         c.seconds += t.elapsed().as_secs_f64();
     };
-    let learned = trial::learn(&s.command, signals, &hook)?;
+    let learned = trial::learn(&s.command, s.service.as_ref(), signals, &hook)?;
     interrupted(s, signals)?;
     if !learned.record.outcome.ok() {
         bail!(
@@ -167,6 +184,9 @@ fn empty_report(s: &TuneSpec) -> TrialReport {
         interrupted: true,
         runs: Vec::new(),
         summaries: Vec::new(),
+        decision: None,
+        other_decisions: Vec::new(),
+        stopped_early: Vec::new(),
     }
 }
 
@@ -315,6 +335,11 @@ fn measure(
         swap_size: trial_swap_size(s, footprint),
         swappiness: None,
         page_cluster: None,
+        metrics: vec![s.metric()],
+        service: s.service.clone(),
+        // A candidate clearly behind (or with a failed run) runs no more
+        // rounds: tune's cost does not grow with --repeat for the losers.
+        stop_behind: true,
     };
     trial::run(&spec, signals, &mut |l| progress(&format!("measure: {l}")))
 }
@@ -340,6 +365,7 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
     }
     let current = candidates::current(&sys);
     let chosen = candidates::choose(&predictions, s.candidates, current.as_ref());
+    progress(&estimate(s, chosen.len(), learned.record.wall_s));
     let report = measure(s, &chosen, m.footprint_bytes, signals, progress)?;
     let entrants: Vec<Entrant> = chosen
         .iter()
@@ -348,7 +374,7 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
             ratio: lab_ratio(c, &ranking).unwrap_or(1.0),
         })
         .collect();
-    let outcome = compare::compare(&report, &entrants);
+    let outcome = compare::compare(&report, &entrants, &s.metric());
     let learn = Learn {
         wall_s: m.base_wall_s,
         peak_anon_bytes: learned.peak_anon_bytes,
@@ -368,6 +394,26 @@ pub fn run(s: &TuneSpec, signals: &SignalWatch, progress: &mut dyn FnMut(&str)) 
         ranking,
         report,
     ))
+}
+
+/// How long the trials will take, said before they start: every run at least
+/// as long as the learning run (under memory pressure most are longer).
+fn estimate(s: &TuneSpec, candidates: usize, learn_s: f64) -> String {
+    let runs = candidates * s.repeat as usize;
+    let at_least = runs as f64 * learn_s;
+    let minutes = |x: f64| {
+        if x < 90.0 {
+            format!("{x:.0} s")
+        } else {
+            format!("{:.0} min", x / 60.0)
+        }
+    };
+    format!(
+        "measure: {candidates} candidates × {} rounds = {runs} runs (fewer when one is clearly behind at a look), each at least the {:.1} s the learning run took: {} or more if all run (swapping makes runs longer; the load average makes them noisier)",
+        s.repeat,
+        learn_s,
+        minutes(at_least)
+    )
 }
 
 /// The winner's config file.

@@ -1,6 +1,6 @@
 //! The verdict's decision at a look: the leader (best median score), every
 //! other candidate called ahead-of, equivalent or undecided against it
-//! ([`crate::settle`]), and the pick by a tie-break that does not vary from
+//! ([`zmem_trial::separate`]), and the pick by a tie-break that does not vary from
 //! run to run on the same pages.
 //!
 //! The margin is a difference a user would feel: a swap 5 % slower in both
@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::ranked::Ranked;
 use crate::score::Weights;
-use crate::settle::{self, Call};
+use zmem_trial::{self as settle, Call};
 
 /// How candidates the measurements cannot tell apart (equivalent, or
 /// undecided when the budget ends) are split: by a quantity that is the
@@ -135,7 +135,7 @@ pub fn decide(ranked: &mut [Ranked], w: &Weights, look: usize) -> (String, Decis
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{self, Interval};
+    use zmem_trial::{self as stats, Interval};
 
     fn r(algo: &str, rounds: &[f64], ratio: f64) -> Ranked {
         let iv = Interval {

@@ -12,8 +12,6 @@ mod ranked_table;
 mod reason;
 mod recommend;
 mod score;
-mod settle;
-mod stats;
 mod table;
 
 pub use decision::{Decision, Margin, MARGIN_SLOWER, TIE_RULE};
@@ -30,8 +28,8 @@ pub use recommend::{
     Recommendation, Sizes,
 };
 pub use score::{best_for, scores, BestFor, Metrics, Weights, WEIGHTS_FORM};
-pub use settle::{
+pub use table::{assemble, FullRow, FullTable, Missing};
+pub use zmem_trial::{ci_rank, interval, interval_at, Interval};
+pub use zmem_trial::{
     look_error, look_index, next_look, separate, Call, Separation, FIRST_LOOK, TOTAL_ERROR,
 };
-pub use stats::{ci_rank, interval, interval_at, Interval};
-pub use table::{assemble, FullRow, FullTable, Missing};

@@ -15,7 +15,7 @@
 //!   mem_used_total), and throughput in both directions (write = swap-out,
 //!   read = swap-in, half the throughput weight each);
 //! * rounds go on until the decision is settled or the time budget ends
-//!   (sequential testing): at each look ([`crate::settle`]) the leader (best
+//!   (sequential testing): at each look ([`zmem_trial::separate`]) the leader (best
 //!   median score) is compared with every other candidate on their paired
 //!   per-round differences, and each is called ahead-of, equivalent or
 //!   undecided against the margin ([`crate::decision`]).
@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 use crate::decision::{self, Decision};
 pub use crate::ranked::Ranked;
 use crate::score::Weights;
-use crate::settle;
-use crate::stats;
+use zmem_trial as settle;
+use zmem_trial as stats;
 
 /// Rounds of the rows that inform (engine-only algorithms, and the winner
 /// through the engine beside them), after the decision: enough for a median.

@@ -4,8 +4,7 @@
 
 use serde::Serialize;
 
-use crate::settle::Call;
-use crate::stats::Interval;
+use zmem_trial::{Call, Interval};
 
 /// One candidate's results over all rounds.
 #[derive(Debug, Clone, Serialize)]

@@ -4,7 +4,7 @@
 
 use crate::decision::{Margin, MARGIN_SLOWER};
 use crate::rank::Ranking;
-use crate::settle::Call;
+use zmem_trial::Call;
 
 /// The margin in score, µs of swap-in and MiB/s of swap-out.
 pub fn margin_text(m: &Margin) -> String {

@@ -22,6 +22,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use zmem_conf::{Algo, Algorithms, DeviceConfig, Entry, SizeExpr, Writer};
+use zmem_kernel::page_type;
 
 use crate::table::{FullRow, FullTable};
 
@@ -336,7 +337,7 @@ pub fn zram_section(
         algorithms.recompress.push(Algo::named(r));
         algorithms
             .recompress_params
-            .push(("type".into(), "idle".into()));
+            .push(("type".into(), page_type::IDLE.into()));
     }
     let mut dev = DeviceConfig::new(0, 0);
     dev.algorithms = Some(algorithms);

@@ -199,6 +199,10 @@ pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf
             readers: zmem_files::Readers::Everyone,
         })
         .collect();
+    for p in &paths {
+        check_above(root, p)
+            .map_err(|e| io::Error::new(e.kind(), format!("{e} (nothing was written)")))?;
+    }
     zmem_files::write_outputs(&outputs).map_err(|e| match e.kind() {
         io::ErrorKind::AlreadyExists => io::Error::new(
             e.kind(),
@@ -207,6 +211,22 @@ pub fn write(root: &Path, files: &[File], force: bool) -> io::Result<Vec<PathBuf
         _ => io::Error::new(e.kind(), format!("{e} (nothing was written)")),
     })?;
     Ok(paths)
+}
+
+/// Every directory above `target` (the writer checks its own directory):
+/// in a tree (`--root TREE`), none a symbolic link (it would lead out of the
+/// tree) nor one another user could change (`zmem_files::trusted_in_tree`);
+/// on `/`, the nearest existing directory and those above it as
+/// `zmem_files::trusted_dir` checks them.
+fn check_above(root: &Path, target: &Path) -> io::Result<()> {
+    if root != Path::new("/") {
+        return zmem_files::trusted_in_tree(root, target);
+    }
+    let mut dir = target.parent();
+    while let Some(d) = dir.filter(|d| std::fs::symlink_metadata(d).is_err()) {
+        dir = d.parent();
+    }
+    zmem_files::trusted_dir(dir.unwrap_or(root)).map(|_| ())
 }
 
 /// A program that reads persisted files at boot.

@@ -4,6 +4,7 @@ use std::fmt::Write;
 use std::io;
 
 use serde::{Serialize, Serializer};
+use zmem_kernel::attr;
 
 use crate::zram::{self, ZramDevice};
 use crate::zswap::{self, Debugfs, Zswap};
@@ -128,7 +129,7 @@ fn uninitialised_rows(o: &mut String, d: &ZramDevice) {
     );
     row(
         o,
-        "writeback",
+        attr::WRITEBACK,
         if d.has_writeback() {
             "supported"
         } else {

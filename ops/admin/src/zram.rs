@@ -3,6 +3,7 @@
 use std::io;
 
 use zmem_host::Sys;
+use zmem_kernel::attr;
 
 use zmem_kernel::{
     parse_comp_algorithm, parse_debug_stat_miss_free, parse_recomp_algorithm, BdStat, IoStat,
@@ -95,37 +96,41 @@ pub fn read_device(sys: &Sys, name: &str) -> io::Result<ZramDevice> {
         ));
     }
     let get = |a: &str| sys.read_opt(&format!("{dir}/{a}"));
-    let disksize: u64 = get("disksize")?
+    let disksize: u64 = get(attr::DISKSIZE)?
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
-    let initialised = get("initstate")?.map(|s| s.trim() == "1").unwrap_or(false) || disksize > 0;
-    let (offered, algorithm) = parse_comp_algorithm(&get("comp_algorithm")?.unwrap_or_default());
-    let recompression = get("recomp_algorithm")?.map(|s| parse_recomp_algorithm(&s));
-    let backing_dev = get("backing_dev")?.map(|s| {
+    let initialised = get(attr::INITSTATE)?
+        .map(|s| s.trim() == "1")
+        .unwrap_or(false)
+        || disksize > 0;
+    let (offered, algorithm) =
+        parse_comp_algorithm(&get(attr::COMP_ALGORITHM)?.unwrap_or_default());
+    let recompression = get(attr::RECOMP_ALGORITHM)?.map(|s| parse_recomp_algorithm(&s));
+    let backing_dev = get(attr::BACKING_DEV)?.map(|s| {
         let s = s.trim().to_string();
         (s != "none" && !s.is_empty()).then_some(s)
     });
-    let mm = match get("mm_stat")? {
-        Some(s) => MmStat::parse(&s).ok_or_else(|| bad("mm_stat", name, &s))?,
+    let mm = match get(attr::MM_STAT)? {
+        Some(s) => MmStat::parse(&s).ok_or_else(|| bad(attr::MM_STAT, name, &s))?,
         None => MmStat::default(),
     };
-    let io = match get("io_stat")? {
-        Some(s) => IoStat::parse(&s).ok_or_else(|| bad("io_stat", name, &s))?,
+    let io = match get(attr::IO_STAT)? {
+        Some(s) => IoStat::parse(&s).ok_or_else(|| bad(attr::IO_STAT, name, &s))?,
         None => IoStat::default(),
     };
-    let bd = match get("bd_stat")? {
-        Some(s) => Some(BdStat::parse(&s).ok_or_else(|| bad("bd_stat", name, &s))?),
+    let bd = match get(attr::BD_STAT)? {
+        Some(s) => Some(BdStat::parse(&s).ok_or_else(|| bad(attr::BD_STAT, name, &s))?),
         None => None,
     };
-    let wb_enabled = get("writeback_limit_enable")?
+    let wb_enabled = get(attr::WRITEBACK_LIMIT_ENABLE)?
         .map(|s| s.trim() == "1")
         .unwrap_or(false);
     let writeback_limit = if wb_enabled {
-        get("writeback_limit")?.and_then(|s| s.trim().parse().ok())
+        get(attr::WRITEBACK_LIMIT)?.and_then(|s| s.trim().parse().ok())
     } else {
         None
     };
-    let miss_free = get("debug_stat")?.and_then(|s| parse_debug_stat_miss_free(&s));
+    let miss_free = get(attr::DEBUG_STAT)?.and_then(|s| parse_debug_stat_miss_free(&s));
     let dev = format!("/dev/{name}");
     let swap = sys.swaps()?.into_iter().find(|s| s.device == dev);
     let mount = sys.mounts()?.into_iter().find(|m| m.0 == dev).map(|m| m.1);

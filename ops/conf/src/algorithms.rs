@@ -117,17 +117,21 @@ pub fn parse_optional_algorithms(s: &str) -> Result<(Option<Algorithms>, Vec<Str
     Ok((Some(a), warnings))
 }
 
-/// An algorithm's parameters as zram-generator passes them (words `key=value`): words that
-/// are not `key=value` are dropped with a warning (the kernel skips them); a level that is
-/// no number makes the kernel refuse the whole algorithm_params write, so all are dropped.
+/// An algorithm's parameters as zram-generator passes them (words `key=value`). A word
+/// that is not `key=value`, or a level that is no number, makes the kernel refuse the whole
+/// algorithm_params write (`algorithm_params_store`: a token without a value is EINVAL), so
+/// zram-generator's device ends with none of them: all are dropped, with a warning.
 fn params_of(name: &str, params: &str, warnings: &mut Vec<String>) -> Result<Params, String> {
     let mut kv = Vec::new();
     for p in params.split_whitespace() {
         match p.split_once('=') {
             Some((k, v)) if !k.is_empty() => kv.push((k.to_string(), v.to_string())),
-            _ => warnings.push(format!(
-                "{name}: parameter `{p}` is not key=value; the kernel ignores it; not written"
-            )),
+            _ => {
+                warnings.push(format!(
+                    "{name}: parameter `{p}` is not key=value: at boot zram-generator writes `{params}` and the kernel refuses the whole algorithm_params write; none of them written"
+                ));
+                return Ok(Vec::new());
+            }
         }
     }
     if let Some((_, v)) = kv
@@ -158,7 +162,11 @@ fn global_params(inner: &str, warnings: &mut Vec<String>) -> Result<Params, Stri
             )),
         }
     }
-    check_recompress_params(&kept)?;
+    check_recompress_params(&kept).map_err(|e| {
+        format!(
+            "{e} (zram-generator keeps this group without reading it, so at boot it is ignored; zmem refuses it because `zmem policy` recompresses with it)"
+        )
+    })?;
     Ok(kept)
 }
 
@@ -176,9 +184,10 @@ fn check_recompress_params(params: &[(String, String)]) -> Result<(), String> {
     for (k, v) in params {
         match k.as_str() {
             "type" => {
-                if !["idle", "huge", "huge_idle"].contains(&v.as_str()) {
+                if !zmem_kernel::page_type::RECOMPRESS.contains(&v.as_str()) {
                     return Err(format!(
-                        "recompression type must be idle, huge or huge_idle, not `{v}`"
+                        "recompression type must be one of {}, not `{v}`",
+                        zmem_kernel::page_type::RECOMPRESS.join(", ")
                     ));
                 }
             }

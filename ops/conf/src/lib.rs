@@ -476,6 +476,12 @@ mod tests {
             a.primary.params.is_empty() && w[0].contains("not key=value"),
             "{w:?}"
         );
+        // The kernel refuses the whole write, so the level is not kept either.
+        let (a, w) = parse_algorithms_with_warnings("lz4(level=4,fast)").unwrap();
+        assert!(
+            a.primary.params.is_empty() && w[0].contains("refuses the whole algorithm_params"),
+            "{w:?}"
+        );
         let (a, w) = parse_algorithms_with_warnings("zstd lz4 lzo deflate lz4hc").unwrap();
         assert_eq!(a.recompress.len(), 3);
         assert!(w[0].contains("`lz4hc`"), "{w:?}");
@@ -486,7 +492,11 @@ mod tests {
         assert!(a.recompress_params.is_empty() && w[0].contains("no recompression algorithm"));
         let (a, w) = parse_algorithms_with_warnings("zstd lz4 (recompargs)").unwrap();
         assert!(a.recompress_params.is_empty() && w[0].contains("`recompargs` is not key=value"));
-        assert!(parse_algorithms("zstd lz4 (type=cold)").is_err());
+        let e = parse_algorithms("zstd lz4 (type=cold)").unwrap_err();
+        assert!(
+            e.contains("`cold`") && e.contains("zram-generator keeps this group"),
+            "{e}"
+        );
         assert!(parse_algorithms("").is_err());
     }
 

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use super::algorithms::parse_optional_algorithms;
 use super::ini::{Item, SyntaxError};
 use super::{
-    Config, ConfigError, DeviceConfig, DiskSwap, Entry, SizeExpr, KNOWN_ALGORITHMS, MAX_ZRAM_ID,
-    ZSWAP_PARAMS,
+    Config, ConfigError, DeviceConfig, DiskSwap, Entry, SizeExpr, MAX_ZRAM_ID, ZSWAP_PARAMS,
 };
 
 const DEVICE_KEYS: [&str; 12] = [
@@ -574,9 +573,11 @@ fn check_zswap(e: Entry) -> Result<Entry, String> {
         "compressor" => {
             // zswap takes any crypto API compressor the kernel has; lzo-rle
             // is one (crypto/lzo-rle.c registers "lzo-rle").
-            if !KNOWN_ALGORITHMS.contains(&v) {
+            let known = zmem_codec::zswap_names();
+            if !known.contains(&v) {
                 return Err(format!(
-                    "unknown zswap compressor `{v}`; known: lzo, lzo-rle, lz4, lz4hc, zstd, deflate, 842"
+                    "unknown zswap compressor `{v}`; known: {}",
+                    known.join(", ")
                 ));
             }
             v.to_string()

@@ -33,6 +33,7 @@ mod worker;
 use std::time::Duration;
 
 use zmem_conf::{parse_bool, parse_duration, parse_size};
+use zmem_kernel::page_type;
 
 use zmem_conf::{Config, ConfigError, Entry};
 
@@ -73,11 +74,9 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Policy {
         let types = || {
-            vec![
-                "huge_idle".to_string(),
-                "idle".to_string(),
-                "huge".to_string(),
-            ]
+            [page_type::HUGE_IDLE, page_type::IDLE, page_type::HUGE]
+                .map(str::to_string)
+                .to_vec()
         };
         Policy {
             interval: Duration::from_secs(300),
@@ -114,8 +113,8 @@ fn parse_types(s: &str, allowed: &[&str]) -> Option<Vec<String>> {
     v.iter().all(|t| allowed.contains(&t.as_str())).then_some(v)
 }
 
-const RECOMPRESS_TYPES: [&str; 3] = ["idle", "huge", "huge_idle"];
-const WRITEBACK_TYPES: [&str; 4] = ["idle", "huge", "huge_idle", "incompressible"];
+const RECOMPRESS_TYPES: [&str; 3] = page_type::RECOMPRESS;
+const WRITEBACK_TYPES: [&str; 4] = page_type::WRITEBACK;
 
 fn seconds(v: &str) -> Option<u64> {
     parse_duration(v).ok().map(|d| d.as_secs())

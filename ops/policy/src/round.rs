@@ -8,6 +8,7 @@ use zmem_device::AttrTarget;
 
 use zmem_conf::{bytes, duration};
 use zmem_host::Sys;
+use zmem_kernel::attr;
 use zmem_kernel::MmStat;
 use zmem_kernel::{parse_comp_algorithm, parse_recomp_algorithm, AttrError, BdStat, Errno};
 
@@ -39,7 +40,7 @@ impl Env for Sys {
         let size = self.read(&format!("/sys/class/block/{name}/size")).ok()?;
         let sectors: u64 = size.trim().parse().ok()?;
         let used = t
-            .read_attr("bd_stat")
+            .read_attr(attr::BD_STAT)
             .ok()
             .and_then(|s| BdStat::parse(&s))?
             .bd_count;
@@ -61,7 +62,9 @@ fn result(r: &Result<(), AttrError>) -> String {
 }
 
 fn mm_stat(t: &dyn AttrTarget) -> Option<MmStat> {
-    t.read_attr("mm_stat").ok().and_then(|s| MmStat::parse(&s))
+    t.read_attr(attr::MM_STAT)
+        .ok()
+        .and_then(|s| MmStat::parse(&s))
 }
 
 /// One round's context on one device.
@@ -108,24 +111,24 @@ pub fn round(
         util: env.mem_util(),
         log,
     };
-    if p.recompress_fast && has("fast_algorithm") {
+    if p.recompress_fast && has(attr::FAST_ALGORITHM) {
         r.fast_stage();
     }
     if p.recompress {
         r.recompress_stage(
-            has("recompress"),
+            has(attr::RECOMPRESS),
             recompress_types.unwrap_or(&p.recompress_types),
         );
     }
     if p.writeback {
-        r.writeback_stage(env, &mm, has("writeback"));
+        r.writeback_stage(env, &mm, has(attr::WRITEBACK));
     }
     // Compact only when the stages moved or freed objects (the holes the
     // kernel's shrinker would compact); a round that backed off leaves none.
     let moved = mm_stat(t).is_some_and(|a| {
         a.compr_data_size != mm.compr_data_size || a.mem_used_total != mm.mem_used_total
     });
-    if (p.recompress_fast || p.recompress || p.writeback) && moved && has("compact") {
+    if (p.recompress_fast || p.recompress || p.writeback) && moved && has(attr::COMPACT) {
         r.compact_stage();
     }
 }
@@ -145,7 +148,7 @@ impl Round<'_> {
     /// go on now.
     fn mark_idle(&mut self, age: u64) -> bool {
         let dev = self.dev.clone();
-        match self.t.write_attr("idle", &age.to_string()) {
+        match self.t.write_attr(attr::IDLE, &age.to_string()) {
             Ok(()) => {
                 self.log(format!(
                     "{dev}: write idle {age} (mark pages not accessed for {})",
@@ -181,7 +184,7 @@ impl Round<'_> {
                 false
             }
             None => {
-                let r = self.t.write_attr("idle", "all");
+                let r = self.t.write_attr(attr::IDLE, "all");
                 self.log(format!(
                     "{dev}: write idle all (kernel has no idle ages; acting on these pages after {}): {}",
                     duration(age),
@@ -198,7 +201,7 @@ impl Round<'_> {
     /// `recompress VALUE`, logged with the compressed size before and after.
     fn recompress(&mut self, v: &str) {
         let before = mm_stat(self.t);
-        let r = self.t.write_attr("recompress", v);
+        let r = self.t.write_attr(attr::RECOMPRESS, v);
         let gain = match (before, mm_stat(self.t)) {
             (Some(b), Some(a)) => format!(
                 ", compressed size {} → {}",
@@ -218,7 +221,7 @@ impl Round<'_> {
     /// pages_compacted).
     fn compact_stage(&mut self) {
         let before = mm_stat(self.t).map(|m| m.pages_compacted);
-        let r = self.t.write_attr("compact", "1");
+        let r = self.t.write_attr(attr::COMPACT, "1");
         let freed = match (before, mm_stat(self.t)) {
             (Some(b), Some(a)) => format!(", {} pages freed", a.pages_compacted.saturating_sub(b)),
             _ => String::new(),
@@ -232,7 +235,7 @@ impl Round<'_> {
     fn fast_stage(&mut self) {
         let fast = self
             .t
-            .read_attr("fast_algorithm")
+            .read_attr(attr::FAST_ALGORITHM)
             .ok()
             .and_then(|s| parse_comp_algorithm(&s).1);
         let Some(fast) = fast else {
@@ -254,7 +257,7 @@ impl Round<'_> {
         let dev = self.dev.clone();
         let configured = self
             .t
-            .read_attr("recomp_algorithm")
+            .read_attr(attr::RECOMP_ALGORITHM)
             .map(|s| !parse_recomp_algorithm(&s).is_empty())
             .unwrap_or(false);
         if !supported || !configured {
@@ -305,7 +308,7 @@ impl Round<'_> {
         let left = p.writeback_daily_bytes.saturating_sub(used);
         let disksize: u64 = self
             .t
-            .read_attr("disksize")
+            .read_attr(attr::DISKSIZE)
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0);
@@ -323,7 +326,7 @@ impl Round<'_> {
         let (p, dev) = (self.p, self.dev.clone());
         let backing = self
             .t
-            .read_attr("backing_dev")
+            .read_attr(attr::BACKING_DEV)
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| s != "none" && !s.is_empty());
@@ -386,18 +389,21 @@ impl Round<'_> {
     fn write_back(&mut self, budget: u64) -> u64 {
         let (t, dev) = (self.t, self.dev.clone());
         let pages = budget / 4096;
-        let r1 = t.write_attr("writeback_limit_enable", "1");
-        let r2 = t.write_attr("writeback_limit", &pages.to_string());
+        let r1 = t.write_attr(attr::WRITEBACK_LIMIT_ENABLE, "1");
+        let r2 = t.write_attr(attr::WRITEBACK_LIMIT, &pages.to_string());
         self.log(format!(
             "{dev}: write writeback_limit_enable 1: {}; writeback_limit {pages} ({}): {}",
             result(&r1),
             bytes(budget),
             result(&r2)
         ));
-        let before = t.read_attr("bd_stat").ok().and_then(|s| BdStat::parse(&s));
+        let before = t
+            .read_attr(attr::BD_STAT)
+            .ok()
+            .and_then(|s| BdStat::parse(&s));
         if r1.is_ok() && r2.is_ok() {
             for ty in &self.p.writeback_types {
-                let r = t.write_attr("writeback", ty);
+                let r = t.write_attr(attr::WRITEBACK, ty);
                 self.log(format!("{dev}: write writeback {ty}: {}", result(&r)));
                 if matches!(&r, Err(e) if e.errno == Errno::EIO) {
                     self.log(format!("{dev}: this round's writeback budget is used up"));
@@ -405,7 +411,10 @@ impl Round<'_> {
                 }
             }
         }
-        let after = t.read_attr("bd_stat").ok().and_then(|s| BdStat::parse(&s));
+        let after = t
+            .read_attr(attr::BD_STAT)
+            .ok()
+            .and_then(|s| BdStat::parse(&s));
         match (before, after) {
             (Some(b), Some(a)) => a.bd_writes.saturating_sub(b.bd_writes) * 4096,
             _ => 0,

@@ -2,7 +2,7 @@
 //! operations the server needs.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -80,7 +80,9 @@ impl Stream {
     }
     /// A name for log lines.
     /// Who is connected, for per-client limits: a Unix peer's user
-    /// (`SO_PEERCRED`), a TCP peer's address without its port.
+    /// (`SO_PEERCRED`); over TCP from this machine the user owning the peer's socket
+    /// (/proc/net/tcp{,6}), so 127.0.0.2, 127.0.0.3, … are one client; from elsewhere
+    /// the peer's network (/24 for IPv4, /64 for IPv6), so one host's many addresses are one.
     pub fn client(&self) -> String {
         match self {
             Stream::Unix(s) => {
@@ -108,10 +110,10 @@ impl Stream {
                     "unix client".into()
                 }
             }
-            Stream::Tcp(s) => s
-                .peer_addr()
-                .map(|a| a.ip().to_string())
-                .unwrap_or_else(|_| "tcp client".into()),
+            Stream::Tcp(s) => match (s.peer_addr(), s.local_addr()) {
+                (Ok(peer), Ok(local)) => tcp_client(peer, local),
+                _ => "tcp client".into(),
+            },
         }
     }
 
@@ -285,5 +287,115 @@ impl Drop for Listener {
         if let Listener::Unix(_, p) = self {
             let _ = std::fs::remove_file(p);
         }
+    }
+}
+
+/// The per-client key of a TCP peer (see [`Stream::client`]).
+fn tcp_client(peer: SocketAddr, local: SocketAddr) -> String {
+    let ip = canonical(peer.ip());
+    if ip.is_loopback() || ip == canonical(local.ip()) {
+        let table = if peer.is_ipv4() {
+            "/proc/net/tcp"
+        } else {
+            "/proc/net/tcp6"
+        };
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        return match socket_owner(&text, peer, local) {
+            Some(uid) => format!("uid {uid}"),
+            None => "this machine".into(),
+        };
+    }
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            format!("{}.{}.{}.0/24", o[0], o[1], o[2])
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The uid owning the socket whose local end is `peer` and remote end `local`, from the text of
+/// /proc/net/tcp or tcp6 (`sl local rem st queues tr retrnsmt uid …`; addresses are the raw
+/// network-order words printed as native-endian hex, net/ipv4/tcp_ipv4.c get_tcp4_sock).
+fn socket_owner(text: &str, peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+    let (want_local, want_remote) = (proc_net_addr(peer), proc_net_addr(local));
+    text.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 7
+            && f[1].eq_ignore_ascii_case(&want_local)
+            && f[2].eq_ignore_ascii_case(&want_remote))
+        .then(|| f[7].parse().ok())
+        .flatten()
+    })
+}
+
+/// An address as /proc/net/tcp{,6} prints it: `0100007F:1F90` for 127.0.0.1:8080.
+fn proc_net_addr(a: SocketAddr) -> String {
+    let words = |b: &[u8]| -> String {
+        b.chunks(4)
+            .map(|w| format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
+            .collect()
+    };
+    let ip = match a.ip() {
+        IpAddr::V4(v4) => words(&v4.octets()),
+        IpAddr::V6(v6) => words(&v6.octets()),
+    };
+    format!("{ip}:{:04X}", a.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loopback_peer_is_its_sockets_owner() {
+        let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+                    0: 0100007F:2710 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n\
+                    1: 0200007F:C350 0100007F:2710 01 00000000:00000000 00:00000000 00000000 65534        0 2 1\n";
+        let peer: SocketAddr = "127.0.0.2:50000".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:10000".parse().unwrap();
+        assert_eq!(proc_net_addr(peer), "0200007F:C350");
+        assert_eq!(socket_owner(text, peer, local), Some(65534));
+        assert_eq!(socket_owner(text, local, peer), None);
+    }
+
+    #[test]
+    fn remote_peers_are_counted_by_network() {
+        let local: SocketAddr = "192.0.2.1:10809".parse().unwrap();
+        let a = tcp_client("198.51.100.7:1".parse().unwrap(), local);
+        let b = tcp_client("198.51.100.200:2".parse().unwrap(), local);
+        assert_eq!(a, "198.51.100.0/24");
+        assert_eq!(a, b);
+        let v6 = tcp_client(
+            "[2001:db8:1:2:3::9]:1".parse().unwrap(),
+            "[2001:db8::1]:10809".parse().unwrap(),
+        );
+        assert_eq!(v6, "2001:db8:1:2::/64");
+        let mapped = tcp_client("[::ffff:198.51.100.9]:1".parse().unwrap(), local);
+        assert_eq!(mapped, "198.51.100.0/24");
+    }
+
+    /// The real kernel's table: a connection from 127.0.0.3 is owned by this process's user.
+    #[test]
+    fn this_machines_connection_is_found_in_proc_net_tcp() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        let key = tcp_client(server.peer_addr().unwrap(), server.local_addr().unwrap());
+        // SAFETY: geteuid has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        assert_eq!(key, format!("uid {uid}"));
+        drop(c);
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use zmem_device::BlockDevice;
 use zmem_host::backing::Claimed;
+use zmem_kernel::attr;
 use zmem_kernel::Errno;
 use zmem_policy::{Maintained, Policy};
 use zmem_zram::Zram;
@@ -44,6 +45,50 @@ pub struct EngineSpec {
     /// The kernel version whose zram the device behaves as (`--kernel`;
     /// `None`: the newest zmem models). zram only.
     pub kernel: Option<zmem_kernel::KernelModel>,
+}
+
+impl EngineSpec {
+    /// The kernel version the engine behaves as: `--kernel`'s, else the newest
+    /// modeled (a served device is compared with no running kernel).
+    fn model(&self) -> zmem_kernel::KernelModel {
+        self.kernel.unwrap_or_else(zmem_kernel::KernelModel::newest)
+    }
+}
+
+/// Under a memory cgroup whose limit is below `--size`, a pool without `--mem-limit` grows until
+/// the OOM killer ends the server, and the device with it, without a word. The pool is bounded
+/// instead, at three quarters of the limit (the rest for the slot table, buffers and the
+/// process), so a write past it answers ENOSPC as it does with `--mem-limit`; the line says so.
+/// `limit` is the tightest cgroup limit on this process and the cgroup that sets it.
+pub(crate) fn within_cgroup(
+    s: &EngineSpec,
+    limit: Option<(String, u64)>,
+) -> (EngineSpec, Option<String>) {
+    let mut e = s.clone();
+    let Some((cgroup, max)) = limit else {
+        return (e, None);
+    };
+    let bound = max / 4 * 3 / 4096 * 4096;
+    match s.mem_limit {
+        None if s.size > bound => {
+            e.mem_limit = Some(bound);
+            let line = format!(
+                "zmem serve: the memory cgroup {cgroup} limits this process to {max} bytes, below --size {}, \
+                 and no --mem-limit was given: the pool is bounded at mem_limit {bound} (a write past it gets \
+                 ENOSPC instead of an OOM kill of the server); --mem-limit sets another bound",
+                s.size
+            );
+            (e, Some(line))
+        }
+        Some(m) if m > max => {
+            let line = format!(
+                "zmem serve: --mem-limit {m} is above the memory cgroup {cgroup}'s limit {max}: the kernel may \
+                 OOM-kill the server before the pool reaches it; a --mem-limit of at most {bound} is safe"
+            );
+            (e, Some(line))
+        }
+        _ => (e, None),
+    }
 }
 
 /// The served device: zswap's block view, or a zram device (with its
@@ -94,16 +139,15 @@ fn build_zram(
     backing: Option<&Claimed>,
     recoverable: bool,
 ) -> anyhow::Result<Zram> {
-    let dev = Zram::builder()
+    let dev = Zram::for_kernel(s.model())
         .name(name.to_string())
         .recoverable(recoverable)
-        .kernel(s.kernel.unwrap_or_default())
         .build()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    attr(&dev, "allocator", &s.allocator, "--allocator")?;
-    attr(&dev, "comp_algorithm", &s.algo, "--algo")?;
+    attr(&dev, attr::ALLOCATOR, &s.allocator, "--allocator")?;
+    attr(&dev, attr::COMP_ALGORITHM, &s.algo, "--algo")?;
     if let Some(p) = &s.params {
-        attr(&dev, "algorithm_params", p, "--params")?;
+        attr(&dev, attr::ALGORITHM_PARAMS, p, "--params")?;
     }
     if s.recomp.len() > 3 {
         bail!("--recomp: at most 3 recompression algorithms (priorities 1..3)");
@@ -111,29 +155,29 @@ fn build_zram(
     for (i, alg) in s.recomp.iter().enumerate() {
         attr(
             &dev,
-            "recomp_algorithm",
+            attr::RECOMP_ALGORITHM,
             &format!("algo={alg} priority={}", i + 1),
             "--recomp",
         )?;
     }
     if let Some(m) = &s.mem_limit {
-        attr(&dev, "mem_limit", &m.to_string(), "--mem-limit")?;
+        attr(&dev, attr::MEM_LIMIT, &m.to_string(), "--mem-limit")?;
     }
     if let Some(b) = backing.map(|c| &c.path) {
         attr(
             &dev,
-            "backing_dev",
+            attr::BACKING_DEV,
             &b.display().to_string(),
             "--backing-dev",
         )?;
     }
     if let Some(f) = &s.fast {
-        attr(&dev, "fast_algorithm", &format!("algo={f}"), "--fast")?;
+        attr(&dev, attr::FAST_ALGORITHM, &format!("algo={f}"), "--fast")?;
     }
-    attr(&dev, "disksize", &s.size.to_string(), "--size")?;
+    attr(&dev, attr::DISKSIZE, &s.size.to_string(), "--size")?;
     if s.fast.is_some() {
         let when = fast_when(&s.fast_when)?;
-        attr(&dev, "fast_path", &when, "--fast-when")?;
+        attr(&dev, attr::FAST_PATH, &when, "--fast-when")?;
         if when.starts_with("mode=pressure") && s.mem_limit.is_none() && !when.contains("rate=") {
             eprintln!("zmem serve: --fast-when {}: without --mem-limit or a rate, the fast path stays off", s.fast_when);
         }
@@ -178,7 +222,7 @@ fn build_zswap(
     if !s.recomp.is_empty() || s.params.is_some() || s.fast.is_some() || s.maint.is_some() {
         bail!("--recomp/--params/--fast/--maint: zram options, not available with --mode zswap");
     }
-    let mut b = zmem_zswap::Zswap::builder()
+    let mut b = zmem_zswap::Zswap::for_kernel(s.model())
         .compressor(s.algo.clone())
         .zpool(s.allocator.clone());
     if let Some(m) = &s.mem_limit {
@@ -241,6 +285,42 @@ pub(crate) fn build(s: &EngineSpec, name: &str, recoverable: bool) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::fast_when;
+    use super::*;
+
+    fn spec(size: u64, mem_limit: Option<u64>) -> EngineSpec {
+        EngineSpec {
+            mode: "zram".into(),
+            size,
+            algo: "lz4".into(),
+            params: None,
+            recomp: Vec::new(),
+            allocator: "zsmalloc".into(),
+            mem_limit,
+            backing_dev: None,
+            force: false,
+            fast: None,
+            fast_when: "off".into(),
+            maint: None,
+            kernel: None,
+        }
+    }
+
+    #[test]
+    fn a_cgroup_below_size_bounds_the_pool_and_says_so() {
+        let cg = Some(("/sys/fs/cgroup/memory/box".to_string(), 64 << 20));
+        let (e, line) = within_cgroup(&spec(256 << 20, None), cg.clone());
+        assert_eq!(e.mem_limit, Some(48 << 20));
+        assert!(line.unwrap().contains("no --mem-limit was given"));
+        let (e, line) = within_cgroup(&spec(256 << 20, Some(32 << 20)), cg.clone());
+        assert_eq!((e.mem_limit, line), (Some(32 << 20), None));
+        let (e, line) = within_cgroup(&spec(256 << 20, Some(128 << 20)), cg.clone());
+        assert_eq!(e.mem_limit, Some(128 << 20));
+        assert!(line.unwrap().contains("may OOM-kill"));
+        let (e, line) = within_cgroup(&spec(16 << 20, None), cg);
+        assert_eq!((e.mem_limit, line), (None, None));
+        let (e, line) = within_cgroup(&spec(256 << 20, None), None);
+        assert_eq!((e.mem_limit, line), (None, None));
+    }
 
     #[test]
     fn fast_when_syntax() {

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use zmem_device::{AttrTarget, BlockDevice, DeviceTarget};
+use zmem_kernel::attr;
 use zmem_nbd::{Control, CtlServer, Limits, Listen, Listener, Options, Server, SocketPerms};
 
-use crate::device::{build, Device, EngineSpec};
+use crate::device::{build, within_cgroup, Device, EngineSpec};
 use crate::keeper::{self, Link};
 use crate::safety::{make_safe, SwapUse};
 
@@ -151,7 +152,13 @@ fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option
         return Ok(None);
     }
     let path = match &s.ctl {
-        Some(p) => p.clone(),
+        // Its directory as the keeper's: no other user may swap the socket.
+        Some(p) => {
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+            zmem_files::trusted_dir(dir.unwrap_or(".".as_ref()))
+                .with_context(|| format!("--ctl {}", p.display()))?;
+            p.clone()
+        }
         None => {
             // The one directory serve makes: /run/zmem, for its default sockets.
             zmem_files::shared_dir("/run/zmem".as_ref()).context("/run/zmem")?;
@@ -176,7 +183,7 @@ fn control_socket(s: &Spec, dev: &Arc<dyn BlockDevice>) -> anyhow::Result<Option
 /// The last words: why serving stopped and the device's final statistics
 /// (zram's mm_stat; zswap's pool size and stored pages).
 fn report_stop(dev: &dyn BlockDevice, by_signal: bool) {
-    let final_stats: Vec<String> = ["mm_stat", "pool_total_size", "stored_pages"]
+    let final_stats: Vec<String> = [attr::MM_STAT, "pool_total_size", "stored_pages"]
         .iter()
         .filter_map(|n| {
             dev.attr_read(n)
@@ -214,14 +221,19 @@ pub(crate) fn serve_device(
     s: &Spec,
     transport: impl FnOnce(&Serving) -> anyhow::Result<zmem_nbd::FailureCounts>,
 ) -> anyhow::Result<()> {
-    let safety = make_safe(s.swap, s.engine.mem_limit).map_err(anyhow::Error::msg)?;
+    let limit = zmem_host::own_memory_limit(&zmem_host::Sys::real());
+    let (engine, cgroup_line) = within_cgroup(&s.engine, limit);
+    if let Some(line) = cgroup_line {
+        eprintln!("{line}");
+    }
+    let safety = make_safe(s.swap, engine.mem_limit).map_err(anyhow::Error::msg)?;
     let (link, old) = keeper_for(s)?;
     let Device {
         zram,
         dev,
         maintained,
         claim: _claim,
-    } = build(&s.engine, &format!("serve:{}", s.export), link.is_some())?;
+    } = build(&engine, &format!("serve:{}", s.export), link.is_some())?;
     let _open = zram.as_ref().map(|z| z.open());
     let stopping = Arc::new(AtomicBool::new(false));
     let _kept = match (&link, zram.as_deref()) {
@@ -265,18 +277,19 @@ fn not_recoverable(e: &EngineSpec) -> Option<&'static str> {
 }
 
 /// The keeper's socket: in the control socket's directory (`/run/zmem`
-/// without `--ctl`), absolute.
+/// without `--ctl`, also with `--no-ctl`), absolute; the directory and every
+/// one above it checked (`zmem_files::trusted_dir`: no other user could put
+/// a socket of theirs there), links followed only when root's or yours.
 fn keep_path(s: &Spec) -> anyhow::Result<PathBuf> {
     let dir = match s.ctl.as_ref().and_then(|c| c.parent()) {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         Some(_) => PathBuf::from("."),
         None => {
-            std::fs::create_dir_all("/run/zmem").context("creating /run/zmem")?;
+            zmem_files::shared_dir("/run/zmem".as_ref()).context("/run/zmem")?;
             PathBuf::from("/run/zmem")
         }
     };
-    let dir = dir
-        .canonicalize()
+    let dir = zmem_files::trusted_dir(&dir)
         .with_context(|| format!("the keeper's directory {}", dir.display()))?;
     Ok(keeper::path(&dir, &s.export))
 }
@@ -339,14 +352,27 @@ fn keep_store<'a>(
         );
     }
     let store = z.shared_store().context("the device's store")?;
-    link.put(&s.engine, &store)
-        .context("handing the store to the keeper")?;
+    test_kill_keeper(link);
+    if let Err(e) = link.put(&s.engine, &store) {
+        // Recovered or not, the device is served: exiting now would lose it.
+        eprintln!("zmem serve: the keeper (pid {}) did not take the store: {e:#}; still serving, but a crash of this server now loses the device's contents (restart it cleanly to be recoverable again)", link.pid());
+        return Ok(Kept(link, stopping.clone()));
+    }
     link.watch(stopping.clone())?;
     eprintln!(
         "zmem serve: recoverable: the keeper (pid {}) holds the store; after a crash, `zmem serve --recover` with the same options serves it again",
         link.pid()
     );
     Ok(Kept(link, stopping.clone()))
+}
+
+/// Test-only: with `ZMEM_TEST_KILL_KEEPER=1`, the keeper is killed right
+/// before the store is handed to it (the moment of hostile finding 6:
+/// cli/tests/hostile_keeper.rs). Unset, one environment lookup.
+fn test_kill_keeper(link: &Link) {
+    if std::env::var_os("ZMEM_TEST_KILL_KEEPER").is_some_and(|v| v == "1") {
+        link.kill_for_test();
+    }
 }
 
 /// Build the device and serve it over NBD until SIGINT, SIGTERM or SIGHUP.

@@ -61,7 +61,7 @@ pub(super) fn is_symlink(p: &Path) -> bool {
 }
 
 /// `uid 65534 (nobody)`, `root`: a user as an error names it.
-pub(super) fn user_name(uid: u32) -> String {
+pub(crate) fn user_name(uid: u32) -> String {
     if uid == 0 {
         return "root".into();
     }
@@ -145,7 +145,7 @@ pub(super) fn split(path: &Path) -> io::Result<(PathBuf, String)> {
 
 /// Makes `dir` and its missing parents with `mode`; returns the ones it
 /// made, outermost first (so a failed write can remove them again).
-pub(super) fn make_dirs(dir: &Path, mode: u32) -> io::Result<Vec<PathBuf>> {
+pub(crate) fn make_dirs(dir: &Path, mode: u32) -> io::Result<Vec<PathBuf>> {
     use std::os::unix::fs::DirBuilderExt;
     let mut missing = Vec::new();
     let mut d = dir;

@@ -3,7 +3,7 @@
 //! Writes into a fixture tree follow the kernel's rules for the attributes
 //! that have them (`comp_algorithm` selects one of the offered names,
 //! `disksize` initialises, `reset` refuses while swapped on or mounted,
-//! `backing_dev` and the algorithms refuse after initialisation,
+//! the attributes `ZRAM_ATTRS` marks `init_only` refuse after initialisation,
 //! `hot_add`/`hot_remove` create and remove device directories), and commands
 //! (`mount`, `umount`, `mkfs.*`) and swap calls (`mkswap`, `swapon`,
 //! `swapoff`, logged as the command line that does the same) are not run but
@@ -25,15 +25,41 @@ use std::path::Path;
 
 use super::{Sys, FIXTURE_LOG};
 use zmem_kernel::proc::{parse_swaps, unescape_mount};
-use zmem_kernel::{memparse, parse_comp_algorithm, Errno, MmStat};
+use zmem_kernel::{
+    attr, memparse, parse_comp_algorithm, zram_attr, Errno, Feature, KernelModel, MmStat, ZramAttr,
+};
 
+/// Appends to the tree's log: never through a link the tree's owner put
+/// there, nor through a directory another user could change.
 fn log(sys: &Sys, line: &str) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = sys.root().join(FIXTURE_LOG);
+    sys.check_in_tree(&path)?;
     let mut f = fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)?;
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     writeln!(f, "{line}")
+}
+
+/// Writes a file of the tree as `fs::write` would, but never through a
+/// link (`O_NOFOLLOW`): the emulator's every write (the paths are checked
+/// with [`Sys::check_in_tree`] where a call enters the emulator).
+fn write_nofollow(p: impl AsRef<Path>, text: impl AsRef<[u8]>) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let p = p.as_ref();
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(p)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
+    f.write_all(text.as_ref())
 }
 
 fn einval() -> io::Error {
@@ -61,7 +87,7 @@ fn injected_fault(p: &Path, value: &str) -> Option<io::Error> {
         let fail = p.with_file_name(format!("{name}.fail"));
         match n {
             0 => return None,
-            n => fs::write(&fail, format!("{errno} {}", n - 1)).ok()?,
+            n => write_nofollow(&fail, format!("{errno} {}", n - 1)).ok()?,
         }
     }
     Some(
@@ -75,6 +101,7 @@ fn injected_fault(p: &Path, value: &str) -> Option<io::Error> {
 pub(crate) fn write(sys: &Sys, abs: &str, value: &str) -> io::Result<()> {
     log(sys, &format!("write {abs} {value}"))?;
     let p = sys.path(abs);
+    sys.check_in_tree(&p)?;
     if let Some(e) = injected_fault(&p, value) {
         return Err(e);
     }
@@ -90,7 +117,7 @@ pub(crate) fn write(sys: &Sys, abs: &str, value: &str) -> io::Result<()> {
         }
         .store(attr, &p, value, value_t),
         // sysctls and module parameters read back with a newline.
-        None => fs::write(p, format!("{value_t}\n")),
+        None => write_nofollow(p, format!("{value_t}\n")),
     }
 }
 
@@ -106,6 +133,7 @@ pub(crate) fn hot_add(sys: &Sys) -> io::Result<u32> {
     }
     log(sys, &format!("hot_add zram{id}"))?;
     let dir = sys.path(&format!("/sys/block/zram{id}"));
+    sys.check_in_tree(&dir.join(attr::DISKSIZE))?;
     fs::create_dir_all(&dir)?;
     let template = sys.path("/sys/class/zram-control/template");
     if template.is_dir() {
@@ -115,24 +143,32 @@ pub(crate) fn hot_add(sys: &Sys) -> io::Result<u32> {
         }
         return Ok(id);
     }
-    let mm_stat = MmStat::default().render();
-    for (name, v) in [
-        ("comp_algorithm", "[lzo-rle] lzo lz4 \n"),
-        ("disksize", "0\n"),
-        ("initstate", "0\n"),
-        ("mm_stat", mm_stat.as_str()),
-        ("io_stat", "       0        0 0        0\n"),
-        ("debug_stat", "version: 1\n0        0\n"),
-        ("mem_limit", ""),
-        ("mem_used_max", ""),
-        ("reset", ""),
-        ("idle", ""),
-        ("compact", ""),
-        ("algorithm_params", ""),
-    ] {
-        fs::write(dir.join(name), v)?;
+    for a in fixture_attrs() {
+        write_nofollow(dir.join(a.name), initial(a.name))?;
     }
     Ok(id)
+}
+
+/// The files of a new fixture device: the newest modelled kernel's sysfs
+/// attributes that every build has (no CONFIG_ZRAM_WRITEBACK or
+/// CONFIG_ZRAM_MULTI_COMP ones: a test adds those to its template).
+fn fixture_attrs() -> Vec<&'static ZramAttr> {
+    KernelModel::newest()
+        .sysfs_attrs()
+        .filter(|a| a.feature == Feature::Core)
+        .collect()
+}
+
+/// What a fresh device's attribute reads (write-only ones are empty files).
+fn initial(name: &str) -> String {
+    match name {
+        attr::COMP_ALGORITHM => "[lzo-rle] lzo lz4 \n".into(),
+        attr::DISKSIZE | attr::INITSTATE => "0\n".into(),
+        attr::MM_STAT => MmStat::default().render(),
+        attr::IO_STAT => "       0        0 0        0\n".into(),
+        attr::DEBUG_STAT => "version: 1\n0        0\n".into(),
+        _ => String::new(),
+    }
 }
 
 /// `Sys::hot_remove` on a fixture tree: ENODEV if absent, EBUSY if in use.
@@ -169,51 +205,48 @@ impl Device<'_> {
         format!("{}/{name}", self.dir)
     }
     fn put(&self, name: &str, text: &str) -> io::Result<()> {
-        fs::write(self.sys.path(&self.attr(name)), text)
+        write_nofollow(self.sys.path(&self.attr(name)), text)
     }
     fn initialised(&self) -> bool {
         self.sys
-            .read(&self.attr("initstate"))
+            .read(&self.attr(attr::INITSTATE))
             .map(|s| s.trim() == "1")
             .unwrap_or(false)
     }
     fn offered(&self) -> io::Result<Vec<String>> {
-        Ok(parse_comp_algorithm(&self.sys.read(&self.attr("comp_algorithm"))?).0)
+        Ok(parse_comp_algorithm(&self.sys.read(&self.attr(attr::COMP_ALGORITHM))?).0)
     }
 
     /// One attribute store, with the kernel's rules where the attribute has them.
-    fn store(&self, attr: &str, p: &Path, value: &str, value_t: &str) -> io::Result<()> {
-        let init_only = matches!(
-            attr,
-            "comp_algorithm" | "recomp_algorithm" | "backing_dev" | "disksize"
-        );
+    fn store(&self, name: &str, p: &Path, value: &str, value_t: &str) -> io::Result<()> {
+        let init_only = zram_attr(name).is_some_and(|a| a.init_only);
         if init_only && self.initialised() {
             return Err(ebusy());
         }
-        match attr {
-            "comp_algorithm" => {
+        match name {
+            attr::COMP_ALGORITHM => {
                 let names = self.offered()?;
                 if !names.iter().any(|n| n == value_t) {
                     return Err(einval());
                 }
-                fs::write(p, select_line(&names, value_t))
+                write_nofollow(p, select_line(&names, value_t))
             }
-            "recomp_algorithm" => self.store_recomp_algorithm(p, value_t),
-            "backing_dev" => fs::write(p, format!("{value_t}\n")),
+            attr::RECOMP_ALGORITHM => self.store_recomp_algorithm(p, value_t),
+            attr::BACKING_DEV => write_nofollow(p, format!("{value_t}\n")),
             // Write-only in the kernel: nothing to read back.
-            "algorithm_params" if value_t.split_whitespace().any(|t| !t.contains('=')) => {
+            attr::ALGORITHM_PARAMS if value_t.split_whitespace().any(|t| !t.contains('=')) => {
                 Err(einval())
             }
-            "algorithm_params" | "mem_used_max" => Ok(()),
-            "disksize" => {
+            attr::ALGORITHM_PARAMS | attr::MEM_USED_MAX => Ok(()),
+            attr::DISKSIZE => {
                 let (n, used) = memparse(value_t);
                 if used == 0 || n == 0 {
                     return Err(einval());
                 }
-                fs::write(p, format!("{}\n", n.div_ceil(4096) * 4096))?;
-                self.put("initstate", "1\n")
+                write_nofollow(p, format!("{}\n", n.div_ceil(4096) * 4096))?;
+                self.put(attr::INITSTATE, "1\n")
             }
-            "mem_limit" => {
+            attr::MEM_LIMIT => {
                 let (n, used) = memparse(value_t);
                 if used == 0 {
                     return Err(einval());
@@ -221,11 +254,15 @@ impl Device<'_> {
                 // Write-only: the limit reads back through mm_stat.
                 self.set_mm_stat(|m| m.mem_limit = n.div_ceil(4096) * 4096)
             }
-            "reset" => self.reset(value_t),
+            attr::RESET => self.reset(value_t),
             // Write-only triggers; the fixture log records them.
-            "idle" | "writeback" | "recompress" | "compact" if !self.initialised() => Err(einval()),
-            "idle" | "writeback" | "recompress" | "compact" => Ok(()),
-            _ => fs::write(p, value),
+            attr::IDLE | attr::WRITEBACK | attr::RECOMPRESS | attr::COMPACT
+                if !self.initialised() =>
+            {
+                Err(einval())
+            }
+            attr::IDLE | attr::WRITEBACK | attr::RECOMPRESS | attr::COMPACT => Ok(()),
+            _ => write_nofollow(p, value),
         }
     }
 
@@ -247,7 +284,7 @@ impl Device<'_> {
         }
         let cur = self
             .sys
-            .read(&self.attr("recomp_algorithm"))
+            .read(&self.attr(attr::RECOMP_ALGORITHM))
             .unwrap_or_default();
         let mut lines: Vec<(u32, String)> = cur
             .lines()
@@ -264,7 +301,7 @@ impl Device<'_> {
                 .to_string(),
         ));
         lines.sort();
-        fs::write(
+        write_nofollow(
             p,
             lines
                 .iter()
@@ -281,33 +318,33 @@ impl Device<'_> {
         if self.sys.device_in_use(&format!("/dev/{}", self.dev))? {
             return Err(ebusy());
         }
-        self.put("disksize", "0\n")?;
-        self.put("initstate", "0\n")?;
+        self.put(attr::DISKSIZE, "0\n")?;
+        self.put(attr::INITSTATE, "0\n")?;
         let names = self.offered()?;
         let default = self
             .sys
             .read_opt("/sys/class/zram-control/default_comp")?
             .unwrap_or_else(|| names.first().cloned().unwrap_or_default());
-        self.put("comp_algorithm", &select_line(&names, default.trim()))?;
-        if self.sys.exists(&self.attr("recomp_algorithm")) {
-            self.put("recomp_algorithm", "")?;
+        self.put(attr::COMP_ALGORITHM, &select_line(&names, default.trim()))?;
+        if self.sys.exists(&self.attr(attr::RECOMP_ALGORITHM)) {
+            self.put(attr::RECOMP_ALGORITHM, "")?;
         }
-        if self.sys.exists(&self.attr("backing_dev")) {
-            self.put("backing_dev", "none\n")?;
+        if self.sys.exists(&self.attr(attr::BACKING_DEV)) {
+            self.put(attr::BACKING_DEV, "none\n")?;
         }
-        self.put("mm_stat", &MmStat::default().render())
+        self.put(attr::MM_STAT, &MmStat::default().render())
     }
 
     /// Change mm_stat's fields (a device without mm_stat is left alone).
     fn set_mm_stat(&self, f: impl FnOnce(&mut MmStat)) -> io::Result<()> {
-        let Some(cur) = self.sys.read_opt(&self.attr("mm_stat"))? else {
+        let Some(cur) = self.sys.read_opt(&self.attr(attr::MM_STAT))? else {
             return Ok(());
         };
         let Some(mut m) = MmStat::parse(&cur) else {
             return Ok(());
         };
         f(&mut m);
-        self.put("mm_stat", &m.render())
+        self.put(attr::MM_STAT, &m.render())
     }
 }
 
@@ -326,6 +363,9 @@ fn select_line(names: &[String], sel: &str) -> String {
 
 /// `Sys::run` on a fixture tree: log the command and apply its effect.
 pub(crate) fn run(sys: &Sys, argv: &[String]) -> io::Result<()> {
+    for f in ["/proc/swaps", "/proc/mounts"] {
+        sys.check_in_tree(&sys.path(f))?;
+    }
     log(sys, &format!("run {}", argv.join(" ")))?;
     let prog = Path::new(&argv[0])
         .file_name()
@@ -359,7 +399,7 @@ pub(crate) fn run(sys: &Sys, argv: &[String]) -> io::Result<()> {
                 "{dev} {} {fstype} rw 0 0\n",
                 dir.replace(' ', "\\040")
             ));
-            fs::write(sys.path("/proc/mounts"), cur)
+            write_nofollow(sys.path("/proc/mounts"), cur)
         }
         "umount" => umount(sys, positional.first().ok_or_else(einval)?),
         p if p == "mkswap" || p.starts_with("mkfs") || p == "systemd-makefs" => Ok(()),
@@ -418,7 +458,7 @@ fn swapon(sys: &Sys, dev: &str, prio: i32) -> io::Result<()> {
         "{dev}                               partition\t{}\t\t0\t\t{prio}\n",
         size / 1024
     ));
-    fs::write(swaps_path, cur)
+    write_nofollow(swaps_path, cur)
 }
 
 /// Remove the first line of `path` (after `skip` header lines) that `matches`;
@@ -436,7 +476,7 @@ fn remove_line(path: &Path, skip: usize, matches: impl Fn(&str) -> bool) -> io::
         out.push('\n');
     }
     if found {
-        fs::write(path, out)?;
+        write_nofollow(path, out)?;
     }
     Ok(found)
 }

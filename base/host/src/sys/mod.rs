@@ -22,6 +22,11 @@ pub const FIXTURE_LOG: &str = "zmem-fixture.log";
 /// a few KiB).
 pub const FIXTURE_READ_MAX: u64 = 1 << 20;
 
+/// The most one read of the running machine takes (a /proc/mounts of thousands of mounts is a
+/// few hundred KiB): a config file that is a link to /dev/zero or a huge file is refused at this
+/// size instead of read without end.
+pub const MACHINE_READ_MAX: u64 = 16 << 20;
+
 /// Where the kernel (or a fixture tree) is.
 #[derive(Debug, Clone)]
 pub struct Sys {
@@ -73,56 +78,74 @@ impl Sys {
         self.root.join(abs.trim_start_matches('/'))
     }
 
+    /// On a fixture tree (`--root TREE`), that `path` (a real path in the
+    /// tree) is reached through no symbolic link and no directory another
+    /// user could change (`zmem_files::trusted_in_tree`): the tree's owner
+    /// never steers a write out of it. Nothing to check on `/`.
+    pub fn check_in_tree(&self, path: &Path) -> io::Result<()> {
+        if self.fixture {
+            zmem_files::trusted_in_tree(&self.root, path)?;
+        }
+        Ok(())
+    }
+
     pub fn exists(&self, abs: &str) -> bool {
         self.path(abs).exists()
     }
 
-    /// Read a file, without its trailing newline.
+    /// Read a file, without its trailing newline. Only a regular file is read (a FIFO or a
+    /// device is refused without blocking on it), at most [`MACHINE_READ_MAX`] bytes
+    /// ([`FIXTURE_READ_MAX`] in a fixture tree, whose links are followed only inside it); text
+    /// that is not UTF-8 is an error naming the file.
     pub fn read(&self, abs: &str) -> io::Result<String> {
-        let s = if self.fixture {
-            self.read_in_tree(abs)?
-        } else {
-            fs::read_to_string(self.path(abs))?
-        };
+        let bytes = self.read_bytes(abs)?;
+        let s = String::from_utf8(bytes).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: not UTF-8 text", self.path(abs).display()),
+            )
+        })?;
         Ok(s.strip_suffix('\n').unwrap_or(&s).to_string())
     }
 
-    /// A fixture tree's file, read as a tree someone else made may hold it (`zmem doctor
-    /// --root`): a link is followed only while it stays inside the tree, only a regular file is
-    /// read (a FIFO or a device is refused without opening it for long), at most
-    /// [`FIXTURE_READ_MAX`] bytes.
-    fn read_in_tree(&self, abs: &str) -> io::Result<String> {
+    /// A file's bytes, bounded and only from a regular file (see [`Sys::read`]).
+    pub fn read_bytes(&self, abs: &str) -> io::Result<Vec<u8>> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
         let path = self.path(abs);
-        let real = fs::canonicalize(&path)?;
-        let root = fs::canonicalize(&self.root)?;
         let refuse = |why: &str| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("{}: {why}", path.display()),
             )
         };
-        if !real.starts_with(&root) {
-            return Err(refuse(&format!(
-                "leads out of the tree {} (to {})",
-                root.display(),
-                real.display()
-            )));
-        }
+        let (open, flags, max) = if self.fixture {
+            let real = fs::canonicalize(&path)?;
+            let root = fs::canonicalize(&self.root)?;
+            if !real.starts_with(&root) {
+                return Err(refuse(&format!(
+                    "leads out of the tree {} (to {})",
+                    root.display(),
+                    real.display()
+                )));
+            }
+            (real, libc::O_NONBLOCK | libc::O_NOFOLLOW, FIXTURE_READ_MAX)
+        } else {
+            (path.clone(), libc::O_NONBLOCK, MACHINE_READ_MAX)
+        };
         let f = fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-            .open(&real)?;
+            .custom_flags(flags)
+            .open(&open)?;
         if !f.metadata()?.is_file() {
             return Err(refuse("not a regular file"));
         }
-        let mut s = String::new();
-        f.take(FIXTURE_READ_MAX + 1).read_to_string(&mut s)?;
-        if s.len() as u64 > FIXTURE_READ_MAX {
-            return Err(refuse(&format!("larger than {FIXTURE_READ_MAX} bytes")));
+        let mut v = Vec::new();
+        f.take(max + 1).read_to_end(&mut v)?;
+        if v.len() as u64 > max {
+            return Err(refuse(&format!("larger than {max} bytes")));
         }
-        Ok(s)
+        Ok(v)
     }
 
     /// Read a file if it exists; `None` when it does not (a missing kernel feature).
@@ -165,14 +188,23 @@ impl Sys {
     /// file and no log line.
     pub fn write_file(&self, abs: &str, contents: &str) -> io::Result<()> {
         use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         let p = self.path(abs);
+        self.check_in_tree(&p)?;
         if let Some(d) = p.parent() {
             fs::create_dir_all(d)?;
         }
         let mut name = p.file_name().unwrap_or_default().to_os_string();
         name.push(".zmem-tmp");
         let tmp = p.with_file_name(name);
-        let mut f = fs::File::create(&tmp)?;
+        // Never through a link (`O_NOFOLLOW`), and new: a leftover one is ours to replace.
+        let _ = fs::remove_file(&tmp);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)?;
         f.write_all(contents.as_bytes())?;
         f.sync_all()?;
         fs::rename(&tmp, &p)
@@ -285,11 +317,15 @@ impl Sys {
         ))
     }
 
-    /// `/proc/swaps` entries.
+    /// `/proc/swaps` entries, never failing on a name: bytes that are not UTF-8 are kept as `\xNN`
+    /// (the kernel escapes space, tab, newline and backslash itself, as octal).
     pub fn swaps(&self) -> io::Result<Vec<SwapEntry>> {
-        Ok(proc::parse_swaps(
-            &self.read_opt("/proc/swaps")?.unwrap_or_default(),
-        ))
+        let bytes = match self.read_bytes("/proc/swaps") {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(proc::parse_swaps(&proc::escape_invalid_utf8(&bytes)))
     }
 
     /// `/proc/mounts` entries as (device, mount point, fs type).
@@ -312,5 +348,53 @@ impl Sys {
 
     pub fn sysctl(&self, name: &str) -> io::Result<Option<String>> {
         self.read_opt(&Self::sysctl_path(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmem_files::testutil::ScratchDir;
+
+    /// `zmem doctor` on the running machine read /etc/systemd/zram-generator.conf: a FIFO there
+    /// blocked it for ever, a link to /dev/zero or a huge file was read without end.
+    #[test]
+    fn a_fifo_a_device_or_a_huge_file_is_refused_at_once() {
+        let d = ScratchDir::new("sys-read-bounds");
+        let sys = Sys::real();
+        let abs = |name: &str| d.path().join(name).to_str().unwrap().to_string();
+        let fifo = abs("fifo");
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = sys.read(&fifo).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        std::os::unix::fs::symlink("/dev/zero", d.path().join("zero")).unwrap();
+        let e = sys.read(&abs("zero")).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let big = fs::File::create(d.path().join("big")).unwrap();
+        big.set_len(MACHINE_READ_MAX + 1).unwrap();
+        let e = sys.read(&abs("big")).unwrap_err();
+        assert!(e.to_string().contains("larger than"), "{e}");
+        fs::write(d.path().join("text"), b"ok\n").unwrap();
+        assert_eq!(sys.read(&abs("text")).unwrap(), "ok");
+        fs::write(d.path().join("bytes"), b"\xff\n").unwrap();
+        let e = sys.read(&abs("bytes")).unwrap_err();
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn swaps_with_a_name_that_is_not_utf8_are_read() {
+        let d = ScratchDir::new("sys-swaps-bytes");
+        fs::create_dir_all(d.path().join("proc")).unwrap();
+        fs::write(
+            d.path().join("proc/swaps"),
+            b"Filename Type Size Used Priority\n/var/tmp/s\xffw\\012ap file 1024 0 -2\n",
+        )
+        .unwrap();
+        let s = Sys::new(d.path()).swaps().unwrap();
+        assert_eq!(s[0].device, r"/var/tmp/s\xffw\012ap");
     }
 }

@@ -10,9 +10,11 @@ use zmem_measure::transport::{self, Options, Row, Spec};
 
 use crate::output::{csv_of, Format, Table};
 
-/// `zmem bench transport`.
+/// Transports side by side: the same pages through the engine in process, kernel zram,
+/// `zmem serve` over NBD and block devices (/dev/ublkbN, /dev/nbdN); random 4 KiB reads
+/// and writes per queue depth, 1 MiB sequential, interleaved rounds
 #[derive(clap::Args, Debug)]
-pub(super) struct TransportArgs {
+pub(super) struct Args {
     /// Corpus files of raw 4 KiB pages (at least 64 MiB of real memory for a published
     /// figure: `zmem capture`); without any, the synthetic default corpus
     corpus: Vec<PathBuf>,
@@ -42,12 +44,9 @@ pub(super) struct TransportArgs {
     /// Overwrite a block device target that holds data
     #[arg(long)]
     force: bool,
-    /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
 }
 
-fn options(a: &TransportArgs) -> anyhow::Result<Options> {
+fn options(a: &Args) -> anyhow::Result<Options> {
     zmem_codec::find(&a.algo).map_err(|e| anyhow::anyhow!("--algo: {e}"))?;
     if a.queue_depth.iter().any(|&q| q == 0 || q > 256) {
         anyhow::bail!("--queue-depth: each depth is 1 to 256");
@@ -100,8 +99,8 @@ fn table(rows: &[Row]) -> Table {
     t
 }
 
-pub(super) fn run(a: TransportArgs) -> anyhow::Result<()> {
-    let opts = options(&a)?;
+pub(super) fn run(a: &Args, format: Format) -> anyhow::Result<()> {
+    let opts = options(a)?;
     let corpora = if a.corpus.is_empty() {
         vec![zmem_corpus::default_corpus()]
     } else {
@@ -123,7 +122,7 @@ pub(super) fn run(a: TransportArgs) -> anyhow::Result<()> {
         }
         rows.extend(r.map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?);
     }
-    let text = match a.format {
+    let text = match format {
         Format::Json => format!("{}\n", serde_json::to_string_pretty(&rows)?),
         Format::Csv => csv_of(&rows),
         Format::Table => {

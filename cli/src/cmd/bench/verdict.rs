@@ -10,8 +10,67 @@ use anyhow::Result;
 use zmem_verdict::{Decided, Progress};
 
 use super::super::lab_run;
-use super::Args;
 use crate::output::Format;
+
+/// The verdict's flags: the main job's (`zmem bench` alone), and `zmem bench verdict`'s with
+/// its corpus files.
+#[derive(clap::Args, Debug)]
+pub struct Flags {
+    /// Algorithms to run (comma-separated kernel names); default: all
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Time for the interleaved rounds: they go on until the decision is settled or this
+    /// is spent (e.g. 60s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = super::ROUND_BUDGET)]
+    budget: String,
+    /// At most this many interleaved rounds (every candidate once per round); default: until
+    /// settled or the budget is spent
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Write the recommended configuration as DIR/zmem.conf [default: a new private file in
+    /// your state directory: /var/lib/zmem for root, else ~/.local/state/zmem]
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Replace an existing DIR/zmem.conf that zmem did not write (never a link or another
+    /// user's file)
+    #[arg(long)]
+    overwrite: bool,
+    /// Random-read requests per page-cluster value
+    #[arg(long, default_value_t = super::REQUESTS)]
+    requests: usize,
+    /// Skip the kernel rows
+    #[arg(long)]
+    no_kernel: bool,
+    /// Score weights, e.g. latency=0.4,ratio=0.4,throughput=0.2 (the default)
+    #[arg(long, value_name = "latency=W,ratio=W,throughput=W")]
+    weights: Option<String>,
+    /// RAM size for the recommendation (default: this machine's MemTotal)
+    #[arg(long, value_name = "SIZE")]
+    ram: Option<String>,
+    /// Filesystem random 4 KiB read speed in MiB/s for vm.swappiness (default: measured)
+    #[arg(long, value_name = "MIB_S")]
+    fs_read: Option<f64>,
+}
+
+/// The verdict (what `zmem bench` runs) on corpus files: every candidate in interleaved
+/// rounds, the decision on the median score and its interval, and the config file
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Corpus files of raw 4 KiB pages; without any, this machine's memory plus synthetic pages
+    corpus: Vec<PathBuf>,
+    #[command(flatten)]
+    flags: Flags,
+}
+
+impl Args {
+    /// The main job: the verdict on this machine's memory.
+    pub fn main(flags: Flags) -> Args {
+        Args {
+            corpus: Vec::new(),
+            flags,
+        }
+    }
+}
 
 /// Whether an existing config file was written by zmem (its first line).
 fn ours(old: &[u8]) -> bool {
@@ -142,21 +201,22 @@ pub fn json(d: &Decided, path: Option<&Path>) -> serde_json::Value {
     })
 }
 
-pub fn run(args: &Args) -> Result<()> {
-    let dest = config_path(args.out_dir.as_deref(), args.overwrite)?;
+pub fn run(args: &Args, format: Format) -> Result<()> {
+    let f = &args.flags;
+    let dest = config_path(f.out_dir.as_deref(), f.overwrite)?;
     let d = decide(&Ask {
         corpus: &args.corpus,
-        algo: &args.algo,
-        weights: args.weights.as_deref(),
-        rounds: args.rounds,
-        budget: args.budget.as_deref(),
-        requests: args.requests,
-        kernel: !args.no_kernel,
-        ram: args.ram.as_deref(),
-        fs_read: args.fs_read,
+        algo: &f.algo,
+        weights: f.weights.as_deref(),
+        rounds: f.rounds,
+        budget: Some(f.budget.as_str()),
+        requests: f.requests,
+        kernel: !f.no_kernel,
+        ram: f.ram.as_deref(),
+        fs_read: f.fs_read,
     })?;
     let path = dest.write(&d.rec.config_file())?;
-    match args.format {
+    match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&json(&d, Some(&path)))?),
         _ => {
             use std::io::Write as _;

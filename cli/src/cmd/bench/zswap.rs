@@ -4,9 +4,52 @@
 //! zswap unless `--no-kernel`, with its swap file in `--swap-dir` (checked
 //! before the run: a filesystem that cannot hold a swap file is an error naming it).
 
+use std::path::PathBuf;
+
 use zmem_measure::zswap::{self, KernelOptions, Options};
 
 use crate::output::{Format, Table};
+
+/// zswap against zram + disk swap at the same RAM budget, with a hot/cold access pattern
+#[derive(clap::Args, Debug)]
+pub(super) struct Args {
+    /// Corpus files of raw 4 KiB pages; without any, a synthetic corpus
+    corpus: Vec<PathBuf>,
+    /// Algorithms to run (comma-separated kernel names)
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Share of the pages that is hot
+    #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
+    hot: f64,
+    /// Share of the accesses that go to the hot pages
+    #[arg(long, value_name = "SHARE", default_value_t = 0.8)]
+    hot_access: f64,
+    /// RAM budget (zswap pool limit = zram mem_limit): a share of the corpus or a size (64M)
+    #[arg(long, value_name = "SHARE|SIZE", default_value = "0.1")]
+    budget: String,
+    /// Swap-ins after every page was swapped out once
+    #[arg(long, default_value_t = 50_000)]
+    accesses: usize,
+    /// zswap allocator (zsmalloc, zbud, z3fold)
+    #[arg(long, default_value = "zsmalloc")]
+    zpool: String,
+    /// Run the kernel rows even if other swap areas are active or zswap is enabled
+    #[arg(long)]
+    force: bool,
+    /// When the engine's shrink worker runs: `paced:N` (queued by a refused store, then N steps
+    /// of its loop per later store or load, as the kernel's workqueue) or `inline` (to the end,
+    /// right after the refused store)
+    #[arg(long, value_name = "inline|paced:N", default_value = "paced:4")]
+    worker: String,
+    /// Directory for the kernel rows' swap file, on a filesystem that can hold one (not
+    /// tmpfs, 9p or overlayfs; checked before anything is set up), as trial's and tune's
+    /// --swap-dir
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    swap_dir: PathBuf,
+    /// Skip the kernel rows
+    #[arg(long)]
+    no_kernel: bool,
+}
 
 /// `--budget`: a share of the corpus (0 < x ≤ 1, e.g. 0.1) or a size with a suffix (64M).
 fn budget(s: &str) -> anyhow::Result<(Option<u64>, f64)> {
@@ -35,8 +78,8 @@ fn swap_dir_usable(dir: &std::path::Path, corpora: &[zmem_corpus::Corpus]) -> an
     }
 }
 
-pub fn run(args: &super::Args) -> anyhow::Result<()> {
-    let (budget_bytes, budget_fraction) = budget(args.budget.as_deref().unwrap_or(super::BUDGET))?;
+pub(super) fn run(args: &Args, format: Format) -> anyhow::Result<()> {
+    let (budget_bytes, budget_fraction) = budget(&args.budget)?;
     let algos = if args.algo.is_empty() {
         vec![zmem_codec::ZSWAP_DEFAULT.name.to_string()]
     } else {
@@ -77,14 +120,14 @@ pub fn run(args: &super::Args) -> anyhow::Result<()> {
     for n in &notes {
         eprintln!("zmem bench: no kernel rows: {n}");
     }
-    match args.format {
+    match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Csv | Format::Table => {
             let mut t = Table::new(&zmem_report::ZSWAP_COLUMNS);
             for r in &rows {
                 t.push(zmem_report::zswap_cells(r));
             }
-            if args.format == Format::Csv {
+            if format == Format::Csv {
                 print!("{}", crate::output::csv_of(&rows));
                 return Ok(());
             }

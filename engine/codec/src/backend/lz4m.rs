@@ -13,8 +13,8 @@
 //! means another follows). A sequence with M = 0 ends the stream (its offset is
 //! 0); every other sequence copies M words from `offset` words back.
 
-use super::check_page;
 use super::reject_params;
+use super::{check_4k_page, only_4k};
 use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream, PAGE_SIZE};
 
 const NAME: &str = "lz4m";
@@ -64,6 +64,7 @@ impl Backend for Lz4mBackend {
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         reject_params(NAME, params)?;
+        only_4k(NAME, params)?;
         Ok(Box::new(Lz4mStream {
             table: Box::new([0; 1 << HASH_BITS]),
             words: Box::new([0; WORDS]),
@@ -141,7 +142,7 @@ impl Out<'_> {
 
 impl Stream for Lz4mStream {
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
-        check_page(NAME, src)?;
+        check_4k_page(NAME, src)?;
         let too_small = CodecError::DstTooSmall {
             capacity: dst.len(),
         };

@@ -52,26 +52,26 @@ impl Backend for Sw842Backend {
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         reject_params(NAME, params)?;
         Ok(Box::new(Sw842Stream {
-            compressor: compress::Compressor::new(),
+            compressor: compress::Compressor::with_max_input(params.page()),
         }))
     }
 }
 
-/// Compress any input of at most one page (tails shorter than 8 bytes use the
-/// software-only short-data op, as the kernel does). `None` if it does not fit
-/// in `dst`. Allocates a compressor; streams reuse theirs.
+/// Compress any input of at most one 64 KiB page (tails shorter than 8 bytes
+/// use the software-only short-data op, as the kernel does). `None` if it
+/// does not fit in `dst`. Allocates a compressor; streams reuse theirs.
 pub fn compress_any(src: &[u8], dst: &mut [u8]) -> Result<Option<usize>, CodecError> {
-    if src.len() > compress::MAX_INPUT {
+    if src.len() > compress::MAX_ANY_INPUT {
         return Err(CodecError::InvalidInput {
             algo: NAME,
             reason: format!(
                 "input is {} bytes, at most {} are taken",
                 src.len(),
-                compress::MAX_INPUT
+                compress::MAX_ANY_INPUT
             ),
         });
     }
-    Ok(compress::Compressor::new().compress(src, dst))
+    Ok(compress::Compressor::with_max_input(src.len()).compress(src, dst))
 }
 
 /// Decompress a stream that must produce exactly `dst.len()` bytes.

@@ -11,8 +11,8 @@
 //! branches and writes every candidate output unconditionally, advancing each
 //! area's cursor by 0 or 1, which keeps it fast on unpredictable data.
 
-use super::check_page;
 use super::reject_params;
+use super::{check_4k_page, only_4k};
 use crate::{AlgorithmInfo, Backend, CodecError, Params, Stream, PAGE_SIZE};
 
 const NAME: &str = "wkdm";
@@ -76,6 +76,7 @@ impl Backend for WkdmBackend {
     }
     fn new_stream(&self, params: &Params) -> Result<Box<dyn Stream>, CodecError> {
         reject_params(NAME, params)?;
+        only_4k(NAME, params)?;
         Ok(Box::new(WkdmStream::new()))
     }
 }
@@ -117,7 +118,7 @@ impl Stream for WkdmStream {
     // encodings (normal, single-value) share the tag/queue/low/full arrays and
     // counts of one pass over the page; the hot path of docs/own-codecs.md.
     fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, CodecError> {
-        check_page(NAME, src)?;
+        check_4k_page(NAME, src)?;
         let too_small = CodecError::DstTooSmall {
             capacity: dst.len(),
         };

@@ -29,7 +29,7 @@
 //!   double-fast at those parameters runs under libzstd 1.5.7's entropy
 //!   stage, and every fixture page equals 6.1's.
 
-use zstd_safe::{CCtx, CParameter, DCtx};
+use zstd_safe::{CCtx, CParameter, DCtx, ParamSwitch};
 
 use zmem_kernel::KernelSpan;
 
@@ -129,6 +129,12 @@ impl Backend for ZstdBackend {
             .map_err(|c| lib("set checksum", c))?;
         cctx.set_parameter(CParameter::ContentSizeFlag(true))
             .map_err(|c| lib("set content size", c))?;
+        // The kernel's lib/zstd is built without SIMD (no __SSE2__, no
+        // __ARM_NEON), so its row-based match finder runs only above a 2^17
+        // window, never on a page; libzstd here has SIMD and would use it
+        // from 2^15 (a 64 KiB page). At 4 and 16 KiB this changes nothing.
+        cctx.set_parameter(CParameter::UseRowMatchFinder(ParamSwitch::Disable))
+            .map_err(|c| lib("set row match finder", c))?;
         if let Some(dict) = params.dict_slice() {
             if dict.is_empty() {
                 return Err(CodecError::invalid_param(NAME, "dict is empty"));
@@ -156,10 +162,11 @@ impl Backend for ZstdBackend {
 /// (libzstd does not pass one to a sequence producer).
 fn old_dfast(params: &Params, level: i32) -> Option<(Finder, (u32, u32, u32))> {
     let kernel = params.kernel.filter(|_| params.dict.is_none())?;
+    let page = params.page();
     if LIB_ZSTD_1_5_2.contains(kernel) {
-        dfast_params(level).map(|p| (Finder::V1_5_2, p))
+        dfast_params(level, page).map(|p| (Finder::V1_5_2, p))
     } else if LIB_ZSTD_1_4_10.contains(kernel) && level == DEFAULT_LEVEL {
-        Some((Finder::V1_4_10, crypto_dfast_params()))
+        Some((Finder::V1_4_10, crypto_dfast_params(page)))
     } else {
         None
     }

@@ -32,12 +32,12 @@ use crate::PAGE_SIZE;
 const PRODUCER_ERROR: usize = usize::MAX;
 
 /// The match finder's parameters (`hashLog`, `chainLog`, `minMatch`) when
-/// `level` at page size is a double-fast level (`ZSTD_getCParams(level,
-/// PAGE_SIZE, 0)`, the table and size adjustment 1.5.2 and 1.5.7 share:
-/// level 3 only), `None` otherwise.
-pub(super) fn dfast_params(level: i32) -> Option<(u32, u32, u32)> {
+/// `level` at a page of `page` bytes is a double-fast level
+/// (`ZSTD_getCParams(level, PAGE_SIZE, 0)`, the table and size adjustment
+/// 1.5.2 and 1.5.7 share: level 3 only at 4 KiB), `None` otherwise.
+pub(super) fn dfast_params(level: i32, page: usize) -> Option<(u32, u32, u32)> {
     // SAFETY: a pure function of its arguments, no pointers.
-    let cp = unsafe { sys::ZSTD_getCParams(level, PAGE_SIZE as u64, 0) };
+    let cp = unsafe { sys::ZSTD_getCParams(level, page as u64, 0) };
     (cp.strategy == sys::ZSTD_strategy::ZSTD_dfast).then_some((
         cp.hashLog,
         cp.chainLog,
@@ -49,10 +49,11 @@ pub(super) fn dfast_params(level: i32) -> Option<(u32, u32, u32)> {
 /// `zstd_get_params(3, 0)` (the row for an unknown source size: window
 /// 2^21, hash 2^17, chain 2^16, min match 5, double-fast), set one by one
 /// with the page as the pledged source size, which `ZSTD_compress2` shrinks
-/// to the page (`ZSTD_adjustCParams`: window 2^12, hash 2^13, chain 2^12).
-pub(super) fn crypto_dfast_params() -> (u32, u32, u32) {
+/// to the page (`ZSTD_adjustCParams`; at 4 KiB: window 2^12, hash 2^13,
+/// chain 2^12).
+pub(super) fn crypto_dfast_params(page: usize) -> (u32, u32, u32) {
     // SAFETY: pure functions of their arguments, no pointers.
-    let cp = unsafe { sys::ZSTD_adjustCParams(sys::ZSTD_getCParams(3, 0, 0), PAGE_SIZE as u64, 0) };
+    let cp = unsafe { sys::ZSTD_adjustCParams(sys::ZSTD_getCParams(3, 0, 0), page as u64, 0) };
     (cp.hashLog, cp.chainLog, cp.minMatch)
 }
 
@@ -219,23 +220,23 @@ mod tests {
 
     #[test]
     fn only_level_3_is_double_fast_at_page_size() {
-        assert_eq!(dfast_params(3), Some((13, 12, 4)));
+        assert_eq!(dfast_params(3, PAGE_SIZE), Some((13, 12, 4)));
         for level in [-5, 1, 2, 4, 9, 19] {
-            assert_eq!(dfast_params(level), None, "level {level}");
+            assert_eq!(dfast_params(level, PAGE_SIZE), None, "level {level}");
         }
     }
 
     #[test]
     fn the_crypto_api_parameters_shrink_to_the_page() {
-        assert_eq!(crypto_dfast_params(), (13, 12, 5));
+        assert_eq!(crypto_dfast_params(PAGE_SIZE), (13, 12, 5));
     }
 
     /// Frames from either old finder decode with plain libzstd, page after
     /// page on one CCtx (the tables carry over, the window does not).
     #[test]
     fn frames_round_trip_through_libzstd() {
-        round_trip(Finder::V1_5_2, dfast_params(3).unwrap());
-        round_trip(Finder::V1_4_10, crypto_dfast_params());
+        round_trip(Finder::V1_5_2, dfast_params(3, PAGE_SIZE).unwrap());
+        round_trip(Finder::V1_4_10, crypto_dfast_params(PAGE_SIZE));
     }
 
     fn round_trip(finder: Finder, params: (u32, u32, u32)) {

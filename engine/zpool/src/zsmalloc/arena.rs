@@ -49,8 +49,10 @@ use crate::{ZpoolError, PAGE_SIZE};
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
-/// Largest run: `CONFIG_ZSMALLOC_CHAIN_SIZE` is at most 16.
+/// Largest run at 4 KiB pages: `CONFIG_ZSMALLOC_CHAIN_SIZE` is at most 16.
 pub(super) const MAX_RUN_PAGES: usize = 16;
+/// Largest run of any zspage: 16 zsmalloc pages of 64 KiB (16 of ours each).
+const MAX_ANY_RUN_PAGES: usize = MAX_RUN_PAGES * 16;
 /// First chunk: 16 pages (64 KiB), so a small pool costs little.
 const FIRST_CHUNK_PAGES: usize = 16;
 /// Chunks double up to 512 pages (2 MiB, one PMD-sized huge page).
@@ -126,9 +128,9 @@ struct Inner {
     /// Pages handed out from the newest chunk.
     bump: usize,
     /// Free resident runs by length (index = pages).
-    free: [Vec<NonNull<u8>>; MAX_RUN_PAGES + 1],
+    free: [Vec<NonNull<u8>>; MAX_ANY_RUN_PAGES + 1],
     /// Free runs given back to the OS (MADV_DONTNEED), by length.
-    cold: [Vec<NonNull<u8>>; MAX_RUN_PAGES + 1],
+    cold: [Vec<NonNull<u8>>; MAX_ANY_RUN_PAGES + 1],
     /// Pages on the free lists that are still resident.
     free_resident: usize,
     /// Pages in runs owned by zspages.
@@ -316,9 +318,10 @@ impl Arena {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A run of `pages` contiguous pages (1..=16).
+    /// A run of `pages` contiguous pages (1..=16 at 4 KiB zspage pages,
+    /// up to 256 for a chain of 16 pages of 64 KiB).
     pub fn alloc(&self, pages: usize) -> Result<Run, ZpoolError> {
-        debug_assert!((1..=MAX_RUN_PAGES).contains(&pages));
+        debug_assert!((1..=MAX_ANY_RUN_PAGES).contains(&pages));
         let mut a = self.lock();
         let chunks = a.chunks.len();
         let ptr = match a.free[pages].pop() {
@@ -390,10 +393,13 @@ impl Inner {
                 self.free[room].push(rest);
                 self.free_resident += room;
             }
+            // A run longer than the chunk the doubling gives (zspages of
+            // 16 or 64 KiB pages) gets a chunk of its own length.
             let next = self
                 .chunks
                 .last()
-                .map_or(FIRST_CHUNK_PAGES, |c| (c.pages * 2).min(MAX_CHUNK_PAGES));
+                .map_or(FIRST_CHUNK_PAGES, |c| (c.pages * 2).min(MAX_CHUNK_PAGES))
+                .max(pages);
             let base = match region {
                 Some(r) => r.take(next),
                 None => map_chunk(next),

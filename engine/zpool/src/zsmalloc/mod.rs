@@ -17,10 +17,10 @@ mod zspage;
 
 use crate::handle::HandleCodec;
 use crate::prefetch::prefetch;
-use crate::{Handle, ObjHint, PoolStats, Zpool, ZpoolError, PAGE_SIZE};
+use crate::{Handle, ObjHint, PoolOptions, PoolStats, Zpool, ZpoolError};
 use arena::Arena;
 pub use arena::{wait_background, ArenaStats};
-use class::{ChainRule, ClassTable, CHAIN_SIZE_RANGE, ZS_MAX_ALLOC_SIZE};
+use class::{ChainRule, ClassTable, CHAIN_SIZE_RANGE};
 pub use shared::{map_shared, memfd, RegionView, SharedRegion};
 use state::{ClassState, ObjLoc};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -83,22 +83,32 @@ impl ZsPool {
     /// [`ChainRule::LeastWaste`]; 6.1 and 6.2: [`ChainRule::MostUsedPercent`]
     /// with a chain of 4).
     pub fn with_rule(chain_size: usize, rule: ChainRule) -> Result<Self, ZpoolError> {
-        Self::with_arena(chain_size, rule, Arena::new())
+        Self::with_options(PoolOptions {
+            chain_size,
+            chain_rule: rule,
+            ..PoolOptions::default()
+        })
     }
 
-    /// A recoverable pool: [`ZsPool::with_rule`] whose zspages live in
+    /// A pool with `opts`' chain size, chain rule and page size.
+    pub fn with_options(opts: PoolOptions) -> Result<Self, ZpoolError> {
+        Self::with_arena(opts, Arena::new())
+    }
+
+    /// A recoverable pool: [`ZsPool::with_options`] whose zspages live in
     /// `region` (a memfd that a holder keeps after the process dies). Each
     /// object's bytes are at its [`ObjHint`] address, `region.base()` plus
     /// its offset in the memfd.
-    pub fn shared(
-        chain_size: usize,
-        rule: ChainRule,
-        region: SharedRegion,
-    ) -> Result<Self, ZpoolError> {
-        Self::with_arena(chain_size, rule, Arena::shared(region))
+    pub fn shared(opts: PoolOptions, region: SharedRegion) -> Result<Self, ZpoolError> {
+        Self::with_arena(opts, Arena::shared(region))
     }
 
-    fn with_arena(chain_size: usize, rule: ChainRule, arena: Arena) -> Result<Self, ZpoolError> {
+    fn with_arena(opts: PoolOptions, arena: Arena) -> Result<Self, ZpoolError> {
+        let PoolOptions {
+            chain_size,
+            chain_rule: rule,
+            ..
+        } = opts;
         if !CHAIN_SIZE_RANGE.contains(&chain_size) {
             return Err(ZpoolError::InvalidOption(format!(
                 "zsmalloc chain size {chain_size} is outside {}..={}",
@@ -106,7 +116,7 @@ impl ZsPool {
                 CHAIN_SIZE_RANGE.end()
             )));
         }
-        let table = ClassTable::with_rule(chain_size, rule);
+        let table = ClassTable::for_page(opts.geometry()?, chain_size, rule);
         let classes = (0..table.classes.len())
             .map(|_| RwLock::new(ClassState::new()))
             .collect();
@@ -177,10 +187,10 @@ impl Zpool for ZsPool {
         if size == 0 {
             return Err(ZpoolError::ZeroSize);
         }
-        if size > ZS_MAX_ALLOC_SIZE {
+        if size > self.table.max_alloc_size() {
             return Err(ZpoolError::TooLarge {
                 size,
-                max: ZS_MAX_ALLOC_SIZE,
+                max: self.table.max_alloc_size(),
             });
         }
         let ci = self.table.class_for_alloc(size);
@@ -329,7 +339,7 @@ impl Zpool for ZsPool {
     }
 
     fn max_alloc(&self) -> usize {
-        ZS_MAX_ALLOC_SIZE
+        self.table.max_alloc_size()
     }
 
     fn huge_class_size(&self) -> usize {
@@ -341,4 +351,4 @@ impl Zpool for ZsPool {
     }
 }
 
-const _: () = assert!(ZS_MAX_ALLOC_SIZE == PAGE_SIZE);
+const _: () = assert!(class::ZS_MAX_ALLOC_SIZE == crate::PAGE_SIZE);

@@ -13,7 +13,7 @@
 
 use super::arena::{Arena, Run};
 use super::class::{ClassGeom, ZS_HANDLE_SIZE};
-use crate::{ObjHint, ZpoolError};
+use crate::{ObjHint, ZpoolError, PAGE_SIZE};
 
 /// Bit 0 of an allocated chunk's header.
 pub(super) const OBJ_ALLOCATED_TAG: u64 = 1;
@@ -46,7 +46,7 @@ impl Zspage {
     /// (`alloc_zspage` + `init_zspage`).
     pub fn new(class: &ClassGeom, arena: &Arena) -> Result<Self, ZpoolError> {
         let mut z = Zspage {
-            mem: arena.alloc(class.pages_per_zspage)?,
+            mem: arena.alloc(class.zspage_bytes / PAGE_SIZE)?,
             inuse: 0,
             freeobj: 0,
             fullness: 0,

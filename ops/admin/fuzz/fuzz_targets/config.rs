@@ -25,8 +25,5 @@ fuzz_target!(|data: &[u8]| {
     let _ = zmem_conf::kernel_zram_option(text);
     // The same [policy] keys as `zmem serve --maint=…`.
     let _ = zmem_policy::Policy::default().with_spec(text);
-    let _ = (
-        zmem_conf::parse_size(text),
-        zmem_conf::parse_duration(text),
-    );
+    let _ = (zmem_conf::parse_size(text), zmem_conf::parse_duration(text));
 });

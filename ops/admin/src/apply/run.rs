@@ -52,6 +52,12 @@ pub fn execute(sys: &Sys, plan: &Plan, log: &mut dyn FnMut(&str)) -> Result<(), 
             )));
         }
     }
+    // The state directory first, as serve makes it (others may look, not write: 0755); the
+    // journal's own directory inside it is private.
+    let state_dir = sys.path(sys.state_dir());
+    sys.check_in_tree(&state_dir)
+        .and_then(|()| zmem_files::shared_dir(&state_dir))
+        .map_err(|e| ApplyError::Read(format!("the state directory: {e}")))?;
     let mut journal = Journal::create_in(sys, &dir, std::process::id())
         .map_err(|e| ApplyError::Read(format!("cannot create the journal in {dir}: {e}")))?;
     let mut done: Vec<&Step> = Vec::new();
@@ -111,7 +117,12 @@ fn roll_back(
 fn save_state(sys: &Sys, plan: &Plan, journal: &mut Journal, log: &mut dyn FnMut(&str)) {
     let state = sys.path(&state_file(sys));
     let save = || -> io::Result<()> {
-        let mut lines = state_lines(&sys.read_opt(&state_file(sys))?.unwrap_or_default());
+        if let Some(dir) = state.parent().filter(|d| !d.exists()) {
+            // Where serve's sockets go too: others may look, not write (0755).
+            sys.check_in_tree(dir)?;
+            zmem_files::shared_dir(dir)?;
+        }
+        let mut lines = state_lines(&read_state(sys)?.unwrap_or_default());
         lines.extend(journal.lines().iter().cloned());
         zmem_host::write_journal(&state, STATE_HEADER, &lines)?;
         for (dev, algos) in &plan.applied_algorithms {
@@ -150,8 +161,20 @@ struct Pending {
     journals: Vec<PathBuf>,
 }
 
+/// The saved undo list, if there is one, read only when no other user could
+/// have written it (`zmem_host::read_journal`: it is run as root).
+fn read_state(sys: &Sys) -> io::Result<Option<String>> {
+    let path = sys.path(&state_file(sys));
+    sys.check_in_tree(&path)?;
+    match zmem_host::read_journal(&path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn pending(sys: &Sys) -> Result<Pending, String> {
-    let state = sys.read_opt(&state_file(sys)).map_err(|e| e.to_string())?;
+    let state = read_state(sys).map_err(|e| e.to_string())?;
     let orphans = zmem_host::orphan_journals(sys, &journal_dir(sys));
     if state.is_none() && orphans.is_empty() {
         return Err(format!(
@@ -177,8 +200,8 @@ fn pending(sys: &Sys) -> Result<Pending, String> {
         false,
     )?;
     for (_, path) in orphans {
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        sys.check_in_tree(&path).map_err(|e| e.to_string())?;
+        let text = zmem_host::read_journal(&path).map_err(|e| e.to_string())?;
         add(&path, zmem_host::journal_lines(&text), true)?;
         p.journals.push(path);
     }

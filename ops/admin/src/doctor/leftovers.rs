@@ -8,8 +8,9 @@ use super::{Finding, Machine, Severity};
 use crate::apply::journal_dir;
 use zmem_host::{orphan_journals, Action, Sys, JOURNAL_DIR};
 
-/// What a journal's undo lines say its run created: zram device ids and swap areas.
-fn created(path: &Path) -> (Vec<u32>, Vec<String>) {
+/// What a journal's undo lines say its run created: zram devices (the id, and which
+/// incarnation when the line records it) and swap areas.
+fn created(path: &Path) -> (Vec<(u32, Option<u64>)>, Vec<String>) {
     // A journal is a regular file of a few lines: a FIFO, link or huge file there (a fixture
     // tree's, `--root`) is read as empty, never waited on.
     let bytes = zmem_files::input::read_state("journal", path, 4 << 20)
@@ -20,7 +21,8 @@ fn created(path: &Path) -> (Vec<u32>, Vec<String>) {
     let (mut ids, mut swaps) = (Vec::new(), Vec::new());
     for l in zmem_host::journal_lines(&text) {
         match Action::parse(&l) {
-            Some(Action::RemoveZram(id) | Action::HotRemove(id)) => ids.push(id),
+            Some(Action::RemoveZram(id, ino)) => ids.push((id, ino)),
+            Some(Action::HotRemove(id)) => ids.push((id, None)),
             Some(Action::Swapoff(dev)) => swaps.push(dev),
             _ => {}
         }
@@ -45,10 +47,17 @@ pub fn journals(sys: &Sys, m: &Machine) -> Vec<Finding> {
     for (dir, who, fix) in kinds {
         for (pid, path) in orphan_journals(sys, &dir) {
             let (ids, swaps) = created(&path);
+            // A device whose number was reused is someone else's: not the dead run's.
+            let now = |id: u32| zmem_host::zram_incarnation(sys, id);
             let mut left: Vec<String> = ids
                 .iter()
-                .filter(|id| sys.exists(&format!("/sys/block/zram{id}")))
-                .map(|id| format!("zram{id}"))
+                .filter(|(id, ino)| now(*id).is_some_and(|n| ino.is_none_or(|i| i == n)))
+                .map(|(id, _)| format!("zram{id}"))
+                .collect();
+            let reused: Vec<String> = ids
+                .iter()
+                .filter(|(id, ino)| ino.is_some_and(|i| now(*id).is_some_and(|n| n != i)))
+                .map(|(id, _)| format!("zram{id} (another device now, its number reused)"))
                 .collect();
             left.extend(
                 swaps
@@ -58,10 +67,11 @@ pub fn journals(sys: &Sys, m: &Machine) -> Vec<Finding> {
             );
             let shown = path.strip_prefix(sys.root()).unwrap_or(&path);
             let (severity, what) = if left.is_empty() {
-                (
-                    Severity::Note,
-                    "none of what it created is left".to_string(),
-                )
+                let mut what = "none of what it created is left".to_string();
+                if !reused.is_empty() {
+                    what.push_str(&format!("; not its: {}", reused.join(", ")));
+                }
+                (Severity::Note, what)
             } else {
                 (
                     Severity::Warning,
@@ -97,9 +107,15 @@ mod tests {
         let p = d.join("1.journal");
         std::fs::write(
             &p,
-            "# header\nzram\t3\nswapoff\t/dev/zram3\nwrite\t/proc/sys/vm/swappiness\t60\nhot_remove\t3\nzram\t4\n",
+            "# header\nzram\t3\nswapoff\t/dev/zram3\nwrite\t/proc/sys/vm/swappiness\t60\nhot_remove\t3\nzram\t4\nzram\t5\t20512\n",
         )
         .unwrap();
-        assert_eq!(created(&p), (vec![3, 4], vec!["/dev/zram3".to_string()]));
+        assert_eq!(
+            created(&p),
+            (
+                vec![(3, None), (4, None), (5, Some(20512))],
+                vec!["/dev/zram3".to_string()]
+            )
+        );
     }
 }

@@ -56,6 +56,9 @@ pub fn no_swap_pressure(m: &Machine) -> Option<Finding> {
     )
 }
 
+/// The highest swap priority swapon(2) takes (`SWAP_FLAG_PRIO_MASK`, include/linux/swap.h).
+const SWAP_PRIORITY_MAX: i32 = 0x7fff;
+
 /// A zram swap whose priority is not above every disk swap's: the kernel fills the higher
 /// priority first, so disk would be used while zram still has room.
 pub fn priority(m: &Machine) -> Vec<Finding> {
@@ -67,7 +70,29 @@ pub fn priority(m: &Machine) -> Vec<Finding> {
         .filter(|z| z.priority <= disk.priority)
         .map(|z| {
             let name = z.device.trim_start_matches("/dev/");
-            let want = ZRAM_PRIORITY.max(disk.priority + 1);
+            let want = ZRAM_PRIORITY.max(disk.priority + 1).min(SWAP_PRIORITY_MAX);
+            // A disk swap at the highest priority the kernel takes: zram cannot go above it, so
+            // the disk swap comes down one (swapon(2) refuses SWAP_FLAG_PRIO_MASK + 1).
+            let (fix, permanent) = if disk.priority >= SWAP_PRIORITY_MAX {
+                (
+                    format!(
+                        "swapoff {disk} && swapon -p {low} {disk} && swapoff {d} && swapon -p {want} {d}",
+                        disk = disk.device,
+                        low = SWAP_PRIORITY_MAX - 1,
+                        d = z.device
+                    ),
+                    format!(
+                        "/etc/fstab: `pri={}` for {}; zram-generator.conf: `swap-priority = {want}` in [{name}]",
+                        SWAP_PRIORITY_MAX - 1,
+                        disk.device
+                    ),
+                )
+            } else {
+                (
+                    format!("swapoff {d} && swapon -p {want} {d}", d = z.device),
+                    format!("zram-generator.conf: `swap-priority = {want}` in [{name}]"),
+                )
+            };
             Finding::new(
                 "zram-priority",
                 Severity::Warning,
@@ -76,8 +101,8 @@ pub fn priority(m: &Machine) -> Vec<Finding> {
                     z.device, z.priority, disk.device, disk.priority
                 ),
             )
-            .fix(format!("swapoff {d} && swapon -p {want} {d}", d = z.device))
-            .permanent(format!("zram-generator.conf: `swap-priority = {want}` in [{name}]"))
+            .fix(fix)
+            .permanent(permanent)
         })
         .collect()
 }

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use zmem_kernel::attr;
+
 mod http;
 pub use http::{serve, HttpLimits};
 
@@ -231,15 +233,17 @@ fn add_all<T>(m: &mut Metrics, table: &[StatMetric<T>], labels: &[(&str, &str)],
 /// Metrics of one attribute target (kernel device or served device).
 fn target_metrics(m: &mut Metrics, t: &dyn AttrTarget, source: &str) -> Result<(), String> {
     let dev = t.label();
-    let mm_s = t.read_attr("mm_stat").map_err(|e| format!("{dev}: {e}"))?;
+    let mm_s = t
+        .read_attr(attr::MM_STAT)
+        .map_err(|e| format!("{dev}: {e}"))?;
     let mm = MmStat::parse(&mm_s).ok_or_else(|| format!("{dev}: bad mm_stat {mm_s:?}"))?;
     let algo = t
-        .read_attr("comp_algorithm")
+        .read_attr(attr::COMP_ALGORITHM)
         .ok()
         .and_then(|s| parse_comp_algorithm(&s).1)
         .unwrap_or_default();
     let disksize: f64 = t
-        .read_attr("disksize")
+        .read_attr(attr::DISKSIZE)
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0.0);
@@ -266,10 +270,18 @@ fn target_metrics(m: &mut Metrics, t: &dyn AttrTarget, source: &str) -> Result<(
         disksize,
     );
     add_all(m, &MM_STAT_METRICS, &d, &mm);
-    if let Some(io) = t.read_attr("io_stat").ok().and_then(|s| IoStat::parse(&s)) {
+    if let Some(io) = t
+        .read_attr(attr::IO_STAT)
+        .ok()
+        .and_then(|s| IoStat::parse(&s))
+    {
         add_all(m, &IO_STAT_METRICS, &d, &io);
     }
-    if let Some(bd) = t.read_attr("bd_stat").ok().and_then(|s| BdStat::parse(&s)) {
+    if let Some(bd) = t
+        .read_attr(attr::BD_STAT)
+        .ok()
+        .and_then(|s| BdStat::parse(&s))
+    {
         add_all(m, &BD_STAT_METRICS, &d, &bd);
     }
     Ok(())

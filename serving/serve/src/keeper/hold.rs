@@ -56,6 +56,10 @@ struct Keeper {
 /// socket and `_exit`.
 pub(crate) fn run(listen: OwnedFd, path: &Path, parent: i32) -> ! {
     let at = identity(path);
+    if wire::relisten(listen.as_fd()).is_err() {
+        // SAFETY: _exit ends this (single-threaded, forked) process at once.
+        unsafe { libc::_exit(1) }
+    }
     let mut k = Keeper {
         listen,
         // SAFETY: geteuid has no preconditions.
@@ -122,13 +126,17 @@ impl Keeper {
     /// One request; `Ok(true)`: `END`, stop.
     fn answer(&mut self, conn: BorrowedFd<'_>) -> io::Result<bool> {
         let (pid, uid) = wire::peer(conn)?;
+        // Read the request before any answer, also one refused: closing a
+        // socket with an unread message resets the connection, and the
+        // client would see that instead of why.
+        let (m, fds) = wire::recv(conn)?;
         if uid != self.uid {
+            drop(fds);
             return err(
                 conn,
                 format!("uid {uid} may not use the keeper of uid {}", self.uid),
             );
         }
-        let (m, fds) = wire::recv(conn)?;
         let owner = self.owner.as_ref().filter(|o| o.alive()).map(|o| o.pid);
         let foreign = owner.filter(|&o| o != pid);
         match m.verb.as_str() {
@@ -214,5 +222,53 @@ pub(crate) fn detach(keep: OwnedFd) -> io::Result<OwnedFd> {
         libc::setsid();
         libc::prctl(libc::PR_SET_NAME, c"zmem-keeper".as_ptr(), 0, 0, 0);
         Ok(OwnedFd::from_raw_fd(3))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::FromRawFd;
+
+    fn pair() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair fills two new descriptors into `fds`.
+        let r = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        assert_eq!(r, 0, "{}", io::Error::last_os_error());
+        // SAFETY: two new descriptors, owned by nothing else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    /// Hostile finding 14: a client of another uid reads the keeper's
+    /// refusal, not "Connection reset by peer".
+    #[test]
+    fn another_uid_reads_why_it_is_refused() {
+        let (client, conn) = pair();
+        let (listen, _other) = pair();
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let mut k = Keeper {
+            listen,
+            uid: me.wrapping_add(1),
+            held: None,
+            owner: None,
+        };
+        wire::send(client.as_fd(), &Msg::new("GET"), &[]).unwrap();
+        assert!(!k.answer(conn.as_fd()).unwrap());
+        drop(conn); // the keeper closes the connection after answering
+        let (m, _) = wire::recv(client.as_fd()).expect("the keeper's answer");
+        assert_eq!(m.verb, "ERR");
+        let why = m.get("why").unwrap();
+        assert!(
+            why.contains(&format!("uid {me} may not use the keeper")),
+            "{why}"
+        );
     }
 }

@@ -16,12 +16,13 @@
 mod hold;
 mod wire;
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use zmem_kernel::attr;
 use zmem_zram::Store;
 
 use wire::Msg;
@@ -32,7 +33,7 @@ pub(crate) fn fingerprint(e: &crate::EngineSpec) -> Vec<(&'static str, &'static 
     let page = 4096u64;
     vec![
         (
-            "disksize",
+            attr::DISKSIZE,
             "--size",
             (e.size.div_ceil(page) * page).to_string(),
         ),
@@ -40,7 +41,7 @@ pub(crate) fn fingerprint(e: &crate::EngineSpec) -> Vec<(&'static str, &'static 
         ("params", "--params", e.params.clone().unwrap_or_default()),
         ("recomp", "--recomp", e.recomp.join(",")),
         ("fast", "--fast", e.fast.clone().unwrap_or_default()),
-        ("allocator", "--allocator", e.allocator.clone()),
+        (attr::ALLOCATOR, "--allocator", e.allocator.clone()),
         (
             "kernel",
             "--kernel",
@@ -63,21 +64,67 @@ pub(crate) struct Link {
     child: bool,
 }
 
+/// Connected to the keeper at `path`, once it is known to be one that only
+/// this user or root runs: the socket file is checked before (a socket of
+/// this user or root, writable by no one else, in directories no other user
+/// can change: `zmem_files::trusted_file`), and the peer after
+/// (`SO_PEERCRED`: this user's or root's process, alive). Anyone else could
+/// bind the path first and be handed a store, or hand one.
+fn connect(path: &Path) -> anyhow::Result<OwnedFd> {
+    zmem_files::trusted_file(path, zmem_files::Kind::Socket)
+        .context("the keeper's socket is not trusted")?;
+    let c = wire::connect(path)
+        .with_context(|| format!("connecting to the keeper {}", path.display()))?;
+    check_peer(c.as_fd(), path)?;
+    Ok(c)
+}
+
+/// The process at the other end of `c` runs as this user or root, and is alive.
+fn check_peer(c: std::os::fd::BorrowedFd<'_>, path: &Path) -> anyhow::Result<()> {
+    let (pid, uid) = wire::peer(c).context("the keeper's credentials (SO_PEERCRED)")?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if uid != me && uid != 0 {
+        bail!(
+            "{}: the process answering (pid {pid}) runs as uid {uid}, not as you (uid {me}) or root; zmem does not trust it",
+            path.display()
+        );
+    }
+    let alive = wire::pidfd(pid).is_ok_and(|fd| !wire::exited(fd.as_fd()));
+    if !alive {
+        bail!(
+            "{}: the process answering (pid {pid}) is gone",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// What `INFO` says of a keeper that answers at `path`; `None`: no keeper
 /// (a socket left by one is removed). A keeper that is exiting (its
-/// connection reset) is waited for, a second at most.
+/// connection reset) is waited for, a second at most. A socket zmem does
+/// not trust (see [`connect`]) is an error, left where it is.
 fn info(path: &Path) -> anyhow::Result<Option<Msg>> {
     for _ in 0..10 {
-        if std::fs::symlink_metadata(path).is_err() {
-            return Ok(None);
+        match zmem_files::trusted_file(path, zmem_files::Kind::Socket) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).context("the keeper's socket is not trusted"),
+            Ok(_) => {}
         }
         let Ok(c) = wire::connect(path) else {
             std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
             return Ok(None);
         };
+        check_peer(c.as_fd(), path)?;
         let asked = wire::send(c.as_fd(), &Msg::new("INFO"), &[]);
-        if let Ok((m, _)) = asked.and_then(|_| wire::recv(c.as_fd())) {
-            return Ok(Some(m));
+        match asked.and_then(|_| wire::recv(c.as_fd())) {
+            Ok((m, _)) if m.verb == "OK" => return Ok(Some(m)),
+            Ok((m, _)) => bail!(
+                "the keeper {}: {}",
+                path.display(),
+                m.get("why").unwrap_or("refused")
+            ),
+            Err(_) => {}
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
@@ -90,8 +137,7 @@ fn ask(
     m: &Msg,
     fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> anyhow::Result<(Msg, Vec<OwnedFd>)> {
-    let c = wire::connect(path)
-        .with_context(|| format!("connecting to the keeper {}", path.display()))?;
+    let c = connect(path)?;
     wire::send(c.as_fd(), m, fds).context("writing to the keeper")?;
     let (r, fds) = wire::recv(c.as_fd()).context("reading the keeper's answer")?;
     if r.verb != "OK" {
@@ -111,7 +157,14 @@ impl Link {
     /// same export in the same directory: this one is not kept).
     pub fn spawn(path: &Path) -> anyhow::Result<Option<Link>> {
         for _ in 0..10 {
-            let Some(i) = info(path)? else { break };
+            let i = match info(path) {
+                Ok(Some(i)) => i,
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("zmem serve: not recoverable after a crash: {e:#}");
+                    return Ok(None);
+                }
+            };
             let owner = i.get("owner_pid").unwrap_or("?");
             match (i.get("owner_alive"), i.get("held")) {
                 (Some("true"), _) => {
@@ -228,6 +281,21 @@ impl Link {
 
     pub fn pid(&self) -> i32 {
         self.pid
+    }
+
+    /// Test-only (`ZMEM_TEST_KILL_KEEPER`): SIGKILL the keeper and wait until it is gone.
+    pub fn kill_for_test(&self) {
+        // SAFETY: pidfd_send_signal on our pidfd of the keeper; no memory is passed.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0u32,
+            )
+        };
+        let _ = wire::poll(&[self.pidfd.as_fd()], 5000);
     }
 }
 

@@ -123,6 +123,15 @@ pub(crate) fn listen(path: &Path) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Listen again on `l` from this process: the credentials a client reads
+/// with `SO_PEERCRED` are the ones of the last `listen` (the kernel's
+/// `unix_listen`), so the forked keeper answers as itself, not as the
+/// server that bound the socket (and may have died).
+pub(crate) fn relisten(l: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: listen on an open, bound socket.
+    cvt(unsafe { libc::listen(l.as_raw_fd(), 4) }).map(|_| ())
+}
+
 /// Connected to the keeper at `path`, with send and receive timeouts.
 pub(crate) fn connect(path: &Path) -> io::Result<OwnedFd> {
     let fd = seqpacket()?;

@@ -10,8 +10,10 @@
 //!
 //! * 8-byte and 4-byte values: open-addressed tables keyed by value holding the
 //!   global chunk number of the latest write. Entries are never removed within
-//!   one input (an input of at most one page has at most 512 / 1024 distinct
-//!   values, a quarter of the table), so probe chains stay intact.
+//!   one input (an input of at most one page has at most a quarter of the
+//!   table's entries in distinct values: 512 / 1024 at 4 KiB), so probe
+//!   chains stay intact. The tables are sized for the page the compressor
+//!   is made for ([`Compressor::with_max_input`]: 4, 16 or 64 KiB).
 //! * 2-byte values: a direct table of 65536 chunk numbers.
 //!
 //! Chunk numbers are global across inputs: each input starts [`INPUT_STRIDE`]
@@ -22,19 +24,20 @@
 use super::crc::crc32_be;
 use super::format::*;
 
-/// Longest input one call takes (the hash tables are sized for it).
+/// Longest input of [`Compressor::new`] (a 4 KiB page).
 pub const MAX_INPUT: usize = 4096;
-const MAX_BLOCKS: u32 = (MAX_INPUT / 8) as u32;
-/// Global block numbers between the starts of two inputs: more than an input's
-/// blocks plus the widest fifo window (256 blocks), and a multiple of every
-/// fifo size so that `chunk % entries` is the fifo index.
-const INPUT_STRIDE: u32 = 1024;
-const _: () = assert!(INPUT_STRIDE >= MAX_BLOCKS + 256 && INPUT_STRIDE.is_multiple_of(I8_ENTRIES));
-/// Restart numbering well before 2-byte chunk numbers (4 per block) overflow.
-const RENUMBER_AT: u32 = (u32::MAX / 4) - 4 * INPUT_STRIDE;
+/// Longest input any compressor takes (a 64 KiB page).
+pub const MAX_ANY_INPUT: usize = 65536;
 
-const T8_SIZE: usize = 4 * MAX_BLOCKS as usize; // 2048
-const T4_SIZE: usize = 4 * 2 * MAX_BLOCKS as usize; // 4096
+/// Global block numbers between the starts of two inputs of at most
+/// `max_blocks` blocks: more than an input's blocks plus the widest fifo
+/// window (256 blocks), and a multiple of every fifo size so that
+/// `chunk % entries` is the fifo index (1024 at 4 KiB).
+const fn input_stride(max_blocks: u32) -> u32 {
+    (max_blocks + 256).next_multiple_of(1024)
+}
+const _: () =
+    assert!(input_stride(512) == 1024 && 1024 % I8_ENTRIES == 0 && 1024 % I4_ENTRIES == 0);
 
 #[derive(Clone, Copy, Default)]
 struct Entry8 {
@@ -49,13 +52,13 @@ struct Entry4 {
 }
 
 #[inline(always)]
-fn hash8(v: u64) -> usize {
-    (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - T8_SIZE.trailing_zeros())) as usize
+fn hash8(v: u64, bits: u32) -> usize {
+    (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
 }
 
 #[inline(always)]
-fn hash4(v: u32) -> usize {
-    (v.wrapping_mul(0x9E37_79B1) >> (32 - T4_SIZE.trailing_zeros())) as usize
+fn hash4(v: u32, bits: u32) -> usize {
+    (v.wrapping_mul(0x9E37_79B1) >> (32 - bits)) as usize
 }
 
 /// Bit masks of the six 4- and 2-byte index lookups a template may need:
@@ -227,6 +230,11 @@ pub struct Compressor {
     t4: Box<[Entry4]>,
     t2: Box<[u32]>,
     next_block: u32,
+    max_input: usize,
+    /// [`input_stride`] of `max_input`.
+    stride: u32,
+    /// Restart numbering well before 2-byte chunk numbers (4 per block) overflow.
+    renumber_at: u32,
 }
 
 impl Default for Compressor {
@@ -236,12 +244,27 @@ impl Default for Compressor {
 }
 
 impl Compressor {
+    /// A compressor for inputs of at most a 4 KiB page.
     pub fn new() -> Self {
+        Self::with_max_input(MAX_INPUT)
+    }
+
+    /// A compressor for inputs of at most `max_input` bytes (rounded up to a
+    /// power of two from 4096 to [`MAX_ANY_INPUT`]).
+    pub fn with_max_input(max_input: usize) -> Self {
+        let max_input = max_input
+            .clamp(MAX_INPUT, MAX_ANY_INPUT)
+            .next_power_of_two();
+        let max_blocks = (max_input / 8) as u32;
+        let stride = input_stride(max_blocks);
         Compressor {
-            t8: vec![Entry8::default(); T8_SIZE].into_boxed_slice(),
-            t4: vec![Entry4::default(); T4_SIZE].into_boxed_slice(),
+            t8: vec![Entry8::default(); 4 * max_blocks as usize].into_boxed_slice(),
+            t4: vec![Entry4::default(); 8 * max_blocks as usize].into_boxed_slice(),
             t2: vec![0u32; 1 << 16].into_boxed_slice(),
-            next_block: INPUT_STRIDE,
+            next_block: stride,
+            max_input,
+            stride,
+            renumber_at: (u32::MAX / 4) - 4 * stride,
         }
     }
 
@@ -249,7 +272,8 @@ impl Compressor {
     /// this input, or the empty slot where it goes.
     #[inline(always)]
     fn probe8(&self, v: u64, base: u32) -> (usize, Option<u32>) {
-        let mut s = hash8(v);
+        let n = self.t8.len();
+        let mut s = hash8(v, n.trailing_zeros());
         loop {
             let e = self.t8[s];
             if e.chunk < base {
@@ -258,13 +282,14 @@ impl Compressor {
             if e.value == v {
                 return (s, Some(e.chunk));
             }
-            s = (s + 1) & (T8_SIZE - 1);
+            s = (s + 1) & (n - 1);
         }
     }
 
     #[inline(always)]
     fn probe4(&self, v: u32, base: u32) -> (usize, Option<u32>) {
-        let mut s = hash4(v);
+        let n = self.t4.len();
+        let mut s = hash4(v, n.trailing_zeros());
         loop {
             let e = self.t4[s];
             if e.chunk < base {
@@ -273,7 +298,7 @@ impl Compressor {
             if e.value == v {
                 return (s, Some(e.chunk));
             }
-            s = (s + 1) & (T4_SIZE - 1);
+            s = (s + 1) & (n - 1);
         }
     }
 
@@ -295,21 +320,23 @@ impl Compressor {
         }
     }
 
-    /// Compress `src` (at most [`MAX_INPUT`] bytes) into `dst` in the kernel's
-    /// sw842 format. `None` if the result does not fit in `dst`.
+    /// Compress `src` (at most [`max_input`](Self::max_input) bytes) into
+    /// `dst` in the kernel's sw842 format. `None` if the result does not fit
+    /// in `dst`.
     pub fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Option<usize> {
         assert!(
-            src.len() <= MAX_INPUT,
-            "sw842 compressor takes at most {MAX_INPUT} bytes"
+            src.len() <= self.max_input,
+            "sw842 compressor takes at most {} bytes",
+            self.max_input
         );
-        if self.next_block >= RENUMBER_AT {
+        if self.next_block >= self.renumber_at {
             self.t8.fill(Entry8::default());
             self.t4.fill(Entry4::default());
             self.t2.fill(0);
-            self.next_block = INPUT_STRIDE;
+            self.next_block = self.stride;
         }
         let base = self.next_block;
-        self.next_block += INPUT_STRIDE;
+        self.next_block += self.stride;
 
         let mut w = BitWriter::new(dst);
         let blocks = src.chunks_exact(8);
