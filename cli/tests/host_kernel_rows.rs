@@ -2,22 +2,12 @@
 //! they hot-add keeps a crash journal while it exists, so a bench killed with
 //! SIGKILL leaves nothing that `zmem trial --recover` cannot remove (root only).
 
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use zmem_files::testutil::ScratchDir;
-
-fn zram_devices() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("zram"))
-        .collect();
-    v.sort();
-    v
-}
 
 /// 48 pages of text, zeros and noise.
 fn corpus(dir: &ScratchDir) -> std::path::PathBuf {
@@ -52,7 +42,6 @@ fn a_bench_killed_while_its_kernel_device_exists_is_recovered() {
     let dir = ScratchDir::new("host-kernel-rows");
     let c = corpus(&dir);
     for n in [1, 2, 3] {
-        let before = zram_devices();
         let mut child = Command::new(env!("CARGO_BIN_EXE_zmem"))
             .args(["bench", "device", c.to_str().unwrap(), "--algo", "lz4"])
             .args(["--requests", "50", "--format", "json"])
@@ -81,12 +70,23 @@ fn a_bench_killed_while_its_kernel_device_exists_is_recovered() {
         child.wait().unwrap();
         reader.join().unwrap();
         assert!(hit, "@{n}: the bench never paused");
-        // The devices this bench added (other work may add and remove its own meanwhile).
-        let added: Vec<String> = zram_devices()
-            .into_iter()
-            .filter(|d| !before.contains(d))
+        // The devices this bench journaled (`PID.zramN.journal`), each with its sysfs
+        // directory's inode: other work may add, remove and renumber devices meanwhile.
+        let pid = child.id();
+        let mine: Vec<(String, u64)> = std::fs::read_dir("/run/zmem-trial")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let dev = name
+                    .strip_prefix(&format!("{pid}."))?
+                    .strip_suffix(".journal")?
+                    .to_string();
+                let ino = std::fs::metadata(format!("/sys/block/{dev}")).ok()?.ino();
+                Some((dev, ino))
+            })
             .collect();
-        assert!(!added.is_empty(), "@{n}: the killed bench left no device");
+        assert!(!mine.is_empty(), "@{n}: the killed bench left no device");
         assert!(Path::new("/run/zmem-trial").is_dir());
         let out = Command::new(env!("CARGO_BIN_EXE_zmem"))
             .args(["trial", "--recover"])
@@ -98,8 +98,13 @@ fn a_bench_killed_while_its_kernel_device_exists_is_recovered() {
             "@{n}: {stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let now = zram_devices();
-        let left: Vec<&String> = added.iter().filter(|d| now.contains(d)).collect();
+        let left: Vec<&String> = mine
+            .iter()
+            .filter(|(dev, ino)| {
+                std::fs::metadata(format!("/sys/block/{dev}")).is_ok_and(|m| m.ino() == *ino)
+            })
+            .map(|(dev, _)| dev)
+            .collect();
         assert!(left.is_empty(), "@{n}: {left:?} not removed by --recover");
     }
 }
